@@ -1,0 +1,182 @@
+//! The commands: run a program, check scripts; writing diagnostics and `--stats`.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::cli::{self, Command, Config, Program as Source};
+use crate::diag::Diagnostic;
+use crate::interp::{RunConfig, Stats};
+use crate::limits::MAX_SOURCE_BYTES;
+use crate::program::Caps;
+
+fn emit_diag(d: &Diagnostic, json: bool) {
+    let mut e = std::io::stderr().lock();
+    let _ = writeln!(e, "{}", d.render(json));
+}
+
+fn emit_stats(s: &Stats, started: Instant) {
+    let line = format!(
+        "{{\"stats\":{{\"steps\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
+         \"stdout_bytes\":{},\"stderr_bytes\":{},\"stdin_bytes\":{},\"file_write_bytes\":{},\
+         \"file_read_bytes\":{},\"wall_ms\":{}}}}}",
+        s.steps,
+        s.max_call_depth,
+        s.peak_frame_bytes,
+        s.peak_memory_bytes,
+        s.stdout_bytes,
+        s.stderr_bytes,
+        s.stdin_bytes,
+        s.file_write_bytes,
+        s.file_read_bytes,
+        started.elapsed().as_millis()
+    );
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Report a panic caught by `main`.
+pub fn report_internal(msg: &str, json: bool, stats: bool, started: Instant) {
+    let _ = std::io::stdout().flush();
+    emit_diag(&Diagnostic::internal(format!("internal error (a bug in leash): {msg}")), json);
+    if stats {
+        emit_stats(&Stats::default(), started);
+    }
+}
+
+/// Read a program's text within the source budget.
+fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::PathBuf>), Diagnostic> {
+    let fail = |name: &str, e: std::io::Error| {
+        let mut d = crate::diag::LoadError::new(
+            crate::diag::LoadKind::Include,
+            format!("cannot read script: {}", crate::source::io_reason(&e)),
+            name,
+            0,
+        )
+        .to_diag();
+        d.line = None;
+        d
+    };
+    match src {
+        Source::File(p) => {
+            let name = p.to_string_lossy().into_owned();
+            match crate::source::read_bounded(p, MAX_SOURCE_BYTES) {
+                Ok(t) => Ok((name, t, Some(p.clone()))),
+                Err(e) => Err(fail(&name, e)),
+            }
+        }
+        Source::Stdin => {
+            use std::io::Read;
+            let mut buf = Vec::new();
+            match std::io::stdin().lock().take(MAX_SOURCE_BYTES as u64 + 1).read_to_end(&mut buf) {
+                Ok(_) => Ok(("<stdin>".into(), buf, None)),
+                Err(e) => Err(fail("<stdin>", e)),
+            }
+        }
+        Source::Inline(code) => Ok(("-e".into(), code.as_bytes().to_vec(), None)),
+    }
+}
+
+fn granted(cfg: &Config) -> Caps {
+    Caps { files: cfg.allow_files, network: cfg.allow_network, listen: cfg.allow_listen, db: cfg.allow_db }
+}
+
+/// Everything after argv: returns the exit status.
+pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
+    let (json, stats) = cli::prescan(&args);
+    let (cfg, cmd) = match cli::parse(&args) {
+        Ok(x) => x,
+        Err(m) => {
+            emit_diag(&Diagnostic::usage(m), json);
+            if stats {
+                emit_stats(&Stats::default(), started);
+            }
+            return 2;
+        }
+    };
+    match cmd {
+        Command::Help => {
+            print!("{}", cli::help_text());
+            0
+        }
+        Command::Version => {
+            println!("leash {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Command::Check { scripts } => check(&cfg, &scripts, started),
+        Command::Test { .. } => {
+            emit_diag(&Diagnostic::usage("leash test is not available in this build"), cfg.json_errors);
+            2
+        }
+        Command::Run { program, args } => run(&cfg, &program, args, started),
+    }
+}
+
+fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 {
+    let mut status = 0;
+    let many = scripts.len() > 1;
+    for s in scripts {
+        let src = Source::File(s.clone());
+        let loaded = read_program(&src).map_err(|d| vec![d]).and_then(|(name, text, path)| {
+            crate::load(&name, text, path.as_deref())
+        });
+        match loaded {
+            Ok(p) => {
+                if many {
+                    println!("{}: capabilities: {}", s.display(), p.caps.describe());
+                } else {
+                    println!("capabilities: {}", p.caps.describe());
+                }
+            }
+            Err(ds) => {
+                for d in &ds {
+                    emit_diag(d, cfg.json_errors);
+                }
+                status = 3;
+            }
+        }
+    }
+    if cfg.stats {
+        emit_stats(&Stats::default(), started);
+    }
+    status
+}
+
+fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 {
+    let finish = |status: i32, stats: &Stats| {
+        if cfg.stats {
+            emit_stats(stats, started);
+        }
+        status
+    };
+    let (name, text, path) = match read_program(src) {
+        Ok(x) => x,
+        Err(d) => {
+            emit_diag(&d, cfg.json_errors);
+            return finish(3, &Stats::default());
+        }
+    };
+    let prog = match crate::load(&name, text, path.as_deref().map(Path::new)) {
+        Ok(p) => p,
+        Err(ds) => {
+            for d in &ds {
+                emit_diag(d, cfg.json_errors);
+            }
+            return finish(3, &Stats::default());
+        }
+    };
+    let rc = RunConfig {
+        max_steps: cfg.max_steps,
+        deadline: cfg.max_time.map(|t| started + Duration::from_secs_f64(t)),
+        max_memory: cfg.max_memory,
+        seed: cfg.seed,
+        caps: granted(cfg),
+        args,
+        cgi: cfg.cgi,
+    };
+    let out = crate::run(&prog, &rc);
+    if let Some(d) = &out.diag {
+        emit_diag(d, cfg.json_errors);
+    }
+    finish(out.status, &out.stats)
+}

@@ -1,0 +1,104 @@
+//! Run budgets for input and output (stdout, stderr, stdin, file writes, streaming
+//! reads, environment overlay): one counter type, one charge method, one limit kind each.
+//!
+//! Storage accounting and the step charge live in the evaluator (`interp.rs`:
+//! `Interp::charge` and `Interp::step`), since they sit on its hot path.
+
+use std::io::Write;
+
+use crate::limits::*;
+
+/// A per-run byte budget.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    pub used: u64,
+    pub max: u64,
+    pub kind: LimitKind,
+    pub what: &'static str,
+}
+
+impl Budget {
+    pub const fn new(kind: LimitKind, max: u64, what: &'static str) -> Self {
+        Budget { used: 0, max, kind, what }
+    }
+
+    /// Would `n` more bytes fit?
+    pub fn fits(&self, n: u64) -> bool {
+        self.used.saturating_add(n) <= self.max
+    }
+
+    /// Charge `n` bytes, or say why not (nothing is charged then).
+    pub fn charge(&mut self, n: u64) -> Result<(), (LimitKind, String)> {
+        if !self.fits(n) {
+            return Err((self.kind, format!("{} exceed {} bytes per run", self.what, self.max)));
+        }
+        self.used += n;
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Budgets {
+    pub stdout: Budget,
+    pub stderr: Budget,
+    pub stdin: Budget,
+    pub file_writes: Budget,
+    pub file_reads: Budget,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            stdout: Budget::new(LimitKind::Stdout, MAX_STDOUT_BYTES, "bytes written to stdout"),
+            stderr: Budget::new(LimitKind::Stderr, MAX_STDERR_BYTES, "bytes written to stderr"),
+            stdin: Budget::new(LimitKind::Stdin, MAX_STDIN_BYTES, "bytes read from stdin"),
+            file_writes: Budget::new(LimitKind::FileWrites, MAX_FILE_WRITE_BYTES, "bytes written to files"),
+            file_reads: Budget::new(LimitKind::FileReads, MAX_FILE_READ_BYTES, "bytes read by streaming readers"),
+        }
+    }
+}
+
+/// Buffered stdout. In CGI mode everything is held until the run ends.
+#[derive(Debug, Default)]
+pub struct Output {
+    buf: Vec<u8>,
+    pub hold: bool,
+    /// Set once a write to stdout failed (e.g. a closed pipe).
+    pub broken: Option<String>,
+}
+
+const FLUSH_AT: usize = 64 * KIB;
+
+impl Output {
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.buf.extend_from_slice(bytes);
+        if !self.hold && self.buf.len() >= FLUSH_AT {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> Result<(), String> {
+        if self.hold || self.buf.is_empty() {
+            return Ok(());
+        }
+        if let Some(b) = &self.broken {
+            self.buf.clear();
+            return Err(b.clone());
+        }
+        let mut out = std::io::stdout().lock();
+        let r = out.write_all(&self.buf).and_then(|_| out.flush());
+        self.buf.clear();
+        if let Err(e) = r {
+            let m = format!("cannot write to stdout: {}", crate::source::io_reason(&e));
+            self.broken = Some(m.clone());
+            return Err(m);
+        }
+        Ok(())
+    }
+
+    /// Held output (CGI mode), taken at the end of the run.
+    pub fn take_held(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
+}

@@ -1,0 +1,356 @@
+//! Collection builtins: length, keys and values, in-place changes (`push`, `pop`,
+//! `insert`, `remove` take a place), slicing, sorting, searching, ranges, sums,
+//! joining and splitting.
+
+use std::cmp::Ordering;
+use std::rc::Rc;
+
+use super::{b, place, Builtin, Cost, VARIADIC};
+use crate::diag::ErrKind;
+use crate::interp::{find_bytes, Interp, R};
+use crate::limits::*;
+use crate::value::*;
+
+fn len(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let n = match &args[0] {
+        Value::Str(s) => s.len(),
+        Value::List(l) => l.len(),
+        Value::Map(m) => m.len(),
+        other => return Err(it.type_err("len", 0, "a string, list or map", other)),
+    };
+    Ok(Value::Num(n as f64))
+}
+
+fn keys(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let m = it.arg_map("keys", args, 0)?;
+    let items = m.keys().map(|k| Value::Str(k.clone())).collect();
+    it.make_list(items)
+}
+
+fn values(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let m = it.arg_map("values", args, 0)?;
+    let items = m.values().cloned().collect();
+    it.make_list(items)
+}
+
+fn get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let default = args.get(2).cloned().unwrap_or(Value::Nil);
+    match &args[0] {
+        Value::Map(m) => {
+            let k = it.arg_str("get", args, 1)?;
+            Ok(m.get(k).cloned().unwrap_or(default))
+        }
+        Value::List(l) => {
+            let n = it.arg_num("get", args, 1)?;
+            if n.fract() != 0.0 {
+                return Err(it.err(ErrKind::Value, "get: a list index must be an integer"));
+            }
+            let i = if n < 0.0 { n + l.len() as f64 } else { n };
+            if i < 0.0 || i >= l.len() as f64 {
+                return Ok(default);
+            }
+            Ok(l.items()[i as usize].clone())
+        }
+        other => Err(it.type_err("get", 0, "a map or list", other)),
+    }
+}
+
+fn target_list<'a>(it: &Interp<'_>, name: &str, target: &'a mut Value) -> R<&'a mut Rc<List>> {
+    match target {
+        Value::List(l) => Ok(l),
+        other => Err(it.type_err(name, 0, "a list", other)),
+    }
+}
+
+fn push(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Value> {
+    let l = target_list(it, "push", target)?;
+    it.check_list_len(l.len() + 1)?;
+    let v = std::mem::take(&mut args[0]);
+    Rc::make_mut(l).push(v);
+    Ok(Value::Nil)
+}
+
+fn pop(it: &mut Interp<'_>, target: &mut Value, _: &mut [Value]) -> R<Value> {
+    let l = target_list(it, "pop", target)?;
+    if l.is_empty() {
+        return Err(it.err(ErrKind::Index, "pop: the list is empty"));
+    }
+    Ok(Rc::make_mut(l).pop().unwrap_or(Value::Nil))
+}
+
+fn insert(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Value> {
+    let n = it.arg_num("insert", args, 0)?;
+    let l = target_list(it, "insert", target)?;
+    let len = l.len() as f64;
+    if n.fract() != 0.0 {
+        return Err(it.err(ErrKind::Value, "insert: the index must be an integer"));
+    }
+    let i = if n < 0.0 { n + len } else { n };
+    if i < 0.0 || i > len {
+        return Err(it.err(ErrKind::Index, format!("insert: index {} out of range for length {len}", num_to_string(n))));
+    }
+    it.check_list_len(l.len() + 1)?;
+    let v = std::mem::take(&mut args[1]);
+    Rc::make_mut(l).insert(i as usize, v);
+    Ok(Value::Nil)
+}
+
+fn remove(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Value> {
+    match target {
+        Value::List(l) => {
+            let i = it.index(&args[0], l.len())?;
+            Ok(Rc::make_mut(l).remove(i))
+        }
+        Value::Map(m) => {
+            let k = it.arg_str("remove", args, 0)?;
+            if !m.contains(k) {
+                return Err(it.err(ErrKind::Key, format!("remove: key \"{}\" not found", String::from_utf8_lossy(k))));
+            }
+            Ok(Rc::make_mut(m).remove(k).unwrap_or(Value::Nil))
+        }
+        other => Err(it.type_err("remove", 0, "a list or map", other)),
+    }
+}
+
+/// Clamp a slice bound: integral, negative counts from the end.
+fn bound(it: &Interp<'_>, name: &str, args: &[Value], i: usize, len: usize, default: usize) -> R<usize> {
+    let Some(_) = it.opt(args, i) else { return Ok(default) };
+    let n = it.arg_num(name, args, i)?;
+    if n.fract() != 0.0 {
+        return Err(it.err(ErrKind::Value, format!("{name}: argument {} must be an integer", i + 1)));
+    }
+    let v = if n < 0.0 { n + len as f64 } else { n };
+    Ok(v.clamp(0.0, len as f64) as usize)
+}
+
+fn slice(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    match &args[0] {
+        Value::List(l) => {
+            let (s, e) = (bound(it, "slice", args, 1, l.len(), 0)?, bound(it, "slice", args, 2, l.len(), l.len())?);
+            let items = if s < e { l.items()[s..e].to_vec() } else { vec![] };
+            it.make_list(items)
+        }
+        Value::Str(t) => {
+            let (s, e) = (bound(it, "slice", args, 1, t.len(), 0)?, bound(it, "slice", args, 2, t.len(), t.len())?);
+            Ok(Value::str(if s < e { t[s..e].to_vec() } else { vec![] }))
+        }
+        other => Err(it.type_err("slice", 0, "a list or string", other)),
+    }
+}
+
+/// Order two sort keys: numbers numerically, strings bytewise, nothing else.
+fn order(a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Num(x), Value::Num(y)) => x.partial_cmp(y),
+        (Value::Str(x), Value::Str(y)) => Some(x.as_slice().cmp(y.as_slice())),
+        _ => None,
+    }
+}
+
+/// Check that sort keys are all numbers or all strings.
+fn sortable(it: &Interp<'_>, name: &str, keys: &[&Value]) -> R<()> {
+    let Some(first) = keys.first() else { return Ok(()) };
+    let kind = first.type_name();
+    if !matches!(first, Value::Num(_) | Value::Str(_)) {
+        return Err(it.err(ErrKind::Type, format!("{name}: can sort numbers or strings, not {kind}")));
+    }
+    if let Some(bad) = keys.iter().find(|k| k.type_name() != kind) {
+        return Err(it.err(
+            ErrKind::Type,
+            format!("{name}: cannot sort a mix of {kind} and {}", bad.type_name()),
+        ));
+    }
+    Ok(())
+}
+
+fn sort(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let l = it.arg_list("sort", args, 0)?;
+    sortable(it, "sort", &l.items().iter().collect::<Vec<_>>())?;
+    let mut items = match std::mem::take(&mut args[0]) {
+        Value::List(rc) => Rc::try_unwrap(rc).map(List::into_vec).unwrap_or_else(|rc| rc.items().to_vec()),
+        _ => unreachable!(),
+    };
+    items.sort_by(|a, b| order(a, b).unwrap_or(Ordering::Equal));
+    it.make_list(items)
+}
+
+fn sort_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let key = it.arg_str("sort_by", args, 1)?.clone();
+    let l = it.arg_list("sort_by", args, 0)?;
+    let mut keyed = Vec::with_capacity(l.len());
+    for item in l.items() {
+        let Value::Map(m) = item else {
+            return Err(it.err(ErrKind::Type, format!("sort_by: items must be maps, got {}", item.type_name())));
+        };
+        let Some(k) = m.get(&key) else {
+            return Err(it.err(ErrKind::Key, format!("sort_by: an item has no key \"{}\"", String::from_utf8_lossy(&key))));
+        };
+        keyed.push((k.clone(), item.clone()));
+    }
+    sortable(it, "sort_by", &keyed.iter().map(|(k, _)| k).collect::<Vec<_>>())?;
+    keyed.sort_by(|a, b| order(&a.0, &b.0).unwrap_or(Ordering::Equal));
+    it.make_list(keyed.into_iter().map(|(_, v)| v).collect())
+}
+
+fn reverse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    match &args[0] {
+        Value::List(l) => it.make_list(l.items().iter().rev().cloned().collect()),
+        Value::Str(s) => Ok(Value::str(match std::str::from_utf8(s) {
+            Ok(t) => t.chars().rev().collect::<String>().into_bytes(),
+            Err(_) => s.iter().rev().copied().collect(),
+        })),
+        other => Err(it.type_err("reverse", 0, "a list or string", other)),
+    }
+}
+
+fn index_of(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let i = match &args[0] {
+        Value::List(l) => l.items().iter().position(|v| equals(v, &args[1])),
+        Value::Str(s) => {
+            let sub = it.arg_str("index_of", args, 1)?;
+            find_bytes(s, sub)
+        }
+        other => return Err(it.type_err("index_of", 0, "a list or string", other)),
+    };
+    Ok(Value::Num(i.map(|i| i as f64).unwrap_or(-1.0)))
+}
+
+fn range(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let (a, e) = if args.len() == 1 {
+        (0.0, it.arg_num("range", args, 0)?)
+    } else {
+        (it.arg_num("range", args, 0)?, it.arg_num("range", args, 1)?)
+    };
+    let st = if args.len() == 3 { it.arg_num("range", args, 2)? } else { 1.0 };
+    if st == 0.0 {
+        return Err(it.err(ErrKind::Value, "range: step must not be 0"));
+    }
+    let count = ((e - a) / st).ceil();
+    let count = if count.is_finite() && count > 0.0 { count } else { 0.0 };
+    if count > MAX_LIST_ITEMS as f64 {
+        return Err(it.limit(LimitKind::List, format!("range of more than {MAX_LIST_ITEMS} items")));
+    }
+    let items = (0..count as usize).map(|k| Value::Num(a + k as f64 * st)).collect();
+    it.make_list(items)
+}
+
+/// The numbers `min`, `max` take: one list, or two or more numbers.
+fn numbers(it: &Interp<'_>, name: &str, args: &[Value]) -> R<Vec<f64>> {
+    let items: Vec<&Value> = if args.len() == 1 {
+        match &args[0] {
+            Value::List(l) => l.items().iter().collect(),
+            other => return Err(it.type_err(name, 0, "a list (or give two or more numbers)", other)),
+        }
+    } else {
+        args.iter().collect()
+    };
+    items
+        .into_iter()
+        .map(|v| match v {
+            Value::Num(n) => Ok(*n),
+            other => Err(it.err(ErrKind::Type, format!("{name}: takes numbers, got {}", other.type_name()))),
+        })
+        .collect()
+}
+
+fn sum(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    it.arg_list("sum", args, 0)?;
+    let s: f64 = numbers(it, "sum", args)?.into_iter().sum();
+    if !s.is_finite() {
+        return Err(it.err(ErrKind::Arith, "sum: arithmetic overflow"));
+    }
+    Ok(Value::Num(s))
+}
+
+fn min_max(it: &Interp<'_>, name: &str, args: &[Value], pick: fn(f64, f64) -> f64) -> R<Value> {
+    let ns = numbers(it, name, args)?;
+    let Some(first) = ns.first() else {
+        return Err(it.err(ErrKind::Value, format!("{name}: the list is empty")));
+    };
+    Ok(Value::Num(ns.iter().fold(*first, |a, &b| pick(a, b))))
+}
+
+fn min(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    min_max(it, "min", args, |a, b| if b < a { b } else { a })
+}
+
+fn max(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    min_max(it, "max", args, |a, b| if b > a { b } else { a })
+}
+
+fn join(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let l = it.arg_list("join", args, 0)?;
+    let sep = it.arg_str("join", args, 1)?;
+    let mut out = Vec::new();
+    for (i, v) in l.items().iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(sep);
+        }
+        it.write_text(v, &mut out, MAX_STRING_BYTES)?;
+        it.check_str_len(out.len())?;
+    }
+    Ok(Value::str(out))
+}
+
+fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("split", args, 0)?;
+    let sep = it.arg_str("split", args, 1)?;
+    if sep.is_empty() {
+        return Err(it.err(ErrKind::Value, "split: the separator must not be empty"));
+    }
+    let max = match it.opt(args, 2) {
+        None => usize::MAX,
+        Some(_) => it.arg_int("split", args, 2, 0.0, MAX_LIST_ITEMS as f64)? as usize,
+    };
+    let mut parts = Vec::new();
+    let mut rest: &[u8] = s;
+    while parts.len() < max {
+        let Some(i) = find_bytes(rest, sep) else { break };
+        parts.push(Value::str(rest[..i].to_vec()));
+        rest = &rest[i + sep.len()..];
+        it.check_list_len(parts.len() + 1)?;
+    }
+    parts.push(Value::str(rest.to_vec()));
+    it.make_list(parts)
+}
+
+fn lines(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("lines", args, 0)?;
+    let mut out = Vec::new();
+    let mut body: &[u8] = s;
+    if body.last() == Some(&b'\n') {
+        body = &body[..body.len() - 1];
+    }
+    if s.is_empty() {
+        return it.make_list(out);
+    }
+    for line in body.split(|&c| c == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        out.push(Value::str(line.to_vec()));
+        it.check_list_len(out.len())?;
+    }
+    it.make_list(out)
+}
+
+pub const TABLE: &[Builtin] = &[
+    b("len", "len(v)", 1, 1, Cost::Const, len),
+    b("keys", "keys(map)", 1, 1, Cost::Items, keys),
+    b("values", "values(map)", 1, 1, Cost::Items, values),
+    b("get", "get(collection, key[, default])", 2, 3, Cost::Const, get),
+    place("push", "push(PLACE, v)", 2, 2, Cost::Const, push),
+    place("pop", "pop(PLACE)", 1, 1, Cost::Const, pop),
+    place("insert", "insert(PLACE, i, v)", 3, 3, Cost::Items, insert),
+    place("remove", "remove(PLACE, index_or_key)", 2, 2, Cost::Items, remove),
+    b("slice", "slice(v, start[, end])", 2, 3, Cost::Items, slice),
+    b("sort", "sort(list)", 1, 1, Cost::Sort, sort),
+    b("sort_by", "sort_by(list_of_maps, key)", 2, 2, Cost::Sort, sort_by),
+    b("reverse", "reverse(v)", 1, 1, Cost::Items, reverse),
+    b("index_of", "index_of(v, x)", 2, 2, Cost::Items, index_of),
+    b("range", "range([a, ]b[, step])", 1, 3, Cost::Items, range),
+    b("sum", "sum(list)", 1, 1, Cost::Items, sum),
+    b("min", "min(list) | min(a, b, ...)", 1, VARIADIC, Cost::Items, min),
+    b("max", "max(list) | max(a, b, ...)", 1, VARIADIC, Cost::Items, max),
+    b("join", "join(list, sep)", 2, 2, Cost::Bytes, join),
+    b("split", "split(s, sep[, max])", 2, 3, Cost::Bytes, split),
+    b("lines", "lines(s)", 1, 1, Cost::Bytes, lines),
+];

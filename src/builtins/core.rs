@@ -1,0 +1,249 @@
+//! Core builtins: output, types and conversions, program (args, exit, assertions).
+
+use std::io::Write;
+
+use super::{b, Builtin, Cost, VARIADIC};
+use crate::diag::ErrKind;
+use crate::interp::{Interp, Unwind, R};
+use crate::limits::*;
+use crate::value::*;
+
+/// Join the `str` of each argument with `sep` into one print's text (within 1 MiB).
+fn joined(it: &Interp<'_>, args: &[Value], sep: &[u8]) -> R<Vec<u8>> {
+    let mut out = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(sep);
+        }
+        it.write_text_as(a, &mut out, MAX_PRINT_BYTES, LimitKind::Stdout)?;
+    }
+    if out.len() > MAX_PRINT_BYTES {
+        return Err(it.limit(LimitKind::Stdout, format!("one print of more than {MAX_PRINT_BYTES} bytes")));
+    }
+    Ok(out)
+}
+
+/// Write to stdout within the run's stdout budget.
+pub fn emit(it: &mut Interp<'_>, text: &[u8]) -> R<()> {
+    it.budgets.stdout.charge(text.len() as u64).map_err(|e| it.budget_fail(e))?;
+    it.out.write(text).map_err(|m| it.err(ErrKind::Io, m))
+}
+
+fn print(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let mut text = joined(it, args, b" ")?;
+    text.push(b'\n');
+    emit(it, &text)?;
+    Ok(Value::Nil)
+}
+
+fn write(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let text = joined(it, args, b"")?;
+    emit(it, &text)?;
+    Ok(Value::Nil)
+}
+
+fn eprint(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let mut text = joined(it, args, b" ")?;
+    text.push(b'\n');
+    it.budgets.stderr.charge(text.len() as u64).map_err(|e| it.budget_fail(e))?;
+    let _ = it.out.flush();
+    let _ = std::io::stderr().write_all(&text);
+    Ok(Value::Nil)
+}
+
+fn type_(_: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    Ok(Value::string(args[0].type_name()))
+}
+
+fn str_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    if let Value::Str(_) = &args[0] {
+        return Ok(std::mem::take(&mut args[0]));
+    }
+    Ok(Value::str(it.to_text(&args[0], MAX_STRING_BYTES)?))
+}
+
+/// Parse number text: optional sign, decimal (digits, fraction, exponent) or `0x` hex,
+/// surrounding ASCII whitespace allowed. Not finite is not a number.
+pub fn parse_number(s: &[u8]) -> Option<f64> {
+    let t = std::str::from_utf8(s).ok()?.trim_matches(|c: char| c.is_ascii_whitespace());
+    let (neg, body) = match t.as_bytes().first()? {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let v = if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        if hex.is_empty() || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return None;
+        }
+        hex.bytes().fold(0f64, |acc, c| acc * 16.0 + (c as char).to_digit(16).unwrap_or(0) as f64)
+    } else {
+        // Only digits, one '.', and an exponent: refuse "inf", "nan", "1_000" and the like.
+        let b = body.as_bytes();
+        let mut i = 0;
+        let mut digits = 0;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+            digits += 1;
+        }
+        if i < b.len() && b[i] == b'.' {
+            i += 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+                digits += 1;
+            }
+        }
+        if digits == 0 {
+            return None;
+        }
+        if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+            i += 1;
+            if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+                i += 1;
+            }
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i == start {
+                return None;
+            }
+        }
+        if i != b.len() {
+            return None;
+        }
+        body.parse::<f64>().ok()?
+    };
+    let v = if neg { -v } else { v };
+    v.is_finite().then_some(v)
+}
+
+fn num(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    match &args[0] {
+        Value::Num(n) => Ok(Value::Num(*n)),
+        Value::Str(s) => match parse_number(s) {
+            Some(v) => Ok(Value::Num(v)),
+            None => Err(it.err(ErrKind::Parse, format!("num: not a number: \"{}\"", shorten(s)))),
+        },
+        other => Err(it.type_err("num", 0, "a string or number", other)),
+    }
+}
+
+/// Text of possibly long input, for messages.
+pub fn shorten(s: &[u8]) -> String {
+    let t = String::from_utf8_lossy(&s[..s.len().min(40)]).into_owned();
+    if s.len() > 40 {
+        format!("{t}...")
+    } else {
+        t
+    }
+}
+
+fn int(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let n = match &args[0] {
+        Value::Num(n) => *n,
+        Value::Str(s) => match parse_number(s) {
+            Some(v) => v,
+            None => return Err(it.err(ErrKind::Parse, format!("int: not a number: \"{}\"", shorten(s)))),
+        },
+        other => return Err(it.type_err("int", 0, "a string or number", other)),
+    };
+    Ok(Value::Num(n.trunc() + 0.0))
+}
+
+fn bool_(_: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    Ok(Value::Bool(args[0].truthy()))
+}
+
+fn args_(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
+    let items = it.script_args.iter().map(|a| Value::str(a.clone())).collect();
+    it.make_list(items)
+}
+
+fn exit(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let code = match it.opt(args, 0) {
+        None => 0,
+        Some(_) => it.arg_int("exit", args, 0, 0.0, 255.0)?,
+    };
+    Err(Box::new(Unwind::Exit(code as i32)))
+}
+
+fn assert(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    if args[0].truthy() {
+        return Ok(Value::Nil);
+    }
+    let msg = match args.get(1) {
+        Some(m) => String::from_utf8_lossy(&it.to_text(m, MAX_STRING_BYTES)?).into_owned(),
+        None => "assertion failed".to_string(),
+    };
+    Err(it.err(ErrKind::Assert, msg))
+}
+
+/// A value as it reads in an assertion message: strings quoted, containers as JSON.
+pub fn repr(v: &Value) -> String {
+    let mut out = Vec::new();
+    match v {
+        Value::Str(s) if std::str::from_utf8(s).is_err() => {
+            return format!("{:?}", String::from_utf8_lossy(s));
+        }
+        Value::Nil | Value::Unset => return "nil".into(),
+        _ => {
+            if write_json(v, &mut out, None, 0, 4096).is_err() {
+                return format!("<{}>", v.type_name());
+            }
+        }
+    }
+    let s = String::from_utf8_lossy(&out).into_owned();
+    if s.len() > 200 {
+        format!("{}...", &s[..s.floor_char_boundary(200)])
+    } else {
+        s
+    }
+}
+
+fn assert_eq(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    if equals(&args[0], &args[1]) {
+        return Ok(Value::Nil);
+    }
+    let mut msg = format!("expected {}, got {}", repr(&args[1]), repr(&args[0]));
+    if let Some(m) = args.get(2) {
+        let t = it.to_text(m, MAX_STRING_BYTES)?;
+        msg = format!("{}: {msg}", String::from_utf8_lossy(&t));
+    }
+    Err(it.err(ErrKind::Assert, msg))
+}
+
+pub const TABLE: &[Builtin] = &[
+    b("print", "print(...)", 0, VARIADIC, Cost::Bytes, print),
+    b("write", "write(...)", 0, VARIADIC, Cost::Bytes, write),
+    b("eprint", "eprint(...)", 0, VARIADIC, Cost::Bytes, eprint),
+    b("type", "type(v)", 1, 1, Cost::Const, type_),
+    b("str", "str(v)", 1, 1, Cost::Bytes, str_),
+    b("num", "num(s)", 1, 1, Cost::Bytes, num),
+    b("int", "int(v)", 1, 1, Cost::Bytes, int),
+    b("bool", "bool(v)", 1, 1, Cost::Const, bool_),
+    b("args", "args()", 0, 0, Cost::Items, args_),
+    b("exit", "exit([status])", 0, 1, Cost::Const, exit),
+    b("assert", "assert(cond[, message])", 1, 2, Cost::Const, assert),
+    b("assert_eq", "assert_eq(actual, expected[, message])", 2, 3, Cost::Items, assert_eq),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::parse_number;
+
+    #[test]
+    fn number_text() {
+        assert_eq!(parse_number(b"12"), Some(12.0));
+        assert_eq!(parse_number(b" -1.5e3 "), Some(-1500.0));
+        assert_eq!(parse_number(b"0xff"), Some(255.0));
+        assert_eq!(parse_number(b".5"), Some(0.5));
+        assert_eq!(parse_number(b"5."), Some(5.0));
+        assert_eq!(parse_number(b""), None);
+        assert_eq!(parse_number(b"abc"), None);
+        assert_eq!(parse_number(b"inf"), None);
+        assert_eq!(parse_number(b"nan"), None);
+        assert_eq!(parse_number(b"1e999"), None);
+        assert_eq!(parse_number(b"1e"), None);
+        assert_eq!(parse_number(b"1 2"), None);
+    }
+}

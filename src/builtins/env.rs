@@ -1,0 +1,93 @@
+//! `env`: the process environment as the script sees it. `env.set` changes a
+//! script-local overlay (bounded by the `env` limit); the process environment itself is
+//! never changed.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::{b, Builtin, Cost};
+use crate::diag::ErrKind;
+use crate::interp::{Interp, R};
+use crate::limits::*;
+use crate::value::*;
+
+/// Changed keys: a value, or None for a key the script removed.
+#[derive(Debug, Default)]
+pub struct EnvOverlay {
+    changed: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    bytes: usize,
+}
+
+fn os_get(name: &[u8]) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    std::env::var_os(std::ffi::OsStr::from_bytes(name)).map(|v| v.into_vec())
+}
+
+fn name_arg<'a>(it: &Interp<'_>, f: &str, args: &'a [Value]) -> R<&'a [u8]> {
+    let n = it.arg_str(f, args, 0)?;
+    if n.is_empty() || n.contains(&b'=') || n.contains(&0) {
+        return Err(it.err(ErrKind::Value, format!("{f}: invalid variable name")));
+    }
+    Ok(n)
+}
+
+fn get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let n = name_arg(it, "env.get", args)?;
+    let v = match it.env.changed.get(n) {
+        Some(v) => v.clone(),
+        None => os_get(n),
+    };
+    Ok(match v {
+        Some(v) => Value::str(v),
+        None => args.get(1).cloned().unwrap_or(Value::Nil),
+    })
+}
+
+fn set(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let n = name_arg(it, "env.set", args)?.to_vec();
+    let v = match &args[1] {
+        Value::Nil => None,
+        Value::Str(s) => {
+            if s.contains(&0) {
+                return Err(it.err(ErrKind::Value, "env.set: a value cannot hold a NUL byte"));
+            }
+            Some(s.to_vec())
+        }
+        other => return Err(it.type_err("env.set", 1, "a string or nil", other)),
+    };
+    let size = |k: &[u8], v: &Option<Vec<u8>>| k.len() + v.as_ref().map_or(0, |v| v.len());
+    let old = it.env.changed.get(&n).map(|o| size(&n, o));
+    let new_bytes = it.env.bytes - old.unwrap_or(0) + size(&n, &v);
+    let new_keys = it.env.changed.len() + usize::from(old.is_none());
+    if new_keys > MAX_ENV_KEYS {
+        return Err(it.limit(LimitKind::Env, format!("more than {MAX_ENV_KEYS} changed environment variables")));
+    }
+    if new_bytes > MAX_ENV_BYTES {
+        return Err(it.limit(LimitKind::Env, format!("environment overlay exceeds {MAX_ENV_BYTES} bytes")));
+    }
+    it.env.bytes = new_bytes;
+    it.env.changed.insert(n, v);
+    Ok(Value::Nil)
+}
+
+fn all(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = std::env::vars_os()
+        .map(|(k, v)| (k.into_vec(), v.into_vec()))
+        .filter(|(k, _)| !it.env.changed.contains_key(k))
+        .collect();
+    pairs.extend(it.env.changed.iter().filter_map(|(k, v)| v.as_ref().map(|v| (k.clone(), v.clone()))));
+    pairs.sort();
+    it.check_map_len(pairs.len())?;
+    let mut m = Map::new();
+    for (k, v) in pairs {
+        m.insert(Rc::new(k), Value::str(v));
+    }
+    it.make_map(m)
+}
+
+pub const TABLE: &[Builtin] = &[
+    b("env.get", "env.get(name[, default])", 1, 2, Cost::Const, get),
+    b("env.set", "env.set(name, value)", 2, 2, Cost::Bytes, set),
+    b("env.all", "env.all()", 0, 0, Cost::Items, all),
+];

@@ -1,0 +1,85 @@
+//! Number builtins and the `math` namespace. Every result must be finite: a result
+//! that is not (`sqrt(-1)`, `math.log(0)`, overflow) is an `arith` error.
+
+use super::{b, Builtin, Cost};
+use crate::diag::ErrKind;
+use crate::interp::{Interp, R};
+use crate::value::*;
+
+fn finite(it: &Interp<'_>, name: &str, x: f64) -> R<Value> {
+    if x.is_finite() {
+        Ok(Value::Num(x + 0.0))
+    } else if x.is_nan() {
+        Err(it.err(ErrKind::Arith, format!("{name}: result is not a number")))
+    } else {
+        Err(it.err(ErrKind::Arith, format!("{name}: result is not finite")))
+    }
+}
+
+macro_rules! unary {
+    ($fname:ident, $name:expr, $op:expr) => {
+        fn $fname(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+            let x = it.arg_num($name, args, 0)?;
+            let f: fn(f64) -> f64 = $op;
+            finite(it, $name, f(x))
+        }
+    };
+}
+
+unary!(abs, "abs", f64::abs);
+unary!(floor, "floor", f64::floor);
+unary!(ceil, "ceil", f64::ceil);
+unary!(sqrt, "sqrt", f64::sqrt);
+unary!(sin, "math.sin", f64::sin);
+unary!(cos, "math.cos", f64::cos);
+unary!(tan, "math.tan", f64::tan);
+unary!(log, "math.log", f64::ln);
+unary!(log10, "math.log10", f64::log10);
+unary!(exp, "math.exp", f64::exp);
+
+fn round(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let x = it.arg_num("round", args, 0)?;
+    let d = match it.opt(args, 1) {
+        None => 0,
+        Some(_) => it.arg_int("round", args, 1, -308.0, 308.0)?,
+    };
+    if d == 0 {
+        return finite(it, "round", x.round());
+    }
+    // Round half away from zero at `d` decimal places (f64::round does half away).
+    let m = 10f64.powi(d as i32);
+    let scaled = x * m;
+    if !scaled.is_finite() || m == 0.0 {
+        return finite(it, "round", x);
+    }
+    let r = scaled.round() / m;
+    finite(it, "round", if r.is_finite() { r } else { x })
+}
+
+fn atan2(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let y = it.arg_num("math.atan2", args, 0)?;
+    let x = it.arg_num("math.atan2", args, 1)?;
+    finite(it, "math.atan2", y.atan2(x))
+}
+
+fn pow(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let x = it.arg_num("math.pow", args, 0)?;
+    let y = it.arg_num("math.pow", args, 1)?;
+    finite(it, "math.pow", x.powf(y))
+}
+
+pub const TABLE: &[Builtin] = &[
+    b("abs", "abs(x)", 1, 1, Cost::Const, abs),
+    b("floor", "floor(x)", 1, 1, Cost::Const, floor),
+    b("ceil", "ceil(x)", 1, 1, Cost::Const, ceil),
+    b("round", "round(x[, digits])", 1, 2, Cost::Const, round),
+    b("sqrt", "sqrt(x)", 1, 1, Cost::Const, sqrt),
+    b("math.sin", "math.sin(x)", 1, 1, Cost::Const, sin),
+    b("math.cos", "math.cos(x)", 1, 1, Cost::Const, cos),
+    b("math.tan", "math.tan(x)", 1, 1, Cost::Const, tan),
+    b("math.atan2", "math.atan2(y, x)", 2, 2, Cost::Const, atan2),
+    b("math.log", "math.log(x)", 1, 1, Cost::Const, log),
+    b("math.log10", "math.log10(x)", 1, 1, Cost::Const, log10),
+    b("math.exp", "math.exp(x)", 1, 1, Cost::Const, exp),
+    b("math.pow", "math.pow(x, y)", 2, 2, Cost::Const, pow),
+];

@@ -1,0 +1,149 @@
+//! `stdin`: line and byte reads from standard input, within the stdin budgets.
+//!
+//! Reads go through a reader thread feeding a bounded channel, so that a blocking read
+//! still ends at the `--max-time` deadline.
+
+use std::io::Read;
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::time::Instant;
+
+use super::{b, Builtin, Cost};
+use crate::interp::{Interp, R};
+use crate::limits::*;
+use crate::value::*;
+
+const CHUNK: usize = 64 * KIB;
+
+#[derive(Debug, Default)]
+pub struct StdinState {
+    buf: Vec<u8>,
+    pos: usize,
+    eof: bool,
+    rx: Option<Receiver<Vec<u8>>>,
+}
+
+fn start_reader() -> Receiver<Vec<u8>> {
+    let (tx, rx) = sync_channel::<Vec<u8>>(2);
+    std::thread::spawn(move || {
+        let mut input = std::io::stdin();
+        loop {
+            let mut chunk = vec![0u8; CHUNK];
+            match input.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    chunk.truncate(n);
+                    if tx.send(chunk).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+    });
+    rx
+}
+
+/// Wait for more input. Returns false at the end of input.
+fn fill(it: &mut Interp<'_>) -> R<bool> {
+    if it.stdin.eof {
+        return Ok(false);
+    }
+    let deadline = it.deadline;
+    let rx = it.stdin.rx.get_or_insert_with(start_reader);
+    let got = match deadline {
+        None => rx.recv().ok(),
+        Some(d) => match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
+            Ok(c) => Some(c),
+            Err(RecvTimeoutError::Disconnected) => None,
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached while reading stdin"))
+            }
+        },
+    };
+    let st = &mut it.stdin;
+    match got {
+        Some(chunk) => {
+            if st.pos > 0 && st.pos * 2 >= st.buf.len() {
+                st.buf.drain(..st.pos);
+                st.pos = 0;
+            }
+            st.buf.extend_from_slice(&chunk);
+            Ok(true)
+        }
+        None => {
+            st.eof = true;
+            Ok(false)
+        }
+    }
+}
+
+fn consume(it: &mut Interp<'_>, n: usize) -> R<()> {
+    it.budgets.stdin.charge(n as u64).map_err(|e| it.budget_fail(e))?;
+    it.stdin.pos += n;
+    Ok(())
+}
+
+fn line_limit(it: &Interp<'_>) -> crate::interp::Fail {
+    it.limit(LimitKind::Stdin, format!("a stdin line longer than {MAX_STDIN_LINE} bytes"))
+}
+
+fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
+    let _ = it.out.flush();
+    let mut searched = 0;
+    loop {
+        let avail = &it.stdin.buf[it.stdin.pos..];
+        if let Some(i) = avail[searched..].iter().position(|&c| c == b'\n').map(|i| i + searched) {
+            let mut line = &avail[..i];
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            if line.len() > MAX_STDIN_LINE {
+                return Err(line_limit(it));
+            }
+            let v = Value::str(line.to_vec());
+            consume(it, i + 1)?;
+            return Ok(v);
+        }
+        searched = avail.len();
+        if avail.len() > MAX_STDIN_LINE + 1 {
+            return Err(line_limit(it));
+        }
+        if !fill(it)? {
+            let avail = &it.stdin.buf[it.stdin.pos..];
+            if avail.is_empty() {
+                return Ok(Value::Nil);
+            }
+            if avail.len() > MAX_STDIN_LINE {
+                return Err(line_limit(it));
+            }
+            let v = Value::str(avail.to_vec());
+            let n = avail.len();
+            consume(it, n)?;
+            return Ok(v);
+        }
+    }
+}
+
+fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let n = it.arg_int("stdin.read", args, 0, 1.0, MAX_STRING_BYTES as f64)? as usize;
+    let _ = it.out.flush();
+    while it.stdin.buf.len() - it.stdin.pos < n {
+        if !fill(it)? {
+            break;
+        }
+    }
+    let avail = &it.stdin.buf[it.stdin.pos..];
+    if avail.is_empty() {
+        return Ok(Value::Nil);
+    }
+    let take = avail.len().min(n);
+    let v = Value::str(avail[..take].to_vec());
+    consume(it, take)?;
+    Ok(v)
+}
+
+pub const TABLE: &[Builtin] = &[
+    b("stdin.read_line", "stdin.read_line()", 0, 0, Cost::Io, read_line),
+    b("stdin.read", "stdin.read(max_bytes)", 1, 1, Cost::Io, read),
+];

@@ -1,0 +1,221 @@
+//! String builtins. Strings are bytes; functions that work on characters (`upper`,
+//! `lower`, `trim`, `chars`, `reverse`, `pad_*`, `ord`) read valid UTF-8 as Unicode and
+//! fall back to ASCII rules (or refuse, where characters are the point) otherwise.
+
+use super::{b, Builtin, Cost};
+use crate::diag::ErrKind;
+use crate::interp::{find_bytes, Interp, R};
+use crate::limits::*;
+use crate::value::*;
+
+fn case(it: &mut Interp<'_>, args: &mut [Value], name: &str, upper: bool) -> R<Value> {
+    let s = it.arg_str(name, args, 0)?;
+    let out = match std::str::from_utf8(s) {
+        Ok(t) => {
+            if upper {
+                t.to_uppercase().into_bytes()
+            } else {
+                t.to_lowercase().into_bytes()
+            }
+        }
+        Err(_) => {
+            if upper {
+                s.to_ascii_uppercase()
+            } else {
+                s.to_ascii_lowercase()
+            }
+        }
+    };
+    it.make_str(out)
+}
+
+fn upper(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    case(it, args, "upper", true)
+}
+
+fn lower(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    case(it, args, "lower", false)
+}
+
+fn trimmed(it: &mut Interp<'_>, args: &mut [Value], name: &str, start: bool, end: bool) -> R<Value> {
+    let s = it.arg_str(name, args, 0)?;
+    let out: &[u8] = match std::str::from_utf8(s) {
+        Ok(t) => {
+            let mut t = t;
+            if start {
+                t = t.trim_start();
+            }
+            if end {
+                t = t.trim_end();
+            }
+            t.as_bytes()
+        }
+        Err(_) => {
+            let mut t: &[u8] = s;
+            if start {
+                t = t.trim_ascii_start();
+            }
+            if end {
+                t = t.trim_ascii_end();
+            }
+            t
+        }
+    };
+    Ok(Value::str(out.to_vec()))
+}
+
+fn trim(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    trimmed(it, args, "trim", true, true)
+}
+
+fn trim_start(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    trimmed(it, args, "trim_start", true, false)
+}
+
+fn trim_end(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    trimmed(it, args, "trim_end", false, true)
+}
+
+fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("replace", args, 0)?;
+    let from = it.arg_str("replace", args, 1)?;
+    let to = it.arg_str("replace", args, 2)?;
+    if from.is_empty() {
+        return Err(it.err(ErrKind::Value, "replace: the text to replace must not be empty"));
+    }
+    let count = match it.opt(args, 3) {
+        None => usize::MAX,
+        Some(_) => it.arg_int("replace", args, 3, 0.0, 9_007_199_254_740_991.0)? as usize,
+    };
+    let mut out = Vec::with_capacity(s.len());
+    let mut rest: &[u8] = s;
+    let mut done = 0;
+    while done < count {
+        let Some(i) = find_bytes(rest, from) else { break };
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(to);
+        rest = &rest[i + from.len()..];
+        done += 1;
+        it.check_str_len(out.len())?;
+    }
+    out.extend_from_slice(rest);
+    it.make_str(out)
+}
+
+fn starts_with(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("starts_with", args, 0)?;
+    let p = it.arg_str("starts_with", args, 1)?;
+    Ok(Value::Bool(s.starts_with(p)))
+}
+
+fn ends_with(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("ends_with", args, 0)?;
+    let p = it.arg_str("ends_with", args, 1)?;
+    Ok(Value::Bool(s.ends_with(p)))
+}
+
+fn find(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("find", args, 0)?;
+    let sub = it.arg_str("find", args, 1)?;
+    Ok(Value::Num(find_bytes(s, sub).map(|i| i as f64).unwrap_or(-1.0)))
+}
+
+fn repeat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("repeat", args, 0)?;
+    let n = it.arg_int("repeat", args, 1, 0.0, 9_007_199_254_740_991.0)? as u64;
+    let total = (s.len() as u64).saturating_mul(n);
+    if total > MAX_STRING_BYTES as u64 {
+        return Err(it.limit(LimitKind::String, format!("string of more than {MAX_STRING_BYTES} bytes")));
+    }
+    Ok(Value::str(s.repeat(n as usize)))
+}
+
+fn chars(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let t = it.arg_text("chars", args, 0)?;
+    let n = t.chars().count();
+    it.check_list_len(n)?;
+    let items = t.chars().map(|c| Value::string(c.encode_utf8(&mut [0; 4]))).collect();
+    it.make_list(items)
+}
+
+fn ord(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let t = it.arg_text("ord", args, 0)?;
+    let mut cs = t.chars();
+    match (cs.next(), cs.next()) {
+        (Some(c), None) => Ok(Value::Num(c as u32 as f64)),
+        _ => Err(it.err(ErrKind::Value, "ord: needs a string of exactly one character")),
+    }
+}
+
+fn chr(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let n = it.arg_int("chr", args, 0, 0.0, 0x10FFFF as f64)?;
+    match char::from_u32(n as u32) {
+        Some(c) => Ok(Value::string(c.encode_utf8(&mut [0; 4]))),
+        None => Err(it.err(ErrKind::Value, format!("chr: {n} is not a Unicode scalar value"))),
+    }
+}
+
+/// Width of a string for padding: characters when valid UTF-8, else bytes.
+fn width(s: &[u8]) -> usize {
+    match std::str::from_utf8(s) {
+        Ok(t) => t.chars().count(),
+        Err(_) => s.len(),
+    }
+}
+
+fn pad(it: &mut Interp<'_>, args: &mut [Value], name: &str, left: bool) -> R<Value> {
+    let s = it.arg_str(name, args, 0)?;
+    let w = it.arg_int(name, args, 1, 0.0, MAX_STRING_BYTES as f64)? as usize;
+    let fill: Vec<u8> = match it.opt(args, 2) {
+        None => b" ".to_vec(),
+        Some(_) => {
+            let f = it.arg_str(name, args, 2)?;
+            if width(f) != 1 {
+                return Err(it.err(ErrKind::Value, format!("{name}: the fill must be one character")));
+            }
+            f.to_vec()
+        }
+    };
+    let have = width(s);
+    if have >= w {
+        return Ok(args[0].clone());
+    }
+    let n = w - have;
+    it.check_str_len(s.len() + n * fill.len())?;
+    let padding = fill.repeat(n);
+    let mut out = Vec::with_capacity(s.len() + padding.len());
+    if left {
+        out.extend_from_slice(&padding);
+        out.extend_from_slice(s);
+    } else {
+        out.extend_from_slice(s);
+        out.extend_from_slice(&padding);
+    }
+    Ok(Value::str(out))
+}
+
+fn pad_left(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    pad(it, args, "pad_left", true)
+}
+
+fn pad_right(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    pad(it, args, "pad_right", false)
+}
+
+pub const TABLE: &[Builtin] = &[
+    b("upper", "upper(s)", 1, 1, Cost::Bytes, upper),
+    b("lower", "lower(s)", 1, 1, Cost::Bytes, lower),
+    b("trim", "trim(s)", 1, 1, Cost::Bytes, trim),
+    b("trim_start", "trim_start(s)", 1, 1, Cost::Bytes, trim_start),
+    b("trim_end", "trim_end(s)", 1, 1, Cost::Bytes, trim_end),
+    b("replace", "replace(s, from, to[, count])", 3, 4, Cost::Bytes, replace),
+    b("starts_with", "starts_with(s, prefix)", 2, 2, Cost::Bytes, starts_with),
+    b("ends_with", "ends_with(s, suffix)", 2, 2, Cost::Bytes, ends_with),
+    b("find", "find(s, sub)", 2, 2, Cost::Bytes, find),
+    b("repeat", "repeat(s, n)", 2, 2, Cost::Bytes, repeat),
+    b("chars", "chars(s)", 1, 1, Cost::Bytes, chars),
+    b("ord", "ord(c)", 1, 1, Cost::Const, ord),
+    b("chr", "chr(n)", 1, 1, Cost::Const, chr),
+    b("pad_left", "pad_left(s, width[, fill])", 2, 3, Cost::Bytes, pad_left),
+    b("pad_right", "pad_right(s, width[, fill])", 2, 3, Cost::Bytes, pad_right),
+];

@@ -1,0 +1,400 @@
+//! The command line: options defined once as data (`OPTIONS`), which also produce
+//! `--help`. Parsing yields a `Config` and a `Command`, or a usage error.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use crate::limits::*;
+
+/// One option of the table.
+pub struct Opt {
+    pub name: &'static str,
+    /// Name of the value it takes, if any.
+    pub value: Option<&'static str>,
+    pub help: &'static str,
+}
+
+pub const OPTIONS: &[Opt] = &[
+    Opt { name: "--max-steps", value: Some("N"), help: "step budget, 1..100000000 (default 1000000)" },
+    Opt { name: "--max-time", value: Some("SECONDS"), help: "wall-clock deadline for the whole run (default: none)" },
+    Opt {
+        name: "--max-memory",
+        value: Some("BYTES"),
+        help: "cap on accounted storage, 1M..64G; suffixes K, M, G (default 256M)",
+    },
+    Opt { name: "--allow-files", value: None, help: "grant file and directory builtins, readers, csv.open" },
+    Opt { name: "--allow-network", value: None, help: "grant http.*, net.connect, net.resolve" },
+    Opt { name: "--allow-listen", value: None, help: "grant net.listen, net.accept (needs --allow-network)" },
+    Opt { name: "--allow-db", value: None, help: "grant db.* (SQLite); a trusted-script gate" },
+    Opt { name: "--tls-ca-file", value: Some("PATH"), help: "replace default TLS trust (needs --allow-network)" },
+    Opt {
+        name: "--dns-server",
+        value: Some("ADDR[:PORT]"),
+        help: "replace the resolver configuration (needs --allow-network)",
+    },
+    Opt { name: "--seed", value: Some("N"), help: "seed for rand.*, 0..4294967295 (default: from the OS)" },
+    Opt { name: "--error-format", value: Some("text|json"), help: "how diagnostics are written to stderr" },
+    Opt { name: "--stats", value: None, help: "at exit, write one JSON line of usage figures to stderr" },
+    Opt { name: "--cgi", value: None, help: "CGI mode: hold output; on failure send a generic 500" },
+    Opt { name: "--filter", value: Some("TEXT"), help: "leash test: run only tests whose names contain TEXT" },
+    Opt { name: "--update-snapshots", value: None, help: "leash test: write snapshots instead of comparing" },
+];
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub max_steps: u64,
+    pub max_time: Option<f64>,
+    pub max_memory: u64,
+    pub allow_files: bool,
+    pub allow_network: bool,
+    pub allow_listen: bool,
+    pub allow_db: bool,
+    pub tls_ca_file: Option<PathBuf>,
+    pub dns_server: Option<String>,
+    pub seed: Option<u32>,
+    pub json_errors: bool,
+    pub stats: bool,
+    pub cgi: bool,
+    pub filter: Option<String>,
+    pub update_snapshots: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_steps: DEFAULT_MAX_STEPS,
+            max_time: None,
+            max_memory: DEFAULT_MAX_MEMORY,
+            allow_files: false,
+            allow_network: false,
+            allow_listen: false,
+            allow_db: false,
+            tls_ca_file: None,
+            dns_server: None,
+            seed: None,
+            json_errors: false,
+            stats: false,
+            cgi: false,
+            filter: None,
+            update_snapshots: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Program {
+    File(PathBuf),
+    Stdin,
+    Inline(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Run { program: Program, args: Vec<Vec<u8>> },
+    Check { scripts: Vec<PathBuf> },
+    Test { paths: Vec<PathBuf> },
+    Help,
+    Version,
+}
+
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "leash: run scripts on a leash\n\n\
+         usage:\n  \
+         leash [OPTIONS] SCRIPT [ARG...]     run SCRIPT (\"-\" reads the program from stdin)\n  \
+         leash [OPTIONS] -e CODE [ARG...]    run CODE given inline\n  \
+         leash check [OPTIONS] SCRIPT...     load and validate only; print the capabilities each needs\n  \
+         leash test [OPTIONS] [PATH...]      run test functions of *_test.lsh files\n  \
+         leash --version | --help\n\noptions:\n",
+    );
+    for o in OPTIONS {
+        let head = match o.value {
+            Some(v) => format!("{} {v}", o.name),
+            None => o.name.to_string(),
+        };
+        s.push_str(&format!("  {head:<28} {}\n", o.help));
+    }
+    s.push_str(
+        "\nexit status: 0 success, 1 uncaught runtime error, 2 usage error, 3 load error,\n\
+         4 limit exceeded, N from exit(N), 70 internal error\n",
+    );
+    s
+}
+
+/// Scan argv for the two options that shape how even a usage error is reported.
+pub fn prescan(args: &[OsString]) -> (bool, bool) {
+    let mut json = false;
+    let mut stats = false;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_bytes();
+        match a {
+            b"--error-format" => {
+                json = args.get(i + 1).map(|v| v.as_bytes() == b"json").unwrap_or(false);
+                i += 1;
+            }
+            b"--error-format=json" => json = true,
+            b"--error-format=text" => json = false,
+            b"--stats" => stats = true,
+            b"-e" => break,
+            _ if a.starts_with(b"--") => {
+                if OPTIONS.iter().any(|o| o.name.as_bytes() == a && o.value.is_some()) {
+                    i += 1;
+                }
+            }
+            _ => {
+                if a != b"check" && a != b"test" {
+                    break;
+                }
+            }
+        }
+        i += 1;
+    }
+    (json, stats)
+}
+
+fn parse_u64(name: &str, v: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    match v.parse::<u64>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(format!("{name} takes a whole number from {lo} to {hi}, got \"{v}\"")),
+    }
+}
+
+fn parse_memory(v: &str) -> Result<u64, String> {
+    let err = || format!("--max-memory takes bytes from 1M to 64G (suffixes K, M, G), got \"{v}\"");
+    let (digits, mult) = match v.as_bytes().last() {
+        Some(b'K') | Some(b'k') => (&v[..v.len() - 1], KIB as u64),
+        Some(b'M') | Some(b'm') => (&v[..v.len() - 1], MIB as u64),
+        Some(b'G') | Some(b'g') => (&v[..v.len() - 1], 1024 * MIB as u64),
+        _ => (v, 1),
+    };
+    let n: u64 = digits.parse().map_err(|_| err())?;
+    let bytes = n.checked_mul(mult).ok_or_else(err)?;
+    if !(MIN_MAX_MEMORY..=MAX_MAX_MEMORY).contains(&bytes) {
+        return Err(err());
+    }
+    Ok(bytes)
+}
+
+fn parse_time(v: &str) -> Result<f64, String> {
+    let err = || format!("--max-time takes seconds, more than 0 and at most {MAX_MAX_TIME_SECS}, got \"{v}\"");
+    let ok = !v.is_empty() && v.bytes().all(|c| c.is_ascii_digit() || c == b'.');
+    let t: f64 = if ok { v.parse().map_err(|_| err())? } else { return Err(err()) };
+    if !(t > 0.0 && t <= MAX_MAX_TIME_SECS) {
+        return Err(err());
+    }
+    Ok(t)
+}
+
+fn parse_dns(v: &str) -> Result<String, String> {
+    use std::net::{IpAddr, SocketAddr};
+    if v.parse::<IpAddr>().is_ok() || v.parse::<SocketAddr>().is_ok() {
+        return Ok(v.to_string());
+    }
+    Err(format!("--dns-server takes an IP address with an optional port, got \"{v}\""))
+}
+
+fn text(v: &OsString) -> Result<String, String> {
+    v.to_str().map(str::to_string).ok_or_else(|| "option values must be valid UTF-8".to_string())
+}
+
+/// Parse the command line (without the program name).
+pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
+    let mut cfg = Config::default();
+    let mut i = 0;
+    let mut sub: Option<&str> = None;
+    let mut positional: Vec<OsString> = Vec::new();
+    let mut inline: Option<String> = None;
+    while i < args.len() {
+        let a = &args[i];
+        let s = a.as_bytes();
+        // A run stops parsing options at its program: the rest are script arguments.
+        if sub.is_none() && (inline.is_some() || !positional.is_empty()) {
+            positional.extend(args[i..].iter().cloned());
+            break;
+        }
+        if s == b"--" {
+            positional.extend(args[i + 1..].iter().cloned());
+            break;
+        }
+        if s == b"--help" || s == b"-h" {
+            return Ok((cfg, Command::Help));
+        }
+        if s == b"--version" || s == b"-V" {
+            return Ok((cfg, Command::Version));
+        }
+        if s == b"-e" {
+            if sub.is_some() {
+                return Err("-e cannot be used with check or test".into());
+            }
+            let code = args.get(i + 1).ok_or("-e needs CODE")?;
+            inline = Some(text(code).map_err(|_| "-e CODE must be valid UTF-8".to_string())?);
+            i += 2;
+            continue;
+        }
+        if s.starts_with(b"--") {
+            let full = text(a)?;
+            let (name, attached) = match full.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (full.clone(), None),
+            };
+            let Some(opt) = OPTIONS.iter().find(|o| o.name == name) else {
+                return Err(format!("unknown option {name}"));
+            };
+            let value = if opt.value.is_some() {
+                match attached {
+                    Some(v) => Some(v),
+                    None => {
+                        i += 1;
+                        Some(text(args.get(i).ok_or_else(|| format!("{name} needs a value"))?)?)
+                    }
+                }
+            } else {
+                if attached.is_some() {
+                    return Err(format!("{name} takes no value"));
+                }
+                None
+            };
+            let v = value.unwrap_or_default();
+            match name.as_str() {
+                "--max-steps" => cfg.max_steps = parse_u64(&name, &v, 1, MAX_MAX_STEPS)?,
+                "--max-time" => cfg.max_time = Some(parse_time(&v)?),
+                "--max-memory" => cfg.max_memory = parse_memory(&v)?,
+                "--allow-files" => cfg.allow_files = true,
+                "--allow-network" => cfg.allow_network = true,
+                "--allow-listen" => cfg.allow_listen = true,
+                "--allow-db" => cfg.allow_db = true,
+                "--tls-ca-file" => {
+                    let p = PathBuf::from(&v);
+                    if !p.is_file() {
+                        return Err(format!("--tls-ca-file: cannot read \"{v}\""));
+                    }
+                    cfg.tls_ca_file = Some(p);
+                }
+                "--dns-server" => cfg.dns_server = Some(parse_dns(&v)?),
+                "--seed" => cfg.seed = Some(parse_u64(&name, &v, 0, u32::MAX as u64)? as u32),
+                "--error-format" => {
+                    cfg.json_errors = match v.as_str() {
+                        "json" => true,
+                        "text" => false,
+                        _ => return Err(format!("--error-format takes text or json, got \"{v}\"")),
+                    }
+                }
+                "--stats" => cfg.stats = true,
+                "--cgi" => cfg.cgi = true,
+                "--filter" => cfg.filter = Some(v),
+                "--update-snapshots" => cfg.update_snapshots = true,
+                _ => return Err(format!("unknown option {name}")),
+            }
+            i += 1;
+            continue;
+        }
+        if s.len() > 1 && s[0] == b'-' {
+            return Err(format!("unknown option {}", a.to_string_lossy()));
+        }
+        if sub.is_none() && positional.is_empty() && inline.is_none() && (s == b"check" || s == b"test") {
+            sub = Some(if s == b"check" { "check" } else { "test" });
+            i += 1;
+            continue;
+        }
+        positional.push(a.clone());
+        i += 1;
+    }
+    if cfg.allow_listen && !cfg.allow_network {
+        return Err("--allow-listen needs --allow-network".into());
+    }
+    if cfg.tls_ca_file.is_some() && !cfg.allow_network {
+        return Err("--tls-ca-file needs --allow-network".into());
+    }
+    if cfg.dns_server.is_some() && !cfg.allow_network {
+        return Err("--dns-server needs --allow-network".into());
+    }
+    let to_path = |a: &OsString| PathBuf::from(a);
+    let cmd = match sub {
+        Some("check") => {
+            if positional.is_empty() {
+                return Err("check needs at least one SCRIPT".into());
+            }
+            Command::Check { scripts: positional.iter().map(to_path).collect() }
+        }
+        Some(_) => Command::Test { paths: positional.iter().map(to_path).collect() },
+        None => {
+            let (program, rest) = match inline {
+                Some(code) => (Program::Inline(code), &positional[..]),
+                None => {
+                    let Some(first) = positional.first() else {
+                        return Err("no SCRIPT given (try --help)".into());
+                    };
+                    let p = if first.as_bytes() == b"-" { Program::Stdin } else { Program::File(to_path(first)) };
+                    (p, &positional[1..])
+                }
+            };
+            if rest.len() > MAX_SCRIPT_ARGS {
+                return Err(format!("too many script arguments: {} (limit is {MAX_SCRIPT_ARGS})", rest.len()));
+            }
+            let bytes: usize = rest.iter().map(|a| a.as_bytes().len()).sum();
+            if bytes > MAX_SCRIPT_ARG_BYTES {
+                return Err(format!("script arguments of {bytes} bytes (limit is {MAX_SCRIPT_ARG_BYTES})"));
+            }
+            Command::Run { program, args: rest.iter().map(|a| a.as_bytes().to_vec()).collect() }
+        }
+    };
+    Ok((cfg, cmd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<(Config, Command), String> {
+        parse(&args.iter().map(OsString::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn run_and_script_args() {
+        let (c, cmd) = p(&["--max-steps", "10", "x.lsh", "--max-steps", "a"]).unwrap();
+        assert_eq!(c.max_steps, 10);
+        assert_eq!(
+            cmd,
+            Command::Run { program: Program::File("x.lsh".into()), args: vec![b"--max-steps".to_vec(), b"a".to_vec()] }
+        );
+        let (_, cmd) = p(&["-e", "print(1)", "a"]).unwrap();
+        assert_eq!(cmd, Command::Run { program: Program::Inline("print(1)".into()), args: vec![b"a".to_vec()] });
+        let (_, cmd) = p(&["-"]).unwrap();
+        assert_eq!(cmd, Command::Run { program: Program::Stdin, args: vec![] });
+    }
+
+    #[test]
+    fn ranges() {
+        assert!(p(&["--max-steps", "0", "x"]).is_err());
+        assert!(p(&["--max-steps", "100000000", "x"]).is_ok());
+        assert!(p(&["--max-steps", "100000001", "x"]).is_err());
+        assert!(p(&["--max-memory", "1M", "x"]).is_ok());
+        assert!(p(&["--max-memory", "1048575", "x"]).is_err());
+        assert!(p(&["--max-memory", "64G", "x"]).is_ok());
+        assert!(p(&["--max-memory", "65G", "x"]).is_err());
+        assert!(p(&["--seed", "4294967295", "x"]).is_ok());
+        assert!(p(&["--seed", "4294967296", "x"]).is_err());
+        assert!(p(&["--max-time", "0", "x"]).is_err());
+        assert!(p(&["--max-time", "0.5", "x"]).is_ok());
+        assert!(p(&["--error-format", "xml", "x"]).is_err());
+        assert!(p(&["--bogus", "x"]).is_err());
+    }
+
+    #[test]
+    fn gates() {
+        assert!(p(&["--allow-listen", "x"]).is_err());
+        assert!(p(&["--allow-network", "--allow-listen", "x"]).is_ok());
+        assert!(p(&["--dns-server", "127.0.0.1:53", "x"]).is_err());
+        assert!(p(&["--allow-network", "--dns-server", "127.0.0.1:53", "x"]).is_ok());
+        assert!(p(&["--allow-network", "--dns-server", "nonsense", "x"]).is_err());
+    }
+
+    #[test]
+    fn check() {
+        let (_, cmd) = p(&["check", "a.lsh", "b.lsh"]).unwrap();
+        assert_eq!(cmd, Command::Check { scripts: vec!["a.lsh".into(), "b.lsh".into()] });
+        assert!(p(&["check"]).is_err());
+    }
+}

@@ -1,0 +1,1198 @@
+//! The evaluator: runs a validated `Program`.
+//!
+//! - Steps: `Interp::step` is the one place a step is charged (and the wall-clock
+//!   deadline looked at).
+//! - Storage: `Interp::charge` is the one place frame storage and total memory are
+//!   charged; every store into a variable goes through it.
+//! - Control flow (`Flow`: break, continue, return) travels apart from failures
+//!   (`Unwind`: runtime errors, limits, exit).
+
+use smallvec::SmallVec;
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::ast::{BinOp, Pos};
+use crate::budget::{Budgets, Output};
+use crate::builtins::{Builtin, Cap, Imp};
+use crate::diag::ErrKind;
+use crate::limits::*;
+use crate::program::*;
+use crate::value::*;
+
+/// A recoverable runtime error.
+#[derive(Debug, Clone)]
+pub struct RtError {
+    pub kind: ErrKind,
+    pub message: String,
+    pub pos: Pos,
+    /// For `throw v`: the thrown value.
+    pub value: Option<Value>,
+}
+
+/// Why evaluation stopped early.
+#[derive(Debug)]
+pub enum Unwind {
+    /// Catchable by `try`.
+    Error(RtError),
+    /// Never catchable: the run ends with status 4.
+    Limit { kind: LimitKind, message: String, pos: Pos },
+    /// `exit(n)`.
+    Exit(i32),
+}
+
+pub type Fail = Box<Unwind>;
+pub type R<T> = Result<T, Fail>;
+
+/// How a block ended.
+#[derive(Debug)]
+pub enum Flow {
+    Normal,
+    Break,
+    Continue,
+    Return(Value),
+}
+
+/// What the operator granted and set for this run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub max_steps: u64,
+    pub deadline: Option<Instant>,
+    pub max_memory: u64,
+    pub seed: Option<u32>,
+    pub caps: Caps,
+    pub args: Vec<Vec<u8>>,
+    pub cgi: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            max_steps: DEFAULT_MAX_STEPS,
+            deadline: None,
+            max_memory: DEFAULT_MAX_MEMORY,
+            seed: None,
+            caps: Caps::default(),
+            args: vec![],
+            cgi: false,
+        }
+    }
+}
+
+/// Usage figures reported by `--stats`.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub steps: u64,
+    pub max_call_depth: usize,
+    pub peak_frame_bytes: usize,
+    pub peak_memory_bytes: usize,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub stdin_bytes: u64,
+    pub file_write_bytes: u64,
+    pub file_read_bytes: u64,
+}
+
+const MAIN_FN: usize = usize::MAX;
+
+pub struct Interp<'p> {
+    pub(crate) prog: &'p Program,
+    pub(crate) stack: Vec<Value>,
+    base: usize,
+    pub(crate) globals: Vec<Value>,
+    /// The function running now (`MAIN_FN` in main), for naming variables in errors.
+    func: usize,
+    depth: usize,
+    max_depth: usize,
+
+    steps: u64,
+    max_steps: u64,
+    /// When `steps` passes this, `step_slow` looks at the step limit and the clock.
+    step_check: u64,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) started: Instant,
+    pub(crate) pos: Pos,
+
+    gbytes: usize,
+    fbytes: usize,
+    mem: usize,
+    max_mem: usize,
+    peak_frame: usize,
+    peak_mem: usize,
+
+    pub(crate) caps: Caps,
+    pub(crate) budgets: Budgets,
+    pub(crate) out: Output,
+    pub(crate) script_args: Vec<Vec<u8>>,
+    pub(crate) rng: crate::builtins::rand::Rng,
+    pub(crate) env: crate::builtins::env::EnvOverlay,
+    pub(crate) stdin: crate::builtins::stdin::StdinState,
+    pub(crate) files: crate::builtins::files::FileState,
+}
+
+impl<'p> Interp<'p> {
+    pub fn new(prog: &'p Program, cfg: &RunConfig) -> Self {
+        let mut out = Output::default();
+        out.hold = cfg.cgi;
+        let mut it = Interp {
+            prog,
+            stack: Vec::with_capacity(256),
+            base: 0,
+            globals: vec![Value::Unset; prog.global_names.len()],
+            func: MAIN_FN,
+            depth: 1,
+            max_depth: 1,
+            steps: 0,
+            max_steps: cfg.max_steps,
+            step_check: 0,
+            deadline: cfg.deadline,
+            started: Instant::now(),
+            pos: 0,
+            gbytes: 0,
+            fbytes: 0,
+            mem: 0,
+            max_mem: cfg.max_memory.min(usize::MAX as u64) as usize,
+            peak_frame: 0,
+            peak_mem: 0,
+            caps: cfg.caps,
+            budgets: Budgets::default(),
+            out,
+            script_args: cfg.args.clone(),
+            rng: crate::builtins::rand::Rng::new(cfg.seed),
+            env: Default::default(),
+            stdin: Default::default(),
+            files: Default::default(),
+        };
+        it.step_check = it.next_check();
+        it
+    }
+
+    fn next_check(&self) -> u64 {
+        let t = if self.deadline.is_some() { self.steps + TIME_CHECK_INTERVAL } else { u64::MAX };
+        t.min(self.max_steps)
+    }
+
+    /// Run main. The caller turns the result into an exit status.
+    pub fn run_main(&mut self) -> R<()> {
+        if let Err(e) = self.charge(true, self.prog.main_base_bytes as isize) {
+            return Err(e);
+        }
+        let prog = self.prog;
+        let r = self.exec_block(&prog.main);
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            steps: self.steps,
+            max_call_depth: self.max_depth,
+            peak_frame_bytes: self.peak_frame,
+            peak_memory_bytes: self.peak_mem,
+            stdout_bytes: self.budgets.stdout.used,
+            stderr_bytes: self.budgets.stderr.used,
+            stdin_bytes: self.budgets.stdin.used,
+            file_write_bytes: self.budgets.file_writes.used,
+            file_read_bytes: self.budgets.file_reads.used,
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Errors
+    // ------------------------------------------------------------------
+
+    pub fn err(&self, kind: ErrKind, message: impl Into<String>) -> Fail {
+        Box::new(Unwind::Error(RtError { kind, message: message.into(), pos: self.pos, value: None }))
+    }
+
+    pub fn limit(&self, kind: LimitKind, message: impl Into<String>) -> Fail {
+        Box::new(Unwind::Limit { kind, message: message.into(), pos: self.pos })
+    }
+
+    /// A budget charge failed: turn it into its limit.
+    pub fn budget_fail(&self, e: (LimitKind, String)) -> Fail {
+        self.limit(e.0, e.1)
+    }
+
+    fn slot_name(&self, slot: Slot) -> &str {
+        match slot {
+            Slot::Global(i) => &self.prog.global_names[i as usize],
+            Slot::Local(i) => &self.prog.funcs[self.func].slot_names[i as usize],
+        }
+    }
+
+    fn unset(&self, slot: Slot) -> Fail {
+        self.err(ErrKind::Name, format!("variable `{}` has no value", self.slot_name(slot)))
+    }
+
+    // ------------------------------------------------------------------
+    // The step charge
+    // ------------------------------------------------------------------
+
+    /// Charge one step for the line at `pos`.
+    #[inline(always)]
+    pub fn step(&mut self, pos: Pos) -> R<()> {
+        self.pos = pos;
+        self.steps += 1;
+        if self.steps > self.step_check {
+            return self.step_slow();
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn step_slow(&mut self) -> R<()> {
+        if self.steps > self.max_steps {
+            self.steps = self.max_steps;
+            return Err(self.limit(LimitKind::Steps, format!("step limit of {} reached", self.max_steps)));
+        }
+        self.check_time()?;
+        self.step_check = self.next_check();
+        Ok(())
+    }
+
+    /// Stop if the deadline has passed.
+    pub fn check_time(&self) -> R<()> {
+        if let Some(d) = self.deadline {
+            if Instant::now() >= d {
+                return Err(self.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"));
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------
+    // The storage charge
+    // ------------------------------------------------------------------
+
+    /// Charge `delta` bytes of accounted storage to main's frame (`global`) or the
+    /// current function's frame, and to the run's total.
+    #[inline]
+    pub fn charge(&mut self, global: bool, delta: isize) -> R<()> {
+        if delta == 0 {
+            return Ok(());
+        }
+        let fb = if global || self.func == MAIN_FN { &mut self.gbytes } else { &mut self.fbytes };
+        *fb = (*fb as isize + delta) as usize;
+        self.mem = (self.mem as isize + delta) as usize;
+        if delta > 0 {
+            let f = *fb;
+            if f > self.peak_frame {
+                self.peak_frame = f;
+            }
+            if self.mem > self.peak_mem {
+                self.peak_mem = self.mem;
+            }
+            if f > MAX_FRAME_BYTES {
+                return Err(self.limit(
+                    LimitKind::FrameStorage,
+                    format!("frame storage exceeds {MAX_FRAME_BYTES} bytes"),
+                ));
+            }
+            if self.mem > self.max_mem {
+                return Err(self.limit(
+                    LimitKind::Memory,
+                    format!("accounted storage exceeds {} bytes (--max-memory)", self.max_mem),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuse to build a value whose accounted size exceeds one frame.
+    pub fn check_value(&self, v: &Value) -> R<()> {
+        if v.acct() > MAX_FRAME_BYTES {
+            return Err(self.limit(
+                LimitKind::FrameStorage,
+                format!("a value of {} accounted bytes exceeds the frame limit of {MAX_FRAME_BYTES}", v.acct()),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn check_list_len(&self, n: usize) -> R<()> {
+        if n > MAX_LIST_ITEMS {
+            return Err(self.limit(LimitKind::List, format!("list of more than {MAX_LIST_ITEMS} items")));
+        }
+        Ok(())
+    }
+
+    pub fn check_map_len(&self, n: usize) -> R<()> {
+        if n > MAX_MAP_ENTRIES {
+            return Err(self.limit(LimitKind::Map, format!("map of more than {MAX_MAP_ENTRIES} entries")));
+        }
+        Ok(())
+    }
+
+    pub fn check_str_len(&self, n: usize) -> R<()> {
+        if n > MAX_STRING_BYTES {
+            return Err(self.limit(LimitKind::String, format!("string of more than {MAX_STRING_BYTES} bytes")));
+        }
+        Ok(())
+    }
+
+    /// Build a list value from items, within the list and frame limits.
+    pub fn make_list(&self, items: Vec<Value>) -> R<Value> {
+        self.check_list_len(items.len())?;
+        let v = Value::list(items);
+        self.check_value(&v)?;
+        Ok(v)
+    }
+
+    pub fn make_map(&self, m: Map) -> R<Value> {
+        self.check_map_len(m.len())?;
+        let v = Value::map(m);
+        self.check_value(&v)?;
+        Ok(v)
+    }
+
+    pub fn make_str(&self, b: Vec<u8>) -> R<Value> {
+        self.check_str_len(b.len())?;
+        Ok(Value::str(b))
+    }
+
+    // ------------------------------------------------------------------
+    // Variables
+    // ------------------------------------------------------------------
+
+    #[inline]
+    fn store(&mut self, slot: Slot, v: Value) -> R<()> {
+        let nh = v.heap();
+        let (old, global) = match slot {
+            Slot::Local(i) => (std::mem::replace(&mut self.stack[self.base + i as usize], v), false),
+            Slot::Global(i) => (std::mem::replace(&mut self.globals[i as usize], v), true),
+        };
+        let oh = old.heap();
+        drop(old);
+        if nh != oh {
+            self.charge(global, nh as isize - oh as isize)?;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn slot_mut(&mut self, slot: Slot) -> &mut Value {
+        match slot {
+            Slot::Local(i) => &mut self.stack[self.base + i as usize],
+            Slot::Global(i) => &mut self.globals[i as usize],
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Statements
+    // ------------------------------------------------------------------
+
+    pub fn exec_block(&mut self, block: &'p [Stmt]) -> R<Flow> {
+        for s in block {
+            match self.exec(s)? {
+                Flow::Normal => {}
+                f => return Ok(f),
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn exec(&mut self, s: &'p Stmt) -> R<Flow> {
+        match &s.kind {
+            StmtKind::SetLocal(i, e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                self.store(Slot::Local(*i), v)?;
+            }
+            StmtKind::SetGlobal(i, e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                self.store(Slot::Global(*i), v)?;
+            }
+            StmtKind::Assign(place, e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                self.assign(place, v)?;
+            }
+            StmtKind::Compound(place, op, e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                self.compound(place, *op, v)?;
+            }
+            StmtKind::Expr(e) => {
+                self.step(s.pos)?;
+                self.eval(e)?;
+            }
+            StmtKind::If(arms, else_body) => {
+                for arm in arms.iter() {
+                    self.step(arm.pos)?;
+                    if self.eval(&arm.cond)?.truthy() {
+                        return self.exec_block(&arm.body);
+                    }
+                }
+                if let Some(b) = else_body {
+                    return self.exec_block(b);
+                }
+            }
+            StmtKind::While(cond, body) => {
+                self.step(s.pos)?;
+                while self.eval(cond)?.truthy() {
+                    match self.exec_block(body)? {
+                        Flow::Break => break,
+                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                        _ => {}
+                    }
+                    self.step(s.pos)?;
+                }
+            }
+            StmtKind::ForRange { var, start, end, step, body } => {
+                self.step(s.pos)?;
+                return self.for_range(s.pos, *var, start, end, step.as_ref(), body);
+            }
+            StmtKind::ForIn { first, second, iter, body } => {
+                self.step(s.pos)?;
+                return self.for_in(s.pos, *first, *second, iter, body);
+            }
+            StmtKind::Break => {
+                self.step(s.pos)?;
+                return Ok(Flow::Break);
+            }
+            StmtKind::Continue => {
+                self.step(s.pos)?;
+                return Ok(Flow::Continue);
+            }
+            StmtKind::Return(e) => {
+                self.step(s.pos)?;
+                let v = match e {
+                    Some(e) => self.eval(e)?,
+                    None => Value::Nil,
+                };
+                return Ok(Flow::Return(v));
+            }
+            StmtKind::Throw(e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                let mut text = Vec::new();
+                let message = match write_str(&v, &mut text, MAX_STRING_BYTES) {
+                    Ok(()) => String::from_utf8_lossy(&text).into_owned(),
+                    Err(_) => format!("a thrown {}", v.type_name()),
+                };
+                return Err(Box::new(Unwind::Error(RtError {
+                    kind: ErrKind::User,
+                    message,
+                    pos: s.pos,
+                    value: Some(v),
+                })));
+            }
+            StmtKind::Try { body, var, handler } => {
+                self.step(s.pos)?;
+                match self.exec_block(body) {
+                    Ok(f) => return Ok(f),
+                    Err(u) => match *u {
+                        Unwind::Error(e) => {
+                            let m = self.error_value(e)?;
+                            self.store(*var, m)?;
+                            return self.exec_block(handler);
+                        }
+                        other => return Err(Box::new(other)),
+                    },
+                }
+            }
+            StmtKind::Block(b) => return self.exec_block(b),
+        }
+        Ok(Flow::Normal)
+    }
+
+    /// The map a `catch` variable receives.
+    fn error_value(&self, e: RtError) -> R<Value> {
+        let mut m = Map::new();
+        let s = |t: &str| Value::string(t);
+        m.insert(Rc::new(b"kind".to_vec()), s(e.kind.name()));
+        m.insert(Rc::new(b"message".to_vec()), s(&e.message));
+        if let Some((file, line)) = self.prog.sources.locate(e.pos) {
+            m.insert(Rc::new(b"file".to_vec()), s(file));
+            m.insert(Rc::new(b"line".to_vec()), Value::Num(line as f64));
+        } else {
+            m.insert(Rc::new(b"file".to_vec()), Value::Nil);
+            m.insert(Rc::new(b"line".to_vec()), Value::Nil);
+        }
+        if let Some(v) = e.value {
+            m.insert(Rc::new(b"value".to_vec()), v);
+        }
+        self.make_map(m)
+    }
+
+    fn loop_body(&mut self, body: &'p [Stmt]) -> R<Option<Flow>> {
+        Ok(match self.exec_block(body)? {
+            Flow::Break => Some(Flow::Normal),
+            Flow::Return(v) => Some(Flow::Return(v)),
+            _ => None,
+        })
+    }
+
+    fn for_range(
+        &mut self,
+        pos: Pos,
+        var: Slot,
+        start: &'p Expr,
+        end: &'p Expr,
+        step: Option<&'p Expr>,
+        body: &'p [Stmt],
+    ) -> R<Flow> {
+        let a = self.eval(start)?;
+        let b = self.eval(end)?;
+        let st = match step {
+            Some(e) => self.eval(e)?,
+            None => Value::Num(1.0),
+        };
+        let (Value::Num(a), Value::Num(b), Value::Num(st)) = (&a, &b, &st) else {
+            let bad = [&a, &b, &st].into_iter().find(|v| !matches!(v, Value::Num(_))).map(|v| v.type_name());
+            return Err(self.err(ErrKind::Type, format!("for bounds must be numbers, got {}", bad.unwrap_or("?"))));
+        };
+        let (a, b, st) = (*a, *b, *st);
+        if st == 0.0 {
+            return Err(self.err(ErrKind::Value, "for step must not be 0"));
+        }
+        let mut k: f64 = 0.0;
+        loop {
+            let i = a + k * st;
+            if !i.is_finite() || (st > 0.0 && i > b) || (st < 0.0 && i < b) {
+                break;
+            }
+            self.store(var, Value::Num(i))?;
+            if let Some(f) = self.loop_body(body)? {
+                return Ok(f);
+            }
+            k += 1.0;
+            self.step(pos)?;
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn for_in(&mut self, pos: Pos, first: Slot, second: Option<Slot>, iter: &'p Expr, body: &'p [Stmt]) -> R<Flow> {
+        let snap = self.eval(iter)?;
+        if !matches!(snap, Value::List(_) | Value::Map(_)) {
+            return Err(self.err(ErrKind::Type, format!("for ... in needs a list or map, got {}", snap.type_name())));
+        }
+        // The snapshot is held by this frame while the loop runs.
+        let cost = (ACCT_SNAPSHOT + snap.heap()) as isize;
+        self.charge(false, cost)?;
+        let r = self.for_in_loop(pos, first, second, &snap, body);
+        self.charge(false, -cost)?;
+        r
+    }
+
+    fn for_in_loop(&mut self, pos: Pos, first: Slot, second: Option<Slot>, snap: &Value, body: &'p [Stmt]) -> R<Flow> {
+        let n = match snap {
+            Value::List(l) => l.len(),
+            Value::Map(m) => m.len(),
+            _ => 0,
+        };
+        for i in 0..n {
+            match snap {
+                Value::List(l) => {
+                    let item = l.items()[i].clone();
+                    match second {
+                        None => self.store(first, item)?,
+                        Some(s2) => {
+                            self.store(first, Value::Num(i as f64))?;
+                            self.store(s2, item)?;
+                        }
+                    }
+                }
+                Value::Map(m) => {
+                    let (k, v) = m.get_index(i).expect("index in range");
+                    let (k, v) = (Value::Str(k.clone()), v.clone());
+                    self.store(first, k)?;
+                    if let Some(s2) = second {
+                        self.store(s2, v)?;
+                    }
+                }
+                _ => {}
+            }
+            if let Some(f) = self.loop_body(body)? {
+                return Ok(f);
+            }
+            self.step(pos)?;
+        }
+        Ok(Flow::Normal)
+    }
+
+    // ------------------------------------------------------------------
+    // Places
+    // ------------------------------------------------------------------
+
+    fn eval_keys(&mut self, path: &'p [Expr]) -> R<SmallVec<[Value; 4]>> {
+        let mut keys = SmallVec::new();
+        for k in path {
+            keys.push(self.eval(k)?);
+        }
+        Ok(keys)
+    }
+
+    /// Resolve an index `k` for a sequence of length `len` (negative counts from the end).
+    pub fn index(&self, k: &Value, len: usize) -> R<usize> {
+        let Value::Num(n) = k else {
+            return Err(self.err(ErrKind::Type, format!("index must be a number, got {}", k.type_name())));
+        };
+        if n.fract() != 0.0 {
+            return Err(self.err(ErrKind::Value, format!("index {} is not an integer", num_to_string(*n))));
+        }
+        let i = if *n < 0.0 { *n + len as f64 } else { *n };
+        if i < 0.0 || i >= len as f64 {
+            return Err(self.err(ErrKind::Index, format!("index {} out of range for length {len}", num_to_string(*n))));
+        }
+        Ok(i as usize)
+    }
+
+    fn map_key<'k>(&self, k: &'k Value) -> R<&'k [u8]> {
+        match k {
+            Value::Str(s) => Ok(s),
+            other => Err(self.err(ErrKind::Type, format!("map keys are strings, got {}", other.type_name()))),
+        }
+    }
+
+    fn missing_key(&self, k: &[u8]) -> Fail {
+        self.err(ErrKind::Key, format!("key \"{}\" not found", String::from_utf8_lossy(k)))
+    }
+
+    /// Walk `keys` into `v` (copying shared containers on the way) and apply `leaf` to
+    /// the value found. Accounting inside containers is kept by `with_item`/`with_value`.
+    fn nav_mut(
+        &mut self,
+        v: &mut Value,
+        keys: &[Value],
+        leaf: &mut dyn FnMut(&mut Self, &mut Value) -> R<Value>,
+    ) -> R<Value> {
+        let Some((k, rest)) = keys.split_first() else {
+            return leaf(self, v);
+        };
+        match v {
+            Value::List(rc) => {
+                let i = self.index(k, rc.len())?;
+                Rc::make_mut(rc).with_item(i, |item| self.nav_mut(item, rest, leaf))
+            }
+            Value::Map(rc) => {
+                let key = self.map_key(k)?;
+                if !rc.contains(key) {
+                    return Err(self.missing_key(key));
+                }
+                Rc::make_mut(rc).with_value(key, |item| self.nav_mut(item, rest, leaf)).expect("key present")
+            }
+            other => Err(self.err(ErrKind::Type, format!("cannot index a {}", other.type_name()))),
+        }
+    }
+
+    /// Change the value at `place` through `leaf`, charging the change of storage.
+    fn modify_place(
+        &mut self,
+        place: &'p Place,
+        keys: &[Value],
+        leaf: &mut dyn FnMut(&mut Self, &mut Value) -> R<Value>,
+    ) -> R<Value> {
+        let root = place.root;
+        if matches!(self.slot_mut(root), Value::Unset) {
+            return Err(self.unset(root));
+        }
+        let mut v = std::mem::take(self.slot_mut(root));
+        let before = v.heap() as isize;
+        let r = self.nav_mut(&mut v, keys, leaf);
+        let after = v.heap() as isize;
+        *self.slot_mut(root) = v;
+        self.charge(matches!(root, Slot::Global(_)), after - before)?;
+        r
+    }
+
+    fn assign(&mut self, place: &'p Place, v: Value) -> R<()> {
+        let keys = self.eval_keys(&place.path)?;
+        let (last, parents) = keys.split_last().expect("a place with a path");
+        let mut v = Some(v);
+        self.modify_place(place, parents, &mut |this, container| {
+            let v = v.take().unwrap_or(Value::Nil);
+            match container {
+                Value::List(rc) => {
+                    let i = this.index(last, rc.len())?;
+                    Rc::make_mut(rc).set(i, v);
+                }
+                Value::Map(rc) => {
+                    let key = this.map_key(last)?;
+                    if !rc.contains(key) {
+                        this.check_map_len(rc.len() + 1)?;
+                    }
+                    let key = match last {
+                        Value::Str(s) => s.clone(),
+                        _ => unreachable!(),
+                    };
+                    Rc::make_mut(rc).insert(key, v);
+                }
+                other => {
+                    return Err(this.err(ErrKind::Type, format!("cannot assign into a {}", other.type_name())));
+                }
+            }
+            Ok(Value::Nil)
+        })?;
+        Ok(())
+    }
+
+    fn compound(&mut self, place: &'p Place, op: BinOp, rhs: Value) -> R<()> {
+        if place.path.is_empty() {
+            // Fast paths on a variable: numbers, and in-place append.
+            let root = place.root;
+            let slot = self.slot_mut(root);
+            match (op, &mut *slot, &rhs) {
+                (BinOp::Add, Value::Num(a), Value::Num(b)) => {
+                    let r = *a + *b;
+                    if r.is_finite() {
+                        *a = r;
+                        return Ok(());
+                    }
+                }
+                (BinOp::Sub, Value::Num(a), Value::Num(b)) => {
+                    let r = *a - *b;
+                    if r.is_finite() {
+                        *a = r;
+                        return Ok(());
+                    }
+                }
+                (BinOp::Mul, Value::Num(a), Value::Num(b)) => {
+                    let r = *a * *b;
+                    if r.is_finite() {
+                        *a = r;
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let keys = self.eval_keys(&place.path)?;
+        let mut rhs = Some(rhs);
+        self.modify_place(place, &keys, &mut |this, cur| {
+            let rhs = rhs.take().unwrap_or(Value::Nil);
+            if op == BinOp::Concat {
+                if let Value::Str(rc) = cur {
+                    return this.append_str(rc, &rhs).map(|_| Value::Nil);
+                }
+            }
+            let old = std::mem::take(cur);
+            match this.binop(op, old.clone(), rhs) {
+                Ok(v) => {
+                    *cur = v;
+                    Ok(Value::Nil)
+                }
+                Err(e) => {
+                    *cur = old;
+                    Err(e)
+                }
+            }
+        })?;
+        Ok(())
+    }
+
+    /// `s ..= v` on a string: in place when the string is not shared.
+    fn append_str(&self, rc: &mut Bytes, v: &Value) -> R<()> {
+        match v {
+            Value::Str(t) => {
+                self.check_str_len(rc.len() + t.len())?;
+                let s = Rc::make_mut(rc);
+                reserve_str(s, t.len());
+                s.extend_from_slice(t);
+            }
+            Value::Num(n) => {
+                let mut tmp = Vec::with_capacity(24);
+                fmt_num(*n, &mut tmp);
+                self.check_str_len(rc.len() + tmp.len())?;
+                let s = Rc::make_mut(rc);
+                reserve_str(s, tmp.len());
+                s.extend_from_slice(&tmp);
+            }
+            other => {
+                let t = self.to_text(other, MAX_STRING_BYTES)?;
+                self.check_str_len(rc.len() + t.len())?;
+                let s = Rc::make_mut(rc);
+                reserve_str(s, t.len());
+                s.extend_from_slice(&t);
+            }
+        }
+        Ok(())
+    }
+
+    /// `str(v)` as bytes, within `cap` bytes (the string limit unless said otherwise).
+    pub fn to_text(&self, v: &Value, cap: usize) -> R<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_text(v, &mut out, cap)?;
+        Ok(out)
+    }
+
+    /// Append `str(v)`; the text must stay within `cap` bytes (the string limit).
+    pub fn write_text(&self, v: &Value, out: &mut Vec<u8>, cap: usize) -> R<()> {
+        self.write_text_as(v, out, cap, LimitKind::String)
+    }
+
+    /// Append `str(v)`; growing past `cap` is the limit `kind`.
+    pub fn write_text_as(&self, v: &Value, out: &mut Vec<u8>, cap: usize, kind: LimitKind) -> R<()> {
+        match write_str(v, out, cap) {
+            Ok(()) => Ok(()),
+            Err(TextError::InvalidUtf8) => {
+                Err(self.err(ErrKind::Value, "a string inside the value is not valid UTF-8"))
+            }
+            Err(TextError::TooLong) => Err(self.limit(kind, format!("text of more than {cap} bytes"))),
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Expressions
+    // ------------------------------------------------------------------
+
+    pub fn eval(&mut self, e: &'p Expr) -> R<Value> {
+        match e {
+            Expr::Const(v) => Ok(v.clone()),
+            Expr::Local(i) => {
+                let v = &self.stack[self.base + *i as usize];
+                if let Value::Unset = v {
+                    return Err(self.unset(Slot::Local(*i)));
+                }
+                Ok(v.clone())
+            }
+            Expr::Global(i) => {
+                let v = &self.globals[*i as usize];
+                if let Value::Unset = v {
+                    return Err(self.unset(Slot::Global(*i)));
+                }
+                Ok(v.clone())
+            }
+            Expr::Bin(op, a, b) => {
+                let x = self.eval(a)?;
+                let y = self.eval(b)?;
+                if let (Value::Num(p), Value::Num(q)) = (&x, &y) {
+                    let (p, q) = (*p, *q);
+                    let r = match op {
+                        BinOp::Add => p + q,
+                        BinOp::Sub => p - q,
+                        BinOp::Mul => p * q,
+                        BinOp::Lt => return Ok(Value::Bool(p < q)),
+                        BinOp::Le => return Ok(Value::Bool(p <= q)),
+                        BinOp::Gt => return Ok(Value::Bool(p > q)),
+                        BinOp::Ge => return Ok(Value::Bool(p >= q)),
+                        BinOp::Eq => return Ok(Value::Bool(p == q)),
+                        BinOp::Ne => return Ok(Value::Bool(p != q)),
+                        _ => return self.binop(*op, x, y),
+                    };
+                    if r.is_finite() {
+                        return Ok(Value::Num(r));
+                    }
+                    return Err(self.err(ErrKind::Arith, "arithmetic overflow"));
+                }
+                self.binop(*op, x, y)
+            }
+            Expr::Call(f, args) => self.call(*f as usize, args),
+            Expr::Builtin(b, args) => self.call_builtin(b, args),
+            Expr::BuiltinPlace(b, place, args) => self.call_builtin_place(b, place, args),
+            Expr::And(a, b) => {
+                let x = self.eval(a)?;
+                if !x.truthy() {
+                    return Ok(x);
+                }
+                self.eval(b)
+            }
+            Expr::Or(a, b) => {
+                let x = self.eval(a)?;
+                if x.truthy() {
+                    return Ok(x);
+                }
+                self.eval(b)
+            }
+            Expr::Not(a) => Ok(Value::Bool(!self.eval(a)?.truthy())),
+            Expr::Neg(a) => match self.eval(a)? {
+                Value::Num(n) => Ok(Value::Num(-n)),
+                other => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
+            },
+            Expr::Index(a, i) => {
+                let x = self.eval(a)?;
+                let k = self.eval(i)?;
+                self.index_value(&x, &k)
+            }
+            Expr::Field(a, name) => {
+                let x = self.eval(a)?;
+                match &x {
+                    Value::Map(m) => match m.get(name) {
+                        Some(v) => Ok(v.clone()),
+                        None => Err(self.missing_key(name)),
+                    },
+                    other => Err(self.err(
+                        ErrKind::Type,
+                        format!("cannot read field `{}` of a {}", String::from_utf8_lossy(name), other.type_name()),
+                    )),
+                }
+            }
+            Expr::List(items) => {
+                let mut v = Vec::with_capacity(items.len());
+                for it in items {
+                    v.push(self.eval(it)?);
+                }
+                self.make_list(v)
+            }
+            Expr::Map(items) => {
+                let mut m = Map::new();
+                for (k, it) in items {
+                    let v = self.eval(it)?;
+                    m.insert(k.clone(), v);
+                }
+                self.make_map(m)
+            }
+            Expr::Interp(parts) => {
+                let mut out = Vec::new();
+                for p in parts {
+                    match p {
+                        IPart::Lit(b) => out.extend_from_slice(b),
+                        IPart::Expr(e) => {
+                            let v = self.eval(e)?;
+                            self.write_text(&v, &mut out, MAX_STRING_BYTES)?;
+                        }
+                    }
+                    self.check_str_len(out.len())?;
+                }
+                Ok(Value::str(out))
+            }
+        }
+    }
+
+    pub fn index_value(&self, x: &Value, k: &Value) -> R<Value> {
+        match x {
+            Value::List(l) => {
+                let i = self.index(k, l.len())?;
+                Ok(l.items()[i].clone())
+            }
+            Value::Map(m) => {
+                let key = self.map_key(k)?;
+                match m.get(key) {
+                    Some(v) => Ok(v.clone()),
+                    None => Err(self.missing_key(key)),
+                }
+            }
+            Value::Str(s) => {
+                let i = self.index(k, s.len())?;
+                Ok(Value::str(vec![s[i]]))
+            }
+            other => Err(self.err(ErrKind::Type, format!("cannot index a {}", other.type_name()))),
+        }
+    }
+
+    /// Binary operators (SPEC 3).
+    pub fn binop(&self, op: BinOp, x: Value, y: Value) -> R<Value> {
+        use BinOp::*;
+        match op {
+            Add | Sub | Mul | Div | Mod | Pow => {
+                let (Value::Num(a), Value::Num(b)) = (&x, &y) else {
+                    return Err(self.err(
+                        ErrKind::Type,
+                        format!("operands of {} must be numbers, got {} and {}", op.symbol(), x.type_name(), y.type_name()),
+                    ));
+                };
+                let (a, b) = (*a, *b);
+                let r = match op {
+                    Add => a + b,
+                    Sub => a - b,
+                    Mul => a * b,
+                    Div => {
+                        if b == 0.0 {
+                            return Err(self.err(ErrKind::Arith, "division by zero"));
+                        }
+                        a / b
+                    }
+                    Mod => {
+                        if b == 0.0 {
+                            return Err(self.err(ErrKind::Arith, "modulo by zero"));
+                        }
+                        let r = a % b;
+                        if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+                            r + b
+                        } else {
+                            r
+                        }
+                    }
+                    _ => a.powf(b),
+                };
+                if r.is_finite() {
+                    Ok(Value::Num(r))
+                } else if r.is_nan() {
+                    Err(self.err(ErrKind::Arith, format!("result of {} is not a number", op.symbol())))
+                } else {
+                    Err(self.err(ErrKind::Arith, "arithmetic overflow"))
+                }
+            }
+            Concat => {
+                if let (Value::Str(a), Value::Str(b)) = (&x, &y) {
+                    self.check_str_len(a.len() + b.len())?;
+                    let mut out = Vec::with_capacity(a.len() + b.len());
+                    out.extend_from_slice(a);
+                    out.extend_from_slice(b);
+                    return Ok(Value::str(out));
+                }
+                let mut out = Vec::new();
+                self.write_text(&x, &mut out, MAX_STRING_BYTES)?;
+                self.write_text(&y, &mut out, MAX_STRING_BYTES)?;
+                self.check_str_len(out.len())?;
+                Ok(Value::str(out))
+            }
+            Eq => Ok(Value::Bool(equals(&x, &y))),
+            Ne => Ok(Value::Bool(!equals(&x, &y))),
+            Lt | Le | Gt | Ge => {
+                let ord = match (&x, &y) {
+                    (Value::Num(a), Value::Num(b)) => a.partial_cmp(b),
+                    (Value::Str(a), Value::Str(b)) => Some(a.as_slice().cmp(b.as_slice())),
+                    _ => {
+                        return Err(self.err(
+                            ErrKind::Type,
+                            format!("cannot compare {} with {} using {}", x.type_name(), y.type_name(), op.symbol()),
+                        ))
+                    }
+                };
+                let Some(o) = ord else { return Ok(Value::Bool(false)) };
+                use std::cmp::Ordering::*;
+                Ok(Value::Bool(match op {
+                    Lt => o == Less,
+                    Le => o != Greater,
+                    Gt => o == Greater,
+                    _ => o != Less,
+                }))
+            }
+            In | NotIn => {
+                let found = match &y {
+                    Value::List(l) => l.items().iter().any(|v| equals(v, &x)),
+                    Value::Map(m) => match &x {
+                        Value::Str(k) => m.contains(k),
+                        _ => false,
+                    },
+                    Value::Str(s) => match &x {
+                        Value::Str(sub) => find_bytes(s, sub).is_some(),
+                        other => {
+                            return Err(self.err(
+                                ErrKind::Type,
+                                format!("`in` a string needs a string on the left, got {}", other.type_name()),
+                            ))
+                        }
+                    },
+                    other => {
+                        return Err(self.err(
+                            ErrKind::Type,
+                            format!("`in` needs a list, map or string on the right, got {}", other.type_name()),
+                        ))
+                    }
+                };
+                Ok(Value::Bool(found == (op == In)))
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Calls
+    // ------------------------------------------------------------------
+
+    fn call(&mut self, fi: usize, args: &'p [Expr]) -> R<Value> {
+        let prog = self.prog;
+        let f = &prog.funcs[fi];
+        let new_base = self.stack.len();
+        let mut arg_bytes = 0usize;
+        for a in args {
+            match self.eval(a) {
+                Ok(v) => {
+                    arg_bytes += v.acct();
+                    self.stack.push(v);
+                    if arg_bytes > MAX_CALL_ARG_BYTES {
+                        self.stack.truncate(new_base);
+                        return Err(self.limit(
+                            LimitKind::CallArgs,
+                            format!("arguments of `{}` exceed {MAX_CALL_ARG_BYTES} accounted bytes", f.name),
+                        ));
+                    }
+                }
+                Err(e) => {
+                    self.stack.truncate(new_base);
+                    return Err(e);
+                }
+            }
+        }
+        if self.depth >= MAX_CALL_DEPTH {
+            self.stack.truncate(new_base);
+            return Err(self.limit(LimitKind::CallDepth, format!("more than {MAX_CALL_DEPTH} active calls")));
+        }
+        let arg_heap: usize = self.stack[new_base..].iter().map(Value::heap).sum();
+        self.stack.resize(f.slot_names.len() + new_base, Value::Unset);
+        let saved = (self.base, self.fbytes, self.func, self.pos);
+        self.base = new_base;
+        self.func = fi;
+        self.fbytes = 0;
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            self.max_depth = self.depth;
+        }
+        let r = match self.charge(false, (f.base_bytes + arg_heap) as isize) {
+            Ok(()) => self.exec_block(&f.body),
+            Err(e) => Err(e),
+        };
+        self.mem -= self.fbytes;
+        self.stack.truncate(new_base);
+        self.depth -= 1;
+        (self.base, self.fbytes, self.func, self.pos) = saved;
+        match r? {
+            Flow::Return(v) => Ok(v),
+            _ => Ok(Value::Nil),
+        }
+    }
+
+    fn check_cap(&self, b: &Builtin) -> R<()> {
+        let Some(cap) = b.cap else { return Ok(()) };
+        let (ok, flag) = match cap {
+            Cap::Files => (self.caps.files, "--allow-files"),
+            Cap::Network => (self.caps.network, "--allow-network"),
+            Cap::Listen => (self.caps.listen, "--allow-listen"),
+            Cap::Db => (self.caps.db, "--allow-db"),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(self.err(ErrKind::Permission, format!("{} needs {flag}", b.name)))
+        }
+    }
+
+    fn eval_args(&mut self, b: &Builtin, args: &'p [Expr]) -> R<SmallVec<[Value; 4]>> {
+        let mut vals: SmallVec<[Value; 4]> = SmallVec::with_capacity(args.len());
+        let mut bytes = 0usize;
+        for a in args {
+            let v = self.eval(a)?;
+            bytes += v.acct();
+            if bytes > MAX_CALL_ARG_BYTES {
+                return Err(self.limit(
+                    LimitKind::CallArgs,
+                    format!("arguments of `{}` exceed {MAX_CALL_ARG_BYTES} accounted bytes", b.name),
+                ));
+            }
+            vals.push(v);
+        }
+        Ok(vals)
+    }
+
+    fn call_builtin(&mut self, b: &'static Builtin, args: &'p [Expr]) -> R<Value> {
+        self.check_cap(b)?;
+        let mut vals = self.eval_args(b, args)?;
+        match b.imp {
+            Imp::Plain(f) => f(self, &mut vals),
+            Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
+        }
+    }
+
+    fn call_builtin_place(&mut self, b: &'static Builtin, place: &'p Place, args: &'p [Expr]) -> R<Value> {
+        self.check_cap(b)?;
+        let keys = self.eval_keys(&place.path)?;
+        let mut vals = self.eval_args(b, args)?;
+        let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
+        self.modify_place(place, &keys, &mut |this, target| f(this, target, &mut vals))
+    }
+}
+
+/// Byte-substring search.
+pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    if needle.len() > hay.len() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}

@@ -1,0 +1,101 @@
+//! Leash: a line-scripting language whose scripts run on a leash held by the operator.
+//!
+//! The pipeline, one stage per module:
+//! `source` (files, includes, budgets) -> `lexer` -> `parser` (lines, blocks; `ast`)
+//! -> `resolve` (validation, names to slots; `program`) -> `interp` (evaluation, with
+//! `builtins` and `budget`). `cli` turns the command line into a `cli::Config`.
+
+#![forbid(unsafe_code)]
+
+pub mod ast;
+pub mod budget;
+pub mod builtins;
+pub mod app;
+pub mod cli;
+pub mod diag;
+pub mod interp;
+pub mod lexer;
+pub mod limits;
+pub mod parser;
+pub mod program;
+pub mod resolve;
+pub mod source;
+pub mod stdlib;
+pub mod value;
+
+use std::path::Path;
+
+use diag::{Class, Diagnostic};
+use interp::{Interp, RunConfig, Stats, Unwind};
+use program::Program;
+
+/// Load and validate a program: every file, every function, before anything runs.
+pub fn load(name: &str, text: Vec<u8>, path: Option<&Path>) -> Result<Program, Vec<Diagnostic>> {
+    let (loaded, mut errors) = source::Loader::new().load_main(name, text, path);
+    if errors.is_empty() {
+        if let Some(p) = resolve::resolve(loaded, &mut errors) {
+            return Ok(p);
+        }
+    }
+    Err(errors.list.iter().map(|e| e.to_diag()).collect())
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    pub status: i32,
+    pub diag: Option<Diagnostic>,
+    pub stats: Stats,
+    /// Output held back in CGI mode.
+    pub held: Vec<u8>,
+}
+
+/// Run a loaded program to its end.
+pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
+    let mut it = Interp::new(prog, cfg);
+    let r = it.run_main();
+    let locate = |pos| prog.sources.locate(pos).map(|(f, l)| (f.to_string(), l));
+    let (mut status, mut diag) = match r {
+        Ok(()) => (0, None),
+        Err(u) => match *u {
+            Unwind::Exit(n) => (n, None),
+            Unwind::Error(e) => {
+                let at = locate(e.pos);
+                (
+                    1,
+                    Some(Diagnostic {
+                        class: Class::Runtime,
+                        kind: e.kind.name().to_string(),
+                        message: e.message,
+                        file: at.as_ref().map(|a| a.0.clone()),
+                        line: at.map(|a| a.1),
+                    }),
+                )
+            }
+            Unwind::Limit { kind, message, pos } => {
+                let at = locate(pos);
+                (
+                    4,
+                    Some(Diagnostic {
+                        class: Class::Limit,
+                        kind: kind.name().to_string(),
+                        message,
+                        file: at.as_ref().map(|a| a.0.clone()),
+                        line: at.map(|a| a.1),
+                    }),
+                )
+            }
+        },
+    };
+    if let Err(m) = it.out.flush() {
+        // Output that could not be delivered is a failure of the run, unless the run
+        // already failed for another reason.
+        if diag.is_none() && status == 0 {
+            status = 1;
+            diag = Some(Diagnostic { class: Class::Runtime, kind: "io".into(), message: m, file: None, line: None });
+        }
+    }
+    let held = it.out.take_held();
+    it.files.close_all();
+    Outcome { status, diag, stats: it.stats(), held }
+}

@@ -1,0 +1,230 @@
+//! Every bound Leash enforces, each as a named constant with its reason.
+//!
+//! This is the one place to read or change a limit (in the spirit of Lua's `llimits.h`).
+//! Load-time limits are checked by the lexer, parser, loader and validator before main
+//! runs; run-time limits are checked by the evaluator's single step charge, its single
+//! storage charge, and the budget counters in `budget.rs`.
+//!
+//! A limit is never catchable by `try`: exceeding one stops the run with exit status 4
+//! (or, at load time, status 3), and the diagnostic names the limit's kind (the string
+//! returned by [`LimitKind::name`]).
+
+/// Kinds of limit, as they appear in diagnostics (`"kind": "steps"`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LimitKind {
+    Steps,
+    Time,
+    Memory,
+    CallDepth,
+    SourceBytes,
+    SourceLines,
+    LineBytes,
+    Tokens,
+    Functions,
+    Params,
+    Includes,
+    Nesting,
+    ExprBytes,
+    ExprDepth,
+    Identifier,
+    Locals,
+    String,
+    List,
+    Map,
+    FrameStorage,
+    CallArgs,
+    Env,
+    Stdout,
+    Stderr,
+    FileWrites,
+    Stdin,
+    FileReads,
+    Readers,
+    Json,
+    Dir,
+    Http,
+    Sockets,
+}
+
+impl LimitKind {
+    pub fn name(self) -> &'static str {
+        use LimitKind::*;
+        match self {
+            Steps => "steps",
+            Time => "time",
+            Memory => "memory",
+            CallDepth => "call_depth",
+            SourceBytes => "source_bytes",
+            SourceLines => "source_lines",
+            LineBytes => "line_bytes",
+            Tokens => "tokens",
+            Functions => "functions",
+            Params => "params",
+            Includes => "includes",
+            Nesting => "nesting",
+            ExprBytes => "expr_bytes",
+            ExprDepth => "expr_depth",
+            Identifier => "identifier",
+            Locals => "locals",
+            String => "string",
+            List => "list",
+            Map => "map",
+            FrameStorage => "frame_storage",
+            CallArgs => "call_args",
+            Env => "env",
+            Stdout => "stdout",
+            Stderr => "stderr",
+            FileWrites => "file_writes",
+            Stdin => "stdin",
+            FileReads => "file_reads",
+            Readers => "readers",
+            Json => "json",
+            Dir => "dir",
+            Http => "http",
+            Sockets => "sockets",
+        }
+    }
+}
+
+pub const KIB: usize = 1024;
+pub const MIB: usize = 1024 * 1024;
+
+// ---------------------------------------------------------------------------
+// Command line
+// ---------------------------------------------------------------------------
+
+/// Default step budget: enough for ordinary scripts, small enough that a runaway
+/// loop ends in well under a second.
+pub const DEFAULT_MAX_STEPS: u64 = 1_000_000;
+/// Largest `--max-steps`: keeps any single run to a few seconds of CPU.
+pub const MAX_MAX_STEPS: u64 = 100_000_000;
+/// Default accounted-storage cap (`--max-memory`).
+pub const DEFAULT_MAX_MEMORY: u64 = 256 * MIB as u64;
+/// Smallest `--max-memory`: below this even small scripts cannot run.
+pub const MIN_MAX_MEMORY: u64 = MIB as u64;
+/// Largest `--max-memory`.
+pub const MAX_MAX_MEMORY: u64 = 64 * 1024 * MIB as u64;
+/// Largest `--max-time` in seconds (30 days): a deadline is a safety net, not a scheduler.
+pub const MAX_MAX_TIME_SECS: f64 = 30.0 * 86_400.0;
+/// Script arguments: count and total bytes, so `args()` is bounded like any value.
+pub const MAX_SCRIPT_ARGS: usize = 1024;
+pub const MAX_SCRIPT_ARG_BYTES: usize = MIB;
+
+// ---------------------------------------------------------------------------
+// Load time: source, tokens, structure
+// ---------------------------------------------------------------------------
+
+/// Total source bytes over all loads (main, includes, stdlib modules): bounds parse work.
+pub const MAX_SOURCE_BYTES: usize = 4 * MIB;
+/// Total source lines over all loads, blank and comment lines included.
+pub const MAX_SOURCE_LINES: usize = 100_000;
+/// Bytes of one line, LF excluded, CR included: bounds the lexer's per-line work.
+pub const MAX_LINE_BYTES: usize = 65_536;
+/// Tokens on one line (comments excluded; a string literal is one token).
+pub const MAX_TOKENS_PER_LINE: usize = 1024;
+/// User functions over all loads (main is not one; stdlib module functions count).
+pub const MAX_FUNCTIONS: usize = 4096;
+/// Parameters of one function.
+pub const MAX_PARAMS: usize = 1024;
+/// Include files active at once (the include chain's depth).
+pub const MAX_ACTIVE_INCLUDES: usize = 32;
+/// Block nesting (if/while/for/try bodies): bounds the parser's and evaluator's recursion.
+pub const MAX_NESTING: usize = 128;
+/// Bytes of one expression, measured as its tokens joined by single spaces.
+pub const MAX_EXPR_BYTES: usize = 16_384;
+/// Expression nesting (parentheses, brackets, braces, argument lists, interpolations,
+/// unary operators): bounds the parser's and evaluator's recursion.
+pub const MAX_EXPR_DEPTH: usize = 128;
+/// Bytes of an identifier.
+pub const MAX_IDENT_BYTES: usize = 128;
+/// Distinct local names of one frame (parameters, assigned names, loop and catch names).
+pub const MAX_LOCALS: usize = 4096;
+/// Load errors reported together before the loader gives up.
+pub const MAX_LOAD_ERRORS: usize = 20;
+
+// ---------------------------------------------------------------------------
+// Run time: values, frames, calls
+// ---------------------------------------------------------------------------
+
+/// Active calls, main included: bounds the evaluator's recursion.
+pub const MAX_CALL_DEPTH: usize = 64;
+/// Bytes of one string value.
+pub const MAX_STRING_BYTES: usize = MIB;
+/// Items of one list.
+pub const MAX_LIST_ITEMS: usize = 16_384;
+/// Entries of one map.
+pub const MAX_MAP_ENTRIES: usize = 16_384;
+/// Accounted storage of one frame; also the largest accounted size of any single value.
+pub const MAX_FRAME_BYTES: usize = 2 * MIB;
+/// Accounted size of the arguments of one call.
+pub const MAX_CALL_ARG_BYTES: usize = 2 * MIB;
+
+// Accounting constants (bytes). They are conservative: at least the heap the value
+// really uses on a 64-bit build. A slot is one `Value` (16 bytes).
+/// One value slot (a variable, a list item, a map value).
+pub const ACCT_SLOT: usize = 16;
+/// The shared header of a string (reference counts and vector header).
+pub const ACCT_STRING_HEADER: usize = 40;
+/// The shared header of a list.
+pub const ACCT_LIST_HEADER: usize = 48;
+/// The shared header of a map (reference counts, hash table header).
+pub const ACCT_MAP_HEADER: usize = 96;
+/// One map entry besides its key bytes and its value's own storage: the entry record
+/// (hash, key header, value slot) and its share of the hash index.
+pub const ACCT_MAP_ENTRY: usize = 64;
+/// One `for` loop's snapshot record.
+pub const ACCT_SNAPSHOT: usize = 16;
+
+// ---------------------------------------------------------------------------
+// Run time: input and output budgets
+// ---------------------------------------------------------------------------
+
+/// Bytes written to stdout over the whole run.
+pub const MAX_STDOUT_BYTES: u64 = 16 * MIB as u64;
+/// Bytes written by one `print` / `write` call (its joined text, newline excluded).
+pub const MAX_PRINT_BYTES: usize = MIB;
+/// Bytes written to stderr by the script over the whole run (diagnostics excluded).
+pub const MAX_STDERR_BYTES: u64 = 16 * MIB as u64;
+/// One line read from stdin, its ending excluded.
+pub const MAX_STDIN_LINE: usize = 64 * KIB;
+/// Bytes consumed from stdin over the whole run, line endings included.
+pub const MAX_STDIN_BYTES: u64 = 16 * MIB as u64;
+/// Changed keys of the environment overlay.
+pub const MAX_ENV_KEYS: usize = 4096;
+/// Key and value bytes of the environment overlay.
+pub const MAX_ENV_BYTES: usize = 2 * MIB;
+
+// ---------------------------------------------------------------------------
+// Run time: files (issue 3) and data (issue 4)
+// ---------------------------------------------------------------------------
+
+/// Bytes written by file.write, file.append and file.copy over the run.
+pub const MAX_FILE_WRITE_BYTES: u64 = 16 * MIB as u64;
+/// Bytes of one value written to a file.
+pub const MAX_FILE_WRITE_VALUE: usize = MIB;
+/// One line of a streaming reader, its ending excluded.
+pub const MAX_READ_LINE: usize = 64 * KIB;
+/// Bytes consumed by all streaming readers together over the run.
+pub const MAX_FILE_READ_BYTES: u64 = 16 * MIB as u64;
+/// Open streaming readers at once.
+pub const MAX_READERS: usize = 32;
+/// Entries of one directory listing.
+pub const MAX_DIR_ENTRIES: usize = 16_384;
+/// Name bytes of one directory listing.
+pub const MAX_DIR_NAME_BYTES: usize = MIB;
+/// Chunk size for file copies: a copy never holds more than this in memory.
+pub const COPY_CHUNK: usize = 64 * KIB;
+/// JSON text in and out.
+pub const MAX_JSON_BYTES: usize = MIB;
+/// JSON nesting of arrays and objects (`[]` is depth 1).
+pub const MAX_JSON_DEPTH: usize = 64;
+/// JSON values (nodes) in one document.
+pub const MAX_JSON_NODES: usize = 16_384;
+/// Bytes of a regular expression pattern.
+pub const MAX_REGEX_PATTERN: usize = 4 * KIB;
+/// Compiled size of a regular expression program.
+pub const MAX_REGEX_PROGRAM: usize = 256 * KIB;
+
+/// How often (in steps) the wall-clock deadline is looked at. Small enough that a
+/// deadline is met within well under a millisecond of running code.
+pub const TIME_CHECK_INTERVAL: u64 = 1024;

@@ -1,0 +1,37 @@
+//! `leash`: argv -> `app::main` on a thread with room for deep (but bounded) recursion;
+//! a panic anywhere becomes an `internal` diagnostic and exit status 70.
+
+use std::ffi::OsString;
+use std::sync::{Arc, Mutex};
+
+/// Stack of the interpreter thread. Recursion is bounded by the load-time limits
+/// (expression depth, nesting) and the call depth; this leaves a wide margin.
+const STACK_BYTES: usize = 256 * 1024 * 1024;
+
+fn main() {
+    let started = std::time::Instant::now();
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let (json, stats) = leash::cli::prescan(&args);
+    let panic_msg: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let slot = panic_msg.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = match info.payload().downcast_ref::<&str>() {
+            Some(s) => s.to_string(),
+            None => info.payload().downcast_ref::<String>().cloned().unwrap_or_else(|| "panic".into()),
+        };
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        if let Ok(mut g) = slot.lock() {
+            *g = Some(format!("{msg}{at}"));
+        }
+    }));
+    let worker = std::thread::Builder::new().stack_size(STACK_BYTES).spawn(move || leash::app::main(args, started));
+    let code = match worker.map(|h| h.join()) {
+        Ok(Ok(code)) => code,
+        _ => {
+            let msg = panic_msg.lock().ok().and_then(|g| g.clone()).unwrap_or_else(|| "interpreter thread failed".into());
+            leash::app::report_internal(&msg, json, stats, started);
+            70
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,828 @@
+//! Parser: lines to statements, statements to blocks.
+//!
+//! Each line is lexed (`lexer.rs`) and parsed by a `chumsky` line parser whose
+//! expressions use the Pratt precedence table of SPEC 3. The block builder then pairs
+//! `if`/`elif`/`else`/`end`, loops, `try`/`catch`, and `fn` into a tree, checking
+//! structure as it goes. Errors are collected (see `diag::LoadErrors`), and parsing goes
+//! on after an error so that several can be reported at once.
+
+use chumsky::extra;
+use chumsky::input::ValueInput;
+use chumsky::pratt::{infix, left, none, postfix, prefix, right};
+use chumsky::prelude::*;
+use std::ops::Range;
+
+use crate::ast::*;
+use crate::diag::{LoadError, LoadErrors, LoadKind};
+use crate::lexer::{lex_line, LexError, LexedLine, Part, StrLit, Tok};
+use crate::limits::*;
+
+type Extra<'a> = extra::Err<Rich<'a, Tok>>;
+
+/// An expression with the token range it came from (for the expression-bytes limit).
+#[derive(Debug, Clone)]
+struct SExpr(Expr, Range<usize>);
+
+/// One parsed line, before block structure is applied.
+#[derive(Debug, Clone)]
+enum Line {
+    If(SExpr),
+    Elif(SExpr),
+    Else,
+    End,
+    While(SExpr),
+    ForRange(String, SExpr, SExpr, Option<SExpr>),
+    ForIn(String, Option<String>, SExpr),
+    Break,
+    Continue,
+    Fn(String, Vec<String>),
+    Return(Option<SExpr>),
+    Global(Vec<String>),
+    Try,
+    Catch(String),
+    Throw(SExpr),
+    Include(Vec<u8>),
+    Import(String),
+    Assign(Expr, Option<BinOp>, SExpr),
+    Call(SExpr),
+}
+
+// expr -> or-expression, by the precedence table of SPEC 3:
+//   or < and < not < comparisons (non-associative) < .. (right) < + - < * / %
+//   < unary - < ** (right) < call, index, field
+fn expr_parser<'a, I>() -> impl Parser<'a, I, Expr, Extra<'a>> + Clone
+where
+    I: ValueInput<'a, Token = Tok, Span = SimpleSpan>,
+{
+    recursive(|expr| {
+        let ident = select! { Tok::Ident(s) => s };
+        let literal = select! {
+            Tok::Num(n) => Expr::Num(n),
+            Tok::Str(StrLit::Plain(b)) => Expr::Str(b),
+            Tok::Str(StrLit::Interp(parts)) => Expr::Interp(parts.into_iter().map(|p| match p {
+                Part::Lit(b) => InterpPart::Lit(b),
+                Part::Code(t, s) => InterpPart::Raw(t, s),
+            }).collect()),
+            Tok::Nil => Expr::Nil,
+            Tok::True => Expr::Bool(true),
+            Tok::False => Expr::Bool(false),
+        };
+        let items = expr.clone().separated_by(just(Tok::Comma)).allow_trailing().collect::<Vec<_>>();
+        let list = items.clone().delimited_by(just(Tok::LBracket), just(Tok::RBracket)).map(Expr::List);
+        let key = select! {
+            Tok::Ident(s) => s.into_bytes(),
+            Tok::Str(StrLit::Plain(b)) => b,
+        };
+        let map = key
+            .then_ignore(just(Tok::Colon))
+            .then(expr.clone())
+            .separated_by(just(Tok::Comma))
+            .allow_trailing()
+            .collect::<Vec<_>>()
+            .delimited_by(just(Tok::LBrace), just(Tok::RBrace))
+            .map(Expr::Map);
+        let paren = expr
+            .clone()
+            .delimited_by(just(Tok::LParen), just(Tok::RParen))
+            .map(|e| Expr::Paren(Box::new(e)));
+        let atom = choice((literal, ident.map(Expr::Name), paren, list, map));
+
+        let args = items.delimited_by(just(Tok::LParen), just(Tok::RParen));
+        let index = expr.clone().delimited_by(just(Tok::LBracket), just(Tok::RBracket));
+        let field = just(Tok::Dot).ignore_then(ident);
+        let mul_op = select! { Tok::Star => BinOp::Mul, Tok::Slash => BinOp::Div, Tok::Percent => BinOp::Mod };
+        let add_op = select! { Tok::Plus => BinOp::Add, Tok::Minus => BinOp::Sub };
+        let cmp_op = choice((
+            select! {
+                Tok::Eq => BinOp::Eq, Tok::Ne => BinOp::Ne, Tok::Lt => BinOp::Lt, Tok::Le => BinOp::Le,
+                Tok::Gt => BinOp::Gt, Tok::Ge => BinOp::Ge, Tok::In => BinOp::In,
+            },
+            just(Tok::Not).then(just(Tok::In)).to(BinOp::NotIn),
+        ));
+        let bin = |op: BinOp, l: Expr, r: Expr| Expr::Binary(op, Box::new(l), Box::new(r));
+        atom.pratt((
+            postfix(10, args, |f, a, _| Expr::Call(Box::new(f), a)),
+            postfix(10, index, |x, i, _| Expr::Index(Box::new(x), Box::new(i))),
+            postfix(10, field, |x, n, _| Expr::Field(Box::new(x), n)),
+            infix(right(9), just(Tok::Pow), move |l, _, r, _| bin(BinOp::Pow, l, r)),
+            prefix(8, just(Tok::Minus), |_, e, _| Expr::Unary(UnOp::Neg, Box::new(e))),
+            infix(left(7), mul_op, move |l, op, r, _| bin(op, l, r)),
+            infix(left(6), add_op, move |l, op, r, _| bin(op, l, r)),
+            infix(right(5), just(Tok::Concat), move |l, _, r, _| bin(BinOp::Concat, l, r)),
+            infix(none(4), cmp_op, move |l, op, r, _| bin(op, l, r)),
+            prefix(3, just(Tok::Not), |_, e, _| Expr::Unary(UnOp::Not, Box::new(e))),
+            infix(left(2), just(Tok::And), |l, _, r, _| Expr::And(Box::new(l), Box::new(r))),
+            infix(left(1), just(Tok::Or), |l, _, r, _| Expr::Or(Box::new(l), Box::new(r))),
+        ))
+    })
+}
+
+fn line_parser<'a, I>() -> impl Parser<'a, I, Line, Extra<'a>> + Clone
+where
+    I: ValueInput<'a, Token = Tok, Span = SimpleSpan>,
+{
+    let expr = expr_parser::<I>();
+    let sexpr = expr.clone().map_with(|e, x| {
+        let sp: SimpleSpan = x.span();
+        SExpr(e, sp.start..sp.end)
+    });
+    let ident = select! { Tok::Ident(s) => s };
+
+    // place -> NAME ( '[' expr ']' | '.' NAME )*
+    let place = ident.map(Expr::Name).foldl(
+        choice((
+            expr.clone()
+                .delimited_by(just(Tok::LBracket), just(Tok::RBracket))
+                .map(|i| (Some(i), None)),
+            just(Tok::Dot).ignore_then(ident).map(|n| (None, Some(n))),
+        ))
+        .repeated(),
+        |base, step| match step {
+            (Some(i), _) => Expr::Index(Box::new(base), Box::new(i)),
+            (_, Some(n)) => Expr::Field(Box::new(base), n),
+            _ => base,
+        },
+    );
+    let assign_op = select! {
+        Tok::Assign => None,
+        Tok::PlusAssign => Some(BinOp::Add),
+        Tok::MinusAssign => Some(BinOp::Sub),
+        Tok::StarAssign => Some(BinOp::Mul),
+        Tok::SlashAssign => Some(BinOp::Div),
+        Tok::PercentAssign => Some(BinOp::Mod),
+        Tok::ConcatAssign => Some(BinOp::Concat),
+    };
+    let assign = place.then(assign_op).then(sexpr.clone()).map(|((p, op), v)| Line::Assign(p, op, v));
+
+    let for_range = just(Tok::For)
+        .ignore_then(ident)
+        .then_ignore(just(Tok::Assign))
+        .then(sexpr.clone())
+        .then_ignore(just(Tok::To))
+        .then(sexpr.clone())
+        .then(just(Tok::Step).ignore_then(sexpr.clone()).or_not())
+        .map(|(((v, a), b), s)| Line::ForRange(v, a, b, s));
+    let for_in = just(Tok::For)
+        .ignore_then(ident)
+        .then(just(Tok::Comma).ignore_then(ident).or_not())
+        .then_ignore(just(Tok::In))
+        .then(sexpr.clone())
+        .map(|((a, b), e)| Line::ForIn(a, b, e));
+    let params = ident
+        .separated_by(just(Tok::Comma))
+        .collect::<Vec<_>>()
+        .delimited_by(just(Tok::LParen), just(Tok::RParen));
+    let path = select! { Tok::Str(StrLit::Plain(b)) => b };
+
+    choice((
+        just(Tok::If).ignore_then(sexpr.clone()).map(Line::If),
+        just(Tok::Elif).ignore_then(sexpr.clone()).map(Line::Elif),
+        just(Tok::Else).to(Line::Else),
+        just(Tok::End).to(Line::End),
+        just(Tok::While).ignore_then(sexpr.clone()).map(Line::While),
+        for_range,
+        for_in,
+        just(Tok::Break).to(Line::Break),
+        just(Tok::Continue).to(Line::Continue),
+        just(Tok::Fn).ignore_then(ident).then(params).map(|(n, p)| Line::Fn(n, p)),
+        just(Tok::Return).ignore_then(sexpr.clone().or_not()).map(Line::Return),
+        just(Tok::Global)
+            .ignore_then(ident.separated_by(just(Tok::Comma)).at_least(1).collect::<Vec<_>>())
+            .map(Line::Global),
+        just(Tok::Try).to(Line::Try),
+        just(Tok::Catch).ignore_then(ident).map(Line::Catch),
+        just(Tok::Throw).ignore_then(sexpr.clone()).map(Line::Throw),
+        just(Tok::Include).ignore_then(path).map(Line::Include),
+        just(Tok::Import).ignore_then(ident).map(Line::Import),
+        assign,
+        sexpr.map(Line::Call),
+    ))
+    .then_ignore(end())
+}
+
+/// The keyword a line starts with decides its block role even when the rest of the
+/// line does not parse, so that one bad line does not derail the structure.
+fn fallback_line(first: Option<&Tok>) -> Option<Line> {
+    let dummy = || SExpr(Expr::Nil, 0..0);
+    Some(match first? {
+        Tok::If => Line::If(dummy()),
+        Tok::Elif => Line::Elif(dummy()),
+        Tok::Else => Line::Else,
+        Tok::End => Line::End,
+        Tok::While => Line::While(dummy()),
+        Tok::For => Line::ForIn("_".into(), None, dummy()),
+        Tok::Fn => Line::Fn(String::new(), vec![]),
+        Tok::Try => Line::Try,
+        Tok::Catch => Line::Catch("_".into()),
+        _ => return None,
+    })
+}
+
+fn syntax_message(e: &Rich<'_, Tok>) -> String {
+    match e.found() {
+        Some(t) => format!("unexpected {}", t.describe()),
+        None => "unexpected end of line".to_string(),
+    }
+}
+
+/// An open block while building the tree.
+enum Open {
+    If { arms: Vec<IfArm>, else_body: Option<Vec<Stmt>>, pos: Pos },
+    While { cond: Expr, body: Vec<Stmt>, pos: Pos },
+    ForRange { var: String, start: Expr, end: Expr, step: Option<Expr>, body: Vec<Stmt>, pos: Pos },
+    ForIn { first: String, second: Option<String>, iter: Expr, body: Vec<Stmt>, pos: Pos },
+    Try { body: Vec<Stmt>, var: Option<String>, handler: Vec<Stmt>, pos: Pos },
+    Fn { name: String, params: Vec<String>, body: Vec<Stmt>, pos: Pos },
+}
+
+impl Open {
+    fn body(&mut self) -> &mut Vec<Stmt> {
+        match self {
+            Open::If { arms, else_body, .. } => match else_body {
+                Some(b) => b,
+                None => &mut arms.last_mut().expect("if has an arm").body,
+            },
+            Open::While { body, .. }
+            | Open::ForRange { body, .. }
+            | Open::ForIn { body, .. }
+            | Open::Fn { body, .. } => body,
+            Open::Try { body, var, handler, .. } => {
+                if var.is_some() {
+                    handler
+                } else {
+                    body
+                }
+            }
+        }
+    }
+    fn pos(&self) -> Pos {
+        match self {
+            Open::If { pos, .. }
+            | Open::While { pos, .. }
+            | Open::ForRange { pos, .. }
+            | Open::ForIn { pos, .. }
+            | Open::Try { pos, .. }
+            | Open::Fn { pos, .. } => *pos,
+        }
+    }
+    fn keyword(&self) -> &'static str {
+        match self {
+            Open::If { .. } => "if",
+            Open::While { .. } => "while",
+            Open::ForRange { .. } | Open::ForIn { .. } => "for",
+            Open::Try { .. } => "try",
+            Open::Fn { .. } => "fn",
+        }
+    }
+    fn is_loop(&self) -> bool {
+        matches!(self, Open::While { .. } | Open::ForRange { .. } | Open::ForIn { .. })
+    }
+}
+
+/// The statements and functions of one source file.
+#[derive(Debug, Default)]
+pub struct ParsedFile {
+    pub top: Vec<Stmt>,
+    pub fns: Vec<FnDef>,
+}
+
+struct FileParser<'e> {
+    file: String,
+    base: Pos,
+    errors: &'e mut LoadErrors,
+    stack: Vec<Open>,
+    out: ParsedFile,
+    /// Block depth not counting `fn`.
+    depth: usize,
+}
+
+impl FileParser<'_> {
+    fn err(&mut self, kind: LoadKind, msg: impl Into<String>, line: usize) {
+        self.errors.push(LoadError::new(kind, msg, &self.file, line as u32));
+    }
+
+    fn pos(&self, line: usize) -> Pos {
+        self.base + line as u32
+    }
+
+    fn line_of(&self, pos: Pos) -> usize {
+        (pos - self.base) as usize
+    }
+
+    fn push_stmt(&mut self, s: Stmt) {
+        match self.stack.last_mut() {
+            Some(open) => open.body().push(s),
+            None => self.out.top.push(s),
+        }
+    }
+
+    fn in_fn(&self) -> bool {
+        self.stack.iter().any(|o| matches!(o, Open::Fn { .. }))
+    }
+
+    fn in_loop(&self) -> bool {
+        for o in self.stack.iter().rev() {
+            if o.is_loop() {
+                return true;
+            }
+            if matches!(o, Open::Fn { .. }) {
+                return false;
+            }
+        }
+        false
+    }
+
+    fn open(&mut self, o: Open, line: usize) {
+        if !matches!(o, Open::Fn { .. }) {
+            self.depth += 1;
+            if self.depth == MAX_NESTING + 1 {
+                self.err(
+                    LoadKind::Limit(LimitKind::Nesting),
+                    format!("blocks nested too deeply (limit is {MAX_NESTING})"),
+                    line,
+                );
+            }
+        }
+        self.stack.push(o);
+    }
+
+    fn close(&mut self, line: usize) {
+        let Some(o) = self.stack.pop() else {
+            self.err(LoadKind::Structure, "`end` without an open block", line);
+            return;
+        };
+        if !matches!(o, Open::Fn { .. }) {
+            self.depth -= 1;
+        }
+        let stmt = |pos, kind| Stmt { pos, kind };
+        match o {
+            Open::If { arms, else_body, pos } => self.push_stmt(stmt(pos, StmtKind::If { arms, else_body })),
+            Open::While { cond, body, pos } => self.push_stmt(stmt(pos, StmtKind::While { cond, body })),
+            Open::ForRange { var, start, end, step, body, pos } => {
+                self.push_stmt(stmt(pos, StmtKind::ForRange { var, start, end, step, body }))
+            }
+            Open::ForIn { first, second, iter, body, pos } => {
+                self.push_stmt(stmt(pos, StmtKind::ForIn { first, second, iter, body }))
+            }
+            Open::Try { body, var, handler, pos } => match var {
+                Some(var) => self.push_stmt(stmt(pos, StmtKind::Try { body, var, handler })),
+                None => {
+                    let l = self.line_of(pos);
+                    self.err(LoadKind::Structure, "`try` without `catch`", l);
+                }
+            },
+            Open::Fn { name, params, body, pos } => {
+                if !name.is_empty() {
+                    self.out.fns.push(FnDef { name, params, body, pos, module: None });
+                }
+            }
+        }
+    }
+
+    /// Apply one parsed line to the block structure.
+    fn apply(&mut self, line_no: usize, line: Line) {
+        let pos = self.pos(line_no);
+        match line {
+            Line::If(c) => self.open(Open::If { arms: vec![IfArm { pos, cond: c.0, body: vec![] }], else_body: None, pos }, line_no),
+            Line::Elif(c) => match self.stack.last_mut() {
+                Some(Open::If { arms, else_body: None, .. }) => arms.push(IfArm { pos, cond: c.0, body: vec![] }),
+                Some(Open::If { .. }) => self.err(LoadKind::Structure, "`elif` after `else`", line_no),
+                _ => self.err(LoadKind::Structure, "`elif` without `if`", line_no),
+            },
+            Line::Else => match self.stack.last_mut() {
+                Some(Open::If { else_body: e @ None, .. }) => *e = Some(vec![]),
+                Some(Open::If { .. }) => self.err(LoadKind::Structure, "a second `else`", line_no),
+                _ => self.err(LoadKind::Structure, "`else` without `if`", line_no),
+            },
+            Line::End => self.close(line_no),
+            Line::While(c) => self.open(Open::While { cond: c.0, body: vec![], pos }, line_no),
+            Line::ForRange(var, a, b, s) => self.open(
+                Open::ForRange { var, start: a.0, end: b.0, step: s.map(|s| s.0), body: vec![], pos },
+                line_no,
+            ),
+            Line::ForIn(first, second, e) => {
+                self.open(Open::ForIn { first, second, iter: e.0, body: vec![], pos }, line_no)
+            }
+            Line::Try => self.open(Open::Try { body: vec![], var: None, handler: vec![], pos }, line_no),
+            Line::Catch(name) => match self.stack.last_mut() {
+                Some(Open::Try { var: v @ None, .. }) => *v = Some(name),
+                Some(Open::Try { .. }) => self.err(LoadKind::Structure, "a second `catch`", line_no),
+                _ => self.err(LoadKind::Structure, "`catch` without `try`", line_no),
+            },
+            Line::Fn(name, params) => {
+                if !self.stack.is_empty() {
+                    self.err(LoadKind::Structure, "`fn` is allowed only at top level", line_no);
+                }
+                if params.len() > MAX_PARAMS {
+                    self.err(
+                        LoadKind::Limit(LimitKind::Params),
+                        format!("function `{name}` has {} parameters (limit is {MAX_PARAMS})", params.len()),
+                        line_no,
+                    );
+                }
+                self.open(Open::Fn { name, params, body: vec![], pos }, line_no)
+            }
+            Line::Break | Line::Continue => {
+                let word = if matches!(line, Line::Break) { "break" } else { "continue" };
+                if !self.in_loop() {
+                    self.err(LoadKind::Structure, format!("`{word}` outside a loop"), line_no);
+                    return;
+                }
+                let kind = if word == "break" { StmtKind::Break } else { StmtKind::Continue };
+                self.push_stmt(Stmt { pos, kind });
+            }
+            Line::Return(e) => {
+                if !self.in_fn() {
+                    self.err(LoadKind::Structure, "`return` outside a function", line_no);
+                    return;
+                }
+                self.push_stmt(Stmt { pos, kind: StmtKind::Return(e.map(|e| e.0)) });
+            }
+            Line::Global(names) => {
+                if !self.in_fn() {
+                    self.err(LoadKind::Structure, "`global` outside a function", line_no);
+                    return;
+                }
+                self.push_stmt(Stmt { pos, kind: StmtKind::Global(names) });
+            }
+            Line::Throw(e) => self.push_stmt(Stmt { pos, kind: StmtKind::Throw(e.0) }),
+            Line::Include(path) => {
+                if !self.stack.is_empty() {
+                    self.err(LoadKind::Structure, "`include` is allowed only at top level", line_no);
+                    return;
+                }
+                self.push_stmt(Stmt { pos, kind: StmtKind::IncludeReq(path) });
+            }
+            Line::Import(name) => {
+                if !self.stack.is_empty() {
+                    self.err(LoadKind::Structure, "`import` is allowed only at top level", line_no);
+                    return;
+                }
+                self.push_stmt(Stmt { pos, kind: StmtKind::Import(name) });
+            }
+            Line::Assign(target, op, value) => {
+                self.push_stmt(Stmt { pos, kind: StmtKind::Assign { target, op, value: value.0 } })
+            }
+            Line::Call(e) => {
+                if matches!(e.0, Expr::Call(..)) {
+                    self.push_stmt(Stmt { pos, kind: StmtKind::Call(e.0) });
+                } else {
+                    self.err(LoadKind::Syntax, "only a call can stand alone as a statement", line_no);
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> ParsedFile {
+        while let Some(o) = self.stack.pop() {
+            let l = self.line_of(o.pos());
+            let kw = o.keyword();
+            self.err(LoadKind::Structure, format!("`{kw}` block is never closed with `end`"), l);
+        }
+        self.out
+    }
+}
+
+/// Parse the expressions of interpolations (`InterpPart::Raw`) inside `e`.
+fn finish_interp(e: &mut Expr, depth_budget: usize) -> Result<(), (LoadKind, String)> {
+    let mut r = Ok(());
+    visit_mut(e, &mut |x| {
+        if r.is_err() {
+            return;
+        }
+        if let Expr::Interp(parts) = x {
+            for p in parts.iter_mut() {
+                if let InterpPart::Raw(toks, _) = p {
+                    match parse_expr_tokens(toks, depth_budget) {
+                        Ok(inner) => *p = InterpPart::Expr(inner),
+                        Err(err) => {
+                            r = Err(err);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    r
+}
+
+fn visit_mut(e: &mut Expr, f: &mut impl FnMut(&mut Expr)) {
+    f(e);
+    match e {
+        Expr::Paren(a) | Expr::Unary(_, a) | Expr::Field(a, _) => visit_mut(a, f),
+        Expr::List(items) => items.iter_mut().for_each(|x| visit_mut(x, f)),
+        Expr::Map(items) => items.iter_mut().for_each(|(_, x)| visit_mut(x, f)),
+        Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Index(a, b) => {
+            visit_mut(a, f);
+            visit_mut(b, f);
+        }
+        Expr::Call(c, args) => {
+            visit_mut(c, f);
+            args.iter_mut().for_each(|x| visit_mut(x, f));
+        }
+        _ => {}
+    }
+}
+
+/// Bracket nesting of a token list: a cheap lower bound of expression depth, checked
+/// before parsing so that hostile nesting never reaches the recursive parser.
+fn bracket_depth(toks: &[Tok]) -> usize {
+    let (mut d, mut max) = (0usize, 0usize);
+    for t in toks {
+        match t {
+            Tok::LParen | Tok::LBracket | Tok::LBrace => {
+                d += 1;
+                max = max.max(d);
+            }
+            Tok::RParen | Tok::RBracket | Tok::RBrace => d = d.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+fn depth_error() -> (LoadKind, String) {
+    (LoadKind::Limit(LimitKind::ExprDepth), format!("expression nested too deeply (limit is {MAX_EXPR_DEPTH})"))
+}
+
+/// Parse a bare expression from tokens (interpolations).
+fn parse_expr_tokens(toks: &[Tok], depth_budget: usize) -> Result<Expr, (LoadKind, String)> {
+    if toks.is_empty() {
+        return Err((LoadKind::Syntax, "empty interpolation `${}`".into()));
+    }
+    if bracket_depth(toks) > depth_budget {
+        return Err(depth_error());
+    }
+    let p = expr_parser::<&[Tok]>().then_ignore(end());
+    let mut e = p
+        .parse(toks)
+        .into_result()
+        .map_err(|errs| (LoadKind::Syntax, errs.first().map(syntax_message).unwrap_or_default()))?;
+    finish_interp(&mut e, depth_budget.saturating_sub(1))?;
+    if e.depth() > depth_budget {
+        return Err(depth_error());
+    }
+    Ok(e)
+}
+
+/// Check an expression of a statement against the expression limits and parse its
+/// interpolations.
+fn check_expr(se: &mut SExpr, lexed: &LexedLine) -> Result<(), (LoadKind, String)> {
+    let range = se.1.clone();
+    if !range.is_empty() {
+        let n = range.len();
+        let bytes: usize = lexed.spans[range].iter().map(|s| s.len()).sum::<usize>() + n - 1;
+        if bytes > MAX_EXPR_BYTES {
+            return Err((
+                LoadKind::Limit(LimitKind::ExprBytes),
+                format!("expression of {bytes} bytes (limit is {MAX_EXPR_BYTES})"),
+            ));
+        }
+    }
+    finish_interp(&mut se.0, MAX_EXPR_DEPTH - 1)?;
+    if se.0.depth() > MAX_EXPR_DEPTH {
+        return Err(depth_error());
+    }
+    Ok(())
+}
+
+fn check_line(line: &mut Line, lexed: &LexedLine) -> Result<(), (LoadKind, String)> {
+    let mut exprs: Vec<&mut SExpr> = Vec::new();
+    match line {
+        Line::If(e) | Line::Elif(e) | Line::While(e) | Line::Throw(e) | Line::Call(e) => exprs.push(e),
+        Line::ForRange(_, a, b, s) => {
+            exprs.push(a);
+            exprs.push(b);
+            if let Some(s) = s {
+                exprs.push(s);
+            }
+        }
+        Line::ForIn(_, _, e) => exprs.push(e),
+        Line::Return(Some(e)) => exprs.push(e),
+        Line::Assign(target, _, v) => {
+            let mut t = SExpr(std::mem::replace(target, Expr::Nil), 0..0);
+            let r = check_expr(&mut t, lexed);
+            *target = t.0;
+            r?;
+            exprs.push(v);
+        }
+        _ => {}
+    }
+    for e in exprs {
+        check_expr(e, lexed)?;
+    }
+    Ok(())
+}
+
+fn lex_kind(e: &LexError) -> LoadKind {
+    match e {
+        LexError::IdentTooLong => LoadKind::Limit(LimitKind::Identifier),
+        LexError::TooDeep => LoadKind::Limit(LimitKind::ExprDepth),
+        LexError::TooManyTokens => LoadKind::Limit(LimitKind::Tokens),
+        _ => LoadKind::Syntax,
+    }
+}
+
+/// Parse one file's text (already checked for encoding and line sizes) into its
+/// top-level statements and functions. `base` is the global position of line 0.
+pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors) -> ParsedFile {
+    let lexed: Vec<Option<LexedLine>> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, text)| match lex_line(text) {
+            Ok(l) => Some(l),
+            Err(f) => {
+                errors.push(LoadError::new(lex_kind(&f.error), f.message(), file, i as u32 + 1));
+                None
+            }
+        })
+        .collect();
+    let parser = line_parser::<&[Tok]>();
+    let mut fp = FileParser { file: file.to_string(), base, errors, stack: Vec::new(), out: ParsedFile::default(), depth: 0 };
+    for (i, l) in lexed.iter().enumerate() {
+        if fp.errors.stop {
+            break;
+        }
+        let line_no = i + 1;
+        let Some(l) = l else {
+            // The line did not lex; keep the block structure if its keyword is clear.
+            let first = lex_first_token(lines[i]);
+            if let Some(fb) = fallback_line(first.as_ref()) {
+                fp.apply(line_no, fb);
+            }
+            continue;
+        };
+        if l.toks.is_empty() {
+            continue;
+        }
+        if bracket_depth(&l.toks) > MAX_EXPR_DEPTH {
+            let (k, m) = depth_error();
+            fp.err(k, m, line_no);
+            if let Some(fb) = fallback_line(l.toks.first()) {
+                fp.apply(line_no, fb);
+            }
+            continue;
+        }
+        match parser.parse(&l.toks[..]).into_result() {
+            Ok(mut line) => match check_line(&mut line, l) {
+                Ok(()) => fp.apply(line_no, line),
+                Err((k, m)) => {
+                    fp.err(k, m, line_no);
+                    if let Some(fb) = fallback_line(l.toks.first()) {
+                        fp.apply(line_no, fb);
+                    }
+                }
+            },
+            Err(errs) => {
+                let msg = errs.first().map(syntax_message).unwrap_or_else(|| "syntax error".into());
+                fp.err(LoadKind::Syntax, msg, line_no);
+                if let Some(fb) = fallback_line(l.toks.first()) {
+                    fp.apply(line_no, fb);
+                }
+            }
+        }
+    }
+    fp.finish()
+}
+
+fn lex_first_token(line: &str) -> Option<Tok> {
+    use logos::Logos;
+    Tok::lexer(line).next().and_then(|r| r.ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> (ParsedFile, Vec<LoadError>) {
+        let lines: Vec<&str> = src.lines().collect();
+        let mut errs = LoadErrors::default();
+        let p = parse_file("t.lsh", 0, &lines, &mut errs);
+        (p, errs.list)
+    }
+
+    fn expr(src: &str) -> Expr {
+        let (p, e) = parse(&format!("x = {src}"));
+        assert!(e.is_empty(), "{e:?}");
+        match &p.top[0].kind {
+            StmtKind::Assign { value, .. } => value.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn show(e: &Expr) -> String {
+        match e {
+            Expr::Num(n) => format!("{n}"),
+            Expr::Name(n) => n.clone(),
+            Expr::Paren(e) => show(e),
+            Expr::Unary(UnOp::Neg, e) => format!("(-{})", show(e)),
+            Expr::Unary(UnOp::Not, e) => format!("(not {})", show(e)),
+            Expr::Binary(op, a, b) => format!("({} {} {})", show(a), op.symbol(), show(b)),
+            Expr::And(a, b) => format!("({} and {})", show(a), show(b)),
+            Expr::Or(a, b) => format!("({} or {})", show(a), show(b)),
+            Expr::Call(f, args) => format!("{}({})", show(f), args.iter().map(show).collect::<Vec<_>>().join(", ")),
+            Expr::Field(a, n) => format!("{}.{}", show(a), n),
+            Expr::Index(a, i) => format!("{}[{}]", show(a), show(i)),
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn precedence() {
+        assert_eq!(show(&expr("1 + 2 * 3")), "(1 + (2 * 3))");
+        assert_eq!(show(&expr("-2 ** 2")), "(-(2 ** 2))");
+        assert_eq!(show(&expr("2 ** 3 ** 2")), "(2 ** (3 ** 2))");
+        assert_eq!(show(&expr("2 ** -1")), "(2 ** (-1))");
+        assert_eq!(show(&expr("a .. b .. c")), "(a .. (b .. c))");
+        assert_eq!(show(&expr("a or b and c")), "(a or (b and c))");
+        assert_eq!(show(&expr("not a == b")), "(not (a == b))");
+        assert_eq!(show(&expr("a not in b")), "(a not in b)");
+        assert_eq!(show(&expr("1 + 2 .. 3")), "((1 + 2) .. 3)");
+        assert_eq!(show(&expr("m.f(1)[2]")), "m.f(1)[2]");
+        assert_eq!(show(&expr("a - b - c")), "((a - b) - c)");
+    }
+
+    #[test]
+    fn comparisons_do_not_chain() {
+        let (_, e) = parse("x = a < b < c");
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].kind, LoadKind::Syntax);
+        let (_, e) = parse("x = (a < b) < c");
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn blocks() {
+        let (p, e) = parse("if a\n  x = 1\nelif b\n  x = 2\nelse\n  x = 3\nend\nfn f(a, b)\n  return a\nend\n");
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(p.top.len(), 1);
+        assert_eq!(p.fns.len(), 1);
+        assert_eq!(p.fns[0].params, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn structure_errors() {
+        let (_, e) = parse("end");
+        assert_eq!(e[0].kind, LoadKind::Structure);
+        let (_, e) = parse("while x\n");
+        assert_eq!(e[0].kind, LoadKind::Structure);
+        let (_, e) = parse("break");
+        assert_eq!(e[0].kind, LoadKind::Structure);
+        let (_, e) = parse("while x\nfn f()\nbreak\nend\nend");
+        assert!(e.iter().any(|e| e.kind == LoadKind::Structure && e.line == Some(3)), "{e:?}");
+        let (_, e) = parse("x + 1");
+        assert_eq!(e[0].kind, LoadKind::Syntax);
+        let (_, e) = parse("try\nx = 1\nend");
+        assert_eq!(e[0].kind, LoadKind::Structure);
+    }
+
+    #[test]
+    fn errors_keep_structure() {
+        let (_, e) = parse("if (\n  x = 1\nend\ny = )\n");
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!(e[0].line, Some(1));
+        assert_eq!(e[1].line, Some(4));
+    }
+
+    #[test]
+    fn nesting_limit() {
+        let deep = |n: usize| "if x\n".repeat(n) + &"end\n".repeat(n);
+        assert!(parse(&deep(128)).1.is_empty());
+        let (_, e) = parse(&deep(129));
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].kind, LoadKind::Limit(LimitKind::Nesting));
+    }
+
+    #[test]
+    fn expression_depth() {
+        let nest = |n: usize| format!("x = {}1{}", "(".repeat(n), ")".repeat(n));
+        assert!(parse(&nest(128)).1.is_empty());
+        assert_eq!(parse(&nest(129)).1[0].kind, LoadKind::Limit(LimitKind::ExprDepth));
+        let neg = |n: usize| format!("x = {}1", "- ".repeat(n));
+        assert!(parse(&neg(128)).1.is_empty());
+        assert_eq!(parse(&neg(129)).1[0].kind, LoadKind::Limit(LimitKind::ExprDepth));
+        let calls = |n: usize| format!("x = {}1{}", "f(".repeat(n), ")".repeat(n));
+        assert!(parse(&calls(128)).1.is_empty());
+        assert_eq!(parse(&calls(129)).1[0].kind, LoadKind::Limit(LimitKind::ExprDepth));
+    }
+
+    #[test]
+    fn interpolation() {
+        let e = expr(r#""a${1 + f("x")}b""#);
+        let Expr::Interp(parts) = e else { panic!() };
+        assert!(matches!(&parts[1], InterpPart::Expr(Expr::Binary(BinOp::Add, ..))));
+        let (_, e) = parse(r#"x = "${}""#);
+        assert_eq!(e[0].kind, LoadKind::Syntax);
+    }
+
+    #[test]
+    fn statements() {
+        let (p, e) = parse("for i = 1 to 10 step 2\nend\nfor k, v in m\nend\nm.a[1] ..= \"x\"\nprint(1)\n");
+        assert!(e.is_empty(), "{e:?}");
+        assert!(matches!(p.top[0].kind, StmtKind::ForRange { step: Some(_), .. }));
+        assert!(matches!(&p.top[1].kind, StmtKind::ForIn { second: Some(_), .. }));
+        assert!(matches!(p.top[2].kind, StmtKind::Assign { op: Some(BinOp::Concat), .. }));
+        assert!(matches!(p.top[3].kind, StmtKind::Call(_)));
+    }
+}

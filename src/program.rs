@@ -1,0 +1,146 @@
+//! The validated program the evaluator runs: names resolved to slots, calls resolved to
+//! function indices or builtin entries, constants folded. Built by `resolve.rs`; nothing
+//! here is looked up by name while running.
+
+use crate::ast::{BinOp, Pos};
+use crate::builtins::Builtin;
+use crate::source::SourceMap;
+use crate::value::{Bytes, Value};
+
+/// Where a variable lives: the current function's frame, or the globals (main's frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    Local(u32),
+    Global(u32),
+}
+
+/// An assignable place: a variable and a path of keys into it (`m.items[2]`).
+#[derive(Debug, Clone)]
+pub struct Place {
+    pub root: Slot,
+    /// Index or field keys; a field is a constant string key.
+    pub path: Vec<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub enum IPart {
+    Lit(Bytes),
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone)]
+pub enum Expr {
+    Const(Value),
+    Local(u32),
+    Global(u32),
+    List(Vec<Expr>),
+    Map(Vec<(Bytes, Expr)>),
+    Interp(Vec<IPart>),
+    Neg(Box<Expr>),
+    Not(Box<Expr>),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Index(Box<Expr>, Box<Expr>),
+    Field(Box<Expr>, Bytes),
+    /// A call of user function `.0`.
+    Call(u32, Vec<Expr>),
+    /// A call of a builtin.
+    Builtin(&'static Builtin, Vec<Expr>),
+    /// A call of a builtin whose first argument is a place it changes in place.
+    BuiltinPlace(&'static Builtin, Box<Place>, Vec<Expr>),
+}
+
+pub type Block = Box<[Stmt]>;
+
+#[derive(Debug, Clone)]
+pub struct Stmt {
+    pub pos: Pos,
+    pub kind: StmtKind,
+}
+
+#[derive(Debug, Clone)]
+pub struct Arm {
+    pub pos: Pos,
+    pub cond: Expr,
+    pub body: Block,
+}
+
+#[derive(Debug, Clone)]
+pub enum StmtKind {
+    /// `x = e` for a local or global variable (the common case, kept apart for speed).
+    SetLocal(u32, Expr),
+    SetGlobal(u32, Expr),
+    /// `PLACE = e` with a path.
+    Assign(Box<Place>, Expr),
+    /// `PLACE op= e`.
+    Compound(Box<Place>, BinOp, Expr),
+    /// A call statement.
+    Expr(Expr),
+    If(Box<[Arm]>, Option<Block>),
+    While(Expr, Block),
+    ForRange { var: Slot, start: Expr, end: Expr, step: Option<Expr>, body: Block },
+    ForIn { first: Slot, second: Option<Slot>, iter: Expr, body: Block },
+    Break,
+    Continue,
+    Return(Option<Expr>),
+    Throw(Expr),
+    Try { body: Block, var: Slot, handler: Block },
+    /// An included file's top level: costs no step itself.
+    Block(Block),
+}
+
+#[derive(Debug, Clone)]
+pub struct Function {
+    pub name: String,
+    pub nparams: usize,
+    /// Parameters first, then the other locals.
+    pub slot_names: Vec<String>,
+    /// Accounted storage of an empty frame: its name bytes and slots.
+    pub base_bytes: usize,
+    pub body: Block,
+    pub pos: Pos,
+}
+
+/// Capabilities a program's calls reach (for `leash check`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caps {
+    pub files: bool,
+    pub network: bool,
+    pub listen: bool,
+    pub db: bool,
+}
+
+impl Caps {
+    pub fn describe(&self) -> String {
+        let mut v = Vec::new();
+        if self.files {
+            v.push("files");
+        }
+        if self.network {
+            v.push("network");
+        }
+        if self.listen {
+            v.push("listen");
+        }
+        if self.db {
+            v.push("db");
+        }
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(" ")
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Program {
+    pub main: Block,
+    pub global_names: Vec<String>,
+    /// Accounted storage of main's frame before any variable holds a value.
+    pub main_base_bytes: usize,
+    pub funcs: Vec<Function>,
+    pub caps: Caps,
+    pub sources: SourceMap,
+}

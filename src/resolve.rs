@@ -1,0 +1,534 @@
+//! Validation before main: every function, reachable or not, is checked and resolved.
+//!
+//! - functions: duplicates, clashes with builtins and reserved names, the function limit;
+//! - scope (SPEC 6): in a function, a name assigned anywhere in its body (or bound by
+//!   `for`/`catch`, or a parameter, or changed in place by `push` and friends) is local
+//!   unless listed in `global`; other names are globals;
+//! - calls: unknown functions, arity of user functions and builtins, place arguments;
+//! - reserved names (namespaces, imported modules) never used as variables;
+//! - the locals limit; capabilities reached (for `leash check`).
+//!
+//! The output is a `Program` in which names are slots and calls are indices.
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use crate::ast::{Expr as AExpr, FnDef, InterpPart, Pos, Stmt as AStmt, StmtKind as AKind, UnOp};
+use crate::builtins::{self, Builtin, Cap, VARIADIC};
+use crate::diag::{LoadError, LoadErrors, LoadKind};
+use crate::limits::*;
+use crate::program::*;
+use crate::source::{Loaded, SourceMap};
+use crate::value::Value;
+
+struct FnCtx {
+    locals: HashMap<String, u32>,
+    module: Option<String>,
+}
+
+struct Resolver<'a> {
+    errors: &'a mut LoadErrors,
+    map: &'a SourceMap,
+    fn_index: HashMap<String, usize>,
+    fn_params: Vec<usize>,
+    globals: HashMap<String, u32>,
+    global_names: Vec<String>,
+    reserved: HashSet<String>,
+    modules: HashSet<String>,
+    caps: Caps,
+    ctx: Option<FnCtx>,
+    pos: Pos,
+}
+
+impl Resolver<'_> {
+    fn err(&mut self, kind: LoadKind, msg: impl Into<String>) {
+        self.err_at(self.pos, kind, msg);
+    }
+
+    fn err_at(&mut self, pos: Pos, kind: LoadKind, msg: impl Into<String>) {
+        let (file, line) = match self.map.locate(pos) {
+            Some((f, l)) => (Some(f.to_string()), Some(l)),
+            None => (None, None),
+        };
+        self.errors.push(LoadError { kind, message: msg.into(), file, line });
+    }
+
+    fn global_slot(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.globals.get(name) {
+            return i;
+        }
+        let i = self.global_names.len() as u32;
+        if self.global_names.len() == MAX_LOCALS {
+            self.err(
+                LoadKind::Limit(LimitKind::Locals),
+                format!("more than {MAX_LOCALS} global variables"),
+            );
+        }
+        self.globals.insert(name.to_string(), i);
+        self.global_names.push(name.to_string());
+        i
+    }
+
+    /// A name that is written (assigned, bound by for/catch, or a place root).
+    fn write_slot(&mut self, name: &str) -> Slot {
+        if self.reserved.contains(name) {
+            self.err(LoadKind::Name, format!("`{name}` is reserved and cannot be assigned"));
+        }
+        self.read_slot(name)
+    }
+
+    fn read_slot(&mut self, name: &str) -> Slot {
+        if let Some(ctx) = &self.ctx {
+            if let Some(&i) = ctx.locals.get(name) {
+                return Slot::Local(i);
+            }
+        }
+        Slot::Global(self.global_slot(name))
+    }
+
+    // ------------------------------------------------------------------
+    // Expressions
+    // ------------------------------------------------------------------
+
+    fn expr(&mut self, e: &AExpr) -> Expr {
+        match e {
+            AExpr::Num(n) => Expr::Const(Value::Num(*n)),
+            AExpr::Str(s) => Expr::Const(Value::Str(Rc::new(s.clone()))),
+            AExpr::Nil => Expr::Const(Value::Nil),
+            AExpr::Bool(b) => Expr::Const(Value::Bool(*b)),
+            AExpr::Name(n) => {
+                if self.reserved.contains(n) {
+                    self.err(LoadKind::Name, format!("`{n}` is a namespace, not a value"));
+                    return Expr::Const(Value::Nil);
+                }
+                match self.read_slot(n) {
+                    Slot::Local(i) => Expr::Local(i),
+                    Slot::Global(i) => Expr::Global(i),
+                }
+            }
+            AExpr::Paren(e) => self.expr(e),
+            AExpr::Interp(parts) => Expr::Interp(
+                parts
+                    .iter()
+                    .map(|p| match p {
+                        InterpPart::Lit(b) => IPart::Lit(Rc::new(b.clone())),
+                        InterpPart::Expr(e) => IPart::Expr(self.expr(e)),
+                        InterpPart::Raw(..) => IPart::Lit(Rc::new(vec![])),
+                    })
+                    .collect(),
+            ),
+            AExpr::List(items) => Expr::List(items.iter().map(|x| self.expr(x)).collect()),
+            AExpr::Map(items) => Expr::Map(items.iter().map(|(k, x)| (Rc::new(k.clone()), self.expr(x))).collect()),
+            AExpr::Unary(UnOp::Neg, x) => match self.expr(x) {
+                Expr::Const(Value::Num(n)) => Expr::Const(Value::Num(-n)),
+                other => Expr::Neg(Box::new(other)),
+            },
+            AExpr::Unary(UnOp::Not, x) => Expr::Not(Box::new(self.expr(x))),
+            AExpr::Binary(op, a, b) => Expr::Bin(*op, Box::new(self.expr(a)), Box::new(self.expr(b))),
+            AExpr::And(a, b) => Expr::And(Box::new(self.expr(a)), Box::new(self.expr(b))),
+            AExpr::Or(a, b) => Expr::Or(Box::new(self.expr(a)), Box::new(self.expr(b))),
+            AExpr::Index(a, i) => Expr::Index(Box::new(self.expr(a)), Box::new(self.expr(i))),
+            AExpr::Field(base, name) => {
+                if let AExpr::Name(ns) = &**base {
+                    if self.reserved.contains(ns) {
+                        let full = format!("{ns}.{name}");
+                        if let Some(v) = builtins::constant(&full) {
+                            return Expr::Const(v);
+                        }
+                        if builtins::lookup(&full).is_some() || self.fn_index.contains_key(&full) {
+                            self.err(LoadKind::Syntax, format!("`{full}` is a function: call it with (...)"));
+                        } else {
+                            self.err(LoadKind::Name, format!("unknown name `{full}`"));
+                        }
+                        return Expr::Const(Value::Nil);
+                    }
+                }
+                Expr::Field(Box::new(self.expr(base)), Rc::new(name.as_bytes().to_vec()))
+            }
+            AExpr::Call(callee, args) => self.call(callee, args),
+        }
+    }
+
+    fn lookup_call(&self, name: &str) -> Option<Result<usize, &'static Builtin>> {
+        if let Some(ctx) = &self.ctx {
+            if let Some(m) = &ctx.module {
+                if !name.contains('.') {
+                    if let Some(&i) = self.fn_index.get(&format!("{m}.{name}")) {
+                        return Some(Ok(i));
+                    }
+                }
+            }
+        }
+        if let Some((ns, _)) = name.split_once('.') {
+            if self.modules.contains(ns) {
+                return self.fn_index.get(name).map(|&i| Ok(i));
+            }
+            return builtins::lookup(name).map(Err);
+        }
+        if let Some(&i) = self.fn_index.get(name) {
+            return Some(Ok(i));
+        }
+        builtins::lookup(name).map(Err)
+    }
+
+    fn call(&mut self, callee: &AExpr, args: &[AExpr]) -> Expr {
+        let Some(name) = callee.callee_name() else {
+            self.err(LoadKind::Syntax, "only a named function can be called");
+            return Expr::Const(Value::Nil);
+        };
+        let Some(target) = self.lookup_call(&name) else {
+            self.err(LoadKind::Name, format!("unknown function `{name}`"));
+            return Expr::Const(Value::Nil);
+        };
+        match target {
+            Ok(fi) => {
+                let n = self.fn_params[fi];
+                if args.len() != n {
+                    let s = if n == 1 { "" } else { "s" };
+                    self.err(LoadKind::Arity, format!("`{name}` takes {n} argument{s}, got {}", args.len()));
+                }
+                Expr::Call(fi as u32, args.iter().map(|a| self.expr(a)).collect())
+            }
+            Err(b) => {
+                let n = args.len();
+                if n < b.min as usize || (b.max != VARIADIC && n > b.max as usize) {
+                    self.err(LoadKind::Arity, format!("`{name}` takes {} arguments, got {n}", b.arity_text()));
+                }
+                match b.cap {
+                    Some(Cap::Files) => self.caps.files = true,
+                    Some(Cap::Network) => self.caps.network = true,
+                    Some(Cap::Listen) => {
+                        self.caps.listen = true;
+                        self.caps.network = true;
+                    }
+                    Some(Cap::Db) => self.caps.db = true,
+                    None => {}
+                }
+                if b.is_place() {
+                    let Some((first, rest)) = args.split_first() else {
+                        return Expr::Const(Value::Nil);
+                    };
+                    let Some(place) = self.place(first) else {
+                        self.err(
+                            LoadKind::Syntax,
+                            format!("`{name}` changes its first argument in place: it must be a variable or an element of one"),
+                        );
+                        return Expr::Const(Value::Nil);
+                    };
+                    return Expr::BuiltinPlace(b, Box::new(place), rest.iter().map(|a| self.expr(a)).collect());
+                }
+                Expr::Builtin(b, args.iter().map(|a| self.expr(a)).collect())
+            }
+        }
+    }
+
+    /// A place: a variable, then index and field steps. None if `e` is not one.
+    fn place(&mut self, e: &AExpr) -> Option<Place> {
+        let mut path = Vec::new();
+        let mut cur = e;
+        loop {
+            match cur {
+                AExpr::Name(n) => {
+                    let root = self.write_slot(n);
+                    path.reverse();
+                    return Some(Place { root, path });
+                }
+                AExpr::Index(base, i) => {
+                    path.push(self.expr(i));
+                    cur = base;
+                }
+                AExpr::Field(base, f) => {
+                    path.push(Expr::Const(Value::Str(Rc::new(f.as_bytes().to_vec()))));
+                    cur = base;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Statements
+    // ------------------------------------------------------------------
+
+    fn block(&mut self, stmts: &[AStmt]) -> Block {
+        let mut out = Vec::with_capacity(stmts.len());
+        for s in stmts {
+            if self.errors.stop {
+                break;
+            }
+            if let Some(st) = self.stmt(s) {
+                out.push(st);
+            }
+        }
+        out.into_boxed_slice()
+    }
+
+    fn stmt(&mut self, s: &AStmt) -> Option<Stmt> {
+        self.pos = s.pos;
+        let kind = match &s.kind {
+            AKind::Assign { target, op, value } => {
+                let v = self.expr(value);
+                let Some(place) = self.place(target) else {
+                    self.err(LoadKind::Syntax, "cannot assign to this expression");
+                    return None;
+                };
+                match (op, place.path.is_empty(), place.root) {
+                    (None, true, Slot::Local(i)) => StmtKind::SetLocal(i, v),
+                    (None, true, Slot::Global(i)) => StmtKind::SetGlobal(i, v),
+                    (None, false, _) => StmtKind::Assign(Box::new(place), v),
+                    (Some(op), _, _) => StmtKind::Compound(Box::new(place), *op, v),
+                }
+            }
+            AKind::Call(e) => StmtKind::Expr(self.expr(e)),
+            AKind::If { arms, else_body } => {
+                let arms = arms
+                    .iter()
+                    .map(|a| {
+                        self.pos = a.pos;
+                        let cond = self.expr(&a.cond);
+                        Arm { pos: a.pos, cond, body: self.block(&a.body) }
+                    })
+                    .collect();
+                StmtKind::If(arms, else_body.as_ref().map(|b| self.block(b)))
+            }
+            AKind::While { cond, body } => {
+                let c = self.expr(cond);
+                StmtKind::While(c, self.block(body))
+            }
+            AKind::ForRange { var, start, end, step, body } => {
+                let start = self.expr(start);
+                let end = self.expr(end);
+                let step = step.as_ref().map(|e| self.expr(e));
+                let var = self.write_slot(var);
+                StmtKind::ForRange { var, start, end, step, body: self.block(body) }
+            }
+            AKind::ForIn { first, second, iter, body } => {
+                let iter = self.expr(iter);
+                let first = self.write_slot(first);
+                let second = second.as_ref().map(|n| self.write_slot(n));
+                StmtKind::ForIn { first, second, iter, body: self.block(body) }
+            }
+            AKind::Break => StmtKind::Break,
+            AKind::Continue => StmtKind::Continue,
+            AKind::Return(e) => StmtKind::Return(e.as_ref().map(|e| self.expr(e))),
+            AKind::Throw(e) => StmtKind::Throw(self.expr(e)),
+            AKind::Try { body, var, handler } => {
+                let b = self.block(body);
+                self.pos = s.pos;
+                let var = self.write_slot(var);
+                StmtKind::Try { body: b, var, handler: self.block(handler) }
+            }
+            AKind::Global(names) => {
+                for n in names {
+                    if self.reserved.contains(n) {
+                        self.err(LoadKind::Name, format!("`{n}` is reserved and cannot be a variable"));
+                    }
+                }
+                return None;
+            }
+            AKind::Include(stmts) => StmtKind::Block(self.block(stmts)),
+            AKind::IncludeReq(_) | AKind::Import(_) => return None,
+        };
+        Some(Stmt { pos: s.pos, kind })
+    }
+}
+
+/// Names a function's body binds: assignment roots, loop and catch variables, roots of
+/// place arguments of in-place builtins; and the names it declares `global`.
+fn collect_bindings(stmts: &[AStmt], bound: &mut Vec<String>, globals: &mut Vec<String>) {
+    fn root(e: &AExpr) -> Option<&str> {
+        match e {
+            AExpr::Name(n) => Some(n),
+            AExpr::Index(b, _) | AExpr::Field(b, _) => root(b),
+            _ => None,
+        }
+    }
+    fn in_expr(e: &AExpr, bound: &mut Vec<String>) {
+        match e {
+            AExpr::Call(callee, args) => {
+                if let Some(name) = callee.callee_name() {
+                    if builtins::lookup(&name).is_some_and(|b| b.is_place()) {
+                        if let Some(r) = args.first().and_then(root) {
+                            bound.push(r.to_string());
+                        }
+                    }
+                }
+                args.iter().for_each(|a| in_expr(a, bound));
+            }
+            AExpr::Paren(a) | AExpr::Unary(_, a) | AExpr::Field(a, _) => in_expr(a, bound),
+            AExpr::Binary(_, a, b) | AExpr::And(a, b) | AExpr::Or(a, b) | AExpr::Index(a, b) => {
+                in_expr(a, bound);
+                in_expr(b, bound);
+            }
+            AExpr::List(items) => items.iter().for_each(|a| in_expr(a, bound)),
+            AExpr::Map(items) => items.iter().for_each(|(_, a)| in_expr(a, bound)),
+            AExpr::Interp(parts) => parts.iter().for_each(|p| {
+                if let InterpPart::Expr(e) = p {
+                    in_expr(e, bound)
+                }
+            }),
+            _ => {}
+        }
+    }
+    for s in stmts {
+        match &s.kind {
+            AKind::Assign { target, value, .. } => {
+                in_expr(target, bound);
+                in_expr(value, bound);
+                if let Some(r) = root(target) {
+                    bound.push(r.to_string());
+                }
+            }
+            AKind::Call(e) | AKind::Throw(e) => in_expr(e, bound),
+            AKind::Return(Some(e)) => in_expr(e, bound),
+            AKind::If { arms, else_body } => {
+                for a in arms {
+                    in_expr(&a.cond, bound);
+                    collect_bindings(&a.body, bound, globals);
+                }
+                if let Some(b) = else_body {
+                    collect_bindings(b, bound, globals);
+                }
+            }
+            AKind::While { cond, body } => {
+                in_expr(cond, bound);
+                collect_bindings(body, bound, globals);
+            }
+            AKind::ForRange { var, start, end, step, body } => {
+                bound.push(var.clone());
+                in_expr(start, bound);
+                in_expr(end, bound);
+                if let Some(s) = step {
+                    in_expr(s, bound);
+                }
+                collect_bindings(body, bound, globals);
+            }
+            AKind::ForIn { first, second, iter, body } => {
+                bound.push(first.clone());
+                if let Some(s) = second {
+                    bound.push(s.clone());
+                }
+                in_expr(iter, bound);
+                collect_bindings(body, bound, globals);
+            }
+            AKind::Try { body, var, handler } => {
+                collect_bindings(body, bound, globals);
+                bound.push(var.clone());
+                collect_bindings(handler, bound, globals);
+            }
+            AKind::Global(names) => globals.extend(names.iter().cloned()),
+            AKind::Include(b) => collect_bindings(b, bound, globals),
+            _ => {}
+        }
+    }
+}
+
+fn frame_base_bytes(names: &[String]) -> usize {
+    names.iter().map(|n| n.len() + ACCT_SLOT).sum()
+}
+
+/// Validate and resolve a loaded program. Errors go to `errors`; the program is
+/// returned only when there are none.
+pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
+    let Loaded { main, fns, modules, map } = loaded;
+    let mut reserved: HashSet<String> = builtins::NAMESPACES.iter().map(|s| s.to_string()).collect();
+    reserved.extend(modules.iter().cloned());
+    let mut r = Resolver {
+        errors,
+        map: &map,
+        fn_index: HashMap::new(),
+        fn_params: Vec::new(),
+        globals: HashMap::new(),
+        global_names: Vec::new(),
+        reserved,
+        modules: modules.iter().cloned().collect(),
+        caps: Caps::default(),
+        ctx: None,
+        pos: 0,
+    };
+
+    // Functions: names, duplicates, limits.
+    for (i, f) in fns.iter().enumerate() {
+        r.pos = f.pos;
+        if i == MAX_FUNCTIONS {
+            r.err(LoadKind::Limit(LimitKind::Functions), format!("more than {MAX_FUNCTIONS} functions"));
+        }
+        let short = f.name.rsplit('.').next().unwrap_or(&f.name).to_string();
+        if r.reserved.contains(&short) {
+            r.err(LoadKind::Name, format!("`{short}` is reserved and cannot name a function"));
+        } else if f.module.is_none() && builtins::lookup(&f.name).is_some() {
+            r.err(LoadKind::Name, format!("`{}` is a builtin function and cannot be redefined", f.name));
+        }
+        if let Some(&prev) = r.fn_index.get(&f.name) {
+            let at = map.locate(fns[prev].pos).map(|(f, l)| format!(" (first defined at {f}:{l})")).unwrap_or_default();
+            r.err(LoadKind::Name, format!("function `{}` is defined twice{at}", f.name));
+            r.fn_params.push(f.params.len());
+            continue;
+        }
+        r.fn_index.insert(f.name.clone(), i);
+        r.fn_params.push(f.params.len());
+    }
+
+    // Main first, so that globals get slots in order of appearance there.
+    let main_block = r.block(&main);
+
+    let mut funcs = Vec::with_capacity(fns.len());
+    for f in &fns {
+        funcs.push(resolve_fn(&mut r, f));
+    }
+    if !r.errors.is_empty() {
+        return None;
+    }
+    let main_base_bytes = frame_base_bytes(&r.global_names);
+    let (global_names, caps) = (std::mem::take(&mut r.global_names), r.caps);
+    drop(r);
+    Some(Program { main: main_block, global_names, main_base_bytes, funcs, caps, sources: map })
+}
+
+fn resolve_fn(r: &mut Resolver<'_>, f: &FnDef) -> Function {
+    r.pos = f.pos;
+    let mut names: Vec<String> = Vec::new();
+    let mut seen = HashSet::new();
+    for p in &f.params {
+        if r.reserved.contains(p) {
+            r.err(LoadKind::Name, format!("`{p}` is reserved and cannot be a parameter"));
+        }
+        if !seen.insert(p.clone()) {
+            r.err(LoadKind::Name, format!("parameter `{p}` appears twice"));
+        }
+        names.push(p.clone());
+    }
+    let mut bound = Vec::new();
+    let mut declared = Vec::new();
+    collect_bindings(&f.body, &mut bound, &mut declared);
+    let declared: HashSet<String> = declared.into_iter().collect();
+    for p in &f.params {
+        if declared.contains(p) {
+            r.err(LoadKind::Name, format!("parameter `{p}` cannot also be declared global"));
+        }
+    }
+    for n in bound {
+        if !declared.contains(&n) && seen.insert(n.clone()) {
+            names.push(n);
+        }
+    }
+    if names.len() > MAX_LOCALS {
+        r.err(
+            LoadKind::Limit(LimitKind::Locals),
+            format!("function `{}` has {} local names (limit is {MAX_LOCALS})", f.name, names.len()),
+        );
+    }
+    let locals = names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect();
+    r.ctx = Some(FnCtx { locals, module: f.module.clone() });
+    let body = r.block(&f.body);
+    r.ctx = None;
+    Function {
+        name: f.name.clone(),
+        nparams: f.params.len(),
+        base_bytes: frame_base_bytes(&names),
+        slot_names: names,
+        body,
+        pos: f.pos,
+    }
+}
+

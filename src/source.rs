@@ -1,0 +1,302 @@
+//! Source files: reading, encoding, the source budgets, `include` and `import`.
+//!
+//! The loader reads the main script, then every include (once per canonical path, cycles
+//! refused, at most `MAX_ACTIVE_INCLUDES` active) and every imported stdlib module,
+//! charging all of them to the source byte and line budgets. Each file gets a range of
+//! global positions so that one `u32` names any line of any file.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::ast::{FnDef, Pos, Stmt, StmtKind};
+use crate::diag::{LoadError, LoadErrors, LoadKind};
+use crate::limits::*;
+use crate::parser::parse_file;
+use crate::stdlib;
+
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    pub name: String,
+    pub base: Pos,
+    pub nlines: u32,
+}
+
+/// All loaded files, for turning a position back into (file, line).
+#[derive(Debug, Clone, Default)]
+pub struct SourceMap {
+    pub files: Vec<SourceFile>,
+}
+
+impl SourceMap {
+    pub fn locate(&self, pos: Pos) -> Option<(&str, u32)> {
+        // Files are added in increasing base order.
+        let i = self.files.partition_point(|f| f.base < pos);
+        let f = self.files.get(i.checked_sub(1)?)?;
+        if pos > f.base && pos <= f.base + f.nlines.max(1) {
+            Some((&f.name, pos - f.base))
+        } else {
+            None
+        }
+    }
+}
+
+/// What the loader produced: main's statements (includes spliced in), every function,
+/// and the modules imported.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub main: Vec<Stmt>,
+    pub fns: Vec<FnDef>,
+    pub modules: Vec<String>,
+    pub map: SourceMap,
+}
+
+/// Where a load was asked for: a file and line, for diagnostics.
+type At = Option<(String, u32)>;
+
+pub struct Loader {
+    pub errors: LoadErrors,
+    out: Loaded,
+    bytes: usize,
+    lines: usize,
+    next_base: Pos,
+    loaded: HashSet<PathBuf>,
+    active: Vec<PathBuf>,
+}
+
+impl Default for Loader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Read at most `max` bytes of a file (a device or pipe cannot make the loader read
+/// more than the source budget allows).
+pub fn read_bounded(path: &Path, max: usize) -> std::io::Result<Vec<u8>> {
+    let f = std::fs::File::open(path)?;
+    if f.metadata()?.is_dir() {
+        return Err(std::io::Error::other("is a directory"));
+    }
+    let mut buf = Vec::new();
+    f.take(max as u64 + 1).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+pub fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    // Drop Rust's " (os error N)" suffix: the OS reason is what users need.
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+impl Loader {
+    pub fn new() -> Self {
+        Loader {
+            errors: LoadErrors::default(),
+            out: Loaded::default(),
+            bytes: 0,
+            lines: 0,
+            next_base: 0,
+            loaded: HashSet::new(),
+            active: Vec::new(),
+        }
+    }
+
+    fn err(&mut self, kind: LoadKind, msg: impl Into<String>, at: &At) {
+        self.errors.push(LoadError {
+            kind,
+            message: msg.into(),
+            file: at.as_ref().map(|a| a.0.clone()),
+            line: at.as_ref().map(|a| a.1),
+        });
+    }
+
+    /// Load a program: `name` is how diagnostics call it, `path` its file (for includes
+    /// relative to it and cycle detection; None for `-e` and stdin programs).
+    pub fn load_main(mut self, name: &str, text: Vec<u8>, path: Option<&Path>) -> (Loaded, LoadErrors) {
+        let dir = path.and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
+        let canon = path.and_then(|p| std::fs::canonicalize(p).ok());
+        if let Some(c) = &canon {
+            self.loaded.insert(c.clone());
+            self.active.push(c.clone());
+        }
+        let stmts = self.load_text(name, text, &dir, None, &None);
+        self.out.main = stmts;
+        (self.out, self.errors)
+    }
+
+    /// Check encoding and budgets, parse, and expand includes and imports.
+    fn load_text(&mut self, name: &str, text: Vec<u8>, dir: &Path, module: Option<&str>, at: &At) -> Vec<Stmt> {
+        if self.errors.stop {
+            return vec![];
+        }
+        self.bytes += text.len();
+        if self.bytes > MAX_SOURCE_BYTES {
+            self.err(
+                LoadKind::Limit(LimitKind::SourceBytes),
+                format!("source exceeds {MAX_SOURCE_BYTES} bytes over all loaded files"),
+                &at.clone().or(Some((name.to_string(), 1))),
+            );
+            self.errors.stop = true;
+            return vec![];
+        }
+        let body = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&text);
+        let src = match std::str::from_utf8(body) {
+            Ok(s) => s,
+            Err(e) => {
+                let line = body[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() as u32 + 1;
+                self.err(LoadKind::Encoding, "source is not valid UTF-8", &Some((name.to_string(), line)));
+                return vec![];
+            }
+        };
+        let mut lines: Vec<&str> = src.split('\n').collect();
+        if src.ends_with('\n') || src.is_empty() {
+            lines.pop();
+        }
+        self.lines += lines.len();
+        if self.lines > MAX_SOURCE_LINES {
+            self.err(
+                LoadKind::Limit(LimitKind::SourceLines),
+                format!("source exceeds {MAX_SOURCE_LINES} lines over all loaded files"),
+                &at.clone().or(Some((name.to_string(), 1))),
+            );
+            self.errors.stop = true;
+            return vec![];
+        }
+        let base = self.next_base;
+        self.next_base += lines.len() as u32 + 1;
+        self.out.map.files.push(SourceFile { name: name.to_string(), base, nlines: lines.len() as u32 });
+        for (i, l) in lines.iter_mut().enumerate() {
+            if l.len() > MAX_LINE_BYTES {
+                self.err(
+                    LoadKind::Limit(LimitKind::LineBytes),
+                    format!("line of {} bytes (limit is {MAX_LINE_BYTES})", l.len()),
+                    &Some((name.to_string(), i as u32 + 1)),
+                );
+                *l = "";
+            } else if let Some(s) = l.strip_suffix('\r') {
+                *l = s;
+            }
+        }
+        let parsed = parse_file(name, base, &lines, &mut self.errors);
+        let mut fns = parsed.fns;
+        if let Some(m) = module {
+            for f in fns.iter_mut() {
+                f.name = format!("{m}.{}", f.name);
+                f.module = Some(m.to_string());
+            }
+        }
+        self.out.fns.extend(fns);
+        let mut out = Vec::with_capacity(parsed.top.len());
+        for s in parsed.top {
+            let line = s.pos - base;
+            let here: At = Some((name.to_string(), line));
+            match s.kind {
+                StmtKind::IncludeReq(p) => {
+                    if module.is_some() {
+                        self.err(LoadKind::Structure, "a stdlib module cannot include files", &here);
+                        continue;
+                    }
+                    if let Some(stmts) = self.include(&p, dir, &here) {
+                        out.push(Stmt { pos: s.pos, kind: StmtKind::Include(stmts) });
+                    }
+                }
+                StmtKind::Import(m) => self.import(&m, &here),
+                _ if module.is_some() => {
+                    self.err(LoadKind::Structure, "a stdlib module holds only `fn` and `import`", &here);
+                }
+                kind => out.push(Stmt { pos: s.pos, kind }),
+            }
+        }
+        out
+    }
+
+    fn include(&mut self, raw: &[u8], dir: &Path, at: &At) -> Option<Vec<Stmt>> {
+        let rel = String::from_utf8_lossy(raw).into_owned();
+        let path = dir.join(&rel);
+        let name = path.to_string_lossy().into_owned();
+        let canon = match std::fs::canonicalize(&path) {
+            Ok(c) => c,
+            Err(e) => {
+                self.err(LoadKind::Include, format!("cannot include \"{rel}\": {}", io_reason(&e)), at);
+                return None;
+            }
+        };
+        if self.active.contains(&canon) {
+            self.err(LoadKind::Include, format!("include cycle: \"{rel}\" is already being loaded"), at);
+            return None;
+        }
+        if self.loaded.contains(&canon) {
+            return None; // a second include of the same file is a no-op
+        }
+        if self.active.len() >= MAX_ACTIVE_INCLUDES {
+            self.err(
+                LoadKind::Limit(LimitKind::Includes),
+                format!("too many nested includes (limit is {MAX_ACTIVE_INCLUDES})"),
+                at,
+            );
+            self.errors.stop = true;
+            return None;
+        }
+        let text = match read_bounded(&path, MAX_SOURCE_BYTES.saturating_sub(self.bytes)) {
+            Ok(t) => t,
+            Err(e) => {
+                self.err(LoadKind::Include, format!("cannot include \"{rel}\": {}", io_reason(&e)), at);
+                return None;
+            }
+        };
+        self.loaded.insert(canon.clone());
+        self.active.push(canon);
+        let sub_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let stmts = self.load_text(&name, text, &sub_dir, None, at);
+        self.active.pop();
+        Some(stmts)
+    }
+
+    fn import(&mut self, m: &str, at: &At) {
+        if self.out.modules.iter().any(|x| x == m) {
+            return;
+        }
+        let Some(text) = stdlib::module(m) else {
+            self.err(LoadKind::Include, format!("no stdlib module named `{m}`"), at);
+            return;
+        };
+        self.out.modules.push(m.to_string());
+        let name = format!("stdlib/{m}.lsh");
+        self.load_text(&name, text.as_bytes().to_vec(), Path::new(""), Some(m), at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_map_back_to_files() {
+        let mut m = SourceMap::default();
+        m.files.push(SourceFile { name: "a".into(), base: 0, nlines: 3 });
+        m.files.push(SourceFile { name: "b".into(), base: 4, nlines: 2 });
+        assert_eq!(m.locate(1), Some(("a", 1)));
+        assert_eq!(m.locate(3), Some(("a", 3)));
+        assert_eq!(m.locate(5), Some(("b", 1)));
+        assert_eq!(m.locate(6), Some(("b", 2)));
+    }
+
+    #[test]
+    fn line_counting() {
+        let (l, e) = Loader::new().load_main("t", b"x = 1\ny = 2\n".to_vec(), None);
+        assert!(e.is_empty());
+        assert_eq!(l.map.files[0].nlines, 2);
+        let (l, _) = Loader::new().load_main("t", b"x = 1\ny = 2".to_vec(), None);
+        assert_eq!(l.map.files[0].nlines, 2);
+    }
+
+    #[test]
+    fn encoding_error_names_the_line() {
+        let (_, e) = Loader::new().load_main("t", b"x = 1\ny = \"\xff\"\n".to_vec(), None);
+        assert_eq!(e.list[0].kind, LoadKind::Encoding);
+        assert_eq!(e.list[0].line, Some(2));
+    }
+}

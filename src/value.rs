@@ -1,0 +1,608 @@
+//! Values: nil, bool, number, string, list, map, handle.
+//!
+//! Strings, lists and maps are reference-counted and copy-on-write: assignment and
+//! argument passing share them, and the first change through a shared reference copies
+//! (`Rc::make_mut`). An unshared value is changed in place, so `s ..= x` and
+//! `push(xs, v)` in a loop are linear.
+//!
+//! Lists and maps keep the accounted storage of their items (`heap`), updated by every
+//! change, so the accounted size of any value is known in O(1) (see `Value::heap`).
+
+use indexmap::IndexMap;
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+
+use crate::limits::*;
+
+/// String bytes (conventionally UTF-8, not necessarily).
+pub type Bytes = Rc<Vec<u8>>;
+
+/// What a handle refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandleKind {
+    File,
+    Csv,
+    Socket,
+    Listener,
+    Db,
+}
+
+impl HandleKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            HandleKind::File => "file",
+            HandleKind::Csv => "csv",
+            HandleKind::Socket => "socket",
+            HandleKind::Listener => "listener",
+            HandleKind::Db => "db",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Handle {
+    pub kind: HandleKind,
+    pub id: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+pub enum Value {
+    /// A variable that holds no value yet. Never stored inside lists or maps, never
+    /// visible to scripts: reading it is a `name` error.
+    #[default]
+    Unset,
+    Nil,
+    Bool(bool),
+    Num(f64),
+    Str(Bytes),
+    List(Rc<List>),
+    Map(Rc<Map>),
+    Handle(Handle),
+}
+
+/// A map key: string bytes, shared with the string values they came from.
+#[derive(Clone, Debug)]
+pub struct Key(pub Bytes);
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.as_slice() == other.0.as_slice()
+    }
+}
+impl Eq for Key {}
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.as_slice().hash(state)
+    }
+}
+impl Borrow<[u8]> for Key {
+    fn borrow(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}
+
+impl Key {
+    fn acct(&self) -> usize {
+        self.0.capacity()
+    }
+}
+
+/// Accounted heap storage of a string with this capacity.
+#[inline]
+pub fn str_heap(cap: usize) -> usize {
+    ACCT_STRING_HEADER + cap
+}
+
+/// Grow `v` so it can hold `extra` more bytes: doubling, but never past the string limit,
+/// so a string at the limit never carries more than the limit in capacity.
+pub fn reserve_str(v: &mut Vec<u8>, extra: usize) {
+    let need = v.len() + extra;
+    if need > v.capacity() {
+        let target = need.max(v.capacity() * 2).max(16).min(MAX_STRING_BYTES.max(need));
+        v.reserve_exact(target - v.len());
+    }
+}
+
+/// A list and the accounted storage of its items.
+#[derive(Clone, Debug, Default)]
+pub struct List {
+    items: Vec<Value>,
+    heap: usize,
+}
+
+impl List {
+    pub fn new() -> Self {
+        List::default()
+    }
+
+    pub fn from_vec(items: Vec<Value>) -> Self {
+        let heap = items.iter().map(Value::heap).sum();
+        List { items, heap }
+    }
+
+    #[inline]
+    pub fn items(&self) -> &[Value] {
+        &self.items
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Accounted storage: header, one slot per unit of capacity, and the items' own.
+    #[inline]
+    pub fn acct(&self) -> usize {
+        ACCT_LIST_HEADER + self.items.capacity() * ACCT_SLOT + self.heap
+    }
+
+    pub fn push(&mut self, v: Value) {
+        if self.items.len() == self.items.capacity() {
+            let target = (self.items.capacity() * 2).clamp(4, MAX_LIST_ITEMS.max(self.items.len() + 1));
+            self.items.reserve_exact(target - self.items.len());
+        }
+        self.heap += v.heap();
+        self.items.push(v);
+    }
+
+    pub fn pop(&mut self) -> Option<Value> {
+        let v = self.items.pop()?;
+        self.heap -= v.heap();
+        Some(v)
+    }
+
+    pub fn insert(&mut self, i: usize, v: Value) {
+        self.heap += v.heap();
+        self.items.insert(i, v);
+    }
+
+    pub fn remove(&mut self, i: usize) -> Value {
+        let v = self.items.remove(i);
+        self.heap -= v.heap();
+        v
+    }
+
+    /// Replace item `i`, returning the old one.
+    pub fn set(&mut self, i: usize, v: Value) -> Value {
+        self.heap += v.heap();
+        let old = std::mem::replace(&mut self.items[i], v);
+        self.heap -= old.heap();
+        old
+    }
+
+    /// Change item `i` in place through `f`, keeping this list's accounting true.
+    pub fn with_item<R>(&mut self, i: usize, f: impl FnOnce(&mut Value) -> R) -> R {
+        let before = self.items[i].heap();
+        let r = f(&mut self.items[i]);
+        self.heap = self.heap + self.items[i].heap() - before;
+        r
+    }
+
+    pub fn into_vec(self) -> Vec<Value> {
+        self.items
+    }
+
+    /// Reorder items without changing them.
+    pub fn reorder(&mut self, f: impl FnOnce(&mut [Value])) {
+        f(&mut self.items)
+    }
+}
+
+pub type MapInner = IndexMap<Key, Value, ahash::RandomState>;
+
+/// A map with string keys in insertion order, and the accounted storage of its entries.
+#[derive(Clone, Debug, Default)]
+pub struct Map {
+    entries: MapInner,
+    heap: usize,
+}
+
+impl Map {
+    pub fn new() -> Self {
+        Map::default()
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    #[inline]
+    pub fn acct(&self) -> usize {
+        ACCT_MAP_HEADER + self.entries.capacity().max(self.entries.len()) * ACCT_MAP_ENTRY + self.heap
+    }
+
+    #[inline]
+    pub fn get(&self, k: &[u8]) -> Option<&Value> {
+        self.entries.get(k)
+    }
+
+    pub fn contains(&self, k: &[u8]) -> bool {
+        self.entries.contains_key(k)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Value)> {
+        self.entries.iter().map(|(k, v)| (&k.0, v))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
+        self.entries.keys().map(|k| &k.0)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.entries.values()
+    }
+
+    pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Value)> {
+        self.entries.get_index(i).map(|(k, v)| (&k.0, v))
+    }
+
+    /// Insert or replace; returns the old value.
+    pub fn insert(&mut self, k: Bytes, v: Value) -> Option<Value> {
+        self.heap += v.heap();
+        match self.entries.get_mut(k.as_slice()) {
+            Some(slot) => {
+                let old = std::mem::replace(slot, v);
+                self.heap -= old.heap();
+                Some(old)
+            }
+            None => {
+                if self.entries.len() == self.entries.capacity() {
+                    let target =
+                        (self.entries.capacity() * 2).clamp(4, MAX_MAP_ENTRIES.max(self.entries.len() + 1));
+                    self.entries.reserve_exact(target - self.entries.len());
+                }
+                let key = Key(k);
+                self.heap += key.acct();
+                self.entries.insert(key, v);
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, k: &[u8]) -> Option<Value> {
+        let (key, v) = self.entries.shift_remove_entry(k)?;
+        self.heap -= key.acct() + v.heap();
+        Some(v)
+    }
+
+    /// Change the value of `k` in place through `f`, keeping this map's accounting true.
+    pub fn with_value<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
+        let slot = self.entries.get_mut(k)?;
+        let before = slot.heap();
+        let r = f(slot);
+        self.heap = self.heap + slot.heap() - before;
+        Some(r)
+    }
+}
+
+impl Value {
+    #[inline]
+    pub fn str(b: Vec<u8>) -> Value {
+        Value::Str(Rc::new(b))
+    }
+
+    pub fn string(s: &str) -> Value {
+        Value::Str(Rc::new(s.as_bytes().to_vec()))
+    }
+
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Rc::new(List::from_vec(items)))
+    }
+
+    pub fn map(m: Map) -> Value {
+        Value::Map(Rc::new(m))
+    }
+
+    /// Accounted heap storage beyond the value's own 16-byte slot.
+    #[inline]
+    pub fn heap(&self) -> usize {
+        match self {
+            Value::Str(s) => str_heap(s.capacity()),
+            Value::List(l) => l.acct(),
+            Value::Map(m) => m.acct(),
+            _ => 0,
+        }
+    }
+
+    /// Accounted size: the slot plus its heap storage.
+    #[inline]
+    pub fn acct(&self) -> usize {
+        ACCT_SLOT + self.heap()
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Unset | Value::Nil => "nil",
+            Value::Bool(_) => "bool",
+            Value::Num(_) => "number",
+            Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Map(_) => "map",
+            Value::Handle(_) => "handle",
+        }
+    }
+
+    #[inline]
+    pub fn truthy(&self) -> bool {
+        match self {
+            Value::Unset | Value::Nil => false,
+            Value::Bool(b) => *b,
+            Value::Num(n) => *n != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::List(l) => !l.is_empty(),
+            Value::Map(m) => !m.is_empty(),
+            Value::Handle(_) => true,
+        }
+    }
+}
+
+/// Structural equality; values of different types are never equal.
+pub fn equals(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Nil, Value::Nil) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Num(x), Value::Num(y)) => x == y,
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::List(x), Value::List(y)) => {
+            Rc::ptr_eq(x, y)
+                || (x.len() == y.len() && x.items().iter().zip(y.items()).all(|(p, q)| equals(p, q)))
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            Rc::ptr_eq(x, y)
+                || (x.len() == y.len()
+                    && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equals(v, w))))
+        }
+        (Value::Handle(x), Value::Handle(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Write a number as Leash prints it: integers below 2^53 without a fraction, others in
+/// the shortest form that reads back exactly, laid out as JavaScript lays it out.
+pub fn fmt_num(x: f64, out: &mut Vec<u8>) {
+    if x == 0.0 {
+        out.push(b'0');
+        return;
+    }
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        let mut buf = itoa::Buffer::new();
+        out.extend_from_slice(buf.format(x as i64).as_bytes());
+        return;
+    }
+    // Shortest round-trip digits and exponent, from Rust's `{:e}` (e.g. "-1.2345e3").
+    let s = format!("{:e}", x);
+    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (neg, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mantissa),
+    };
+    let digits: Vec<u8> = mantissa.bytes().filter(|b| *b != b'.').collect();
+    let k = digits.len() as i32;
+    let n = exp + 1; // value = 0.d1d2...dk * 10^n
+    if neg {
+        out.push(b'-');
+    }
+    if k <= n && n <= 21 {
+        out.extend_from_slice(&digits);
+        out.extend(std::iter::repeat_n(b'0', (n - k) as usize));
+    } else if 0 < n && n <= 21 {
+        out.extend_from_slice(&digits[..n as usize]);
+        out.push(b'.');
+        out.extend_from_slice(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        out.extend_from_slice(b"0.");
+        out.extend(std::iter::repeat_n(b'0', (-n) as usize));
+        out.extend_from_slice(&digits);
+    } else {
+        out.push(digits[0]);
+        if k > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        out.push(b'e');
+        out.push(if n - 1 >= 0 { b'+' } else { b'-' });
+        let mut buf = itoa::Buffer::new();
+        out.extend_from_slice(buf.format((n - 1).abs()).as_bytes());
+    }
+}
+
+pub fn num_to_string(x: f64) -> String {
+    let mut v = Vec::new();
+    fmt_num(x, &mut v);
+    String::from_utf8(v).unwrap_or_default()
+}
+
+/// Why a value could not be written as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextError {
+    /// A string inside a list or map is not valid UTF-8 (JSON text must be).
+    InvalidUtf8,
+    /// The text grew past the byte cap given.
+    TooLong,
+}
+
+/// Append `str(v)` to `out`. Lists and maps are written as compact JSON; their strings
+/// must be valid UTF-8. `cap` bounds the output while it is written.
+pub fn write_str(v: &Value, out: &mut Vec<u8>, cap: usize) -> Result<(), TextError> {
+    match v {
+        Value::Str(s) => out.extend_from_slice(s),
+        Value::List(_) | Value::Map(_) => write_json(v, out, None, 0, cap)?,
+        other => write_scalar(other, out),
+    }
+    if out.len() > cap {
+        return Err(TextError::TooLong);
+    }
+    Ok(())
+}
+
+fn write_scalar(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Unset | Value::Nil => out.extend_from_slice(b"nil"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Num(n) => fmt_num(*n, out),
+        Value::Handle(h) => out.extend_from_slice(format!("<{} {}>", h.kind.name(), h.id).as_bytes()),
+        _ => {}
+    }
+}
+
+/// Write `v` as JSON text: compact when `indent` is None, else laid out as JavaScript's
+/// `JSON.stringify(v, null, indent)` does. `nil` is `null`; handles are written as their
+/// `str` text in a JSON string.
+pub fn write_json(v: &Value, out: &mut Vec<u8>, indent: Option<&[u8]>, level: usize, cap: usize) -> Result<(), TextError> {
+    if out.len() > cap {
+        return Err(TextError::TooLong);
+    }
+    match v {
+        Value::Unset | Value::Nil => out.extend_from_slice(b"null"),
+        Value::Bool(_) | Value::Num(_) => write_scalar(v, out),
+        Value::Handle(_) => {
+            let mut t = Vec::new();
+            write_scalar(v, &mut t);
+            crate::diag::json_string(out, &t);
+        }
+        Value::Str(s) => {
+            if std::str::from_utf8(s).is_err() {
+                return Err(TextError::InvalidUtf8);
+            }
+            crate::diag::json_string(out, s);
+        }
+        Value::List(l) => {
+            out.push(b'[');
+            if l.is_empty() {
+                out.push(b']');
+                return Ok(());
+            }
+            for (i, item) in l.items().iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                newline_indent(out, indent, level + 1);
+                write_json(item, out, indent, level + 1, cap)?;
+            }
+            newline_indent(out, indent, level);
+            out.push(b']');
+        }
+        Value::Map(m) => {
+            out.push(b'{');
+            if m.is_empty() {
+                out.push(b'}');
+                return Ok(());
+            }
+            for (i, (k, item)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                newline_indent(out, indent, level + 1);
+                if std::str::from_utf8(k).is_err() {
+                    return Err(TextError::InvalidUtf8);
+                }
+                crate::diag::json_string(out, k);
+                out.push(b':');
+                if indent.is_some() {
+                    out.push(b' ');
+                }
+                write_json(item, out, indent, level + 1, cap)?;
+            }
+            newline_indent(out, indent, level);
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+fn newline_indent(out: &mut Vec<u8>, indent: Option<&[u8]>, level: usize) {
+    if let Some(ind) = indent {
+        if ind.is_empty() {
+            return;
+        }
+        out.push(b'\n');
+        for _ in 0..level {
+            out.extend_from_slice(ind);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(x: f64) -> String {
+        num_to_string(x)
+    }
+
+    #[test]
+    fn number_formatting() {
+        assert_eq!(f(3.0), "3");
+        assert_eq!(f(-0.0), "0");
+        assert_eq!(f(0.5), "0.5");
+        assert_eq!(f(1e21), "1e+21");
+        assert_eq!(f(1.5e-7), "1.5e-7");
+        assert_eq!(f(1e-6), "0.000001");
+        assert_eq!(f(1e-7), "1e-7");
+        assert_eq!(f(123456789012345680000.0), "123456789012345680000");
+        assert_eq!(f(9007199254740992.0), "9007199254740992");
+        assert_eq!(f(2f64.powi(60)), "1152921504606847000");
+        assert_eq!(f(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(f(-1.25), "-1.25");
+        assert_eq!(f(1.7976931348623157e308), "1.7976931348623157e+308");
+        assert_eq!(f(5e-324), "5e-324");
+        assert_eq!(f(100.0), "100");
+        assert_eq!(f(-1e21), "-1e+21");
+        assert_eq!(f(123.456), "123.456");
+    }
+
+    #[test]
+    fn str_of_containers_is_compact_json() {
+        let mut m = Map::new();
+        m.insert(Rc::new(b"a".to_vec()), Value::Num(1.0));
+        m.insert(Rc::new(b"b".to_vec()), Value::list(vec![Value::Nil, Value::Bool(true), Value::string("x\"y")]));
+        let mut out = Vec::new();
+        write_str(&Value::map(m), &mut out, usize::MAX).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), r#"{"a":1,"b":[null,true,"x\"y"]}"#);
+    }
+
+    #[test]
+    fn invalid_utf8_in_container_is_refused() {
+        let v = Value::list(vec![Value::str(vec![0xff])]);
+        assert_eq!(write_str(&v, &mut Vec::new(), usize::MAX), Err(TextError::InvalidUtf8));
+        let mut out = Vec::new();
+        write_str(&Value::str(vec![0xff]), &mut out, usize::MAX).unwrap();
+        assert_eq!(out, vec![0xff]);
+    }
+
+    #[test]
+    fn accounting_follows_changes() {
+        let mut l = List::new();
+        l.push(Value::string("abc"));
+        let with = l.acct();
+        l.pop();
+        assert!(l.acct() < with);
+        let mut m = Map::new();
+        m.insert(Rc::new(b"k".to_vec()), Value::string("v"));
+        let before = m.acct();
+        m.remove(b"k");
+        assert!(m.acct() < before);
+        assert_eq!(m.heap, 0);
+    }
+
+    #[test]
+    fn equality_is_structural() {
+        assert!(equals(&Value::list(vec![Value::Num(1.0)]), &Value::list(vec![Value::Num(1.0)])));
+        assert!(!equals(&Value::Num(1.0), &Value::string("1")));
+        assert!(equals(&Value::Num(0.0), &Value::Num(-0.0)));
+    }
+}
