@@ -32,7 +32,8 @@ use program::Program;
 /// Load and validate a program: every file, every function, before anything runs.
 pub fn load(name: &str, text: Vec<u8>, path: Option<&Path>) -> Result<Program, Vec<Diagnostic>> {
     let (loaded, mut errors) = source::Loader::new().load_main(name, text, path);
-    if errors.is_empty() {
+    // Validate even after parse errors, so that one run reports as many as it can.
+    if !errors.stop {
         if let Some(p) = resolve::resolve(loaded, &mut errors) {
             return Ok(p);
         }

@@ -474,10 +474,15 @@ impl FileParser<'_> {
     }
 
     fn finish(mut self) -> ParsedFile {
-        while let Some(o) = self.stack.pop() {
-            let l = self.line_of(o.pos());
-            let kw = o.keyword();
+        while let Some(o) = self.stack.last_mut() {
+            let (pos, kw) = (o.pos(), o.keyword());
+            if let Open::Try { var: v @ None, .. } = o {
+                *v = Some("_".into()); // reported once, as the unclosed block
+            }
+            let l = self.line_of(pos);
             self.err(LoadKind::Structure, format!("`{kw}` block is never closed with `end`"), l);
+            // Close it anyway, so that what it holds is still validated.
+            self.close(l);
         }
         self.out
     }

@@ -192,7 +192,7 @@ impl Resolver<'_> {
             Err(b) => {
                 let n = args.len();
                 if n < b.min as usize || (b.max != VARIADIC && n > b.max as usize) {
-                    self.err(LoadKind::Arity, format!("`{name}` takes {} arguments, got {n}", b.arity_text()));
+                    self.err(LoadKind::Arity, format!("`{name}` takes {}, got {n}", b.arity_text()));
                 }
                 match b.cap {
                     Some(Cap::Files) => self.caps.files = true,

@@ -107,13 +107,15 @@ impl Builtin {
         matches!(self.imp, Imp::Place(_))
     }
 
+    /// "1 argument", "2 to 3 arguments", "at least 1 argument".
     pub fn arity_text(&self) -> String {
+        let noun = |n: u8| if n == 1 { "argument" } else { "arguments" };
         if self.max == VARIADIC {
-            format!("at least {}", self.min)
+            format!("at least {} {}", self.min, noun(self.min))
         } else if self.min == self.max {
-            format!("{}", self.min)
+            format!("{} {}", self.min, noun(self.min))
         } else {
-            format!("{} to {}", self.min, self.max)
+            format!("{} to {} arguments", self.min, self.max)
         }
     }
 }

@@ -1,0 +1,102 @@
+"""Shared fixtures: the real `leash` binary, driven through subprocess with timeouts.
+
+The binary is `$LEASH_BIN` if set, else `target/release/leash` of this checkout, built
+with `cargo build --release` on first use when missing.
+"""
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT_TIMEOUT = 60
+
+
+def _binary():
+    env = os.environ.get("LEASH_BIN")
+    if env:
+        return pathlib.Path(env)
+    path = ROOT / "target" / "release" / "leash"
+    if not path.exists():
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True, timeout=1800)
+    return path
+
+
+LEASH = _binary()
+
+
+class Result:
+    """A finished run: status, stdout/stderr as text, and helpers for diagnostics."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.status = proc.returncode
+        self.out_bytes = proc.stdout
+        self.err_bytes = proc.stderr
+        self.out = proc.stdout.decode("utf-8", "replace")
+        self.err = proc.stderr.decode("utf-8", "replace")
+
+    def json_lines(self):
+        rows = []
+        for line in self.err.splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    pass
+        return rows
+
+    @property
+    def diags(self):
+        """Diagnostics written with --error-format json."""
+        return [r for r in self.json_lines() if "error" in r]
+
+    @property
+    def diag(self):
+        d = self.diags
+        assert d, f"no JSON diagnostic in stderr: {self.err!r}"
+        return d[0]
+
+    @property
+    def stats(self):
+        s = [r["stats"] for r in self.json_lines() if "stats" in r]
+        assert s, f"no stats line in stderr: {self.err!r}"
+        return s[-1]
+
+    def __repr__(self):
+        return f"Result(status={self.status}, out={self.out[:500]!r}, err={self.err[:500]!r})"
+
+
+def run(args, input=None, timeout=DEFAULT_TIMEOUT, cwd=None, env=None):
+    """Run leash with `args` (a list of str/bytes/paths); `input` is str or bytes."""
+    if isinstance(input, str):
+        input = input.encode()
+    proc = subprocess.run(
+        [str(LEASH)] + [a if isinstance(a, bytes) else str(a) for a in args],
+        input=input if input is not None else b"",
+        capture_output=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=env,
+    )
+    return Result(proc)
+
+
+@pytest.fixture
+def leash():
+    return run
+
+
+@pytest.fixture
+def script(tmp_path):
+    """script(code, *args, opts=[...], **run_kw): write code to a file and run it."""
+
+    def _script(code, *args, opts=(), name="t.lsh", **kw):
+        p = tmp_path / name
+        p.write_bytes(code.encode() if isinstance(code, str) else code)
+        return run(["--error-format", "json", *opts, p, *args], cwd=kw.pop("cwd", tmp_path), **kw)
+
+    return _script
