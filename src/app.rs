@@ -117,9 +117,9 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
     let many = scripts.len() > 1;
     for s in scripts {
         let src = Source::File(s.clone());
-        let loaded = read_program(&src).map_err(|d| vec![d]).and_then(|(name, text, path)| {
-            crate::load(&name, text, path.as_deref())
-        });
+        let loaded = read_program(&src)
+            .map_err(|d| vec![d])
+            .and_then(|(name, text, path)| crate::load(&name, text, path.as_deref()));
         match loaded {
             Ok(p) => {
                 if many {

@@ -142,18 +142,43 @@ pub struct IfArm {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StmtKind {
     /// `PLACE = EXPR` or `PLACE op= EXPR`.
-    Assign { target: Expr, op: Option<BinOp>, value: Expr },
+    Assign {
+        target: Expr,
+        op: Option<BinOp>,
+        value: Expr,
+    },
     /// A call on its own line.
     Call(Expr),
-    If { arms: Vec<IfArm>, else_body: Option<Vec<Stmt>> },
-    While { cond: Expr, body: Vec<Stmt> },
-    ForRange { var: String, start: Expr, end: Expr, step: Option<Expr>, body: Vec<Stmt> },
-    ForIn { first: String, second: Option<String>, iter: Expr, body: Vec<Stmt> },
+    If {
+        arms: Vec<IfArm>,
+        else_body: Option<Vec<Stmt>>,
+    },
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
+    ForRange {
+        var: String,
+        start: Expr,
+        end: Expr,
+        step: Option<Expr>,
+        body: Vec<Stmt>,
+    },
+    ForIn {
+        first: String,
+        second: Option<String>,
+        iter: Expr,
+        body: Vec<Stmt>,
+    },
     Break,
     Continue,
     Return(Option<Expr>),
     Throw(Expr),
-    Try { body: Vec<Stmt>, var: String, handler: Vec<Stmt> },
+    Try {
+        body: Vec<Stmt>,
+        var: String,
+        handler: Vec<Stmt>,
+    },
     Global(Vec<String>),
     /// `include "PATH"` before the loader resolves it.
     IncludeReq(Vec<u8>),

@@ -136,13 +136,7 @@ impl Diagnostic {
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        Diagnostic {
-            class: Class::Internal,
-            kind: "internal".into(),
-            message: message.into(),
-            file: None,
-            line: None,
-        }
+        Diagnostic { class: Class::Internal, kind: "internal".into(), message: message.into(), file: None, line: None }
     }
 
     /// Text form: `FILE:LINE: runtime error [kind]: message`.

@@ -285,10 +285,9 @@ impl<'p> Interp<'p> {
                 self.peak_mem = self.mem;
             }
             if f > MAX_FRAME_BYTES {
-                return Err(self.limit(
-                    LimitKind::FrameStorage,
-                    format!("frame storage exceeds {MAX_FRAME_BYTES} bytes"),
-                ));
+                return Err(
+                    self.limit(LimitKind::FrameStorage, format!("frame storage exceeds {MAX_FRAME_BYTES} bytes"))
+                );
             }
             if self.mem > self.max_mem {
                 return Err(self.limit(
@@ -981,7 +980,12 @@ impl<'p> Interp<'p> {
                 let (Value::Num(a), Value::Num(b)) = (&x, &y) else {
                     return Err(self.err(
                         ErrKind::Type,
-                        format!("operands of {} must be numbers, got {} and {}", op.symbol(), x.type_name(), y.type_name()),
+                        format!(
+                            "operands of {} must be numbers, got {} and {}",
+                            op.symbol(),
+                            x.type_name(),
+                            y.type_name()
+                        ),
                     ));
                 };
                 let (a, b) = (*a, *b);

@@ -241,9 +241,8 @@ impl Tok {
 
 /// Every keyword of the language (SPEC 5).
 pub const KEYWORDS: &[&str] = &[
-    "if", "elif", "else", "end", "while", "for", "in", "to", "step", "break", "continue", "fn",
-    "return", "global", "try", "catch", "throw", "include", "import", "and", "or", "not", "nil",
-    "true", "false",
+    "if", "elif", "else", "end", "while", "for", "in", "to", "step", "break", "continue", "fn", "return", "global",
+    "try", "catch", "throw", "include", "import", "and", "or", "not", "nil", "true", "false",
 ];
 
 fn ident(lex: &mut logos::Lexer<Tok>) -> Result<String, LexError> {
@@ -484,28 +483,24 @@ mod tests {
     fn keywords_identifiers_numbers() {
         assert_eq!(
             toks("if iffy 12 1.5 2e-3 0xff"),
-            vec![
-                Tok::If,
-                Tok::Ident("iffy".into()),
-                Tok::Num(12.0),
-                Tok::Num(1.5),
-                Tok::Num(0.002),
-                Tok::Num(255.0)
-            ]
+            vec![Tok::If, Tok::Ident("iffy".into()), Tok::Num(12.0), Tok::Num(1.5), Tok::Num(0.002), Tok::Num(255.0)]
         );
     }
 
     #[test]
     fn operators_longest_match() {
-        assert_eq!(toks("a ..= b .. c ** d"), vec![
-            Tok::Ident("a".into()),
-            Tok::ConcatAssign,
-            Tok::Ident("b".into()),
-            Tok::Concat,
-            Tok::Ident("c".into()),
-            Tok::Pow,
-            Tok::Ident("d".into())
-        ]);
+        assert_eq!(
+            toks("a ..= b .. c ** d"),
+            vec![
+                Tok::Ident("a".into()),
+                Tok::ConcatAssign,
+                Tok::Ident("b".into()),
+                Tok::Concat,
+                Tok::Ident("c".into()),
+                Tok::Pow,
+                Tok::Ident("d".into())
+            ]
+        );
         assert_eq!(toks("1..2"), vec![Tok::Num(1.0), Tok::Concat, Tok::Num(2.0)]);
     }
 

@@ -7,10 +7,10 @@
 
 #![forbid(unsafe_code)]
 
+pub mod app;
 pub mod ast;
 pub mod budget;
 pub mod builtins;
-pub mod app;
 pub mod cli;
 pub mod diag;
 pub mod interp;

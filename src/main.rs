@@ -28,7 +28,8 @@ fn main() {
     let code = match worker.map(|h| h.join()) {
         Ok(Ok(code)) => code,
         _ => {
-            let msg = panic_msg.lock().ok().and_then(|g| g.clone()).unwrap_or_else(|| "interpreter thread failed".into());
+            let msg =
+                panic_msg.lock().ok().and_then(|g| g.clone()).unwrap_or_else(|| "interpreter thread failed".into());
             leash::app::report_internal(&msg, json, stats, started);
             70
         }

@@ -81,10 +81,7 @@ where
             .collect::<Vec<_>>()
             .delimited_by(just(Tok::LBrace), just(Tok::RBrace))
             .map(Expr::Map);
-        let paren = expr
-            .clone()
-            .delimited_by(just(Tok::LParen), just(Tok::RParen))
-            .map(|e| Expr::Paren(Box::new(e)));
+        let paren = expr.clone().delimited_by(just(Tok::LParen), just(Tok::RParen)).map(|e| Expr::Paren(Box::new(e)));
         let atom = choice((literal, ident.map(Expr::Name), paren, list, map));
 
         let args = items.delimited_by(just(Tok::LParen), just(Tok::RParen));
@@ -131,9 +128,7 @@ where
     // place -> NAME ( '[' expr ']' | '.' NAME )*
     let place = ident.map(Expr::Name).foldl(
         choice((
-            expr.clone()
-                .delimited_by(just(Tok::LBracket), just(Tok::RBracket))
-                .map(|i| (Some(i), None)),
+            expr.clone().delimited_by(just(Tok::LBracket), just(Tok::RBracket)).map(|i| (Some(i), None)),
             just(Tok::Dot).ignore_then(ident).map(|n| (None, Some(n))),
         ))
         .repeated(),
@@ -168,10 +163,8 @@ where
         .then_ignore(just(Tok::In))
         .then(sexpr.clone())
         .map(|((a, b), e)| Line::ForIn(a, b, e));
-    let params = ident
-        .separated_by(just(Tok::Comma))
-        .collect::<Vec<_>>()
-        .delimited_by(just(Tok::LParen), just(Tok::RParen));
+    let params =
+        ident.separated_by(just(Tok::Comma)).collect::<Vec<_>>().delimited_by(just(Tok::LParen), just(Tok::RParen));
     let path = select! { Tok::Str(StrLit::Plain(b)) => b };
 
     choice((
@@ -383,7 +376,8 @@ impl FileParser<'_> {
     fn apply(&mut self, line_no: usize, line: Line) {
         let pos = self.pos(line_no);
         match line {
-            Line::If(c) => self.open(Open::If { arms: vec![IfArm { pos, cond: c.0, body: vec![] }], else_body: None, pos }, line_no),
+            Line::If(c) => self
+                .open(Open::If { arms: vec![IfArm { pos, cond: c.0, body: vec![] }], else_body: None, pos }, line_no),
             Line::Elif(c) => match self.stack.last_mut() {
                 Some(Open::If { arms, else_body: None, .. }) => arms.push(IfArm { pos, cond: c.0, body: vec![] }),
                 Some(Open::If { .. }) => self.err(LoadKind::Structure, "`elif` after `else`", line_no),
@@ -396,10 +390,8 @@ impl FileParser<'_> {
             },
             Line::End => self.close(line_no),
             Line::While(c) => self.open(Open::While { cond: c.0, body: vec![], pos }, line_no),
-            Line::ForRange(var, a, b, s) => self.open(
-                Open::ForRange { var, start: a.0, end: b.0, step: s.map(|s| s.0), body: vec![], pos },
-                line_no,
-            ),
+            Line::ForRange(var, a, b, s) => self
+                .open(Open::ForRange { var, start: a.0, end: b.0, step: s.map(|s| s.0), body: vec![], pos }, line_no),
             Line::ForIn(first, second, e) => {
                 self.open(Open::ForIn { first, second, iter: e.0, body: vec![], pos }, line_no)
             }
@@ -644,7 +636,8 @@ pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors
         })
         .collect();
     let parser = line_parser::<&[Tok]>();
-    let mut fp = FileParser { file: file.to_string(), base, errors, stack: Vec::new(), out: ParsedFile::default(), depth: 0 };
+    let mut fp =
+        FileParser { file: file.to_string(), base, errors, stack: Vec::new(), out: ParsedFile::default(), depth: 0 };
     for (i, l) in lexed.iter().enumerate() {
         if fp.errors.stop {
             break;

@@ -79,13 +79,28 @@ pub enum StmtKind {
     Expr(Expr),
     If(Box<[Arm]>, Option<Block>),
     While(Expr, Block),
-    ForRange { var: Slot, start: Expr, end: Expr, step: Option<Expr>, body: Block },
-    ForIn { first: Slot, second: Option<Slot>, iter: Expr, body: Block },
+    ForRange {
+        var: Slot,
+        start: Expr,
+        end: Expr,
+        step: Option<Expr>,
+        body: Block,
+    },
+    ForIn {
+        first: Slot,
+        second: Option<Slot>,
+        iter: Expr,
+        body: Block,
+    },
     Break,
     Continue,
     Return(Option<Expr>),
     Throw(Expr),
-    Try { body: Block, var: Slot, handler: Block },
+    Try {
+        body: Block,
+        var: Slot,
+        handler: Block,
+    },
     /// An included file's top level: costs no step itself.
     Block(Block),
 }

@@ -59,10 +59,7 @@ impl Resolver<'_> {
         }
         let i = self.global_names.len() as u32;
         if self.global_names.len() == MAX_LOCALS {
-            self.err(
-                LoadKind::Limit(LimitKind::Locals),
-                format!("more than {MAX_LOCALS} global variables"),
-            );
+            self.err(LoadKind::Limit(LimitKind::Locals), format!("more than {MAX_LOCALS} global variables"));
         }
         self.globals.insert(name.to_string(), i);
         self.global_names.push(name.to_string());
@@ -531,4 +528,3 @@ fn resolve_fn(r: &mut Resolver<'_>, f: &FnDef) -> Function {
         pos: f.pos,
     }
 }
-

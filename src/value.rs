@@ -259,8 +259,7 @@ impl Map {
             }
             None => {
                 if self.entries.len() == self.entries.capacity() {
-                    let target =
-                        (self.entries.capacity() * 2).clamp(4, MAX_MAP_ENTRIES.max(self.entries.len() + 1));
+                    let target = (self.entries.capacity() * 2).clamp(4, MAX_MAP_ENTRIES.max(self.entries.len() + 1));
                     self.entries.reserve_exact(target - self.entries.len());
                 }
                 let key = Key(k);
@@ -356,13 +355,10 @@ pub fn equals(a: &Value, b: &Value) -> bool {
         (Value::Num(x), Value::Num(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::List(x), Value::List(y)) => {
-            Rc::ptr_eq(x, y)
-                || (x.len() == y.len() && x.items().iter().zip(y.items()).all(|(p, q)| equals(p, q)))
+            Rc::ptr_eq(x, y) || (x.len() == y.len() && x.items().iter().zip(y.items()).all(|(p, q)| equals(p, q)))
         }
         (Value::Map(x), Value::Map(y)) => {
-            Rc::ptr_eq(x, y)
-                || (x.len() == y.len()
-                    && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equals(v, w))))
+            Rc::ptr_eq(x, y) || (x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equals(v, w))))
         }
         (Value::Handle(x), Value::Handle(y)) => x == y,
         _ => false,
@@ -462,7 +458,13 @@ fn write_scalar(v: &Value, out: &mut Vec<u8>) {
 /// Write `v` as JSON text: compact when `indent` is None, else laid out as JavaScript's
 /// `JSON.stringify(v, null, indent)` does. `nil` is `null`; handles are written as their
 /// `str` text in a JSON string.
-pub fn write_json(v: &Value, out: &mut Vec<u8>, indent: Option<&[u8]>, level: usize, cap: usize) -> Result<(), TextError> {
+pub fn write_json(
+    v: &Value,
+    out: &mut Vec<u8>,
+    indent: Option<&[u8]>,
+    level: usize,
+    cap: usize,
+) -> Result<(), TextError> {
     if out.len() > cap {
         return Err(TextError::TooLong);
     }

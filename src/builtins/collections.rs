@@ -155,10 +155,7 @@ fn sortable(it: &Interp<'_>, name: &str, keys: &[&Value]) -> R<()> {
         return Err(it.err(ErrKind::Type, format!("{name}: can sort numbers or strings, not {kind}")));
     }
     if let Some(bad) = keys.iter().find(|k| k.type_name() != kind) {
-        return Err(it.err(
-            ErrKind::Type,
-            format!("{name}: cannot sort a mix of {kind} and {}", bad.type_name()),
-        ));
+        return Err(it.err(ErrKind::Type, format!("{name}: cannot sort a mix of {kind} and {}", bad.type_name())));
     }
     Ok(())
 }
@@ -183,7 +180,9 @@ fn sort_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             return Err(it.err(ErrKind::Type, format!("sort_by: items must be maps, got {}", item.type_name())));
         };
         let Some(k) = m.get(&key) else {
-            return Err(it.err(ErrKind::Key, format!("sort_by: an item has no key \"{}\"", String::from_utf8_lossy(&key))));
+            return Err(
+                it.err(ErrKind::Key, format!("sort_by: an item has no key \"{}\"", String::from_utf8_lossy(&key)))
+            );
         };
         keyed.push((k.clone(), item.clone()));
     }

@@ -126,7 +126,15 @@ pub const fn b(name: &'static str, sig: &'static str, min: u8, max: u8, cost: Co
 }
 
 /// Build a table entry gated by a capability.
-pub const fn gated(name: &'static str, sig: &'static str, min: u8, max: u8, cap: Cap, cost: Cost, f: PlainFn) -> Builtin {
+pub const fn gated(
+    name: &'static str,
+    sig: &'static str,
+    min: u8,
+    max: u8,
+    cap: Cap,
+    cost: Cost,
+    f: PlainFn,
+) -> Builtin {
     Builtin { name, sig, min, max, cap: Some(cap), cost, imp: Imp::Plain(f) }
 }
 
