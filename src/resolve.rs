@@ -146,24 +146,21 @@ impl Resolver<'_> {
         }
     }
 
+    /// What a call names. In a stdlib module, a bare name is a builtin and the module's
+    /// own functions are called by their qualified names (`path.basename`), so that a
+    /// module may define `join` or `split` without shadowing the builtins.
     fn lookup_call(&self, name: &str) -> Option<Result<usize, &'static Builtin>> {
-        if let Some(ctx) = &self.ctx {
-            if let Some(m) = &ctx.module {
-                if !name.contains('.') {
-                    if let Some(&i) = self.fn_index.get(&format!("{m}.{name}")) {
-                        return Some(Ok(i));
-                    }
-                }
-            }
-        }
         if let Some((ns, _)) = name.split_once('.') {
             if self.modules.contains(ns) {
                 return self.fn_index.get(name).map(|&i| Ok(i));
             }
             return builtins::lookup(name).map(Err);
         }
-        if let Some(&i) = self.fn_index.get(name) {
-            return Some(Ok(i));
+        let in_module = self.ctx.as_ref().is_some_and(|c| c.module.is_some());
+        if !in_module {
+            if let Some(&i) = self.fn_index.get(name) {
+                return Some(Ok(i));
+            }
         }
         builtins::lookup(name).map(Err)
     }
