@@ -43,13 +43,13 @@ pub enum Unwind {
 pub type Fail = Box<Unwind>;
 pub type R<T> = Result<T, Fail>;
 
-/// How a block ended.
-#[derive(Debug)]
+/// How a block ended. A returned value waits in `Interp::ret`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
     Normal,
     Break,
     Continue,
-    Return(Value),
+    Return,
 }
 
 /// What the operator granted and set for this run.
@@ -111,6 +111,8 @@ pub struct Interp<'p> {
     pub(crate) deadline: Option<Instant>,
     pub(crate) started: Instant,
     pub(crate) pos: Pos,
+    /// The value of the `return` being carried out.
+    ret: Value,
 
     gbytes: usize,
     fbytes: usize,
@@ -147,6 +149,7 @@ impl<'p> Interp<'p> {
             deadline: cfg.deadline,
             started: Instant::now(),
             pos: 0,
+            ret: Value::Nil,
             gbytes: 0,
             fbytes: 0,
             mem: 0,
@@ -414,6 +417,11 @@ impl<'p> Interp<'p> {
                 let v = self.eval(e)?;
                 self.compound(place, *op, v)?;
             }
+            StmtKind::CompoundVar(slot, op, e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                self.compound_var(*slot, *op, v)?;
+            }
             StmtKind::Expr(e) => {
                 self.step(s.pos)?;
                 self.eval(e)?;
@@ -421,7 +429,7 @@ impl<'p> Interp<'p> {
             StmtKind::If(arms, else_body) => {
                 for arm in arms.iter() {
                     self.step(arm.pos)?;
-                    if self.eval(&arm.cond)?.truthy() {
+                    if self.cond(&arm.cond)? {
                         return self.exec_block(&arm.body);
                     }
                 }
@@ -431,10 +439,10 @@ impl<'p> Interp<'p> {
             }
             StmtKind::While(cond, body) => {
                 self.step(s.pos)?;
-                while self.eval(cond)?.truthy() {
+                while self.cond(cond)? {
                     match self.exec_block(body)? {
                         Flow::Break => break,
-                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                        Flow::Return => return Ok(Flow::Return),
                         _ => {}
                     }
                     self.step(s.pos)?;
@@ -458,11 +466,11 @@ impl<'p> Interp<'p> {
             }
             StmtKind::Return(e) => {
                 self.step(s.pos)?;
-                let v = match e {
+                self.ret = match e {
                     Some(e) => self.eval(e)?,
                     None => Value::Nil,
                 };
-                return Ok(Flow::Return(v));
+                return Ok(Flow::Return);
             }
             StmtKind::Throw(e) => {
                 self.step(s.pos)?;
@@ -520,7 +528,7 @@ impl<'p> Interp<'p> {
     fn loop_body(&mut self, body: &'p [Stmt]) -> R<Option<Flow>> {
         Ok(match self.exec_block(body)? {
             Flow::Break => Some(Flow::Normal),
-            Flow::Return(v) => Some(Flow::Return(v)),
+            Flow::Return => Some(Flow::Return),
             _ => None,
         })
     }
@@ -729,36 +737,41 @@ impl<'p> Interp<'p> {
         Ok(())
     }
 
-    fn compound(&mut self, place: &'p Place, op: BinOp, rhs: Value) -> R<()> {
-        if place.path.is_empty() {
-            // Fast paths on a variable: numbers, and in-place append.
-            let root = place.root;
-            let slot = self.slot_mut(root);
-            match (op, &mut *slot, &rhs) {
-                (BinOp::Add, Value::Num(a), Value::Num(b)) => {
-                    let r = *a + *b;
-                    if r.is_finite() {
-                        *a = r;
-                        return Ok(());
-                    }
-                }
-                (BinOp::Sub, Value::Num(a), Value::Num(b)) => {
-                    let r = *a - *b;
-                    if r.is_finite() {
-                        *a = r;
-                        return Ok(());
-                    }
-                }
-                (BinOp::Mul, Value::Num(a), Value::Num(b)) => {
-                    let r = *a * *b;
-                    if r.is_finite() {
-                        *a = r;
-                        return Ok(());
-                    }
-                }
-                _ => {}
+    /// `x op= v` on a variable: numbers and unshared strings change in place.
+    fn compound_var(&mut self, slot: Slot, op: BinOp, rhs: Value) -> R<()> {
+        let cur = self.slot_mut(slot);
+        if let (Value::Num(a), Value::Num(b)) = (&mut *cur, &rhs) {
+            let r = match op {
+                BinOp::Add => *a + *b,
+                BinOp::Sub => *a - *b,
+                BinOp::Mul => *a * *b,
+                _ => f64::NAN,
+            };
+            if r.is_finite() {
+                *a = r;
+                return Ok(());
             }
         }
+        match cur {
+            Value::Unset => Err(self.unset(slot)),
+            Value::Str(_) if op == BinOp::Concat => {
+                let Value::Str(mut rc) = std::mem::take(self.slot_mut(slot)) else { unreachable!() };
+                let before = str_heap(rc.capacity());
+                let r = self.append_str(&mut rc, &rhs);
+                let after = str_heap(rc.capacity());
+                *self.slot_mut(slot) = Value::Str(rc);
+                r?;
+                self.charge(matches!(slot, Slot::Global(_)), after as isize - before as isize)
+            }
+            _ => {
+                let old = cur.clone();
+                let v = self.binop(op, old, rhs)?;
+                self.store(slot, v)
+            }
+        }
+    }
+
+    fn compound(&mut self, place: &'p Place, op: BinOp, rhs: Value) -> R<()> {
         let keys = self.eval_keys(&place.path)?;
         let mut rhs = Some(rhs);
         self.modify_place(place, &keys, &mut |this, cur| {
@@ -838,6 +851,76 @@ impl<'p> Interp<'p> {
     // Expressions
     // ------------------------------------------------------------------
 
+    /// A number operation on two numbers (the fast path of arithmetic and comparison).
+    #[inline(always)]
+    fn num_op(&self, op: BinOp, p: f64, q: f64) -> R<Value> {
+        let r = match op {
+            BinOp::Add => p + q,
+            BinOp::Sub => p - q,
+            BinOp::Mul => p * q,
+            BinOp::Lt => return Ok(Value::Bool(p < q)),
+            BinOp::Le => return Ok(Value::Bool(p <= q)),
+            BinOp::Gt => return Ok(Value::Bool(p > q)),
+            BinOp::Ge => return Ok(Value::Bool(p >= q)),
+            BinOp::Eq => return Ok(Value::Bool(p == q)),
+            BinOp::Ne => return Ok(Value::Bool(p != q)),
+            BinOp::Mod => match int_mod(p, q) {
+                Some(r) => r,
+                None => return self.binop(op, Value::Num(p), Value::Num(q)),
+            },
+            _ => return self.binop(op, Value::Num(p), Value::Num(q)),
+        };
+        if r.is_finite() {
+            Ok(Value::Num(r))
+        } else {
+            Err(self.err(ErrKind::Arith, "arithmetic overflow"))
+        }
+    }
+
+    #[inline(always)]
+    fn opnd_num(&self, o: Opnd) -> Option<f64> {
+        let v = match o {
+            Opnd::Num(n) => return Some(n),
+            Opnd::Local(i) => &self.stack[self.base + i as usize],
+            Opnd::Global(i) => &self.globals[i as usize],
+        };
+        match v {
+            Value::Num(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    fn opnd_val(&self, o: Opnd) -> R<Value> {
+        let (v, slot) = match o {
+            Opnd::Num(n) => return Ok(Value::Num(n)),
+            Opnd::Local(i) => (&self.stack[self.base + i as usize], Slot::Local(i)),
+            Opnd::Global(i) => (&self.globals[i as usize], Slot::Global(i)),
+        };
+        if let Value::Unset = v {
+            return Err(self.unset(slot));
+        }
+        Ok(v.clone())
+    }
+
+    /// Evaluate a condition to its truth, without building a bool value where possible.
+    #[inline]
+    fn cond(&mut self, e: &'p Expr) -> R<bool> {
+        if let Expr::BinS(op, a, b) = e {
+            if let (Some(x), Some(y)) = (self.opnd_num(*a), self.opnd_num(*b)) {
+                match op {
+                    BinOp::Lt => return Ok(x < y),
+                    BinOp::Le => return Ok(x <= y),
+                    BinOp::Gt => return Ok(x > y),
+                    BinOp::Ge => return Ok(x >= y),
+                    BinOp::Eq => return Ok(x == y),
+                    BinOp::Ne => return Ok(x != y),
+                    _ => {}
+                }
+            }
+        }
+        Ok(self.eval(e)?.truthy())
+    }
+
     pub fn eval(&mut self, e: &'p Expr) -> R<Value> {
         match e {
             Expr::Const(v) => Ok(v.clone()),
@@ -855,27 +938,26 @@ impl<'p> Interp<'p> {
                 }
                 Ok(v.clone())
             }
+            Expr::BinS(op, a, b) => {
+                if let (Some(x), Some(y)) = (self.opnd_num(*a), self.opnd_num(*b)) {
+                    return self.num_op(*op, x, y);
+                }
+                let x = self.opnd_val(*a)?;
+                let y = self.opnd_val(*b)?;
+                self.binop(*op, x, y)
+            }
+            Expr::BinK(op, a, k) => {
+                let x = self.eval(a)?;
+                if let Value::Num(p) = x {
+                    return self.num_op(*op, p, *k);
+                }
+                self.binop(*op, x, Value::Num(*k))
+            }
             Expr::Bin(op, a, b) => {
                 let x = self.eval(a)?;
                 let y = self.eval(b)?;
                 if let (Value::Num(p), Value::Num(q)) = (&x, &y) {
-                    let (p, q) = (*p, *q);
-                    let r = match op {
-                        BinOp::Add => p + q,
-                        BinOp::Sub => p - q,
-                        BinOp::Mul => p * q,
-                        BinOp::Lt => return Ok(Value::Bool(p < q)),
-                        BinOp::Le => return Ok(Value::Bool(p <= q)),
-                        BinOp::Gt => return Ok(Value::Bool(p > q)),
-                        BinOp::Ge => return Ok(Value::Bool(p >= q)),
-                        BinOp::Eq => return Ok(Value::Bool(p == q)),
-                        BinOp::Ne => return Ok(Value::Bool(p != q)),
-                        _ => return self.binop(*op, x, y),
-                    };
-                    if r.is_finite() {
-                        return Ok(Value::Num(r));
-                    }
-                    return Err(self.err(ErrKind::Arith, "arithmetic overflow"));
+                    return self.num_op(*op, *p, *q);
                 }
                 self.binop(*op, x, y)
             }
@@ -1002,6 +1084,9 @@ impl<'p> Interp<'p> {
                     Mod => {
                         if b == 0.0 {
                             return Err(self.err(ErrKind::Arith, "modulo by zero"));
+                        }
+                        if let Some(r) = int_mod(a, b) {
+                            return Ok(Value::Num(r));
                         }
                         let r = a % b;
                         if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
@@ -1135,7 +1220,7 @@ impl<'p> Interp<'p> {
         self.depth -= 1;
         (self.base, self.fbytes, self.func, self.pos) = saved;
         match r? {
-            Flow::Return(v) => Ok(v),
+            Flow::Return => Ok(std::mem::take(&mut self.ret)),
             _ => Ok(Value::Nil),
         }
     }
@@ -1188,6 +1273,22 @@ impl<'p> Interp<'p> {
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
         self.modify_place(place, &keys, &mut |this, target| f(this, target, &mut vals))
     }
+}
+
+/// Floored modulo of two integral numbers that fit exactly in i64 arithmetic (the
+/// common case, done without a floating-point remainder). None otherwise.
+#[inline(always)]
+fn int_mod(a: f64, b: f64) -> Option<f64> {
+    const LIM: f64 = 9_007_199_254_740_992.0;
+    if a.fract() == 0.0 && b.fract() == 0.0 && a.abs() < LIM && b.abs() < LIM && b != 0.0 {
+        let (x, y) = (a as i64, b as i64);
+        let mut r = x % y;
+        if r != 0 && ((r < 0) != (y < 0)) {
+            r += y;
+        }
+        return Some(r as f64);
+    }
+    None
 }
 
 /// Byte-substring search.

@@ -22,6 +22,14 @@ pub struct Place {
     pub path: Vec<Expr>,
 }
 
+/// A simple operand: read without recursion or copying.
+#[derive(Debug, Clone, Copy)]
+pub enum Opnd {
+    Local(u32),
+    Global(u32),
+    Num(f64),
+}
+
 #[derive(Debug, Clone)]
 pub enum IPart {
     Lit(Bytes),
@@ -39,6 +47,10 @@ pub enum Expr {
     Neg(Box<Expr>),
     Not(Box<Expr>),
     Bin(BinOp, Box<Expr>, Box<Expr>),
+    /// An arithmetic or comparison operator on two simple operands (`n < 2`, `i * i`).
+    BinS(BinOp, Opnd, Opnd),
+    /// An arithmetic or comparison operator with a constant number on the right.
+    BinK(BinOp, Box<Expr>, f64),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Index(Box<Expr>, Box<Expr>),
@@ -75,6 +87,8 @@ pub enum StmtKind {
     Assign(Box<Place>, Expr),
     /// `PLACE op= e`.
     Compound(Box<Place>, BinOp, Expr),
+    /// `x op= e` on a variable.
+    CompoundVar(Slot, BinOp, Expr),
     /// A call statement.
     Expr(Expr),
     If(Box<[Arm]>, Option<Block>),
