@@ -395,6 +395,7 @@ impl<'p> Interp<'p> {
         Ok(Flow::Normal)
     }
 
+    #[inline]
     fn exec(&mut self, s: &'p Stmt) -> R<Flow> {
         match &s.kind {
             StmtKind::SetLocal(i, e) => {
@@ -406,16 +407,6 @@ impl<'p> Interp<'p> {
                 self.step(s.pos)?;
                 let v = self.eval(e)?;
                 self.store(Slot::Global(*i), v)?;
-            }
-            StmtKind::Assign(place, e) => {
-                self.step(s.pos)?;
-                let v = self.eval(e)?;
-                self.assign(place, v)?;
-            }
-            StmtKind::Compound(place, op, e) => {
-                self.step(s.pos)?;
-                let v = self.eval(e)?;
-                self.compound(place, *op, v)?;
             }
             StmtKind::CompoundVar(slot, op, e) => {
                 self.step(s.pos)?;
@@ -452,10 +443,6 @@ impl<'p> Interp<'p> {
                 self.step(s.pos)?;
                 return self.for_range(s.pos, *var, start, end, step.as_ref(), body);
             }
-            StmtKind::ForIn { first, second, iter, body } => {
-                self.step(s.pos)?;
-                return self.for_in(s.pos, *first, *second, iter, body);
-            }
             StmtKind::Break => {
                 self.step(s.pos)?;
                 return Ok(Flow::Break);
@@ -471,6 +458,31 @@ impl<'p> Interp<'p> {
                     None => Value::Nil,
                 };
                 return Ok(Flow::Return);
+            }
+            StmtKind::Block(b) => return self.exec_block(b),
+            _ => return self.exec_cold(s),
+        }
+        Ok(Flow::Normal)
+    }
+
+    /// The statements that are rarely on a hot path, kept out of `exec` so that it stays
+    /// small.
+    #[inline(never)]
+    fn exec_cold(&mut self, s: &'p Stmt) -> R<Flow> {
+        match &s.kind {
+            StmtKind::Assign(place, e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                self.assign(place, v)?;
+            }
+            StmtKind::Compound(place, op, e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                self.compound(place, *op, v)?;
+            }
+            StmtKind::ForIn { first, second, iter, body } => {
+                self.step(s.pos)?;
+                return self.for_in(s.pos, *first, *second, iter, body);
             }
             StmtKind::Throw(e) => {
                 self.step(s.pos)?;
@@ -501,7 +513,7 @@ impl<'p> Interp<'p> {
                     },
                 }
             }
-            StmtKind::Block(b) => return self.exec_block(b),
+            _ => unreachable!("hot statements are run by exec"),
         }
         Ok(Flow::Normal)
     }
@@ -963,7 +975,6 @@ impl<'p> Interp<'p> {
             }
             Expr::Call(f, args) => self.call(*f as usize, args),
             Expr::Builtin(b, args) => self.call_builtin(b, args),
-            Expr::BuiltinPlace(b, place, args) => self.call_builtin_place(b, place, args),
             Expr::And(a, b) => {
                 let x = self.eval(a)?;
                 if !x.truthy() {
@@ -979,6 +990,15 @@ impl<'p> Interp<'p> {
                 self.eval(b)
             }
             Expr::Not(a) => Ok(Value::Bool(!self.eval(a)?.truthy())),
+            _ => self.eval_cold(e),
+        }
+    }
+
+    /// Expressions off the arithmetic fast path, kept out of `eval` so that it stays small.
+    #[inline(never)]
+    fn eval_cold(&mut self, e: &'p Expr) -> R<Value> {
+        match e {
+            Expr::BuiltinPlace(b, place, args) => self.call_builtin_place(b, place, args),
             Expr::Neg(a) => match self.eval(a)? {
                 Value::Num(n) => Ok(Value::Num(-n)),
                 other => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
@@ -1030,6 +1050,7 @@ impl<'p> Interp<'p> {
                 }
                 Ok(Value::str(out))
             }
+            _ => unreachable!("hot expressions are evaluated by eval"),
         }
     }
 
@@ -1055,6 +1076,7 @@ impl<'p> Interp<'p> {
     }
 
     /// Binary operators (SPEC 3).
+    #[inline(never)]
     pub fn binop(&self, op: BinOp, x: Value, y: Value) -> R<Value> {
         use BinOp::*;
         match op {
@@ -1173,6 +1195,7 @@ impl<'p> Interp<'p> {
     // Calls
     // ------------------------------------------------------------------
 
+    #[inline(never)]
     fn call(&mut self, fi: usize, args: &'p [Expr]) -> R<Value> {
         let prog = self.prog;
         let f = &prog.funcs[fi];
@@ -1257,6 +1280,7 @@ impl<'p> Interp<'p> {
         Ok(vals)
     }
 
+    #[inline(never)]
     fn call_builtin(&mut self, b: &'static Builtin, args: &'p [Expr]) -> R<Value> {
         self.check_cap(b)?;
         let mut vals = self.eval_args(b, args)?;
@@ -1280,8 +1304,11 @@ impl<'p> Interp<'p> {
 #[inline(always)]
 fn int_mod(a: f64, b: f64) -> Option<f64> {
     const LIM: f64 = 9_007_199_254_740_992.0;
-    if a.fract() == 0.0 && b.fract() == 0.0 && a.abs() < LIM && b.abs() < LIM && b != 0.0 {
+    if a.abs() < LIM && b.abs() < LIM && b != 0.0 {
         let (x, y) = (a as i64, b as i64);
+        if x as f64 != a || y as f64 != b {
+            return None;
+        }
         let mut r = x % y;
         if r != 0 && ((r < 0) != (y < 0)) {
             r += y;
