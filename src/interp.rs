@@ -109,7 +109,6 @@ pub struct Interp<'p> {
     /// When `steps` passes this, `step_slow` looks at the step limit and the clock.
     step_check: u64,
     pub(crate) deadline: Option<Instant>,
-    pub(crate) started: Instant,
     pub(crate) pos: Pos,
     /// The value of the `return` being carried out.
     ret: Value,
@@ -147,7 +146,6 @@ impl<'p> Interp<'p> {
             max_steps: cfg.max_steps,
             step_check: 0,
             deadline: cfg.deadline,
-            started: Instant::now(),
             pos: 0,
             ret: Value::Nil,
             gbytes: 0,
@@ -408,6 +406,12 @@ impl<'p> Interp<'p> {
                 let v = self.eval(e)?;
                 self.store(Slot::Global(*i), v)?;
             }
+            StmtKind::SetIndex(slot, k, e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                let key = self.eval(k)?;
+                self.set_index(*slot, key, v)?;
+            }
             StmtKind::CompoundVar(slot, op, e) => {
                 self.step(s.pos)?;
                 let v = self.eval(e)?;
@@ -650,7 +654,7 @@ impl<'p> Interp<'p> {
         let Value::Num(n) = k else {
             return Err(self.err(ErrKind::Type, format!("index must be a number, got {}", k.type_name())));
         };
-        if n.fract() != 0.0 {
+        if !is_integral(*n) {
             return Err(self.err(ErrKind::Value, format!("index {} is not an integer", num_to_string(*n))));
         }
         let i = if *n < 0.0 { *n + len as f64 } else { *n };
@@ -716,6 +720,38 @@ impl<'p> Interp<'p> {
         *self.slot_mut(root) = v;
         self.charge(matches!(root, Slot::Global(_)), after - before)?;
         r
+    }
+
+    /// `x[k] = v` on a variable holding a list or map.
+    fn set_index(&mut self, slot: Slot, key: Value, v: Value) -> R<()> {
+        let mut cur = std::mem::take(self.slot_mut(slot));
+        let before = cur.heap() as isize;
+        let r = match &mut cur {
+            Value::Map(rc) => match key {
+                Value::Str(k) => {
+                    if rc.len() >= MAX_MAP_ENTRIES && !rc.contains(&k) {
+                        Err(self.limit(LimitKind::Map, format!("map of more than {MAX_MAP_ENTRIES} entries")))
+                    } else {
+                        Rc::make_mut(rc).insert(k, v);
+                        Ok(())
+                    }
+                }
+                other => Err(self.err(ErrKind::Type, format!("map keys are strings, got {}", other.type_name()))),
+            },
+            Value::List(rc) => match self.index(&key, rc.len()) {
+                Ok(i) => {
+                    Rc::make_mut(rc).set(i, v);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+            Value::Unset => Err(self.unset(slot)),
+            other => Err(self.err(ErrKind::Type, format!("cannot assign into a {}", other.type_name()))),
+        };
+        let after = cur.heap() as isize;
+        *self.slot_mut(slot) = cur;
+        r?;
+        self.charge(matches!(slot, Slot::Global(_)), after - before)
     }
 
     fn assign(&mut self, place: &'p Place, v: Value) -> R<()> {
@@ -1128,16 +1164,22 @@ impl<'p> Interp<'p> {
                 }
             }
             Concat => {
+                // One allocation for the common string and number operands.
+                let est = |v: &Value| match v {
+                    Value::Str(s) => s.len(),
+                    _ => 24,
+                };
                 if let (Value::Str(a), Value::Str(b)) = (&x, &y) {
                     self.check_str_len(a.len() + b.len())?;
-                    let mut out = Vec::with_capacity(a.len() + b.len());
-                    out.extend_from_slice(a);
-                    out.extend_from_slice(b);
-                    return Ok(Value::str(out));
                 }
-                let mut out = Vec::new();
-                self.write_text(&x, &mut out, MAX_STRING_BYTES)?;
-                self.write_text(&y, &mut out, MAX_STRING_BYTES)?;
+                let mut out = Vec::with_capacity((est(&x) + est(&y)).min(MAX_STRING_BYTES));
+                for v in [&x, &y] {
+                    match v {
+                        Value::Str(s) => out.extend_from_slice(s),
+                        Value::Num(n) => fmt_num(*n, &mut out),
+                        other => self.write_text(other, &mut out, MAX_STRING_BYTES)?,
+                    }
+                }
                 self.check_str_len(out.len())?;
                 Ok(Value::str(out))
             }

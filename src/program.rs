@@ -83,7 +83,9 @@ pub enum StmtKind {
     /// `x = e` for a local or global variable (the common case, kept apart for speed).
     SetLocal(u32, Expr),
     SetGlobal(u32, Expr),
-    /// `PLACE = e` with a path.
+    /// `x[k] = e` or `x.k = e`: one step into a variable (kept apart for speed).
+    SetIndex(Slot, Expr, Expr),
+    /// `PLACE = e` with a longer path.
     Assign(Box<Place>, Expr),
     /// `PLACE op= e`.
     Compound(Box<Place>, BinOp, Expr),

@@ -269,6 +269,10 @@ impl Resolver<'_> {
                 match (op, place.path.is_empty(), place.root) {
                     (None, true, Slot::Local(i)) => StmtKind::SetLocal(i, v),
                     (None, true, Slot::Global(i)) => StmtKind::SetGlobal(i, v),
+                    (None, false, root) if place.path.len() == 1 => {
+                        let key = place.path.into_iter().next().expect("one key");
+                        StmtKind::SetIndex(root, key, v)
+                    }
                     (None, false, _) => StmtKind::Assign(Box::new(place), v),
                     (Some(op), true, root) => StmtKind::CompoundVar(root, *op, v),
                     (Some(op), false, _) => StmtKind::Compound(Box::new(place), *op, v),
