@@ -106,6 +106,13 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
             println!("leash {}", env!("CARGO_PKG_VERSION"));
             0
         }
+        Command::Builtins => {
+            for b in crate::builtins::all() {
+                let cap = b.cap.map(|c| c.flag()).unwrap_or("-");
+                println!("{}\t{}\t{}\t{}\t{}", b.name, b.sig, b.arity_text(), cap, b.cost.name());
+            }
+            0
+        }
         Command::Check { scripts } => check(&cfg, &scripts, started),
         Command::Test { .. } => {
             emit_diag(&Diagnostic::usage("leash test is not available in this build"), cfg.json_errors);
