@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import pytest" 2>/dev/null; then
+if ! "$PY" -c "import pytest, xdist" 2>/dev/null; then
   echo "== installing Python test requirements"
   "$PY" -m pip install --quiet -r tests/requirements.txt
 fi
