@@ -7,7 +7,6 @@ The behaviour of the modules themselves is tested by Leash scripts in tests/lsh/
 """
 import pathlib
 import re
-import subprocess
 
 import pytest
 
