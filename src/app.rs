@@ -63,7 +63,7 @@ fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::Path
     match src {
         Source::File(p) => {
             let name = p.to_string_lossy().into_owned();
-            match crate::source::read_bounded(p, MAX_SOURCE_BYTES) {
+            match crate::source::read_bounded(p, MAX_SOURCE_BYTES, false) {
                 Ok(t) => Ok((name, t, Some(p.clone()))),
                 Err(e) => Err(fail(&name, e)),
             }
