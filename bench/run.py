@@ -205,15 +205,23 @@ def interpreter_version(lang, path):
 
 
 def machine_info():
-    model = "?"
+    cpu = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
+                if ":" in line:
+                    k, v = line.split(":", 1)
+                    cpu.setdefault(k.strip(), v.strip())
     except OSError:
         pass
+    model = cpu.get("model name", "?")
+    if "cpu family" in cpu and "model" in cpu:
+        model += " (family %s model %s" % (cpu["cpu family"], cpu["model"])
+        if "cpu MHz" in cpu:
+            model += ", %.0f MHz" % float(cpu["cpu MHz"])
+        model += ")"
+    if "hypervisor" in cpu.get("flags", "").split():
+        model += ", virtual machine"
     mem = "?"
     try:
         with open("/proc/meminfo") as f:
@@ -225,6 +233,13 @@ def machine_info():
         pass
     return {"nproc": os.cpu_count(), "cpu": model, "memory": mem,
             "kernel": platform.release()}
+
+
+def load_average():
+    try:
+        return "%.2f" % os.getloadavg()[0]
+    except OSError:
+        return "?"
 
 
 # ---------------------------------------------------------------- running
@@ -394,6 +409,9 @@ def report(results, cases, langs, markdown, misses):
                 (ratio(results, case, "leash", fast) if fast else None,
                  TARGET_FAST, "Leash/min(Lua,Perl)"),
             ]
+            leash_failure = results.get(case, {}).get("leash", {}).get("failure")
+            if judged and leash_failure:
+                misses.append("%s: Leash failed (%s), not measured" % (case, leash_failure))
             for r, target, what in checks:
                 if judged and r is not None and r > target:
                     misses.append("%s: %s %.2f > %.1f" % (case, what, r, target))
@@ -512,6 +530,7 @@ def main():
             if interps[lang] is None:
                 results[name][lang]["failure"] = "missing"
 
+    load_before = load_average()
     started = time.monotonic()
     total_rounds = opts.warmup + opts.reps
     for name, workload, args in cases:
@@ -568,7 +587,8 @@ def main():
         info["nproc"], info["cpu"], info["memory"], info["kernel"]))
     header.append("Interpreters: " + "; ".join(versions[l] for l in langs if l in versions))
     header.append("Median of %d runs after %d warm-up round(s); cells are user+sys CPU ms / peak RSS MB. "
-                  "Run time %.0f s." % (opts.reps, opts.warmup, elapsed))
+                  "Run time %.0f s; 1-minute load average %s before, %s after."
+                  % (opts.reps, opts.warmup, elapsed, load_before, load_average()))
     if opts.markdown:
         print("\n\n".join(header))
     else:
@@ -586,7 +606,7 @@ def main():
         print()
         print("PROBLEMS (%d):" % len(problems))
         for p in problems:
-            print(("- " if opts.markdown else "  ") + p)
+            print(("- " if opts.markdown else "  ") + " | ".join(p.splitlines()))
 
     os.makedirs(RESULTS_DIR, exist_ok=True)
     with open(os.path.join(RESULTS_DIR, "latest.json"), "w") as f:
