@@ -585,7 +585,12 @@ def main():
     header = []
     header.append("Machine: %s CPU(s), %s, %s RAM, Linux %s" % (
         info["nproc"], info["cpu"], info["memory"], info["kernel"]))
-    header.append("Interpreters: " + "; ".join(versions[l] for l in langs if l in versions))
+    commit = capture(["git", "-C", ROOT, "log", "-1", "--format=%h %cs"])
+    leash_src = (" (built from commit %s)" % commit
+                 if "leash" in versions and not opts.leash and re.match(r"^[0-9a-f]+ ", commit) else "")
+    header.append("Interpreters: " + "; ".join(versions[l] + (leash_src if l == "leash" else "")
+                                               for l in langs if l in versions))
+    header.append("Date: %s" % time.strftime("%Y-%m-%d %H:%M %Z"))
     header.append("Median of %d runs after %d warm-up round(s); cells are user+sys CPU ms / peak RSS MB. "
                   "Run time %.0f s; 1-minute load average %s before, %s after."
                   % (opts.reps, opts.warmup, elapsed, load_before, load_average()))
