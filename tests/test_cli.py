@@ -375,3 +375,19 @@ def test_broken_stdout_pipe_does_not_crash():
     p.wait(timeout=30)
     assert p.returncode not in (70, 0 - 11), p.returncode
     p.stderr.close()
+
+
+def test_arguments_after_inline_code_are_script_args():
+    r = run(["-e", "print(args())", "--stats", "-e", "x"])
+    assert (r.status, r.out) == (0, '["--stats","-e","x"]\n')
+    assert "stats" not in r.err
+
+
+def test_non_utf8_script_argument_is_bytes():
+    r = run(["-e", "a = args()[0]\nprint(len(a), type(a))", b"\xff\xfe"])
+    assert (r.status, r.out) == (0, "2 string\n")
+
+
+def test_empty_inline_program_runs_nothing():
+    r = run(["--stats", "-e", ""])
+    assert r.status == 0 and r.out == "" and r.stats["steps"] == 0

@@ -537,3 +537,33 @@ def test_duplicate_function_across_include(tmp_path, script):
     (tmp_path / "lib.lsh").write_text("fn f()\nend\n")
     r = script('include "lib.lsh"\nfn f()\nend\n')
     assert r.status == 3 and r.diag["kind"] == "name", r
+
+
+def test_diamond_include_runs_shared_file_once(tmp_path, script):
+    (tmp_path / "shared.lsh").write_text('print("shared")\n')
+    (tmp_path / "a.lsh").write_text('include "shared.lsh"\nprint("a")\n')
+    (tmp_path / "b.lsh").write_text('include "shared.lsh"\nprint("b")\n')
+    r = script('include "a.lsh"\ninclude "b.lsh"\nprint("main")\n')
+    assert (r.status, r.out) == (0, "shared\na\nb\nmain\n"), r
+
+
+def test_for_two_names_iterates_snapshot(ok):
+    code = """m = {"a": 1, "b": 2}
+for k, v in m
+m.a = 100
+m.b = 200
+print(k, v)
+end
+l = [1, 2]
+for i, v in l
+l[1] = 99
+print(i, v)
+end
+print(m, l)"""
+    assert ok(code) == 'a 1\nb 2\n0 1\n1 2\n{"a":100,"b":200} [1,99]\n'
+
+
+def test_error_lines_of_headers(fails):
+    fails("if false\nx = 1\nelif 1 / 0\nend", "arith", line=3)
+    fails("for i = 1 to 2\nend\nfor x in nope_var\nend", "name", line=3)
+    fails("i = 0\nwhile i < 2\ni += 1\nend\nwhile i / 0\nend", "arith", line=5)
