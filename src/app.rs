@@ -11,6 +11,9 @@ use crate::interp::{RunConfig, Stats};
 use crate::limits::MAX_SOURCE_BYTES;
 use crate::program::Caps;
 
+const CGI_500: &[u8] =
+    b"Status: 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nInternal Server Error\n";
+
 fn emit_diag(d: &Diagnostic, json: bool) {
     let mut e = std::io::stderr().lock();
     let _ = writeln!(e, "{}", d.render(json));
@@ -177,6 +180,13 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
     let out = crate::run(&prog, &rc);
     if let Some(d) = &out.diag {
         emit_diag(d, cfg.json_errors);
+    }
+    if cfg.cgi {
+        // CGI: the held output goes out only when the script did not fail; otherwise a
+        // generic 500 (the diagnostic above went to the server's error log).
+        let mut o = std::io::stdout().lock();
+        let _ = if out.diag.is_none() { o.write_all(&out.held) } else { o.write_all(CGI_500) };
+        let _ = o.flush();
     }
     finish(out.status, &out.stats)
 }
