@@ -421,3 +421,83 @@ def test_number_literals_round_trip(script):
     src = "".join(f"assert({repr(x)} == {js_num(x)})\n" for x in xs) + 'print("ok")\n'
     r = script(src)
     assert (r.status, r.out) == (0, "ok\n"), r
+
+
+def test_str_json_escaping_matches_json_stringify(script):
+    import json
+
+    text = "".join(chr(c) for c in range(0x80)) + "é€😀\u2028"
+    lit = "".join(f"\\x{b:02x}" if b < 0x80 else f"\\x{b:02x}" for b in text.encode())
+    r = script(f'print(str(["{lit}", {{"k{lit}": 1}}]))\n')
+    assert r.status == 0, r
+    want = json.dumps([text, {"k" + text: 1}], ensure_ascii=False, separators=(",", ":"))
+    assert r.out == want + "\n"
+
+
+def test_compound_assignment_respects_value_semantics(ok):
+    code = """a = "x"
+b = a
+a ..= "y"
+print(a, b)
+l = [1, [2]]
+m = l
+l[0] += 1
+l[1][0] *= 10
+print(l, m)
+s = "ab"
+s ..= s
+print(s)
+g = {"c": 1}
+h = [g, g]
+g.c += 5
+print(g, h)
+n = 5
+k = n
+n += 1
+print(n, k)
+fn f(p)
+p ..= "!"
+return p
+end
+q = "hi"
+r = f(q)
+print(q, r)
+t = [q]
+q ..= "?"
+print(t, q)
+lst = ["a"]
+for x in lst
+x ..= "b"
+end
+print(lst)
+mm = {"l": [1]}
+cp = mm.l
+mm.l[0] += 1
+print(mm, cp)"""
+    assert ok(code) == (
+        "xy x\n[2,[20]] [1,[2]]\nabab\n" '{"c":6} [{"c":1},{"c":1}]\n' "6 5\nhi hi!\n" '["hi"] hi?\n' '["a"]\n'
+        '{"l":[2]} [1]\n'
+    )
+
+
+def test_value_semantics_through_globals_and_loops(ok):
+    code = """g = [1]
+fn grow()
+global g
+local_copy = g
+push(g, len(g) + 1)
+return local_copy
+end
+old = grow()
+older = old
+push(old, 99)
+print(g, old, older)
+rows = [[0], [0]]
+for r in rows
+push(r, 1)
+end
+for i, r in rows
+rows[i][0] = i + 10
+end
+print(rows)"""
+    assert ok(code) == "[1,2] [1,99] [1]\n[[10],[11]]\n"
