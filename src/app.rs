@@ -63,7 +63,7 @@ fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::Path
     match src {
         Source::File(p) => {
             let name = p.to_string_lossy().into_owned();
-            match crate::source::read_bounded(p, MAX_SOURCE_BYTES) {
+            match crate::source::read_bounded(p, MAX_SOURCE_BYTES, false) {
                 Ok(t) => Ok((name, t, Some(p.clone()))),
                 Err(e) => Err(fail(&name, e)),
             }
@@ -104,6 +104,13 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
         }
         Command::Version => {
             println!("leash {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Command::Builtins => {
+            for b in crate::builtins::all() {
+                let cap = b.cap.map(|c| c.flag()).unwrap_or("-");
+                println!("{}\t{}\t{}\t{}\t{}", b.name, b.sig, b.arity_text(), cap, b.cost.name());
+            }
             0
         }
         Command::Check { scripts } => check(&cfg, &scripts, started),

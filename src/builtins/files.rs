@@ -107,11 +107,17 @@ fn open_write(path: &Path, extra: OFlags) -> std::io::Result<File> {
 fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("file.read", args, 0)?;
     let mut f = open_read(path_of(p), false).map_err(|e| io_err(it, "file.read", "read", p, &e))?;
-    let mut buf = Vec::new();
+    // Reserve the file's size up front (plus one byte to see the end), so that a file at
+    // the string limit is not held in a buffer doubled past it.
+    let size = f.metadata().map(|m| m.len()).unwrap_or(0).min(MAX_STRING_BYTES as u64) as usize;
+    let mut buf = Vec::with_capacity(size + 1);
     (&mut f)
         .take(MAX_STRING_BYTES as u64 + 1)
         .read_to_end(&mut buf)
         .map_err(|e| io_err(it, "file.read", "read", p, &e))?;
+    if buf.len() <= MAX_STRING_BYTES {
+        buf.shrink_to_fit();
+    }
     it.make_str(buf)
 }
 
