@@ -391,3 +391,13 @@ def test_non_utf8_script_argument_is_bytes():
 def test_empty_inline_program_runs_nothing():
     r = run(["--stats", "-e", ""])
     assert r.status == 0 and r.out == "" and r.stats["steps"] == 0
+
+
+def test_attached_option_value_and_double_dash(tmp_path):
+    # docs/LANGUAGE.md: `--opt=value` is accepted and `--` ends the options.
+    r = run(["--error-format=json", "--max-steps=3", "-e", "while true\nend"])
+    assert r.status == 4 and r.diag["kind"] == "steps"
+    p = tmp_path / "-odd.lsh"
+    p.write_text("print(args())\n")
+    r = run(["--", "-odd.lsh", "x"], cwd=tmp_path)
+    assert (r.status, r.out) == (0, '["x"]\n'), r

@@ -507,8 +507,6 @@ S1 = 'repeat("x", 1048575)'
         'repeat("ab", 524288{p})',
         'repeat("x", 1048576{p})',
         S1 + ' .. slice("yz", 0, 1{p})',
-        'pad_left("a", 1048576{p})',
-        'pad_right("", 1048576{p}, "-")',
         'replace(' + S1 + ', "x", "xx", 1{p})',
         'join([' + S1 + ', slice("yz", 0, 1{p})], "")',
         'join([' + S1 + ', ""], slice("yz", 0, 1{p}))',
@@ -525,6 +523,24 @@ def test_string_limit(script, make):
     assert passes(r).out == "1048576\n"
     r = script(code.replace("{e}", make.replace("{p}", " + 1")))
     run_limit(r, "string")
+
+
+@pytest.mark.parametrize("make", ['pad_left("a", 1048576{p})', 'pad_right("", 1048576{p}, "-")'])
+def test_pad_width_bounded_by_string_limit(script, make):
+    # A width is a count: 0..1,048,576 (the string limit); a wider one is refused as an
+    # out-of-range value before anything is built (UTILITIES.md).
+    r = script("x = " + make.replace("{p}", "") + "\nprint(len(x))\n")
+    assert passes(r).out == "1048576\n"
+    r = script("x = " + make.replace("{p}", " + 1") + "\n")
+    assert r.status == 1 and r.diag["kind"] == "value", r
+
+
+def test_globals_limit_in_main(script):
+    # Main's 4,096 local names are its globals (docs/LANGUAGE.md).
+    body = "".join(f"g{i} = {i}\n" for i in range(4096))
+    assert passes(script(body + "print(g4095)\n")).out == "4095\n"
+    body = "".join(f"g{i} = {i}\n" for i in range(4097))
+    load_limit(script(body + "print(g4096)\n"), "locals")
 
 
 def test_string_limit_compound_concat(script):

@@ -567,3 +567,18 @@ def test_error_lines_of_headers(fails):
     fails("if false\nx = 1\nelif 1 / 0\nend", "arith", line=3)
     fails("for i = 1 to 2\nend\nfor x in nope_var\nend", "name", line=3)
     fails("i = 0\nwhile i < 2\ni += 1\nend\nwhile i / 0\nend", "arith", line=5)
+
+
+def test_place_assignment_evaluates_value_before_keys(ok):
+    # docs/LANGUAGE.md: the right-hand side is evaluated first, then the place's keys.
+    code = """fn t(x)
+write(x, " ")
+return x
+end
+m = {}
+m[t("k")] = t("v")
+l = [0, 0]
+l[t(1)] += t(5)
+print()
+print(m, l)"""
+    assert ok(code) == 'v k 5 1 \n{"k":"v"} [0,5]\n'

@@ -298,10 +298,9 @@ print(m)"""
     assert ok(code) == '{"z":4,"a":2,"m":3} ["z","a","m"] [4,2,3]\n{"a":2,"m":3,"z":5}\n'
 
 
-def test_map_literal_duplicate_key_keeps_one_entry(script):
-    r = script('m = {"a": 1, "a": 2}\nprint(len(m))\n')
-    # Either a load error (duplicate) or one entry; never two entries.
-    assert r.status == 3 or r.out == "1\n", r
+def test_map_literal_repeated_key_keeps_last_value(ok):
+    # docs/LANGUAGE.md: a repeated key keeps the last value (in the first key's place).
+    assert ok('m = {"a": 1, b: 0, a: 2}\nprint(len(m), m.a, keys(m))') == '2 2 ["a","b"]\n'
 
 
 @pytest.mark.parametrize(
