@@ -749,7 +749,9 @@ def test_stdout_total_exact(script):
     assert len(r.out_bytes) == 16 * MIB
     r = script(code + 'write("x")\n', opts=["--stats"])
     run_limit(r, "stdout")
-    assert r.stats["stdout_bytes"] <= 16 * MIB
+    # The limit is checked before anything of the failing call is written.
+    assert r.stats["stdout_bytes"] == 16 * MIB
+    assert len(r.out_bytes) == 16 * MIB
 
 
 def test_stdout_total_counts_newlines(script):
@@ -839,3 +841,18 @@ def test_steps_limit(script):
     r = script(code, opts=["--max-steps", "21", "--stats"])
     run_limit(r, "steps")
     assert r.stats["steps"] == 21
+
+
+def test_functions_limit_counts_stdlib_module_functions(script):
+    # SPEC 6: functions of imported stdlib modules count toward the 4,096.
+    import pathlib
+    import re
+
+    src = (pathlib.Path(__file__).resolve().parent.parent / "stdlib" / "path.lsh").read_text()
+    n_mod = len(re.findall(r"(?m)^fn ", src))
+    assert n_mod > 0
+    user = 4096 - n_mod
+    body = "import path\n" + "".join(f"fn u{i}()\nend\n" for i in range(user)) + 'print("ran")\n'
+    assert passes(script(body)).out == "ran\n"
+    body = "import path\n" + "".join(f"fn u{i}()\nend\n" for i in range(user + 1))
+    load_limit(script(body), "functions")
