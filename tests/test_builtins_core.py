@@ -493,3 +493,37 @@ def test_sort_by_is_stable(script):
     code = build + "want = []\n" + order + 'r = sort_by(rows, "k")\nidx = []\nfor m in r\npush(idx, m.i)\nend\nassert(idx == want)\nprint("ok")\n'
     r = script(code)
     assert (r.status, r.out) == (0, "ok\n"), r
+
+
+def test_eprint_flushes_stdout_first(tmp_path):
+    import subprocess
+
+    from conftest import LEASH
+
+    p = subprocess.run(
+        [str(LEASH), "-e", 'print("a")\nwrite("b")\neprint("c")\nprint("d")\nx = 1 / 0'],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        timeout=30,
+    )
+    assert p.returncode == 1
+    lines = p.stdout.decode().splitlines()
+    assert lines[:3] == ["a", "bc", "d"], lines
+    assert "runtime error [arith]" in lines[3]
+
+
+def test_return_from_inside_try(ok):
+    code = """fn f(x)
+try
+if x
+return "from try"
+end
+throw "t"
+catch e
+return "from catch"
+end
+return "after"
+end
+print(f(true), f(false))"""
+    assert ok(code) == "from try from catch\n"
