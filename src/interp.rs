@@ -1190,24 +1190,26 @@ impl<'p> Interp<'p> {
                 }
             }
             Concat => {
-                // One allocation for the common string and number operands.
-                let est = |v: &Value| match v {
-                    Value::Str(s) => s.len(),
-                    _ => 24,
-                };
-                if let (Value::Str(a), Value::Str(b)) = (&x, &y) {
+                // Exactly one allocation for the common string and number operands.
+                let joined = |a: &[u8], b: &[u8]| -> R<Value> {
                     self.check_str_len(a.len() + b.len())?;
-                }
-                let mut out = Vec::with_capacity((est(&x) + est(&y)).min(MAX_STRING_BYTES));
-                for v in [&x, &y] {
-                    match v {
-                        Value::Str(s) => out.extend_from_slice(s),
-                        Value::Num(n) => fmt_num(*n, &mut out),
-                        other => self.write_text(other, &mut out, MAX_STRING_BYTES)?,
+                    let mut out = Vec::with_capacity(a.len() + b.len());
+                    out.extend_from_slice(a);
+                    out.extend_from_slice(b);
+                    Ok(Value::Str(Rc::new(out)))
+                };
+                match (&x, &y) {
+                    (Value::Str(a), Value::Str(b)) => joined(a, b),
+                    (Value::Str(a), Value::Num(n)) => with_num_text(*n, |t| joined(a, t)),
+                    (Value::Num(n), Value::Str(b)) => with_num_text(*n, |t| joined(t, b)),
+                    _ => {
+                        let mut out = Vec::new();
+                        self.write_text(&x, &mut out, MAX_STRING_BYTES)?;
+                        self.write_text(&y, &mut out, MAX_STRING_BYTES)?;
+                        self.check_str_len(out.len())?;
+                        Ok(Value::str(out))
                     }
                 }
-                self.check_str_len(out.len())?;
-                Ok(Value::str(out))
             }
             Eq => Ok(Value::Bool(equals(&x, &y))),
             Ne => Ok(Value::Bool(!equals(&x, &y))),
