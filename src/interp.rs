@@ -1270,18 +1270,16 @@ impl<'p> Interp<'p> {
         let prog = self.prog;
         let f = &prog.funcs[fi];
         let new_base = self.stack.len();
-        let mut arg_bytes = 0usize;
+        let mut arg_heap = 0usize;
         for a in args {
             match self.eval_fast(a) {
                 Ok(v) => {
-                    arg_bytes += v.acct();
+                    arg_heap += v.heap();
                     self.stack.push(v);
-                    if arg_bytes > MAX_CALL_ARG_BYTES {
+                    // Checked while collecting, so that no call holds much past the limit.
+                    if arg_heap > MAX_CALL_ARG_BYTES {
                         self.stack.truncate(new_base);
-                        return Err(self.limit(
-                            LimitKind::CallArgs,
-                            format!("arguments of `{}` exceed {MAX_CALL_ARG_BYTES} accounted bytes", f.name),
-                        ));
+                        return Err(self.call_refused(f, arg_heap));
                     }
                 }
                 Err(e) => {
@@ -1290,23 +1288,38 @@ impl<'p> Interp<'p> {
                 }
             }
         }
-        if self.depth >= MAX_CALL_DEPTH {
+        if arg_heap + args.len() * ACCT_SLOT > MAX_CALL_ARG_BYTES || self.depth >= MAX_CALL_DEPTH {
             self.stack.truncate(new_base);
-            return Err(self.limit(LimitKind::CallDepth, format!("more than {MAX_CALL_DEPTH} active calls")));
+            return Err(self.call_refused(f, arg_heap + args.len() * ACCT_SLOT));
         }
-        let arg_heap: usize = self.stack[new_base..].iter().map(Value::heap).sum();
-        self.stack.resize(f.slot_names.len() + new_base, Value::Unset);
+        let nslots = f.slot_names.len();
+        if nslots > args.len() {
+            self.stack.resize(new_base + nslots, Value::Unset);
+        }
         let saved = (self.base, self.fbytes, self.func);
         self.base = new_base;
         self.func = fi;
-        self.fbytes = 0;
         self.depth += 1;
         if self.depth > self.max_depth {
             self.max_depth = self.depth;
         }
-        let r = match self.charge(false, (f.base_bytes + arg_heap) as isize) {
-            Ok(()) => self.exec_block(&f.body),
-            Err(e) => Err(e),
+        // The new frame's storage: its names and slots, and the arguments it holds.
+        let fb = f.base_bytes + arg_heap;
+        self.fbytes = fb;
+        self.mem += fb;
+        let r = if fb > MAX_FRAME_BYTES || self.mem > self.max_mem {
+            self.fbytes = 0;
+            self.mem -= fb;
+            self.charge(false, fb as isize)
+                .map(|_| Flow::Normal)
+        } else {
+            if fb > self.peak_frame {
+                self.peak_frame = fb;
+            }
+            if self.mem > self.peak_mem {
+                self.peak_mem = self.mem;
+            }
+            self.exec_block(&f.body)
         };
         self.mem -= self.fbytes;
         while self.stack.len() > new_base {
@@ -1317,6 +1330,18 @@ impl<'p> Interp<'p> {
         match r? {
             Flow::Return => Ok(std::mem::take(&mut self.ret)),
             _ => Ok(Value::Nil),
+        }
+    }
+
+    #[cold]
+    fn call_refused(&self, f: &Function, arg_bytes: usize) -> Fail {
+        if arg_bytes > MAX_CALL_ARG_BYTES {
+            self.limit(
+                LimitKind::CallArgs,
+                format!("arguments of `{}` exceed {MAX_CALL_ARG_BYTES} accounted bytes", f.name),
+            )
+        } else {
+            self.limit(LimitKind::CallDepth, format!("more than {MAX_CALL_DEPTH} active calls"))
         }
     }
 
