@@ -411,9 +411,20 @@ impl<'p> Interp<'p> {
                 let key = self.eval(k)?;
                 self.set_index(*slot, key, v)?;
             }
+            StmtKind::IncVar(slot, op, k) => {
+                self.step(s.pos)?;
+                if let Value::Num(a) = self.slot_mut(*slot) {
+                    let r = if *op == BinOp::Add { *a + *k } else { *a - *k };
+                    if r.is_finite() {
+                        *a = r;
+                        return Ok(Flow::Normal);
+                    }
+                }
+                self.compound_var(*slot, *op, Value::Num(*k))?;
+            }
             StmtKind::CompoundVar(slot, op, e) => {
                 self.step(s.pos)?;
-                let v = self.eval(e)?;
+                let v = self.eval_fast(e)?;
                 self.compound_var(*slot, *op, v)?;
             }
             StmtKind::Expr(e) => {
@@ -978,6 +989,13 @@ impl<'p> Interp<'p> {
     fn eval_fast(&mut self, e: &'p Expr) -> R<Value> {
         match e {
             Expr::Const(v) => Ok(v.clone()),
+            Expr::Global(i) => {
+                let v = &self.globals[*i as usize];
+                if let Value::Unset = v {
+                    return Err(self.unset(Slot::Global(*i)));
+                }
+                Ok(v.clone())
+            }
             Expr::Local(i) => {
                 let v = &self.stack[self.base + *i as usize];
                 if let Value::Unset = v {
@@ -1021,7 +1039,7 @@ impl<'p> Interp<'p> {
                 self.binop(*op, x, y)
             }
             Expr::BinK(op, a, k) => {
-                let x = self.eval(a)?;
+                let x = self.eval_fast(a)?;
                 if let Value::Num(p) = x {
                     return self.num_op(*op, p, *k);
                 }
@@ -1310,8 +1328,7 @@ impl<'p> Interp<'p> {
         let r = if fb > MAX_FRAME_BYTES || self.mem > self.max_mem {
             self.fbytes = 0;
             self.mem -= fb;
-            self.charge(false, fb as isize)
-                .map(|_| Flow::Normal)
+            self.charge(false, fb as isize).map(|_| Flow::Normal)
         } else {
             if fb > self.peak_frame {
                 self.peak_frame = fb;

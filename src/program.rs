@@ -91,6 +91,8 @@ pub enum StmtKind {
     Compound(Box<Place>, BinOp, Expr),
     /// `x op= e` on a variable.
     CompoundVar(Slot, BinOp, Expr),
+    /// `x += k` / `x -= k` with a constant number (the operator is Add or Sub).
+    IncVar(Slot, BinOp, f64),
     /// A call statement.
     Expr(Expr),
     If(Box<[Arm]>, Option<Block>),

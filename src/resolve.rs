@@ -274,6 +274,10 @@ impl Resolver<'_> {
                         StmtKind::SetIndex(root, key, v)
                     }
                     (None, false, _) => StmtKind::Assign(Box::new(place), v),
+                    (Some(op @ (BinOp::Add | BinOp::Sub)), true, root) if matches!(v, Expr::Const(Value::Num(_))) => {
+                        let Expr::Const(Value::Num(k)) = v else { unreachable!() };
+                        StmtKind::IncVar(root, *op, k)
+                    }
                     (Some(op), true, root) => StmtKind::CompoundVar(root, *op, v),
                     (Some(op), false, _) => StmtKind::Compound(Box::new(place), *op, v),
                 }
