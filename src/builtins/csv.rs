@@ -1,0 +1,2 @@
+use super::Builtin;
+pub const TABLE: &[Builtin] = &[];
