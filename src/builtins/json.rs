@@ -12,6 +12,7 @@
 //!   anything after the value.
 //! - Objects keep key order; a repeated key keeps its first position and last value.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::{b, Builtin, Cost};
@@ -39,7 +40,13 @@ struct Parser<'a> {
     nodes: usize,
     /// Scratch buffer for strings with escapes.
     buf: Vec<u8>,
+    /// Object keys seen so far (those without escapes), shared between objects: records
+    /// with the same keys then hold one copy of each.
+    keys: HashMap<&'a [u8], Bytes, ahash::RandomState>,
 }
+
+/// Most distinct keys kept for sharing in one parse.
+const MAX_SHARED_KEYS: usize = 1024;
 
 type PR<T> = Result<T, ParseError>;
 
@@ -51,7 +58,7 @@ pub fn parse(text: &[u8]) -> PR<Value> {
     if let Err(e) = std::str::from_utf8(text) {
         return Err(ParseError::Syntax("invalid UTF-8".into(), e.valid_up_to()));
     }
-    let mut p = Parser { s: text, i: 0, nodes: 0, buf: Vec::new() };
+    let mut p = Parser { s: text, i: 0, nodes: 0, buf: Vec::new(), keys: HashMap::default() };
     p.ws();
     let v = p.value(0)?;
     p.ws();
@@ -61,7 +68,7 @@ pub fn parse(text: &[u8]) -> PR<Value> {
     Ok(v)
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     #[inline]
     fn ws(&mut self) {
         while let Some(&c) = self.s.get(self.i) {
@@ -180,7 +187,7 @@ impl Parser<'_> {
             if self.s.get(self.i) != Some(&b'"') {
                 return Err(self.unexpected("in an object (expected a string key)"));
             }
-            let k = self.string()?;
+            let k = self.key()?;
             self.ws();
             if self.s.get(self.i) != Some(&b':') {
                 return Err(self.unexpected("in an object (expected ':')"));
@@ -188,7 +195,7 @@ impl Parser<'_> {
             self.i += 1;
             self.ws();
             let v = self.value(depth)?;
-            m.insert(Rc::new(k), v);
+            m.insert(k, v);
             self.ws();
             match self.s.get(self.i) {
                 Some(b',') => {
@@ -202,6 +209,33 @@ impl Parser<'_> {
                 _ => return Err(self.unexpected("in an object (expected ',' or '}')")),
             }
         }
+    }
+
+    /// An object key: shared with earlier equal keys when it has no escapes.
+    fn key(&mut self) -> PR<Bytes> {
+        let s: &'a [u8] = self.s;
+        let start = self.i + 1;
+        let mut j = start;
+        while j < s.len() {
+            let c = s[j];
+            if c == b'"' {
+                let k = &s[start..j];
+                self.i = j + 1;
+                if let Some(shared) = self.keys.get(k) {
+                    return Ok(shared.clone());
+                }
+                let b = Rc::new(k.to_vec());
+                if self.keys.len() < MAX_SHARED_KEYS {
+                    self.keys.insert(k, b.clone());
+                }
+                return Ok(b);
+            }
+            if c == b'\\' || c < 0x20 {
+                break;
+            }
+            j += 1;
+        }
+        Ok(Rc::new(self.string()?))
     }
 
     /// string -> '"' ( unescaped | '\' escape )* '"'; the input is known to be UTF-8.
