@@ -174,7 +174,11 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 }
                 Value::map(m)
             }
-            None => Value::list(rec.iter().map(|f| Value::str(f.to_vec())).collect()),
+            None => {
+                let mut fields = Vec::with_capacity(n);
+                fields.extend(rec.iter().map(|f| Value::str(f.to_vec())));
+                Value::list(fields)
+            }
         };
         if rows.len() == MAX_LIST_ITEMS {
             return Err(it.limit(LimitKind::List, format!("{NAME}: more than {MAX_LIST_ITEMS} rows")));
