@@ -40,8 +40,12 @@ pub fn opts(it: &Interp<'_>, name: &str, args: &[Value], i: usize, writing: bool
     let one_byte = |k: &str, v: &Value| -> R<u8> {
         match v {
             Value::Str(s) if s.len() == 1 && !matches!(s[0], b'\r' | b'\n') => Ok(s[0]),
-            Value::Str(_) => Err(it.err(ErrKind::Value, format!("{name}: option {k} must be one byte, not a line end"))),
-            other => Err(it.err(ErrKind::Type, format!("{name}: option {k} must be a string, got {}", other.type_name()))),
+            Value::Str(_) => {
+                Err(it.err(ErrKind::Value, format!("{name}: option {k} must be one byte, not a line end")))
+            }
+            other => {
+                Err(it.err(ErrKind::Type, format!("{name}: option {k} must be a string, got {}", other.type_name())))
+            }
         }
     };
     for (k, v) in m.iter() {
@@ -60,7 +64,9 @@ pub fn opts(it: &Interp<'_>, name: &str, args: &[Value], i: usize, writing: bool
             b"line_end" if writing => match v {
                 Value::Str(s) if s.as_slice() == b"\n" => o.crlf = false,
                 Value::Str(s) if s.as_slice() == b"\r\n" => o.crlf = true,
-                _ => return Err(it.err(ErrKind::Value, format!("{name}: option line_end must be \"\\n\" or \"\\r\\n\""))),
+                _ => {
+                    return Err(it.err(ErrKind::Value, format!("{name}: option line_end must be \"\\n\" or \"\\r\\n\"")))
+                }
             },
             other => {
                 let known = if writing { "header, delimiter, quote, line_end" } else { "header, delimiter, quote" };
@@ -224,7 +230,10 @@ fn stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         .from_writer(Vec::new());
     let io = |it: &Interp<'_>, e: ::csv::Error| it.err(ErrKind::Value, format!("{NAME}: {e}"));
     let bad_cell = |it: &Interp<'_>, row: usize, t: &str| {
-        it.err(ErrKind::Type, format!("{NAME}: row {} holds a {t}; cells must be strings, numbers, bools or nil", row + 1))
+        it.err(
+            ErrKind::Type,
+            format!("{NAME}: row {} holds a {t}; cells must be strings, numbers, bools or nil", row + 1),
+        )
     };
     let mut record: Vec<Vec<u8>> = Vec::new();
     let mut scratch = Vec::new();
@@ -248,10 +257,9 @@ fn stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             }
             (Value::Map(m), Some(ks)) => {
                 if m.len() != ks.len() || ks.iter().any(|k| !m.contains(k)) {
-                    return Err(it.err(
-                        ErrKind::Value,
-                        format!("{NAME}: row {} has other keys than the first row", r + 1),
-                    ));
+                    return Err(
+                        it.err(ErrKind::Value, format!("{NAME}: row {} has other keys than the first row", r + 1))
+                    );
                 }
                 for k in ks {
                     let v = m.get(k).unwrap_or(&Value::Nil);
@@ -260,10 +268,9 @@ fn stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             }
             (other, _) => {
                 let want = if keys.is_some() { "a map (as the first row is)" } else { "a list (as the first row is)" };
-                return Err(it.err(
-                    ErrKind::Type,
-                    format!("{NAME}: row {} must be {want}, got {}", r + 1, other.type_name()),
-                ));
+                return Err(
+                    it.err(ErrKind::Type, format!("{NAME}: row {} must be {want}, got {}", r + 1, other.type_name()))
+                );
             }
         }
         if record.is_empty() {

@@ -26,7 +26,7 @@ fn now(_: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
 /// A time as microseconds since the epoch, if chrono can represent it.
 fn to_datetime(t: f64) -> Option<DateTime<Utc>> {
     let micros = (t * 1e6).round();
-    if !(micros.abs() < 9.2e18) {
+    if micros.is_nan() || micros.abs() >= 9.2e18 {
         return None;
     }
     DateTime::from_timestamp_micros(micros as i64)

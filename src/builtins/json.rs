@@ -634,10 +634,9 @@ fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
         Some(Value::Str(s)) => {
             if s.len() > 10 || std::str::from_utf8(s).is_err() {
-                return Err(it.err(
-                    ErrKind::Value,
-                    format!("{NAME}: an indent string must be valid UTF-8 of at most 10 bytes"),
-                ));
+                return Err(
+                    it.err(ErrKind::Value, format!("{NAME}: an indent string must be valid UTF-8 of at most 10 bytes"))
+                );
             }
             s.to_vec()
         }
@@ -707,9 +706,38 @@ mod tests {
     #[test]
     fn strictness() {
         for bad in [
-            "", " ", "[1,]", "{\"a\":1,}", "[1 2]", "01", "-", "1.", ".5", "+1", "1e", "1e+", "NaN", "Infinity",
-            "-Infinity", "[1]x", "[1] [2]", "/* c */ 1", "1 // c", "{'a':1}", "{a:1}", "tru", "nul", "[", "{",
-            "{\"a\"}", "{\"a\":}", "\u{feff}1", "1e400", "-1e400", "0x10", "[\u{0c}]",
+            "",
+            " ",
+            "[1,]",
+            "{\"a\":1,}",
+            "[1 2]",
+            "01",
+            "-",
+            "1.",
+            ".5",
+            "+1",
+            "1e",
+            "1e+",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "[1]x",
+            "[1] [2]",
+            "/* c */ 1",
+            "1 // c",
+            "{'a':1}",
+            "{a:1}",
+            "tru",
+            "nul",
+            "[",
+            "{",
+            "{\"a\"}",
+            "{\"a\":}",
+            "\u{feff}1",
+            "1e400",
+            "-1e400",
+            "0x10",
+            "[\u{0c}]",
         ] {
             assert!(syntax(bad.as_bytes()), "{bad:?} should be a syntax error");
         }

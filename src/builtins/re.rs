@@ -95,15 +95,14 @@ pub fn compile(pat: &str) -> Result<Compiled, PatternError> {
             *used = tick;
             return Ok(re.clone());
         }
-        let text = RegexBuilder::new(pat)
-            .size_limit(MAX_REGEX_PROGRAM)
-            .dfa_size_limit(MAX_REGEX_DFA_CACHE)
-            .build()
-            .map_err(|e| match e {
-                regex::Error::CompiledTooBig(_) => PatternError::TooBig,
-                regex::Error::Syntax(m) => PatternError::Syntax(m),
-                other => PatternError::Syntax(other.to_string()),
-            })?;
+        let text =
+            RegexBuilder::new(pat).size_limit(MAX_REGEX_PROGRAM).dfa_size_limit(MAX_REGEX_DFA_CACHE).build().map_err(
+                |e| match e {
+                    regex::Error::CompiledTooBig(_) => PatternError::TooBig,
+                    regex::Error::Syntax(m) => PatternError::Syntax(m),
+                    other => PatternError::Syntax(other.to_string()),
+                },
+            )?;
         let re = Compiled { text, bytes: Rc::new(OnceCell::new()) };
         if c.map.len() >= CACHE_ENTRIES {
             if let Some(old) = c.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone()) {
