@@ -11,6 +11,9 @@ use crate::interp::{RunConfig, Stats};
 use crate::limits::MAX_SOURCE_BYTES;
 use crate::program::Caps;
 
+const CGI_500: &[u8] =
+    b"Status: 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nInternal Server Error\n";
+
 fn emit_diag(d: &Diagnostic, json: bool) {
     let mut e = std::io::stderr().lock();
     let _ = writeln!(e, "{}", d.render(json));
@@ -60,7 +63,7 @@ fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::Path
     match src {
         Source::File(p) => {
             let name = p.to_string_lossy().into_owned();
-            match crate::source::read_bounded(p, MAX_SOURCE_BYTES) {
+            match crate::source::read_bounded(p, MAX_SOURCE_BYTES, false) {
                 Ok(t) => Ok((name, t, Some(p.clone()))),
                 Err(e) => Err(fail(&name, e)),
             }
@@ -101,6 +104,13 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
         }
         Command::Version => {
             println!("leash {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Command::Builtins => {
+            for b in crate::builtins::all() {
+                let cap = b.cap.map(|c| c.flag()).unwrap_or("-");
+                println!("{}\t{}\t{}\t{}\t{}", b.name, b.sig, b.arity_text(), cap, b.cost.name());
+            }
             0
         }
         Command::Check { scripts } => check(&cfg, &scripts, started),
@@ -177,6 +187,13 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
     let out = crate::run(&prog, &rc);
     if let Some(d) = &out.diag {
         emit_diag(d, cfg.json_errors);
+    }
+    if cfg.cgi {
+        // CGI: the held output goes out only when the script did not fail; otherwise a
+        // generic 500 (the diagnostic above went to the server's error log).
+        let mut o = std::io::stdout().lock();
+        let _ = if out.diag.is_none() { o.write_all(&out.held) } else { o.write_all(CGI_500) };
+        let _ = o.flush();
     }
     finish(out.status, &out.stats)
 }

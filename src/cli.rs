@@ -37,6 +37,7 @@ pub const OPTIONS: &[Opt] = &[
     Opt { name: "--error-format", value: Some("text|json"), help: "how diagnostics are written to stderr" },
     Opt { name: "--stats", value: None, help: "at exit, write one JSON line of usage figures to stderr" },
     Opt { name: "--cgi", value: None, help: "CGI mode: hold output; on failure send a generic 500" },
+    Opt { name: "--builtins", value: None, help: "list every builtin: signature, arity, capability, cost rule" },
     Opt { name: "--filter", value: Some("TEXT"), help: "leash test: run only tests whose names contain TEXT" },
     Opt { name: "--update-snapshots", value: None, help: "leash test: write snapshots instead of comparing" },
 ];
@@ -96,6 +97,7 @@ pub enum Command {
     Test { paths: Vec<PathBuf> },
     Help,
     Version,
+    Builtins,
 }
 
 pub fn help_text() -> String {
@@ -106,7 +108,7 @@ pub fn help_text() -> String {
          leash [OPTIONS] -e CODE [ARG...]    run CODE given inline\n  \
          leash check [OPTIONS] SCRIPT...     load and validate only; print the capabilities each needs\n  \
          leash test [OPTIONS] [PATH...]      run test functions of *_test.lsh files\n  \
-         leash --version | --help\n\noptions:\n",
+         leash --version | --help | --builtins\n\noptions:\n",
     );
     for o in OPTIONS {
         let head = match o.value {
@@ -223,6 +225,9 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
         }
         if s == b"--version" || s == b"-V" {
             return Ok((cfg, Command::Version));
+        }
+        if s == b"--builtins" {
+            return Ok((cfg, Command::Builtins));
         }
         if s == b"-e" {
             if sub.is_some() {

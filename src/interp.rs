@@ -43,13 +43,13 @@ pub enum Unwind {
 pub type Fail = Box<Unwind>;
 pub type R<T> = Result<T, Fail>;
 
-/// How a block ended.
-#[derive(Debug)]
+/// How a block ended. A returned value waits in `Interp::ret`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
     Normal,
     Break,
     Continue,
-    Return(Value),
+    Return,
 }
 
 /// What the operator granted and set for this run.
@@ -109,8 +109,9 @@ pub struct Interp<'p> {
     /// When `steps` passes this, `step_slow` looks at the step limit and the clock.
     step_check: u64,
     pub(crate) deadline: Option<Instant>,
-    pub(crate) started: Instant,
     pub(crate) pos: Pos,
+    /// The value of the `return` being carried out.
+    ret: Value,
 
     gbytes: usize,
     fbytes: usize,
@@ -145,8 +146,8 @@ impl<'p> Interp<'p> {
             max_steps: cfg.max_steps,
             step_check: 0,
             deadline: cfg.deadline,
-            started: Instant::now(),
             pos: 0,
+            ret: Value::Nil,
             gbytes: 0,
             fbytes: 0,
             mem: 0,
@@ -392,6 +393,7 @@ impl<'p> Interp<'p> {
         Ok(Flow::Normal)
     }
 
+    #[inline]
     fn exec(&mut self, s: &'p Stmt) -> R<Flow> {
         match &s.kind {
             StmtKind::SetLocal(i, e) => {
@@ -404,15 +406,16 @@ impl<'p> Interp<'p> {
                 let v = self.eval(e)?;
                 self.store(Slot::Global(*i), v)?;
             }
-            StmtKind::Assign(place, e) => {
+            StmtKind::SetIndex(slot, k, e) => {
                 self.step(s.pos)?;
                 let v = self.eval(e)?;
-                self.assign(place, v)?;
+                let key = self.eval(k)?;
+                self.set_index(*slot, key, v)?;
             }
-            StmtKind::Compound(place, op, e) => {
+            StmtKind::CompoundVar(slot, op, e) => {
                 self.step(s.pos)?;
                 let v = self.eval(e)?;
-                self.compound(place, *op, v)?;
+                self.compound_var(*slot, *op, v)?;
             }
             StmtKind::Expr(e) => {
                 self.step(s.pos)?;
@@ -421,7 +424,7 @@ impl<'p> Interp<'p> {
             StmtKind::If(arms, else_body) => {
                 for arm in arms.iter() {
                     self.step(arm.pos)?;
-                    if self.eval(&arm.cond)?.truthy() {
+                    if self.cond(&arm.cond)? {
                         return self.exec_block(&arm.body);
                     }
                 }
@@ -431,10 +434,10 @@ impl<'p> Interp<'p> {
             }
             StmtKind::While(cond, body) => {
                 self.step(s.pos)?;
-                while self.eval(cond)?.truthy() {
+                while self.cond(cond)? {
                     match self.exec_block(body)? {
                         Flow::Break => break,
-                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                        Flow::Return => return Ok(Flow::Return),
                         _ => {}
                     }
                     self.step(s.pos)?;
@@ -443,10 +446,6 @@ impl<'p> Interp<'p> {
             StmtKind::ForRange { var, start, end, step, body } => {
                 self.step(s.pos)?;
                 return self.for_range(s.pos, *var, start, end, step.as_ref(), body);
-            }
-            StmtKind::ForIn { first, second, iter, body } => {
-                self.step(s.pos)?;
-                return self.for_in(s.pos, *first, *second, iter, body);
             }
             StmtKind::Break => {
                 self.step(s.pos)?;
@@ -458,11 +457,36 @@ impl<'p> Interp<'p> {
             }
             StmtKind::Return(e) => {
                 self.step(s.pos)?;
-                let v = match e {
+                self.ret = match e {
                     Some(e) => self.eval(e)?,
                     None => Value::Nil,
                 };
-                return Ok(Flow::Return(v));
+                return Ok(Flow::Return);
+            }
+            StmtKind::Block(b) => return self.exec_block(b),
+            _ => return self.exec_cold(s),
+        }
+        Ok(Flow::Normal)
+    }
+
+    /// The statements that are rarely on a hot path, kept out of `exec` so that it stays
+    /// small.
+    #[inline(never)]
+    fn exec_cold(&mut self, s: &'p Stmt) -> R<Flow> {
+        match &s.kind {
+            StmtKind::Assign(place, e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                self.assign(place, v)?;
+            }
+            StmtKind::Compound(place, op, e) => {
+                self.step(s.pos)?;
+                let v = self.eval(e)?;
+                self.compound(place, *op, v)?;
+            }
+            StmtKind::ForIn { first, second, iter, body } => {
+                self.step(s.pos)?;
+                return self.for_in(s.pos, *first, *second, iter, body);
             }
             StmtKind::Throw(e) => {
                 self.step(s.pos)?;
@@ -493,7 +517,7 @@ impl<'p> Interp<'p> {
                     },
                 }
             }
-            StmtKind::Block(b) => return self.exec_block(b),
+            _ => unreachable!("hot statements are run by exec"),
         }
         Ok(Flow::Normal)
     }
@@ -520,7 +544,7 @@ impl<'p> Interp<'p> {
     fn loop_body(&mut self, body: &'p [Stmt]) -> R<Option<Flow>> {
         Ok(match self.exec_block(body)? {
             Flow::Break => Some(Flow::Normal),
-            Flow::Return(v) => Some(Flow::Return(v)),
+            Flow::Return => Some(Flow::Return),
             _ => None,
         })
     }
@@ -630,7 +654,7 @@ impl<'p> Interp<'p> {
         let Value::Num(n) = k else {
             return Err(self.err(ErrKind::Type, format!("index must be a number, got {}", k.type_name())));
         };
-        if n.fract() != 0.0 {
+        if !is_integral(*n) {
             return Err(self.err(ErrKind::Value, format!("index {} is not an integer", num_to_string(*n))));
         }
         let i = if *n < 0.0 { *n + len as f64 } else { *n };
@@ -698,6 +722,38 @@ impl<'p> Interp<'p> {
         r
     }
 
+    /// `x[k] = v` on a variable holding a list or map.
+    fn set_index(&mut self, slot: Slot, key: Value, v: Value) -> R<()> {
+        let mut cur = std::mem::take(self.slot_mut(slot));
+        let before = cur.heap() as isize;
+        let r = match &mut cur {
+            Value::Map(rc) => match key {
+                Value::Str(k) => {
+                    if rc.len() >= MAX_MAP_ENTRIES && !rc.contains(&k) {
+                        Err(self.limit(LimitKind::Map, format!("map of more than {MAX_MAP_ENTRIES} entries")))
+                    } else {
+                        Rc::make_mut(rc).insert(k, v);
+                        Ok(())
+                    }
+                }
+                other => Err(self.err(ErrKind::Type, format!("map keys are strings, got {}", other.type_name()))),
+            },
+            Value::List(rc) => match self.index(&key, rc.len()) {
+                Ok(i) => {
+                    Rc::make_mut(rc).set(i, v);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+            Value::Unset => Err(self.unset(slot)),
+            other => Err(self.err(ErrKind::Type, format!("cannot assign into a {}", other.type_name()))),
+        };
+        let after = cur.heap() as isize;
+        *self.slot_mut(slot) = cur;
+        r?;
+        self.charge(matches!(slot, Slot::Global(_)), after - before)
+    }
+
     fn assign(&mut self, place: &'p Place, v: Value) -> R<()> {
         let keys = self.eval_keys(&place.path)?;
         let (last, parents) = keys.split_last().expect("a place with a path");
@@ -729,36 +785,41 @@ impl<'p> Interp<'p> {
         Ok(())
     }
 
-    fn compound(&mut self, place: &'p Place, op: BinOp, rhs: Value) -> R<()> {
-        if place.path.is_empty() {
-            // Fast paths on a variable: numbers, and in-place append.
-            let root = place.root;
-            let slot = self.slot_mut(root);
-            match (op, &mut *slot, &rhs) {
-                (BinOp::Add, Value::Num(a), Value::Num(b)) => {
-                    let r = *a + *b;
-                    if r.is_finite() {
-                        *a = r;
-                        return Ok(());
-                    }
-                }
-                (BinOp::Sub, Value::Num(a), Value::Num(b)) => {
-                    let r = *a - *b;
-                    if r.is_finite() {
-                        *a = r;
-                        return Ok(());
-                    }
-                }
-                (BinOp::Mul, Value::Num(a), Value::Num(b)) => {
-                    let r = *a * *b;
-                    if r.is_finite() {
-                        *a = r;
-                        return Ok(());
-                    }
-                }
-                _ => {}
+    /// `x op= v` on a variable: numbers and unshared strings change in place.
+    fn compound_var(&mut self, slot: Slot, op: BinOp, rhs: Value) -> R<()> {
+        let cur = self.slot_mut(slot);
+        if let (Value::Num(a), Value::Num(b)) = (&mut *cur, &rhs) {
+            let r = match op {
+                BinOp::Add => *a + *b,
+                BinOp::Sub => *a - *b,
+                BinOp::Mul => *a * *b,
+                _ => f64::NAN,
+            };
+            if r.is_finite() {
+                *a = r;
+                return Ok(());
             }
         }
+        match cur {
+            Value::Unset => Err(self.unset(slot)),
+            Value::Str(_) if op == BinOp::Concat => {
+                let Value::Str(mut rc) = std::mem::take(self.slot_mut(slot)) else { unreachable!() };
+                let before = str_heap(rc.capacity());
+                let r = self.append_str(&mut rc, &rhs);
+                let after = str_heap(rc.capacity());
+                *self.slot_mut(slot) = Value::Str(rc);
+                r?;
+                self.charge(matches!(slot, Slot::Global(_)), after as isize - before as isize)
+            }
+            _ => {
+                let old = cur.clone();
+                let v = self.binop(op, old, rhs)?;
+                self.store(slot, v)
+            }
+        }
+    }
+
+    fn compound(&mut self, place: &'p Place, op: BinOp, rhs: Value) -> R<()> {
         let keys = self.eval_keys(&place.path)?;
         let mut rhs = Some(rhs);
         self.modify_place(place, &keys, &mut |this, cur| {
@@ -838,6 +899,76 @@ impl<'p> Interp<'p> {
     // Expressions
     // ------------------------------------------------------------------
 
+    /// A number operation on two numbers (the fast path of arithmetic and comparison).
+    #[inline(always)]
+    fn num_op(&self, op: BinOp, p: f64, q: f64) -> R<Value> {
+        let r = match op {
+            BinOp::Add => p + q,
+            BinOp::Sub => p - q,
+            BinOp::Mul => p * q,
+            BinOp::Lt => return Ok(Value::Bool(p < q)),
+            BinOp::Le => return Ok(Value::Bool(p <= q)),
+            BinOp::Gt => return Ok(Value::Bool(p > q)),
+            BinOp::Ge => return Ok(Value::Bool(p >= q)),
+            BinOp::Eq => return Ok(Value::Bool(p == q)),
+            BinOp::Ne => return Ok(Value::Bool(p != q)),
+            BinOp::Mod => match int_mod(p, q) {
+                Some(r) => r,
+                None => return self.binop(op, Value::Num(p), Value::Num(q)),
+            },
+            _ => return self.binop(op, Value::Num(p), Value::Num(q)),
+        };
+        if r.is_finite() {
+            Ok(Value::Num(r))
+        } else {
+            Err(self.err(ErrKind::Arith, "arithmetic overflow"))
+        }
+    }
+
+    #[inline(always)]
+    fn opnd_num(&self, o: Opnd) -> Option<f64> {
+        let v = match o {
+            Opnd::Num(n) => return Some(n),
+            Opnd::Local(i) => &self.stack[self.base + i as usize],
+            Opnd::Global(i) => &self.globals[i as usize],
+        };
+        match v {
+            Value::Num(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    fn opnd_val(&self, o: Opnd) -> R<Value> {
+        let (v, slot) = match o {
+            Opnd::Num(n) => return Ok(Value::Num(n)),
+            Opnd::Local(i) => (&self.stack[self.base + i as usize], Slot::Local(i)),
+            Opnd::Global(i) => (&self.globals[i as usize], Slot::Global(i)),
+        };
+        if let Value::Unset = v {
+            return Err(self.unset(slot));
+        }
+        Ok(v.clone())
+    }
+
+    /// Evaluate a condition to its truth, without building a bool value where possible.
+    #[inline]
+    fn cond(&mut self, e: &'p Expr) -> R<bool> {
+        if let Expr::BinS(op, a, b) = e {
+            if let (Some(x), Some(y)) = (self.opnd_num(*a), self.opnd_num(*b)) {
+                match op {
+                    BinOp::Lt => return Ok(x < y),
+                    BinOp::Le => return Ok(x <= y),
+                    BinOp::Gt => return Ok(x > y),
+                    BinOp::Ge => return Ok(x >= y),
+                    BinOp::Eq => return Ok(x == y),
+                    BinOp::Ne => return Ok(x != y),
+                    _ => {}
+                }
+            }
+        }
+        Ok(self.eval(e)?.truthy())
+    }
+
     pub fn eval(&mut self, e: &'p Expr) -> R<Value> {
         match e {
             Expr::Const(v) => Ok(v.clone()),
@@ -855,33 +986,31 @@ impl<'p> Interp<'p> {
                 }
                 Ok(v.clone())
             }
+            Expr::BinS(op, a, b) => {
+                if let (Some(x), Some(y)) = (self.opnd_num(*a), self.opnd_num(*b)) {
+                    return self.num_op(*op, x, y);
+                }
+                let x = self.opnd_val(*a)?;
+                let y = self.opnd_val(*b)?;
+                self.binop(*op, x, y)
+            }
+            Expr::BinK(op, a, k) => {
+                let x = self.eval(a)?;
+                if let Value::Num(p) = x {
+                    return self.num_op(*op, p, *k);
+                }
+                self.binop(*op, x, Value::Num(*k))
+            }
             Expr::Bin(op, a, b) => {
                 let x = self.eval(a)?;
                 let y = self.eval(b)?;
                 if let (Value::Num(p), Value::Num(q)) = (&x, &y) {
-                    let (p, q) = (*p, *q);
-                    let r = match op {
-                        BinOp::Add => p + q,
-                        BinOp::Sub => p - q,
-                        BinOp::Mul => p * q,
-                        BinOp::Lt => return Ok(Value::Bool(p < q)),
-                        BinOp::Le => return Ok(Value::Bool(p <= q)),
-                        BinOp::Gt => return Ok(Value::Bool(p > q)),
-                        BinOp::Ge => return Ok(Value::Bool(p >= q)),
-                        BinOp::Eq => return Ok(Value::Bool(p == q)),
-                        BinOp::Ne => return Ok(Value::Bool(p != q)),
-                        _ => return self.binop(*op, x, y),
-                    };
-                    if r.is_finite() {
-                        return Ok(Value::Num(r));
-                    }
-                    return Err(self.err(ErrKind::Arith, "arithmetic overflow"));
+                    return self.num_op(*op, *p, *q);
                 }
                 self.binop(*op, x, y)
             }
             Expr::Call(f, args) => self.call(*f as usize, args),
             Expr::Builtin(b, args) => self.call_builtin(b, args),
-            Expr::BuiltinPlace(b, place, args) => self.call_builtin_place(b, place, args),
             Expr::And(a, b) => {
                 let x = self.eval(a)?;
                 if !x.truthy() {
@@ -897,6 +1026,15 @@ impl<'p> Interp<'p> {
                 self.eval(b)
             }
             Expr::Not(a) => Ok(Value::Bool(!self.eval(a)?.truthy())),
+            _ => self.eval_cold(e),
+        }
+    }
+
+    /// Expressions off the arithmetic fast path, kept out of `eval` so that it stays small.
+    #[inline(never)]
+    fn eval_cold(&mut self, e: &'p Expr) -> R<Value> {
+        match e {
+            Expr::BuiltinPlace(b, place, args) => self.call_builtin_place(b, place, args),
             Expr::Neg(a) => match self.eval(a)? {
                 Value::Num(n) => Ok(Value::Num(-n)),
                 other => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
@@ -948,6 +1086,7 @@ impl<'p> Interp<'p> {
                 }
                 Ok(Value::str(out))
             }
+            _ => unreachable!("hot expressions are evaluated by eval"),
         }
     }
 
@@ -973,6 +1112,7 @@ impl<'p> Interp<'p> {
     }
 
     /// Binary operators (SPEC 3).
+    #[inline(never)]
     pub fn binop(&self, op: BinOp, x: Value, y: Value) -> R<Value> {
         use BinOp::*;
         match op {
@@ -1003,6 +1143,9 @@ impl<'p> Interp<'p> {
                         if b == 0.0 {
                             return Err(self.err(ErrKind::Arith, "modulo by zero"));
                         }
+                        if let Some(r) = int_mod(a, b) {
+                            return Ok(Value::Num(r));
+                        }
                         let r = a % b;
                         if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
                             r + b
@@ -1021,16 +1164,22 @@ impl<'p> Interp<'p> {
                 }
             }
             Concat => {
+                // One allocation for the common string and number operands.
+                let est = |v: &Value| match v {
+                    Value::Str(s) => s.len(),
+                    _ => 24,
+                };
                 if let (Value::Str(a), Value::Str(b)) = (&x, &y) {
                     self.check_str_len(a.len() + b.len())?;
-                    let mut out = Vec::with_capacity(a.len() + b.len());
-                    out.extend_from_slice(a);
-                    out.extend_from_slice(b);
-                    return Ok(Value::str(out));
                 }
-                let mut out = Vec::new();
-                self.write_text(&x, &mut out, MAX_STRING_BYTES)?;
-                self.write_text(&y, &mut out, MAX_STRING_BYTES)?;
+                let mut out = Vec::with_capacity((est(&x) + est(&y)).min(MAX_STRING_BYTES));
+                for v in [&x, &y] {
+                    match v {
+                        Value::Str(s) => out.extend_from_slice(s),
+                        Value::Num(n) => fmt_num(*n, &mut out),
+                        other => self.write_text(other, &mut out, MAX_STRING_BYTES)?,
+                    }
+                }
                 self.check_str_len(out.len())?;
                 Ok(Value::str(out))
             }
@@ -1088,6 +1237,7 @@ impl<'p> Interp<'p> {
     // Calls
     // ------------------------------------------------------------------
 
+    #[inline(never)]
     fn call(&mut self, fi: usize, args: &'p [Expr]) -> R<Value> {
         let prog = self.prog;
         let f = &prog.funcs[fi];
@@ -1135,7 +1285,7 @@ impl<'p> Interp<'p> {
         self.depth -= 1;
         (self.base, self.fbytes, self.func, self.pos) = saved;
         match r? {
-            Flow::Return(v) => Ok(v),
+            Flow::Return => Ok(std::mem::take(&mut self.ret)),
             _ => Ok(Value::Nil),
         }
     }
@@ -1172,6 +1322,7 @@ impl<'p> Interp<'p> {
         Ok(vals)
     }
 
+    #[inline(never)]
     fn call_builtin(&mut self, b: &'static Builtin, args: &'p [Expr]) -> R<Value> {
         self.check_cap(b)?;
         let mut vals = self.eval_args(b, args)?;
@@ -1188,6 +1339,25 @@ impl<'p> Interp<'p> {
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
         self.modify_place(place, &keys, &mut |this, target| f(this, target, &mut vals))
     }
+}
+
+/// Floored modulo of two integral numbers that fit exactly in i64 arithmetic (the
+/// common case, done without a floating-point remainder). None otherwise.
+#[inline(always)]
+fn int_mod(a: f64, b: f64) -> Option<f64> {
+    const LIM: f64 = 9_007_199_254_740_992.0;
+    if a.abs() < LIM && b.abs() < LIM && b != 0.0 {
+        let (x, y) = (a as i64, b as i64);
+        if x as f64 != a || y as f64 != b {
+            return None;
+        }
+        let mut r = x % y;
+        if r != 0 && ((r < 0) != (y < 0)) {
+            r += y;
+        }
+        return Some(r as f64);
+    }
+    None
 }
 
 /// Byte-substring search.

@@ -22,6 +22,14 @@ pub struct Place {
     pub path: Vec<Expr>,
 }
 
+/// A simple operand: read without recursion or copying.
+#[derive(Debug, Clone, Copy)]
+pub enum Opnd {
+    Local(u32),
+    Global(u32),
+    Num(f64),
+}
+
 #[derive(Debug, Clone)]
 pub enum IPart {
     Lit(Bytes),
@@ -39,6 +47,10 @@ pub enum Expr {
     Neg(Box<Expr>),
     Not(Box<Expr>),
     Bin(BinOp, Box<Expr>, Box<Expr>),
+    /// An arithmetic or comparison operator on two simple operands (`n < 2`, `i * i`).
+    BinS(BinOp, Opnd, Opnd),
+    /// An arithmetic or comparison operator with a constant number on the right.
+    BinK(BinOp, Box<Expr>, f64),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Index(Box<Expr>, Box<Expr>),
@@ -71,10 +83,14 @@ pub enum StmtKind {
     /// `x = e` for a local or global variable (the common case, kept apart for speed).
     SetLocal(u32, Expr),
     SetGlobal(u32, Expr),
-    /// `PLACE = e` with a path.
+    /// `x[k] = e` or `x.k = e`: one step into a variable (kept apart for speed).
+    SetIndex(Slot, Expr, Expr),
+    /// `PLACE = e` with a longer path.
     Assign(Box<Place>, Expr),
     /// `PLACE op= e`.
     Compound(Box<Place>, BinOp, Expr),
+    /// `x op= e` on a variable.
+    CompoundVar(Slot, BinOp, Expr),
     /// A call statement.
     Expr(Expr),
     If(Box<[Arm]>, Option<Block>),

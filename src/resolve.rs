@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use crate::ast::{Expr as AExpr, FnDef, InterpPart, Pos, Stmt as AStmt, StmtKind as AKind, UnOp};
+use crate::ast::{BinOp, Expr as AExpr, FnDef, InterpPart, Pos, Stmt as AStmt, StmtKind as AKind, UnOp};
 use crate::builtins::{self, Builtin, Cap, VARIADIC};
 use crate::diag::{LoadError, LoadErrors, LoadKind};
 use crate::limits::*;
@@ -121,7 +121,7 @@ impl Resolver<'_> {
                 other => Expr::Neg(Box::new(other)),
             },
             AExpr::Unary(UnOp::Not, x) => Expr::Not(Box::new(self.expr(x))),
-            AExpr::Binary(op, a, b) => Expr::Bin(*op, Box::new(self.expr(a)), Box::new(self.expr(b))),
+            AExpr::Binary(op, a, b) => specialize(*op, self.expr(a), self.expr(b)),
             AExpr::And(a, b) => Expr::And(Box::new(self.expr(a)), Box::new(self.expr(b))),
             AExpr::Or(a, b) => Expr::Or(Box::new(self.expr(a)), Box::new(self.expr(b))),
             AExpr::Index(a, i) => Expr::Index(Box::new(self.expr(a)), Box::new(self.expr(i))),
@@ -146,24 +146,21 @@ impl Resolver<'_> {
         }
     }
 
+    /// What a call names. In a stdlib module, a bare name is a builtin and the module's
+    /// own functions are called by their qualified names (`path.basename`), so that a
+    /// module may define `join` or `split` without shadowing the builtins.
     fn lookup_call(&self, name: &str) -> Option<Result<usize, &'static Builtin>> {
-        if let Some(ctx) = &self.ctx {
-            if let Some(m) = &ctx.module {
-                if !name.contains('.') {
-                    if let Some(&i) = self.fn_index.get(&format!("{m}.{name}")) {
-                        return Some(Ok(i));
-                    }
-                }
-            }
-        }
         if let Some((ns, _)) = name.split_once('.') {
             if self.modules.contains(ns) {
                 return self.fn_index.get(name).map(|&i| Ok(i));
             }
             return builtins::lookup(name).map(Err);
         }
-        if let Some(&i) = self.fn_index.get(name) {
-            return Some(Ok(i));
+        let in_module = self.ctx.as_ref().is_some_and(|c| c.module.is_some());
+        if !in_module {
+            if let Some(&i) = self.fn_index.get(name) {
+                return Some(Ok(i));
+            }
         }
         builtins::lookup(name).map(Err)
     }
@@ -272,8 +269,13 @@ impl Resolver<'_> {
                 match (op, place.path.is_empty(), place.root) {
                     (None, true, Slot::Local(i)) => StmtKind::SetLocal(i, v),
                     (None, true, Slot::Global(i)) => StmtKind::SetGlobal(i, v),
+                    (None, false, root) if place.path.len() == 1 => {
+                        let key = place.path.into_iter().next().expect("one key");
+                        StmtKind::SetIndex(root, key, v)
+                    }
                     (None, false, _) => StmtKind::Assign(Box::new(place), v),
-                    (Some(op), _, _) => StmtKind::Compound(Box::new(place), *op, v),
+                    (Some(op), true, root) => StmtKind::CompoundVar(root, *op, v),
+                    (Some(op), false, _) => StmtKind::Compound(Box::new(place), *op, v),
                 }
             }
             AKind::Call(e) => StmtKind::Expr(self.expr(e)),
@@ -328,6 +330,27 @@ impl Resolver<'_> {
         };
         Some(Stmt { pos: s.pos, kind })
     }
+}
+
+/// Pick the specialized form of a binary operator when its operands allow one.
+fn specialize(op: BinOp, a: Expr, b: Expr) -> Expr {
+    use BinOp::*;
+    let numeric = matches!(op, Add | Sub | Mul | Div | Mod | Pow | Eq | Ne | Lt | Le | Gt | Ge);
+    let simple = |e: &Expr| match e {
+        Expr::Local(i) => Some(Opnd::Local(*i)),
+        Expr::Global(i) => Some(Opnd::Global(*i)),
+        Expr::Const(Value::Num(n)) => Some(Opnd::Num(*n)),
+        _ => None,
+    };
+    if numeric {
+        if let (Some(x), Some(y)) = (simple(&a), simple(&b)) {
+            return Expr::BinS(op, x, y);
+        }
+        if let Expr::Const(Value::Num(k)) = b {
+            return Expr::BinK(op, Box::new(a), k);
+        }
+    }
+    Expr::Bin(op, Box::new(a), Box::new(b))
 }
 
 /// Names a function's body binds: assignment roots, loop and catch variables, roots of

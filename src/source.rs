@@ -71,9 +71,27 @@ impl Default for Loader {
 }
 
 /// Read at most `max` bytes of a file (a device or pipe cannot make the loader read
-/// more than the source budget allows).
-pub fn read_bounded(path: &Path, max: usize) -> std::io::Result<Vec<u8>> {
-    let f = std::fs::File::open(path)?;
+/// more than the source budget allows). With `regular_only`, anything but a regular
+/// file is refused without blocking (includes); the main script may be a pipe that the
+/// operator chose (`leash <(...)`).
+pub fn read_bounded(path: &Path, max: usize, regular_only: bool) -> std::io::Result<Vec<u8>> {
+    let f = if regular_only {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(path, flags, Mode::empty())
+            .map_err(|e| std::io::Error::from_raw_os_error(e.raw_os_error()))?;
+        let f = std::fs::File::from(fd);
+        if !f.metadata()?.is_file() {
+            return Err(std::io::Error::other(if f.metadata()?.is_dir() {
+                "is a directory"
+            } else {
+                "not a regular file"
+            }));
+        }
+        f
+    } else {
+        std::fs::File::open(path)?
+    };
     if f.metadata()?.is_dir() {
         return Err(std::io::Error::other("is a directory"));
     }
@@ -240,7 +258,7 @@ impl Loader {
             self.errors.stop = true;
             return None;
         }
-        let text = match read_bounded(&path, MAX_SOURCE_BYTES.saturating_sub(self.bytes)) {
+        let text = match read_bounded(&path, MAX_SOURCE_BYTES.saturating_sub(self.bytes), true) {
             Ok(t) => t,
             Err(e) => {
                 self.err(LoadKind::Include, format!("cannot include \"{rel}\": {}", io_reason(&e)), at);

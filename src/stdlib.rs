@@ -1,6 +1,7 @@
 //! The standard library of Leash modules (`stdlib/*.lsh`), embedded at build time.
 
-const MODULES: &[(&str, &str)] = &[];
+const MODULES: &[(&str, &str)] =
+    &[("args", include_str!("../stdlib/args.lsh")), ("path", include_str!("../stdlib/path.lsh"))];
 
 /// The source of stdlib module `name`.
 pub fn module(name: &str) -> Option<&'static str> {

@@ -88,6 +88,17 @@ impl Key {
     }
 }
 
+/// Whether a number is integral. (Cheaper than `fract()`, which is a library call on
+/// baseline x86-64.)
+#[inline(always)]
+pub fn is_integral(x: f64) -> bool {
+    if x.abs() < 9.2e18 {
+        (x as i64) as f64 == x
+    } else {
+        x.is_finite()
+    }
+}
+
 /// Accounted heap storage of a string with this capacity.
 #[inline]
 pub fn str_heap(cap: usize) -> usize {
@@ -194,7 +205,7 @@ impl List {
     }
 }
 
-pub type MapInner = IndexMap<Key, Value, ahash::RandomState>;
+pub type MapInner = IndexMap<Key, Value, foldhash::fast::RandomState>;
 
 /// A map with string keys in insertion order, and the accounted storage of its entries.
 #[derive(Clone, Debug, Default)]
@@ -251,20 +262,19 @@ impl Map {
     /// Insert or replace; returns the old value.
     pub fn insert(&mut self, k: Bytes, v: Value) -> Option<Value> {
         self.heap += v.heap();
-        match self.entries.get_mut(k.as_slice()) {
-            Some(slot) => {
-                let old = std::mem::replace(slot, v);
+        if self.entries.len() == self.entries.capacity() && !self.entries.contains_key(k.as_slice()) {
+            let target = (self.entries.capacity() * 2).clamp(4, MAX_MAP_ENTRIES.max(self.entries.len() + 1));
+            self.entries.reserve_exact(target - self.entries.len());
+        }
+        match self.entries.entry(Key(k)) {
+            indexmap::map::Entry::Occupied(mut o) => {
+                let old = std::mem::replace(o.get_mut(), v);
                 self.heap -= old.heap();
                 Some(old)
             }
-            None => {
-                if self.entries.len() == self.entries.capacity() {
-                    let target = (self.entries.capacity() * 2).clamp(4, MAX_MAP_ENTRIES.max(self.entries.len() + 1));
-                    self.entries.reserve_exact(target - self.entries.len());
-                }
-                let key = Key(k);
-                self.heap += key.acct();
-                self.entries.insert(key, v);
+            indexmap::map::Entry::Vacant(e) => {
+                self.heap += e.key().acct();
+                e.insert(v);
                 None
             }
         }
@@ -372,7 +382,7 @@ pub fn fmt_num(x: f64, out: &mut Vec<u8>) {
         out.push(b'0');
         return;
     }
-    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+    if x.abs() < 9_007_199_254_740_992.0 && (x as i64) as f64 == x {
         let mut buf = itoa::Buffer::new();
         out.extend_from_slice(buf.format(x as i64).as_bytes());
         return;

@@ -42,7 +42,7 @@ fn get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
         Value::List(l) => {
             let n = it.arg_num("get", args, 1)?;
-            if n.fract() != 0.0 {
+            if !is_integral(n) {
                 return Err(it.err(ErrKind::Value, "get: a list index must be an integer"));
             }
             let i = if n < 0.0 { n + l.len() as f64 } else { n };
@@ -82,7 +82,7 @@ fn insert(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Valu
     let n = it.arg_num("insert", args, 0)?;
     let l = target_list(it, "insert", target)?;
     let len = l.len() as f64;
-    if n.fract() != 0.0 {
+    if !is_integral(n) {
         return Err(it.err(ErrKind::Value, "insert: the index must be an integer"));
     }
     let i = if n < 0.0 { n + len } else { n };
@@ -116,7 +116,7 @@ fn remove(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Valu
 fn bound(it: &Interp<'_>, name: &str, args: &[Value], i: usize, len: usize, default: usize) -> R<usize> {
     let Some(_) = it.opt(args, i) else { return Ok(default) };
     let n = it.arg_num(name, args, i)?;
-    if n.fract() != 0.0 {
+    if !is_integral(n) {
         return Err(it.err(ErrKind::Value, format!("{name}: argument {} must be an integer", i + 1)));
     }
     let v = if n < 0.0 { n + len as f64 } else { n };

@@ -1,14 +1,442 @@
 //! Files and directories (`file.*`, `dir.*`), behind `--allow-files`.
+//!
+//! Safety rules (SPEC 9, issue 3):
+//! - only regular files are read or written: every open is non-blocking (a FIFO never
+//!   hangs the open) and the opened descriptor is checked with fstat before any byte
+//!   moves; a directory, device or FIFO is an `io` error;
+//! - `file.copy` and `file.rename` refuse a symlink source (O_NOFOLLOW / lstat) and
+//!   refuse an existing destination atomically (O_EXCL / RENAME_NOREPLACE);
+//! - copies move in bounded chunks; every byte written is charged to the file-write
+//!   budget before it is written, so nothing past the budget reaches the disk;
+//! - streaming readers are bounded per line and per run, and at most 32 are open.
 
-use super::Builtin;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::rc::Rc;
 
-/// Open streaming readers and their budget state.
+use rustix::fs::{Mode, OFlags};
+
+use super::{gated, Builtin, Cap, Cost};
+use crate::diag::ErrKind;
+use crate::interp::{Fail, Interp, R};
+use crate::limits::*;
+use crate::source::io_reason;
+use crate::value::*;
+
+/// An open streaming reader.
+#[derive(Debug)]
+pub struct Reader {
+    file: File,
+    buf: Vec<u8>,
+    pos: usize,
+    eof: bool,
+    pub kind: HandleKind,
+}
+
+/// Open streaming readers (file and CSV readers share the slots and the read budget).
 #[derive(Debug, Default)]
-pub struct FileState {}
-
-pub const TABLE: &[Builtin] = &[];
+pub struct FileState {
+    readers: HashMap<u32, Reader>,
+    next_id: u32,
+}
 
 impl FileState {
     /// Release every open reader (at the end of a run).
-    pub fn close_all(&mut self) {}
+    pub fn close_all(&mut self) {
+        self.readers.clear();
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.readers.len()
+    }
 }
+
+fn path_of(v: &Bytes) -> &Path {
+    Path::new(std::ffi::OsStr::from_bytes(v))
+}
+
+fn shown(p: &[u8]) -> String {
+    String::from_utf8_lossy(p).into_owned()
+}
+
+fn io_err(it: &Interp<'_>, name: &str, what: &str, p: &[u8], e: &std::io::Error) -> Fail {
+    it.err(ErrKind::Io, format!("{name}: cannot {what} \"{}\": {}", shown(p), io_reason(e)))
+}
+
+fn rx(e: rustix::io::Errno) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
+    let ft = meta.file_type();
+    if ft.is_file() {
+        None
+    } else if ft.is_dir() {
+        Some("is a directory")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// Open a path for reading, refusing anything but a regular file without blocking.
+fn open_read(path: &Path, nofollow: bool) -> std::io::Result<File> {
+    let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    if nofollow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let f = File::from(rustix::fs::open(path, flags, Mode::empty()).map_err(rx)?);
+    if let Some(why) = not_regular(&f.metadata()?) {
+        return Err(std::io::Error::other(why));
+    }
+    Ok(f)
+}
+
+/// Open a path for writing (truncating, appending or creating new).
+fn open_write(path: &Path, extra: OFlags) -> std::io::Result<File> {
+    let flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::CREATE | extra;
+    let f = File::from(rustix::fs::open(path, flags, Mode::from_raw_mode(0o666)).map_err(rx)?);
+    if let Some(why) = not_regular(&f.metadata()?) {
+        return Err(std::io::Error::other(why));
+    }
+    Ok(f)
+}
+
+fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let p = it.arg_str("file.read", args, 0)?;
+    let mut f = open_read(path_of(p), false).map_err(|e| io_err(it, "file.read", "read", p, &e))?;
+    // Reserve the file's size up front (plus one byte to see the end), so that a file at
+    // the string limit is not held in a buffer doubled past it.
+    let size = f.metadata().map(|m| m.len()).unwrap_or(0).min(MAX_STRING_BYTES as u64) as usize;
+    let mut buf = Vec::with_capacity(size + 1);
+    (&mut f)
+        .take(MAX_STRING_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| io_err(it, "file.read", "read", p, &e))?;
+    if buf.len() <= MAX_STRING_BYTES {
+        buf.shrink_to_fit();
+    }
+    it.make_str(buf)
+}
+
+/// Charge `n` bytes to the file-write budget (nothing is written when it fails).
+fn charge_write(it: &mut Interp<'_>, n: usize) -> R<()> {
+    it.budgets.file_writes.charge(n as u64).map_err(|e| it.budget_fail(e))
+}
+
+fn write_common(it: &mut Interp<'_>, args: &mut [Value], name: &str, extra: OFlags) -> R<Value> {
+    let p = it.arg_str(name, args, 0)?;
+    let data = it.arg_str(name, args, 1)?;
+    if data.len() > MAX_FILE_WRITE_VALUE {
+        return Err(
+            it.limit(LimitKind::FileWrites, format!("{name}: a value of more than {MAX_FILE_WRITE_VALUE} bytes"))
+        );
+    }
+    if !it.budgets.file_writes.fits(data.len() as u64) {
+        return Err(
+            it.limit(LimitKind::FileWrites, format!("bytes written to files exceed {MAX_FILE_WRITE_BYTES} per run"))
+        );
+    }
+    let mut f = open_write(path_of(p), extra).map_err(|e| io_err(it, name, "write", p, &e))?;
+    charge_write(it, data.len())?;
+    f.write_all(data).map_err(|e| io_err(it, name, "write", p, &e))?;
+    Ok(Value::Nil)
+}
+
+fn write(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    write_common(it, args, "file.write", OFlags::TRUNC)
+}
+
+fn append(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    write_common(it, args, "file.append", OFlags::APPEND)
+}
+
+fn exists(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let p = it.arg_str("file.exists", args, 0)?;
+    Ok(Value::Bool(path_of(p).exists()))
+}
+
+fn remove(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let p = it.arg_str("file.remove", args, 0)?;
+    let path = path_of(p);
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if m.is_dir() {
+            return Err(it.err(ErrKind::Io, format!("file.remove: cannot remove \"{}\": is a directory", shown(p))));
+        }
+    }
+    std::fs::remove_file(path).map_err(|e| io_err(it, "file.remove", "remove", p, &e))?;
+    Ok(Value::Nil)
+}
+
+fn copy(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let src = it.arg_str("file.copy", args, 0)?.clone();
+    let dst = it.arg_str("file.copy", args, 1)?.clone();
+    let mut from = open_read(path_of(&src), true).map_err(|e| {
+        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+            it.err(ErrKind::Io, format!("file.copy: source \"{}\" is a symbolic link", shown(&src)))
+        } else {
+            io_err(it, "file.copy", "read", &src, &e)
+        }
+    })?;
+    let size = from.metadata().map(|m| m.len()).unwrap_or(0);
+    if !it.budgets.file_writes.fits(size) {
+        return Err(
+            it.limit(LimitKind::FileWrites, format!("bytes written to files exceed {MAX_FILE_WRITE_BYTES} per run"))
+        );
+    }
+    let mut to = open_write(path_of(&dst), OFlags::EXCL).map_err(|e| io_err(it, "file.copy", "create", &dst, &e))?;
+    let r = copy_chunks(it, &mut from, &mut to, &src, &dst);
+    if r.is_err() {
+        drop(to);
+        let _ = std::fs::remove_file(path_of(&dst));
+    }
+    r.map(|_| Value::Nil)
+}
+
+fn copy_chunks(it: &mut Interp<'_>, from: &mut File, to: &mut File, src: &[u8], dst: &[u8]) -> R<()> {
+    let mut chunk = vec![0u8; COPY_CHUNK];
+    loop {
+        let n = match from.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(it, "file.copy", "read", src, &e)),
+        };
+        charge_write(it, n)?;
+        to.write_all(&chunk[..n]).map_err(|e| io_err(it, "file.copy", "write", dst, &e))?;
+        it.check_time()?;
+    }
+}
+
+fn rename(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let src = it.arg_str("file.rename", args, 0)?;
+    let dst = it.arg_str("file.rename", args, 1)?;
+    let meta = std::fs::symlink_metadata(path_of(src)).map_err(|e| io_err(it, "file.rename", "rename", src, &e))?;
+    if meta.file_type().is_symlink() {
+        return Err(it.err(ErrKind::Io, format!("file.rename: source \"{}\" is a symbolic link", shown(src))));
+    }
+    rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        path_of(src),
+        rustix::fs::CWD,
+        path_of(dst),
+        rustix::fs::RenameFlags::NOREPLACE,
+    )
+    .map_err(|e| io_err(it, "file.rename", "rename", src, &rx(e)))?;
+    // The source was checked before the rename; if it was swapped for a link in
+    // between, put it back and refuse.
+    if std::fs::symlink_metadata(path_of(dst)).map(|m| m.file_type().is_symlink()).unwrap_or(false) {
+        let _ = rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            path_of(dst),
+            rustix::fs::CWD,
+            path_of(src),
+            rustix::fs::RenameFlags::NOREPLACE,
+        );
+        return Err(it.err(ErrKind::Io, format!("file.rename: source \"{}\" is a symbolic link", shown(src))));
+    }
+    Ok(Value::Nil)
+}
+
+fn size(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let p = it.arg_str("file.size", args, 0)?;
+    let m = std::fs::metadata(path_of(p)).map_err(|e| io_err(it, "file.size", "stat", p, &e))?;
+    if m.is_dir() {
+        return Err(it.err(ErrKind::Io, format!("file.size: \"{}\" is a directory", shown(p))));
+    }
+    Ok(Value::Num(m.len() as f64))
+}
+
+fn stat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let p = it.arg_str("file.stat", args, 0)?;
+    let m = std::fs::symlink_metadata(path_of(p)).map_err(|e| io_err(it, "file.stat", "stat", p, &e))?;
+    let ft = m.file_type();
+    let modified = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| Value::Num(d.as_secs_f64()))
+        .unwrap_or(Value::Nil);
+    let mut out = Map::new();
+    let mut put = |k: &str, v: Value| {
+        out.insert(Rc::new(k.as_bytes().to_vec()), v);
+    };
+    put("size", Value::Num(m.len() as f64));
+    put("is_file", Value::Bool(ft.is_file()));
+    put("is_dir", Value::Bool(ft.is_dir()));
+    put("is_symlink", Value::Bool(ft.is_symlink()));
+    put("modified", modified);
+    it.make_map(out)
+}
+
+/// Open a reader over a regular file, within the reader slots.
+pub fn open_reader(it: &mut Interp<'_>, name: &str, p: &[u8], kind: HandleKind) -> R<Handle> {
+    if it.files.readers.len() >= MAX_READERS {
+        return Err(it.limit(LimitKind::Readers, format!("more than {MAX_READERS} open readers")));
+    }
+    let f = open_read(Path::new(std::ffi::OsStr::from_bytes(p)), false).map_err(|e| io_err(it, name, "open", p, &e))?;
+    it.files.next_id += 1;
+    let id = it.files.next_id;
+    it.files.readers.insert(id, Reader { file: f, buf: Vec::new(), pos: 0, eof: false, kind });
+    Ok(Handle { kind, id })
+}
+
+fn reader_id(it: &Interp<'_>, name: &str, v: &Value, kind: HandleKind) -> R<u32> {
+    match v {
+        Value::Handle(h) if h.kind == kind => {
+            if it.files.readers.contains_key(&h.id) {
+                Ok(h.id)
+            } else {
+                Err(it.err(ErrKind::Value, format!("{name}: the {} is closed", kind.name())))
+            }
+        }
+        other => Err(it.type_err(name, 0, &format!("a {} handle", kind.name()), other)),
+    }
+}
+
+fn read_limit(it: &Interp<'_>) -> Fail {
+    it.limit(LimitKind::FileReads, format!("a line longer than {MAX_READ_LINE} bytes"))
+}
+
+/// Read the next line of reader `id`: ending removed, None at the end. Bytes consumed
+/// (endings included) are charged to the shared streaming-read budget.
+pub fn next_line(it: &mut Interp<'_>, name: &str, id: u32) -> R<Option<Vec<u8>>> {
+    let mut searched = 0;
+    loop {
+        let r = it.files.readers.get_mut(&id).expect("checked reader");
+        let avail = &r.buf[r.pos..];
+        if let Some(i) = avail[searched..].iter().position(|&c| c == b'\n').map(|i| i + searched) {
+            let mut line = &avail[..i];
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            if line.len() > MAX_READ_LINE {
+                return Err(read_limit(it));
+            }
+            let line = line.to_vec();
+            it.budgets.file_reads.charge(i as u64 + 1).map_err(|e| it.budget_fail(e))?;
+            it.files.readers.get_mut(&id).expect("checked reader").pos += i + 1;
+            return Ok(Some(line));
+        }
+        searched = avail.len();
+        if avail.len() > MAX_READ_LINE + 1 {
+            return Err(read_limit(it));
+        }
+        if r.eof {
+            if avail.is_empty() {
+                return Ok(None);
+            }
+            if avail.len() > MAX_READ_LINE {
+                return Err(read_limit(it));
+            }
+            let line = avail.to_vec();
+            it.budgets.file_reads.charge(line.len() as u64).map_err(|e| it.budget_fail(e))?;
+            it.files.readers.get_mut(&id).expect("checked reader").pos += line.len();
+            return Ok(Some(line));
+        }
+        if r.pos > 0 {
+            r.buf.drain(..r.pos);
+            r.pos = 0;
+        }
+        let start = r.buf.len();
+        r.buf.resize(start + COPY_CHUNK, 0);
+        let got = loop {
+            match r.file.read(&mut r.buf[start..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match got {
+            Ok(n) => {
+                r.buf.truncate(start + n);
+                if n == 0 {
+                    r.eof = true;
+                }
+            }
+            Err(e) => {
+                r.buf.truncate(start);
+                return Err(it.err(ErrKind::Io, format!("{name}: read failed: {}", io_reason(&e))));
+            }
+        }
+    }
+}
+
+fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let p = it.arg_str("file.open", args, 0)?.clone();
+    Ok(Value::Handle(open_reader(it, "file.open", &p, HandleKind::File)?))
+}
+
+fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let id = reader_id(it, "file.read_line", &args[0], HandleKind::File)?;
+    Ok(match next_line(it, "file.read_line", id)? {
+        Some(l) => Value::str(l),
+        None => Value::Nil,
+    })
+}
+
+/// Close reader `v` of `kind` (a second close is a value error).
+pub fn close_reader(it: &mut Interp<'_>, name: &str, v: &Value, kind: HandleKind) -> R<Value> {
+    let id = reader_id(it, name, v, kind)?;
+    it.files.readers.remove(&id);
+    Ok(Value::Nil)
+}
+
+fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    close_reader(it, "file.close", &args[0], HandleKind::File)
+}
+
+fn dir_list(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let p = it.arg_str("dir.list", args, 0)?;
+    let rd = std::fs::read_dir(path_of(p)).map_err(|e| io_err(it, "dir.list", "list", p, &e))?;
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    let mut bytes = 0usize;
+    for entry in rd {
+        let entry = entry.map_err(|e| io_err(it, "dir.list", "list", p, &e))?;
+        let name = entry.file_name().as_bytes().to_vec();
+        bytes += name.len();
+        if names.len() == MAX_DIR_ENTRIES {
+            return Err(it.limit(LimitKind::Dir, format!("directory of more than {MAX_DIR_ENTRIES} entries")));
+        }
+        if bytes > MAX_DIR_NAME_BYTES {
+            return Err(it.limit(LimitKind::Dir, format!("directory names exceed {MAX_DIR_NAME_BYTES} bytes")));
+        }
+        names.push(name);
+        it.check_time()?;
+    }
+    names.sort();
+    it.make_list(names.into_iter().map(Value::str).collect())
+}
+
+fn dir_create(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let p = it.arg_str("dir.create", args, 0)?;
+    std::fs::create_dir(path_of(p)).map_err(|e| io_err(it, "dir.create", "create", p, &e))?;
+    Ok(Value::Nil)
+}
+
+fn dir_remove(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let p = it.arg_str("dir.remove", args, 0)?;
+    std::fs::remove_dir(path_of(p)).map_err(|e| io_err(it, "dir.remove", "remove", p, &e))?;
+    Ok(Value::Nil)
+}
+
+const F: Cap = Cap::Files;
+
+pub const TABLE: &[Builtin] = &[
+    gated("file.read", "file.read(path)", 1, 1, F, Cost::Io, read),
+    gated("file.write", "file.write(path, text)", 2, 2, F, Cost::Io, write),
+    gated("file.append", "file.append(path, text)", 2, 2, F, Cost::Io, append),
+    gated("file.exists", "file.exists(path)", 1, 1, F, Cost::Const, exists),
+    gated("file.remove", "file.remove(path)", 1, 1, F, Cost::Const, remove),
+    gated("file.copy", "file.copy(from, to)", 2, 2, F, Cost::Io, copy),
+    gated("file.rename", "file.rename(from, to)", 2, 2, F, Cost::Const, rename),
+    gated("file.size", "file.size(path)", 1, 1, F, Cost::Const, size),
+    gated("file.stat", "file.stat(path)", 1, 1, F, Cost::Const, stat),
+    gated("file.open", "file.open(path)", 1, 1, F, Cost::Const, open),
+    gated("file.read_line", "file.read_line(reader)", 1, 1, F, Cost::Io, read_line),
+    gated("file.close", "file.close(reader)", 1, 1, F, Cost::Const, close),
+    gated("dir.list", "dir.list(path)", 1, 1, F, Cost::Items, dir_list),
+    gated("dir.create", "dir.create(path)", 1, 1, F, Cost::Const, dir_create),
+    gated("dir.remove", "dir.remove(path)", 1, 1, F, Cost::Const, dir_remove),
+];

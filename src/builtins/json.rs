@@ -42,7 +42,7 @@ struct Parser<'a> {
     buf: Vec<u8>,
     /// Object keys seen so far (those without escapes), shared between objects: records
     /// with the same keys then hold one copy of each.
-    keys: HashMap<&'a [u8], Bytes, ahash::RandomState>,
+    keys: HashMap<&'a [u8], Bytes, foldhash::fast::RandomState>,
 }
 
 /// Most distinct keys kept for sharing in one parse.

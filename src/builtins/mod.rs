@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
-use crate::value::{Bytes, List, Map, Value};
+use crate::value::{is_integral, Bytes, List, Map, Value};
 
 pub mod codec;
 pub mod collections;
@@ -220,7 +220,7 @@ impl Interp<'_> {
     }
 
     pub fn int_in(&self, name: &str, i: usize, n: f64, lo: f64, hi: f64) -> R<i64> {
-        if n.fract() != 0.0 {
+        if !is_integral(n) {
             return Err(self.err(
                 ErrKind::Value,
                 format!("{name}: {} must be an integer, got {}", ordinal(i), crate::value::num_to_string(n)),

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Run the whole test suite from a clean checkout: install what it needs, build, test.
+#   scripts/test.sh            everything (Rust unit tests, then the pytest suite)
+#   scripts/test.sh -k json    extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import pytest, xdist" 2>/dev/null; then
+  echo "== installing Python test requirements"
+  "$PY" -m pip install --quiet -r tests/requirements.txt
+fi
+
+echo "== cargo build --release"
+cargo build --release --locked
+echo "== cargo test (unit tests)"
+cargo test --release --locked --quiet
+echo "== pytest (integration tests, real binary)"
+export LEASH_BIN="$PWD/target/release/leash"
+"$PY" -m pytest -q -n "${PYTEST_WORKERS:-2}" tests "$@"
