@@ -810,6 +810,45 @@ mod tests {
     }
 
     #[test]
+    fn mutations_never_panic_and_round_trip() {
+        let seeds: [&[u8]; 5] = [
+            br#"{"a":[1,2.5e-3,-0,true,false,null],"b":{"c":"\u00e9\ud83d\ude00\n"}}"#,
+            b"[[[[[]]]],{},\"x\",123456789012345678901234567890]",
+            "{\"\u{e9}\":\"\u{1F600}\",\"k\":[1e308,-1E-308]}".as_bytes(),
+            b"  [ 1 , [ 2 , [ 3 ] ] , { \"a\" : { \"b\" : null } } ]  ",
+            b"\"\\\"\\/\\b\\f\\t\"",
+        ];
+        let mut x: u64 = 0x9E3779B97F4A7C15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let alphabet = b"[]{},:\"\\/0123456789.eE+-tfnulrsaxu \t\n\r\x00\x1f\xc3\xa9\xff";
+        for seed in seeds {
+            for _ in 0..3000 {
+                let mut doc = seed.to_vec();
+                for _ in 0..(next() % 4 + 1) {
+                    let i = (next() as usize) % (doc.len() + 1);
+                    match next() % 3 {
+                        0 if i < doc.len() => {
+                            doc.remove(i);
+                        }
+                        1 => doc.insert(i, alphabet[(next() as usize) % alphabet.len()]),
+                        _ => doc.truncate(i),
+                    }
+                }
+                if let Ok(v) = parse(&doc) {
+                    let text = stringify(&v, b"").expect("a parsed value can be written");
+                    let back = parse(&text).expect("written text parses");
+                    assert!(equals(&v, &back), "{:?}", String::from_utf8_lossy(&doc));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn positions() {
         assert_eq!(line_col(b"[1,\n 2,]", 7), (2, 4));
         assert_eq!(line_col(b"x", 0), (1, 1));

@@ -82,6 +82,12 @@ impl std::fmt::Display for PatternError {
     }
 }
 
+/// The crate's syntax errors quote the pattern with a caret line, then `error: WHY`:
+/// keep the one line a diagnostic needs.
+fn short(m: &str) -> String {
+    m.lines().rev().find_map(|l| l.strip_prefix("error: ")).unwrap_or(m).to_string()
+}
+
 /// Compile `pat` (or fetch it from the cache).
 pub fn compile(pat: &str) -> Result<Compiled, PatternError> {
     if pat.len() > MAX_REGEX_PATTERN {
@@ -99,7 +105,7 @@ pub fn compile(pat: &str) -> Result<Compiled, PatternError> {
             RegexBuilder::new(pat).size_limit(MAX_REGEX_PROGRAM).dfa_size_limit(MAX_REGEX_DFA_CACHE).build().map_err(
                 |e| match e {
                     regex::Error::CompiledTooBig(_) => PatternError::TooBig,
-                    regex::Error::Syntax(m) => PatternError::Syntax(m),
+                    regex::Error::Syntax(m) => PatternError::Syntax(short(&m)),
                     other => PatternError::Syntax(other.to_string()),
                 },
             )?;

@@ -269,7 +269,7 @@ pub const TABLE: &[Builtin] = &[
     b("url.decode", "url.decode(s)", 1, 1, Cost::Bytes, url_decode),
     b("url.parse", "url.parse(s)", 1, 1, Cost::Bytes, url_parse),
     b("url.parse_query", "url.parse_query(s)", 1, 1, Cost::Bytes, parse_query),
-    b("url.build_query", "url.build_query(m)", 1, 1, Cost::Items, build_query),
+    b("url.build_query", "url.build_query(m)", 1, 1, Cost::Bytes, build_query),
 ];
 
 #[cfg(test)]
