@@ -109,7 +109,6 @@ pub struct Interp<'p> {
     /// When `steps` passes this, `step_slow` looks at the step limit and the clock.
     step_check: u64,
     pub(crate) deadline: Option<Instant>,
-    pub(crate) pos: Pos,
     /// The value of the `return` being carried out.
     ret: Value,
 
@@ -146,7 +145,6 @@ impl<'p> Interp<'p> {
             max_steps: cfg.max_steps,
             step_check: 0,
             deadline: cfg.deadline,
-            pos: 0,
             ret: Value::Nil,
             gbytes: 0,
             fbytes: 0,
@@ -204,11 +202,11 @@ impl<'p> Interp<'p> {
     // ------------------------------------------------------------------
 
     pub fn err(&self, kind: ErrKind, message: impl Into<String>) -> Fail {
-        Box::new(Unwind::Error(RtError { kind, message: message.into(), pos: self.pos, value: None }))
+        Box::new(Unwind::Error(RtError { kind, message: message.into(), pos: NO_POS, value: None }))
     }
 
     pub fn limit(&self, kind: LimitKind, message: impl Into<String>) -> Fail {
-        Box::new(Unwind::Limit { kind, message: message.into(), pos: self.pos })
+        Box::new(Unwind::Limit { kind, message: message.into(), pos: NO_POS })
     }
 
     /// A budget charge failed: turn it into its limit.
@@ -234,10 +232,9 @@ impl<'p> Interp<'p> {
     /// Charge one step for the line at `pos`.
     #[inline(always)]
     pub fn step(&mut self, pos: Pos) -> R<()> {
-        self.pos = pos;
         self.steps += 1;
         if self.steps > self.step_check {
-            return self.step_slow();
+            return self.step_slow().map_err(|e| located(e, pos));
         }
         Ok(())
     }
@@ -385,9 +382,11 @@ impl<'p> Interp<'p> {
 
     pub fn exec_block(&mut self, block: &'p [Stmt]) -> R<Flow> {
         for s in block {
-            match self.exec(s)? {
-                Flow::Normal => {}
-                f => return Ok(f),
+            match self.exec(s) {
+                Ok(Flow::Normal) => {}
+                Ok(f) => return Ok(f),
+                // A failure raised while running this line gets the line's position.
+                Err(e) => return Err(located(e, s.pos)),
             }
         }
         Ok(Flow::Normal)
@@ -398,12 +397,12 @@ impl<'p> Interp<'p> {
         match &s.kind {
             StmtKind::SetLocal(i, e) => {
                 self.step(s.pos)?;
-                let v = self.eval(e)?;
+                let v = self.eval_fast(e)?;
                 self.store(Slot::Local(*i), v)?;
             }
             StmtKind::SetGlobal(i, e) => {
                 self.step(s.pos)?;
-                let v = self.eval(e)?;
+                let v = self.eval_fast(e)?;
                 self.store(Slot::Global(*i), v)?;
             }
             StmtKind::SetIndex(slot, k, e) => {
@@ -424,7 +423,7 @@ impl<'p> Interp<'p> {
             StmtKind::If(arms, else_body) => {
                 for arm in arms.iter() {
                     self.step(arm.pos)?;
-                    if self.cond(&arm.cond)? {
+                    if self.cond(&arm.cond).map_err(|e| located(e, arm.pos))? {
                         return self.exec_block(&arm.body);
                     }
                 }
@@ -458,7 +457,7 @@ impl<'p> Interp<'p> {
             StmtKind::Return(e) => {
                 self.step(s.pos)?;
                 self.ret = match e {
-                    Some(e) => self.eval(e)?,
+                    Some(e) => self.eval_fast(e)?,
                     None => Value::Nil,
                 };
                 return Ok(Flow::Return);
@@ -951,7 +950,7 @@ impl<'p> Interp<'p> {
     }
 
     /// Evaluate a condition to its truth, without building a bool value where possible.
-    #[inline]
+    #[inline(always)]
     fn cond(&mut self, e: &'p Expr) -> R<bool> {
         if let Expr::BinS(op, a, b) = e {
             if let (Some(x), Some(y)) = (self.opnd_num(*a), self.opnd_num(*b)) {
@@ -966,7 +965,34 @@ impl<'p> Interp<'p> {
                 }
             }
         }
+        self.cond_slow(e)
+    }
+
+    #[inline(never)]
+    fn cond_slow(&mut self, e: &'p Expr) -> R<bool> {
         Ok(self.eval(e)?.truthy())
+    }
+
+    /// `eval` with the simplest nodes done in place, without the recursive call.
+    #[inline(always)]
+    fn eval_fast(&mut self, e: &'p Expr) -> R<Value> {
+        match e {
+            Expr::Const(v) => Ok(v.clone()),
+            Expr::Local(i) => {
+                let v = &self.stack[self.base + *i as usize];
+                if let Value::Unset = v {
+                    return Err(self.unset(Slot::Local(*i)));
+                }
+                Ok(v.clone())
+            }
+            Expr::BinS(op, a, b) => {
+                if let (Some(x), Some(y)) = (self.opnd_num(*a), self.opnd_num(*b)) {
+                    return self.num_op(*op, x, y);
+                }
+                self.eval(e)
+            }
+            _ => self.eval(e),
+        }
     }
 
     pub fn eval(&mut self, e: &'p Expr) -> R<Value> {
@@ -1002,8 +1028,8 @@ impl<'p> Interp<'p> {
                 self.binop(*op, x, Value::Num(*k))
             }
             Expr::Bin(op, a, b) => {
-                let x = self.eval(a)?;
-                let y = self.eval(b)?;
+                let x = self.eval_fast(a)?;
+                let y = self.eval_fast(b)?;
                 if let (Value::Num(p), Value::Num(q)) = (&x, &y) {
                     return self.num_op(*op, *p, *q);
                 }
@@ -1164,24 +1190,26 @@ impl<'p> Interp<'p> {
                 }
             }
             Concat => {
-                // One allocation for the common string and number operands.
-                let est = |v: &Value| match v {
-                    Value::Str(s) => s.len(),
-                    _ => 24,
-                };
-                if let (Value::Str(a), Value::Str(b)) = (&x, &y) {
+                // Exactly one allocation for the common string and number operands.
+                let joined = |a: &[u8], b: &[u8]| -> R<Value> {
                     self.check_str_len(a.len() + b.len())?;
-                }
-                let mut out = Vec::with_capacity((est(&x) + est(&y)).min(MAX_STRING_BYTES));
-                for v in [&x, &y] {
-                    match v {
-                        Value::Str(s) => out.extend_from_slice(s),
-                        Value::Num(n) => fmt_num(*n, &mut out),
-                        other => self.write_text(other, &mut out, MAX_STRING_BYTES)?,
+                    let mut out = Vec::with_capacity(a.len() + b.len());
+                    out.extend_from_slice(a);
+                    out.extend_from_slice(b);
+                    Ok(Value::Str(Rc::new(out)))
+                };
+                match (&x, &y) {
+                    (Value::Str(a), Value::Str(b)) => joined(a, b),
+                    (Value::Str(a), Value::Num(n)) => with_num_text(*n, |t| joined(a, t)),
+                    (Value::Num(n), Value::Str(b)) => with_num_text(*n, |t| joined(t, b)),
+                    _ => {
+                        let mut out = Vec::new();
+                        self.write_text(&x, &mut out, MAX_STRING_BYTES)?;
+                        self.write_text(&y, &mut out, MAX_STRING_BYTES)?;
+                        self.check_str_len(out.len())?;
+                        Ok(Value::str(out))
                     }
                 }
-                self.check_str_len(out.len())?;
-                Ok(Value::str(out))
             }
             Eq => Ok(Value::Bool(equals(&x, &y))),
             Ne => Ok(Value::Bool(!equals(&x, &y))),
@@ -1242,18 +1270,16 @@ impl<'p> Interp<'p> {
         let prog = self.prog;
         let f = &prog.funcs[fi];
         let new_base = self.stack.len();
-        let mut arg_bytes = 0usize;
+        let mut arg_heap = 0usize;
         for a in args {
-            match self.eval(a) {
+            match self.eval_fast(a) {
                 Ok(v) => {
-                    arg_bytes += v.acct();
+                    arg_heap += v.heap();
                     self.stack.push(v);
-                    if arg_bytes > MAX_CALL_ARG_BYTES {
+                    // Checked while collecting, so that no call holds much past the limit.
+                    if arg_heap > MAX_CALL_ARG_BYTES {
                         self.stack.truncate(new_base);
-                        return Err(self.limit(
-                            LimitKind::CallArgs,
-                            format!("arguments of `{}` exceed {MAX_CALL_ARG_BYTES} accounted bytes", f.name),
-                        ));
+                        return Err(self.call_refused(f, arg_heap));
                     }
                 }
                 Err(e) => {
@@ -1262,31 +1288,60 @@ impl<'p> Interp<'p> {
                 }
             }
         }
-        if self.depth >= MAX_CALL_DEPTH {
+        if arg_heap + args.len() * ACCT_SLOT > MAX_CALL_ARG_BYTES || self.depth >= MAX_CALL_DEPTH {
             self.stack.truncate(new_base);
-            return Err(self.limit(LimitKind::CallDepth, format!("more than {MAX_CALL_DEPTH} active calls")));
+            return Err(self.call_refused(f, arg_heap + args.len() * ACCT_SLOT));
         }
-        let arg_heap: usize = self.stack[new_base..].iter().map(Value::heap).sum();
-        self.stack.resize(f.slot_names.len() + new_base, Value::Unset);
-        let saved = (self.base, self.fbytes, self.func, self.pos);
+        let nslots = f.slot_names.len();
+        if nslots > args.len() {
+            self.stack.resize(new_base + nslots, Value::Unset);
+        }
+        let saved = (self.base, self.fbytes, self.func);
         self.base = new_base;
         self.func = fi;
-        self.fbytes = 0;
         self.depth += 1;
         if self.depth > self.max_depth {
             self.max_depth = self.depth;
         }
-        let r = match self.charge(false, (f.base_bytes + arg_heap) as isize) {
-            Ok(()) => self.exec_block(&f.body),
-            Err(e) => Err(e),
+        // The new frame's storage: its names and slots, and the arguments it holds.
+        let fb = f.base_bytes + arg_heap;
+        self.fbytes = fb;
+        self.mem += fb;
+        let r = if fb > MAX_FRAME_BYTES || self.mem > self.max_mem {
+            self.fbytes = 0;
+            self.mem -= fb;
+            self.charge(false, fb as isize)
+                .map(|_| Flow::Normal)
+        } else {
+            if fb > self.peak_frame {
+                self.peak_frame = fb;
+            }
+            if self.mem > self.peak_mem {
+                self.peak_mem = self.mem;
+            }
+            self.exec_block(&f.body)
         };
         self.mem -= self.fbytes;
-        self.stack.truncate(new_base);
+        while self.stack.len() > new_base {
+            self.stack.pop();
+        }
         self.depth -= 1;
-        (self.base, self.fbytes, self.func, self.pos) = saved;
+        (self.base, self.fbytes, self.func) = saved;
         match r? {
             Flow::Return => Ok(std::mem::take(&mut self.ret)),
             _ => Ok(Value::Nil),
+        }
+    }
+
+    #[cold]
+    fn call_refused(&self, f: &Function, arg_bytes: usize) -> Fail {
+        if arg_bytes > MAX_CALL_ARG_BYTES {
+            self.limit(
+                LimitKind::CallArgs,
+                format!("arguments of `{}` exceed {MAX_CALL_ARG_BYTES} accounted bytes", f.name),
+            )
+        } else {
+            self.limit(LimitKind::CallDepth, format!("more than {MAX_CALL_DEPTH} active calls"))
         }
     }
 
@@ -1309,7 +1364,7 @@ impl<'p> Interp<'p> {
         let mut vals: SmallVec<[Value; 4]> = SmallVec::with_capacity(args.len());
         let mut bytes = 0usize;
         for a in args {
-            let v = self.eval(a)?;
+            let v = self.eval_fast(a)?;
             bytes += v.acct();
             if bytes > MAX_CALL_ARG_BYTES {
                 return Err(self.limit(
@@ -1341,6 +1396,20 @@ impl<'p> Interp<'p> {
     }
 }
 
+/// The position of a failure not located yet.
+pub const NO_POS: Pos = u32::MAX;
+
+/// Give a failure the position `pos` unless it already has one (the innermost line that
+/// was running when it was raised).
+#[cold]
+fn located(mut e: Fail, pos: Pos) -> Fail {
+    match &mut *e {
+        Unwind::Error(RtError { pos: p, .. }) | Unwind::Limit { pos: p, .. } if *p == NO_POS => *p = pos,
+        _ => {}
+    }
+    e
+}
+
 /// Floored modulo of two integral numbers that fit exactly in i64 arithmetic (the
 /// common case, done without a floating-point remainder). None otherwise.
 #[inline(always)]
@@ -1369,4 +1438,19 @@ pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
         return None;
     }
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn sizes() {
+        eprintln!(
+            "Value {} R<Value> {} R<Flow> {} Expr {} Stmt {}",
+            std::mem::size_of::<super::Value>(),
+            std::mem::size_of::<super::R<super::Value>>(),
+            std::mem::size_of::<super::R<super::Flow>>(),
+            std::mem::size_of::<super::Expr>(),
+            std::mem::size_of::<super::Stmt>()
+        );
+    }
 }

@@ -297,8 +297,13 @@ impl Map {
 }
 
 impl Value {
+    /// A string value. Spare capacity left by building it is given back when large, so
+    /// that a string is accounted near its length (a 1 MiB string fits in a frame).
     #[inline]
-    pub fn str(b: Vec<u8>) -> Value {
+    pub fn str(mut b: Vec<u8>) -> Value {
+        if b.capacity() - b.len() > 64 && b.capacity() - b.len() > b.len() / 8 {
+            b.shrink_to_fit();
+        }
         Value::Str(Rc::new(b))
     }
 
@@ -387,17 +392,28 @@ pub fn fmt_num(x: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(buf.format(x as i64).as_bytes());
         return;
     }
-    // Shortest round-trip digits and exponent, from Rust's `{:e}` (e.g. "-1.2345e3").
-    let s = format!("{:e}", x);
-    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (neg, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mantissa),
+    // Shortest round-trip digits, ties to even as JavaScript has them (ryu), then laid
+    // out by JavaScript's Number::toString rules.
+    let neg = x < 0.0;
+    let mut buf = ryu::Buffer::new();
+    let s = buf.format_finite(x.abs()).as_bytes();
+    let (mant, exp) = match s.iter().position(|&c| c == b'e' || c == b'E') {
+        Some(i) => (&s[..i], std::str::from_utf8(&s[i + 1..]).ok().and_then(|e| e.parse::<i32>().ok()).unwrap_or(0)),
+        None => (s, 0),
     };
-    let digits: Vec<u8> = mantissa.bytes().filter(|b| *b != b'.').collect();
+    let point = mant.iter().position(|&c| c == b'.').unwrap_or(mant.len()) as i32;
+    let mut digits: Vec<u8> = mant.iter().filter(|c| c.is_ascii_digit()).copied().collect();
+    let lead = digits.iter().take_while(|&&d| d == b'0').count();
+    digits.drain(..lead);
+    while digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    if digits.is_empty() {
+        out.push(b'0');
+        return;
+    }
     let k = digits.len() as i32;
-    let n = exp + 1; // value = 0.d1d2...dk * 10^n
+    let n = point + exp - lead as i32; // value = 0.d1d2...dk * 10^n
     if neg {
         out.push(b'-');
     }
@@ -422,6 +438,19 @@ pub fn fmt_num(x: f64, out: &mut Vec<u8>) {
         out.push(if n - 1 >= 0 { b'+' } else { b'-' });
         let mut buf = itoa::Buffer::new();
         out.extend_from_slice(buf.format((n - 1).abs()).as_bytes());
+    }
+}
+
+/// Call `f` with the text of number `x` (integers without an allocation).
+#[inline]
+pub fn with_num_text<T>(x: f64, f: impl FnOnce(&[u8]) -> T) -> T {
+    if x.abs() < 9_007_199_254_740_992.0 && (x as i64) as f64 == x && x != 0.0 {
+        let mut buf = itoa::Buffer::new();
+        f(buf.format(x as i64).as_bytes())
+    } else {
+        let mut v = Vec::with_capacity(24);
+        fmt_num(x, &mut v);
+        f(&v)
     }
 }
 

@@ -100,3 +100,47 @@ def script(tmp_path):
         return run(["--error-format", "json", *opts, p, *args], cwd=kw.pop("cwd", tmp_path), **kw)
 
     return _script
+
+
+# ---------------------------------------------------------------------------
+# Helpers for the core suite: run a snippet and check its output or its error.
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ok(script):
+    """ok(code, *args, **kw) -> stdout text; asserts the run succeeded (exit 0)."""
+
+    def _ok(code, *args, **kw):
+        r = script(code, *args, **kw)
+        assert r.status == 0, r
+        return r.out
+
+    return _ok
+
+
+@pytest.fixture
+def fails(script):
+    """fails(code, kind, status=1, error=None, line=None, **kw) -> Result.
+
+    Asserts the run ended with `status` and its first JSON diagnostic has `kind`
+    (and `error` class; by default runtime for 1, limit for 4, load for 3)."""
+
+    def _fails(code, kind, *args, status=1, error=None, line=None, **kw):
+        r = script(code, *args, **kw)
+        assert r.status == status, r
+        d = r.diag
+        want_error = error or {1: "runtime", 2: "usage", 3: "load", 4: "limit"}.get(status)
+        assert d.get("kind") == kind, (d, r)
+        if want_error:
+            assert d.get("error") == want_error, (d, r)
+        if line is not None:
+            assert d.get("line") == line, (d, r)
+        return r
+
+    return _fails
+
+
+def lines_of(*rows):
+    """Join rows into program text, one statement per line."""
+    return "\n".join(rows) + "\n"

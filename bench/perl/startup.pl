@@ -1,0 +1,4 @@
+use strict;
+use warnings;
+
+print "hello\n";
