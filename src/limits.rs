@@ -224,6 +224,9 @@ pub const MAX_JSON_NODES: usize = 16_384;
 pub const MAX_REGEX_PATTERN: usize = 4 * KIB;
 /// Compiled size of a regular expression program.
 pub const MAX_REGEX_PROGRAM: usize = 256 * KIB;
+/// Lazy-DFA cache of one compiled regular expression: past it the engine falls back to
+/// a slower search that is still linear, so this bounds memory, not correctness.
+pub const MAX_REGEX_DFA_CACHE: usize = MIB;
 
 /// How often (in steps) the wall-clock deadline is looked at. Small enough that a
 /// deadline is met within well under a millisecond of running code.

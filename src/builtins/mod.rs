@@ -10,14 +10,20 @@ use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::value::{is_integral, Bytes, List, Map, Value};
 
+pub mod codec;
 pub mod collections;
 pub mod core;
+pub mod csv;
+pub mod date;
 pub mod env;
 pub mod files;
+pub mod json;
 pub mod numbers;
 pub mod rand;
+pub mod re;
 pub mod stdin;
 pub mod strings;
+pub mod url;
 
 /// A capability a builtin needs (SPEC 9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,7 +150,7 @@ pub const fn place(name: &'static str, sig: &'static str, min: u8, max: u8, cost
 }
 
 /// Every area's table.
-pub fn tables() -> [&'static [Builtin]; 8] {
+pub fn tables() -> [&'static [Builtin]; 14] {
     [
         core::TABLE,
         collections::TABLE,
@@ -154,6 +160,12 @@ pub fn tables() -> [&'static [Builtin]; 8] {
         env::TABLE,
         stdin::TABLE,
         files::TABLE,
+        json::TABLE,
+        csv::TABLE,
+        date::TABLE,
+        re::TABLE,
+        url::TABLE,
+        codec::TABLE,
     ]
 }
 

@@ -1,0 +1,313 @@
+//! CSV (`csv.parse`, `csv.stringify`) on the `csv` crate: RFC 4180 quoting (fields in
+//! double quotes may hold delimiters, line ends and doubled quotes), LF, CRLF or CR line
+//! ends, any single-byte delimiter and quote. Fields are bytes, kept as they are.
+//!
+//! Bounds: rows and fields per row by the list limit (16,384), header maps by the map
+//! limit, fields by the string limit (the input is a string, so at most 1 MiB), and the
+//! rows built so far by the frame-storage limit, all checked while reading.
+//! (`csv.open` / `csv.next`, the streaming readers, live with the file readers.)
+
+use std::rc::Rc;
+
+use ::csv::{ByteRecord, QuoteStyle, ReaderBuilder, Terminator, WriterBuilder};
+
+use super::{b, Builtin, Cost};
+use crate::diag::ErrKind;
+use crate::interp::{Interp, R};
+use crate::limits::*;
+use crate::value::*;
+
+/// Options of `csv.parse` and `csv.stringify`.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    pub header: Option<bool>,
+    pub delimiter: u8,
+    pub quote: u8,
+    pub crlf: bool,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts { header: None, delimiter: b',', quote: b'"', crlf: false }
+    }
+}
+
+/// Read the options map (argument `i`, optional). `writing` allows `line_end`.
+pub fn opts(it: &Interp<'_>, name: &str, args: &[Value], i: usize, writing: bool) -> R<Opts> {
+    let mut o = Opts::default();
+    let Some(_) = it.opt(args, i) else { return Ok(o) };
+    let m = it.arg_map(name, args, i)?;
+    let one_byte = |k: &str, v: &Value| -> R<u8> {
+        match v {
+            Value::Str(s) if s.len() == 1 && !matches!(s[0], b'\r' | b'\n') => Ok(s[0]),
+            Value::Str(_) => {
+                Err(it.err(ErrKind::Value, format!("{name}: option {k} must be one byte, not a line end")))
+            }
+            other => {
+                Err(it.err(ErrKind::Type, format!("{name}: option {k} must be a string, got {}", other.type_name())))
+            }
+        }
+    };
+    for (k, v) in m.iter() {
+        match k.as_slice() {
+            b"header" => match v {
+                Value::Bool(h) => o.header = Some(*h),
+                other => {
+                    return Err(it.err(
+                        ErrKind::Type,
+                        format!("{name}: option header must be a bool, got {}", other.type_name()),
+                    ))
+                }
+            },
+            b"delimiter" => o.delimiter = one_byte("delimiter", v)?,
+            b"quote" => o.quote = one_byte("quote", v)?,
+            b"line_end" if writing => match v {
+                Value::Str(s) if s.as_slice() == b"\n" => o.crlf = false,
+                Value::Str(s) if s.as_slice() == b"\r\n" => o.crlf = true,
+                _ => {
+                    return Err(it.err(ErrKind::Value, format!("{name}: option line_end must be \"\\n\" or \"\\r\\n\"")))
+                }
+            },
+            other => {
+                let known = if writing { "header, delimiter, quote, line_end" } else { "header, delimiter, quote" };
+                return Err(it.err(
+                    ErrKind::Value,
+                    format!("{name}: unknown option {:?} (known: {known})", String::from_utf8_lossy(other)),
+                ));
+            }
+        }
+    }
+    if o.delimiter == o.quote {
+        return Err(it.err(ErrKind::Value, format!("{name}: the delimiter and the quote must differ")));
+    }
+    Ok(o)
+}
+
+/// The line on which a quoted field is left open at the end of the input, if any
+/// (the `csv` crate would read such a field to the end without a word).
+fn unclosed_quote(s: &[u8], delimiter: u8, quote: u8) -> Option<usize> {
+    #[derive(PartialEq)]
+    enum St {
+        Start,
+        Field,
+        Quoted,
+        QuoteInQuoted,
+    }
+    let mut st = St::Start;
+    let mut line = 1;
+    let mut opened = 1;
+    for &c in s {
+        if c == b'\n' {
+            line += 1;
+        }
+        st = match st {
+            St::Start | St::Field if c == delimiter || c == b'\n' || c == b'\r' => St::Start,
+            St::Start if c == quote => {
+                opened = line;
+                St::Quoted
+            }
+            St::Start | St::Field => St::Field,
+            St::Quoted if c == quote => St::QuoteInQuoted,
+            St::Quoted => St::Quoted,
+            St::QuoteInQuoted if c == quote => St::Quoted,
+            St::QuoteInQuoted if c == delimiter || c == b'\n' || c == b'\r' => St::Start,
+            St::QuoteInQuoted => St::Field,
+        };
+    }
+    (st == St::Quoted).then_some(opened)
+}
+
+fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "csv.parse";
+    let s = it.arg_str(NAME, args, 0)?;
+    let o = opts(it, NAME, args, 1, false)?;
+    if let Some(line) = unclosed_quote(s, o.delimiter, o.quote) {
+        return Err(it.err(ErrKind::Parse, format!("{NAME}: a quoted field opened on line {line} is never closed")));
+    }
+    let mut rd = ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .delimiter(o.delimiter)
+        .quote(o.quote)
+        .terminator(Terminator::CRLF)
+        .from_reader(s.as_slice());
+    let header_mode = o.header == Some(true);
+    let mut header: Option<Vec<Bytes>> = None;
+    let mut width: Option<usize> = None;
+    let mut rows: Vec<Value> = Vec::new();
+    let mut acct = ACCT_LIST_HEADER;
+    let mut rec = ByteRecord::new();
+    loop {
+        match rd.read_byte_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return Err(it.err(ErrKind::Parse, format!("{NAME}: {e}"))),
+        }
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        let n = rec.len();
+        if n > MAX_LIST_ITEMS {
+            return Err(it.limit(LimitKind::List, format!("{NAME}: line {line} has more than {MAX_LIST_ITEMS} fields")));
+        }
+        match width {
+            None => width = Some(n),
+            Some(w) if w != n => {
+                let first = if header_mode { "the header" } else { "the first row" };
+                return Err(it.err(
+                    ErrKind::Parse,
+                    format!("{NAME}: ragged rows: line {line} has {n} fields, but {first} has {w}"),
+                ));
+            }
+            Some(_) => {}
+        }
+        if header_mode && header.is_none() {
+            let names: Vec<Bytes> = rec.iter().map(|f| Rc::new(f.to_vec())).collect();
+            for (i, k) in names.iter().enumerate() {
+                if names[..i].contains(k) {
+                    return Err(it.err(
+                        ErrKind::Parse,
+                        format!("{NAME}: the header names column {:?} twice", String::from_utf8_lossy(k)),
+                    ));
+                }
+            }
+            header = Some(names);
+            continue;
+        }
+        let row = match &header {
+            Some(names) => {
+                let mut m = Map::new();
+                for (k, f) in names.iter().zip(rec.iter()) {
+                    m.insert(k.clone(), Value::str(f.to_vec()));
+                }
+                Value::map(m)
+            }
+            None => {
+                let mut fields = Vec::with_capacity(n);
+                fields.extend(rec.iter().map(|f| Value::str(f.to_vec())));
+                Value::list(fields)
+            }
+        };
+        if rows.len() == MAX_LIST_ITEMS {
+            return Err(it.limit(LimitKind::List, format!("{NAME}: more than {MAX_LIST_ITEMS} rows")));
+        }
+        acct += row.acct();
+        if acct > MAX_FRAME_BYTES {
+            return Err(it.limit(
+                LimitKind::FrameStorage,
+                format!("{NAME}: the rows exceed the frame limit of {MAX_FRAME_BYTES} accounted bytes"),
+            ));
+        }
+        rows.push(row);
+    }
+    it.make_list(rows)
+}
+
+/// Write one cell's text.
+fn cell<'a>(v: &'a Value, scratch: &'a mut Vec<u8>) -> Result<&'a [u8], &'static str> {
+    match v {
+        Value::Str(s) => Ok(s),
+        Value::Num(n) => {
+            scratch.clear();
+            fmt_num(*n, scratch);
+            Ok(scratch)
+        }
+        Value::Bool(true) => Ok(b"true"),
+        Value::Bool(false) => Ok(b"false"),
+        Value::Nil | Value::Unset => Ok(b""),
+        other => Err(other.type_name()),
+    }
+}
+
+fn stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "csv.stringify";
+    let rows = it.arg_list(NAME, args, 0)?;
+    let o = opts(it, NAME, args, 1, true)?;
+    let mut wr = WriterBuilder::new()
+        .flexible(true)
+        .delimiter(o.delimiter)
+        .quote(o.quote)
+        .quote_style(QuoteStyle::Necessary)
+        .terminator(if o.crlf { Terminator::CRLF } else { Terminator::Any(b'\n') })
+        .from_writer(Vec::new());
+    let io = |it: &Interp<'_>, e: ::csv::Error| it.err(ErrKind::Value, format!("{NAME}: {e}"));
+    let bad_cell = |it: &Interp<'_>, row: usize, t: &str| {
+        it.err(
+            ErrKind::Type,
+            format!("{NAME}: row {} holds a {t}; cells must be strings, numbers, bools or nil", row + 1),
+        )
+    };
+    let mut record: Vec<Vec<u8>> = Vec::new();
+    let mut scratch = Vec::new();
+    let keys: Option<Vec<Bytes>> = match rows.items().first() {
+        Some(Value::Map(m)) => Some(m.keys().cloned().collect()),
+        _ => None,
+    };
+    if let Some(ks) = &keys {
+        if o.header != Some(false) {
+            wr.write_record(ks.iter().map(|k| k.as_slice())).map_err(|e| io(it, e))?;
+        }
+    }
+    let mut width = None;
+    for (r, row) in rows.items().iter().enumerate() {
+        record.clear();
+        match (row, &keys) {
+            (Value::List(l), None) => {
+                for v in l.items() {
+                    record.push(cell(v, &mut scratch).map_err(|t| bad_cell(it, r, t))?.to_vec());
+                }
+            }
+            (Value::Map(m), Some(ks)) => {
+                if m.len() != ks.len() || ks.iter().any(|k| !m.contains(k)) {
+                    return Err(
+                        it.err(ErrKind::Value, format!("{NAME}: row {} has other keys than the first row", r + 1))
+                    );
+                }
+                for k in ks {
+                    let v = m.get(k).unwrap_or(&Value::Nil);
+                    record.push(cell(v, &mut scratch).map_err(|t| bad_cell(it, r, t))?.to_vec());
+                }
+            }
+            (other, _) => {
+                let want = if keys.is_some() { "a map (as the first row is)" } else { "a list (as the first row is)" };
+                return Err(
+                    it.err(ErrKind::Type, format!("{NAME}: row {} must be {want}, got {}", r + 1, other.type_name()))
+                );
+            }
+        }
+        if record.is_empty() {
+            return Err(it.err(ErrKind::Value, format!("{NAME}: row {} has no fields (CSV cannot hold it)", r + 1)));
+        }
+        match width {
+            None => width = Some(record.len()),
+            Some(w) if w != record.len() => {
+                return Err(it.err(
+                    ErrKind::Value,
+                    format!("{NAME}: ragged rows: row {} has {} fields, but the first has {w}", r + 1, record.len()),
+                ))
+            }
+            Some(_) => {}
+        }
+        wr.write_record(&record).map_err(|e| io(it, e))?;
+        it.check_str_len(wr.get_ref().len())?;
+    }
+    let out = wr.into_inner().map_err(|e| it.err(ErrKind::Value, format!("{NAME}: {}", e.error())))?;
+    it.make_str(out)
+}
+
+pub const TABLE: &[Builtin] = &[
+    b("csv.parse", "csv.parse(s[, opts])", 1, 2, Cost::Bytes, parse),
+    b("csv.stringify", "csv.stringify(rows[, opts])", 1, 2, Cost::Bytes, stringify),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_unclosed_quotes() {
+        assert_eq!(unclosed_quote(b"a,b\n\"c", b',', b'"'), Some(2));
+        assert_eq!(unclosed_quote(b"a,\"b\"\"\nc\",d\n", b',', b'"'), None);
+        assert_eq!(unclosed_quote(b"a\"b,c", b',', b'"'), None);
+        assert_eq!(unclosed_quote(b"\"a\"\"", b',', b'"'), Some(1));
+        assert_eq!(unclosed_quote(b"'a;b';'c", b';', b'\''), Some(1));
+    }
+}

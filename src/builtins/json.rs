@@ -1,0 +1,860 @@
+//! `json.parse` and `json.stringify`: RFC 8259 JSON, strict, with the JSON limits
+//! (SPEC 8) enforced while the text is read or written, never after an unbounded value
+//! has been built.
+//!
+//! - Input and output: at most `MAX_JSON_BYTES`; nesting at most `MAX_JSON_DEPTH`
+//!   (`[]` is depth 1); at most `MAX_JSON_NODES` values, every container and scalar
+//!   counted. Exceeding any is the `json` limit (fatal). The same three bounds hold in
+//!   both directions, so whatever `json.stringify` writes, `json.parse` reads back.
+//! - Malformed text is a `parse` error naming line and column: invalid UTF-8, a byte
+//!   order mark, comments, trailing commas, `NaN`/`Infinity`, leading zeros, control
+//!   characters in strings, lone surrogate escapes, numbers that overflow binary64,
+//!   anything after the value.
+//! - Objects keep key order; a repeated key keeps its first position and last value.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::{b, Builtin, Cost};
+use crate::diag::ErrKind;
+use crate::interp::{Interp, R};
+use crate::limits::*;
+use crate::value::*;
+
+// ----------------------------------------------------------------------
+// Parsing
+// ----------------------------------------------------------------------
+
+/// Why parsing stopped.
+#[derive(Debug, PartialEq)]
+pub enum ParseError {
+    /// Malformed text: message and byte offset.
+    Syntax(String, usize),
+    /// A JSON limit (depth, nodes, bytes).
+    Limit(String),
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+    nodes: usize,
+    /// Scratch buffer for strings with escapes.
+    buf: Vec<u8>,
+    /// Object keys seen so far (those without escapes), shared between objects: records
+    /// with the same keys then hold one copy of each.
+    keys: HashMap<&'a [u8], Bytes, foldhash::fast::RandomState>,
+}
+
+/// Most distinct keys kept for sharing in one parse.
+const MAX_SHARED_KEYS: usize = 1024;
+
+type PR<T> = Result<T, ParseError>;
+
+/// Parse JSON text into a value, within the JSON limits.
+pub fn parse(text: &[u8]) -> PR<Value> {
+    if text.len() > MAX_JSON_BYTES {
+        return Err(ParseError::Limit(format!("JSON text of more than {MAX_JSON_BYTES} bytes")));
+    }
+    if let Err(e) = std::str::from_utf8(text) {
+        return Err(ParseError::Syntax("invalid UTF-8".into(), e.valid_up_to()));
+    }
+    let mut p = Parser { s: text, i: 0, nodes: 0, buf: Vec::new(), keys: HashMap::default() };
+    p.ws();
+    let v = p.value(0)?;
+    p.ws();
+    if p.i < p.s.len() {
+        return Err(p.unexpected("after the value"));
+    }
+    Ok(v)
+}
+
+impl<'a> Parser<'a> {
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(&c) = self.s.get(self.i) {
+            if c == b' ' || c == b'\n' || c == b'\r' || c == b'\t' {
+                self.i += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn unexpected(&self, context: &str) -> ParseError {
+        match self.s.get(self.i) {
+            None => ParseError::Syntax(format!("unexpected end of input {context}"), self.i),
+            Some(_) => {
+                let rest = std::str::from_utf8(&self.s[self.i..]).unwrap_or("");
+                let c = rest.chars().next().unwrap_or('?');
+                let shown = if c.is_control() { format!("{:?}", c) } else { format!("'{c}'") };
+                ParseError::Syntax(format!("unexpected character {shown} {context}"), self.i)
+            }
+        }
+    }
+
+    fn syntax(&self, msg: &str, at: usize) -> ParseError {
+        ParseError::Syntax(msg.to_string(), at)
+    }
+
+    #[inline]
+    fn count(&mut self) -> PR<()> {
+        self.nodes += 1;
+        if self.nodes > MAX_JSON_NODES {
+            return Err(ParseError::Limit(format!("JSON document of more than {MAX_JSON_NODES} values")));
+        }
+        Ok(())
+    }
+
+    /// value -> object | array | string | number | true | false | null
+    fn value(&mut self, depth: usize) -> PR<Value> {
+        let Some(&c) = self.s.get(self.i) else {
+            return Err(self.unexpected("where a value was expected"));
+        };
+        match c {
+            b'{' => self.object(depth + 1),
+            b'[' => self.array(depth + 1),
+            b'"' => {
+                self.count()?;
+                let s = self.string()?;
+                Ok(Value::str(s))
+            }
+            b'-' | b'0'..=b'9' => {
+                self.count()?;
+                Ok(Value::Num(self.number()?))
+            }
+            b't' => self.literal(b"true", Value::Bool(true)),
+            b'f' => self.literal(b"false", Value::Bool(false)),
+            b'n' => self.literal(b"null", Value::Nil),
+            _ => Err(self.unexpected("where a value was expected")),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], v: Value) -> PR<Value> {
+        if self.s[self.i..].starts_with(word) {
+            self.count()?;
+            self.i += word.len();
+            Ok(v)
+        } else {
+            Err(self.unexpected("where a value was expected"))
+        }
+    }
+
+    fn enter(&mut self, depth: usize) -> PR<()> {
+        if depth > MAX_JSON_DEPTH {
+            return Err(ParseError::Limit(format!("JSON nested more than {MAX_JSON_DEPTH} deep")));
+        }
+        self.count()
+    }
+
+    /// array -> '[' ws ( value ws ( ',' ws value ws )* )? ']'
+    fn array(&mut self, depth: usize) -> PR<Value> {
+        self.enter(depth)?;
+        self.i += 1;
+        self.ws();
+        let mut items = Vec::new();
+        if self.s.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Ok(Value::list(items));
+        }
+        loop {
+            items.push(self.value(depth)?);
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b',') => {
+                    self.i += 1;
+                    self.ws();
+                }
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Value::list(items));
+                }
+                _ => return Err(self.unexpected("in an array (expected ',' or ']')")),
+            }
+        }
+    }
+
+    /// object -> '{' ws ( string ws ':' ws value ws ( ',' ws string ws ':' ws value ws )* )? '}'
+    fn object(&mut self, depth: usize) -> PR<Value> {
+        self.enter(depth)?;
+        self.i += 1;
+        self.ws();
+        let mut m = Map::new();
+        if self.s.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(Value::map(m));
+        }
+        loop {
+            if self.s.get(self.i) != Some(&b'"') {
+                return Err(self.unexpected("in an object (expected a string key)"));
+            }
+            let k = self.key()?;
+            self.ws();
+            if self.s.get(self.i) != Some(&b':') {
+                return Err(self.unexpected("in an object (expected ':')"));
+            }
+            self.i += 1;
+            self.ws();
+            let v = self.value(depth)?;
+            m.insert(k, v);
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b',') => {
+                    self.i += 1;
+                    self.ws();
+                }
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(Value::map(m));
+                }
+                _ => return Err(self.unexpected("in an object (expected ',' or '}')")),
+            }
+        }
+    }
+
+    /// An object key: shared with earlier equal keys when it has no escapes.
+    fn key(&mut self) -> PR<Bytes> {
+        let s: &'a [u8] = self.s;
+        let start = self.i + 1;
+        let mut j = start;
+        while j < s.len() {
+            let c = s[j];
+            if c == b'"' {
+                let k = &s[start..j];
+                self.i = j + 1;
+                if let Some(shared) = self.keys.get(k) {
+                    return Ok(shared.clone());
+                }
+                let b = Rc::new(k.to_vec());
+                if self.keys.len() < MAX_SHARED_KEYS {
+                    self.keys.insert(k, b.clone());
+                }
+                return Ok(b);
+            }
+            if c == b'\\' || c < 0x20 {
+                break;
+            }
+            j += 1;
+        }
+        Ok(Rc::new(self.string()?))
+    }
+
+    /// string -> '"' ( unescaped | '\' escape )* '"'; the input is known to be UTF-8.
+    fn string(&mut self) -> PR<Vec<u8>> {
+        let s = self.s;
+        self.i += 1;
+        let start = self.i;
+        let mut j = start;
+        while j < s.len() {
+            let c = s[j];
+            if c == b'"' {
+                self.i = j + 1;
+                return Ok(s[start..j].to_vec());
+            }
+            if c == b'\\' || c < 0x20 {
+                break;
+            }
+            j += 1;
+        }
+        // Slow path: escapes.
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        buf.extend_from_slice(&s[start..j]);
+        let r = self.string_slow(j, &mut buf);
+        let out = r.map(|()| buf.as_slice().to_vec());
+        self.buf = buf;
+        out
+    }
+
+    fn string_slow(&mut self, mut j: usize, buf: &mut Vec<u8>) -> PR<()> {
+        let s = self.s;
+        loop {
+            let Some(&c) = s.get(j) else {
+                self.i = j;
+                return Err(self.unexpected("in a string"));
+            };
+            match c {
+                b'"' => {
+                    self.i = j + 1;
+                    return Ok(());
+                }
+                b'\\' => {
+                    let Some(&e) = s.get(j + 1) else {
+                        self.i = j + 1;
+                        return Err(self.unexpected("in a string escape"));
+                    };
+                    let simple = match e {
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'b' => 0x08,
+                        b'f' => 0x0c,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'u' => 0,
+                        _ => {
+                            self.i = j + 1;
+                            return Err(self.unexpected("in a string escape"));
+                        }
+                    };
+                    if e != b'u' {
+                        buf.push(simple);
+                        j += 2;
+                        continue;
+                    }
+                    let hi = self.hex4(j + 2)?;
+                    j += 6;
+                    let cp = if (0xD800..0xDC00).contains(&hi) {
+                        if s.get(j) == Some(&b'\\') && s.get(j + 1) == Some(&b'u') {
+                            let lo = self.hex4(j + 2)?;
+                            if !(0xDC00..0xE000).contains(&lo) {
+                                return Err(self.syntax("a high surrogate escape not followed by a low one", j));
+                            }
+                            j += 6;
+                            0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                        } else {
+                            return Err(self.syntax("a high surrogate escape not followed by a low one", j));
+                        }
+                    } else if (0xDC00..0xE000).contains(&hi) {
+                        return Err(self.syntax("a lone low surrogate escape", j - 6));
+                    } else {
+                        hi
+                    };
+                    let ch = char::from_u32(cp).unwrap_or('\u{FFFD}');
+                    buf.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+                }
+                0..=0x1f => {
+                    self.i = j;
+                    return Err(self.unexpected("in a string (control characters must be escaped)"));
+                }
+                _ => {
+                    // Copy the run up to the next quote, backslash or control character.
+                    let start = j;
+                    while j < s.len() && s[j] != b'"' && s[j] != b'\\' && s[j] >= 0x20 {
+                        j += 1;
+                    }
+                    buf.extend_from_slice(&s[start..j]);
+                }
+            }
+        }
+    }
+
+    fn hex4(&mut self, at: usize) -> PR<u32> {
+        let mut v = 0u32;
+        for k in 0..4 {
+            let d = match self.s.get(at + k) {
+                Some(&c @ b'0'..=b'9') => c - b'0',
+                Some(&c @ b'a'..=b'f') => c - b'a' + 10,
+                Some(&c @ b'A'..=b'F') => c - b'A' + 10,
+                _ => {
+                    self.i = at + k;
+                    return Err(self.unexpected("in a \\u escape (expected 4 hex digits)"));
+                }
+            };
+            v = v * 16 + d as u32;
+        }
+        Ok(v)
+    }
+
+    /// number -> '-'? ( '0' | [1-9][0-9]* ) ( '.' [0-9]+ )? ( [eE] [+-]? [0-9]+ )?
+    fn number(&mut self) -> PR<f64> {
+        let s = self.s;
+        let start = self.i;
+        let mut j = start;
+        let neg = s[j] == b'-';
+        if neg {
+            j += 1;
+        }
+        let digits_start = j;
+        match s.get(j) {
+            Some(b'0') => j += 1,
+            Some(b'1'..=b'9') => {
+                while j < s.len() && s[j].is_ascii_digit() {
+                    j += 1;
+                }
+            }
+            _ => {
+                self.i = j;
+                return Err(self.unexpected("in a number"));
+            }
+        }
+        let int_end = j;
+        let mut simple = true;
+        if s.get(j) == Some(&b'.') {
+            j += 1;
+            if !s.get(j).is_some_and(u8::is_ascii_digit) {
+                self.i = j;
+                return Err(self.unexpected("in a number (expected a digit after '.')"));
+            }
+            while j < s.len() && s[j].is_ascii_digit() {
+                j += 1;
+            }
+            simple = false;
+        }
+        if matches!(s.get(j), Some(b'e' | b'E')) {
+            j += 1;
+            if matches!(s.get(j), Some(b'+' | b'-')) {
+                j += 1;
+            }
+            if !s.get(j).is_some_and(u8::is_ascii_digit) {
+                self.i = j;
+                return Err(self.unexpected("in a number (expected an exponent digit)"));
+            }
+            while j < s.len() && s[j].is_ascii_digit() {
+                j += 1;
+            }
+            simple = false;
+        }
+        self.i = j;
+        if simple && int_end - digits_start <= 15 {
+            let mut n: u64 = 0;
+            for &d in &s[digits_start..int_end] {
+                n = n * 10 + (d - b'0') as u64;
+            }
+            let x = n as f64;
+            return Ok(if neg { -x } else { x });
+        }
+        // The slice is ASCII, so this cannot fail; std's parse rounds correctly.
+        let text = std::str::from_utf8(&s[start..j]).unwrap_or("0");
+        let x: f64 = text.parse().unwrap_or(f64::NAN);
+        if !x.is_finite() {
+            return Err(self.syntax("number out of range (not finite as a binary64)", start));
+        }
+        Ok(x)
+    }
+}
+
+/// Line and column (1-based; the column counts bytes) of a byte offset.
+fn line_col(text: &[u8], at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.iter().filter(|&&c| c == b'\n').count() + 1;
+    let col = at - before.iter().rposition(|&c| c == b'\n').map(|p| p + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
+// ----------------------------------------------------------------------
+// Writing
+// ----------------------------------------------------------------------
+
+/// Why writing stopped.
+#[derive(Debug, PartialEq)]
+pub enum WriteError {
+    /// A value JSON cannot hold (a handle, invalid UTF-8).
+    Value(String),
+    /// A JSON limit (depth, nodes, bytes).
+    Limit(String),
+}
+
+struct Writer<'a> {
+    out: Vec<u8>,
+    indent: &'a [u8],
+    nodes: usize,
+}
+
+type WR = Result<(), WriteError>;
+
+/// Write `v` as JSON text: compact when `indent` is empty, else laid out as
+/// JavaScript's `JSON.stringify(v, null, indent)`.
+pub fn stringify(v: &Value, indent: &[u8]) -> Result<Vec<u8>, WriteError> {
+    let mut w = Writer { out: Vec::new(), indent, nodes: 0 };
+    w.value(v, 0)?;
+    if w.out.len() > MAX_JSON_BYTES {
+        return Err(too_long());
+    }
+    Ok(w.out)
+}
+
+fn too_long() -> WriteError {
+    WriteError::Limit(format!("JSON text of more than {MAX_JSON_BYTES} bytes"))
+}
+
+/// Bytes that need escaping in a JSON string: controls, quote, backslash.
+static ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// Append a JSON string literal for `s`, which must be valid UTF-8 (checked by callers).
+/// Non-ASCII characters are written as they are; controls as `\n`-style or `\u00XX`.
+pub fn write_string(out: &mut Vec<u8>, s: &[u8]) {
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    for (i, &c) in s.iter().enumerate() {
+        if !ESCAPE[c as usize] {
+            continue;
+        }
+        out.extend_from_slice(&s[start..i]);
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(c >> 4) as usize]);
+                out.push(HEX[(c & 15) as usize]);
+            }
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&s[start..]);
+    out.push(b'"');
+}
+
+impl Writer<'_> {
+    #[inline]
+    fn count(&mut self) -> WR {
+        self.nodes += 1;
+        if self.nodes > MAX_JSON_NODES {
+            return Err(WriteError::Limit(format!("JSON document of more than {MAX_JSON_NODES} values")));
+        }
+        if self.out.len() > MAX_JSON_BYTES {
+            return Err(too_long());
+        }
+        Ok(())
+    }
+
+    fn text(&mut self, s: &[u8], what: &str) -> WR {
+        if self.out.len() + s.len() + 2 > MAX_JSON_BYTES {
+            return Err(too_long());
+        }
+        if std::str::from_utf8(s).is_err() {
+            return Err(WriteError::Value(format!("{what} is not valid UTF-8")));
+        }
+        write_string(&mut self.out, s);
+        Ok(())
+    }
+
+    fn newline(&mut self, level: usize) {
+        if !self.indent.is_empty() {
+            self.out.push(b'\n');
+            for _ in 0..level {
+                self.out.extend_from_slice(self.indent);
+            }
+        }
+    }
+
+    fn value(&mut self, v: &Value, depth: usize) -> WR {
+        self.count()?;
+        match v {
+            Value::Unset | Value::Nil => self.out.extend_from_slice(b"null"),
+            Value::Bool(true) => self.out.extend_from_slice(b"true"),
+            Value::Bool(false) => self.out.extend_from_slice(b"false"),
+            Value::Num(n) => fmt_num(*n, &mut self.out),
+            Value::Str(s) => self.text(s, "a string")?,
+            Value::Handle(h) => {
+                return Err(WriteError::Value(format!("a {} handle cannot be written as JSON", h.kind.name())))
+            }
+            Value::List(l) => {
+                if depth + 1 > MAX_JSON_DEPTH {
+                    return Err(WriteError::Limit(format!("JSON nested more than {MAX_JSON_DEPTH} deep")));
+                }
+                self.out.push(b'[');
+                if l.is_empty() {
+                    self.out.push(b']');
+                    return Ok(());
+                }
+                for (i, item) in l.items().iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.newline(depth + 1);
+                    self.value(item, depth + 1)?;
+                }
+                self.newline(depth);
+                self.out.push(b']');
+            }
+            Value::Map(m) => {
+                if depth + 1 > MAX_JSON_DEPTH {
+                    return Err(WriteError::Limit(format!("JSON nested more than {MAX_JSON_DEPTH} deep")));
+                }
+                self.out.push(b'{');
+                if m.is_empty() {
+                    self.out.push(b'}');
+                    return Ok(());
+                }
+                for (i, (k, item)) in m.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.newline(depth + 1);
+                    self.text(k, "a map key")?;
+                    self.out.push(b':');
+                    if !self.indent.is_empty() {
+                        self.out.push(b' ');
+                    }
+                    self.value(item, depth + 1)?;
+                }
+                self.newline(depth);
+                self.out.push(b'}');
+            }
+        }
+        Ok(())
+    }
+}
+
+// ----------------------------------------------------------------------
+// Builtins
+// ----------------------------------------------------------------------
+
+fn json_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("json.parse", args, 0)?;
+    match parse(s) {
+        Ok(v) => {
+            it.check_value(&v)?;
+            Ok(v)
+        }
+        Err(ParseError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("json.parse: {m}"))),
+        Err(ParseError::Syntax(m, at)) => {
+            let (line, col) = line_col(s, at);
+            Err(it.err(ErrKind::Parse, format!("json.parse: {m} at line {line}, column {col}")))
+        }
+    }
+}
+
+fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.stringify";
+    let indent: Vec<u8> = match it.opt(args, 1) {
+        None => Vec::new(),
+        Some(Value::Num(_)) => {
+            let n = it.arg_int(NAME, args, 1, 0.0, 10.0)? as usize;
+            vec![b' '; n]
+        }
+        Some(Value::Str(s)) => {
+            if s.len() > 10 || std::str::from_utf8(s).is_err() {
+                return Err(
+                    it.err(ErrKind::Value, format!("{NAME}: an indent string must be valid UTF-8 of at most 10 bytes"))
+                );
+            }
+            s.to_vec()
+        }
+        Some(other) => return Err(it.type_err(NAME, 1, "a number or a string", other)),
+    };
+    match stringify(&args[0], &indent) {
+        Ok(out) => Ok(Value::str(out)),
+        Err(WriteError::Value(m)) => Err(it.err(ErrKind::Value, format!("{NAME}: {m}"))),
+        Err(WriteError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{NAME}: {m}"))),
+    }
+}
+
+pub const TABLE: &[Builtin] = &[
+    b("json.parse", "json.parse(s)", 1, 1, Cost::Bytes, json_parse),
+    b("json.stringify", "json.stringify(v[, indent])", 1, 2, Cost::Bytes, json_stringify),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> Value {
+        parse(s.as_bytes()).unwrap_or_else(|e| panic!("{s:?}: {e:?}"))
+    }
+
+    fn round(s: &str) -> String {
+        String::from_utf8(stringify(&ok(s), b"").unwrap()).unwrap()
+    }
+
+    fn syntax(s: &[u8]) -> bool {
+        matches!(parse(s), Err(ParseError::Syntax(..)))
+    }
+
+    fn limit(s: &[u8]) -> bool {
+        matches!(parse(s), Err(ParseError::Limit(..)))
+    }
+
+    #[test]
+    fn scalars_and_containers() {
+        assert_eq!(round(" [1, -0, 2.5e3, true, false, null, \"x\"] "), r#"[1,0,2500,true,false,null,"x"]"#);
+        assert_eq!(round(r#"{"b":1,"a":{"c":[]},"b":2}"#), r#"{"b":2,"a":{"c":[]}}"#);
+        assert_eq!(round("123456789012345678901234567890"), "1.2345678901234568e+29");
+        assert_eq!(round("9007199254740993"), "9007199254740992");
+        assert_eq!(round("0.1"), "0.1");
+        assert_eq!(round("1E-7"), "1e-7");
+        assert_eq!(round("-123"), "-123");
+    }
+
+    #[test]
+    fn strings_and_escapes() {
+        assert_eq!(round(r#""a\"b\\c\/d\b\f\n\r\t""#), r#""a\"b\\c/d\b\f\n\r\t""#);
+        assert_eq!(round(r#""\u0041\u00e9\u20AC""#), "\"Aé€\"");
+        assert_eq!(round(r#""\ud83d\ude00""#), "\"😀\"");
+        assert_eq!(round(r#""\u0000\u001f""#), r#""\u0000\u001f""#);
+        assert_eq!(round("\"é😀\""), "\"é😀\"");
+        assert!(syntax(br#""\ud83d""#));
+        assert!(syntax(br#""\ud83dx""#));
+        assert!(syntax(br#""\ud83d\u0041""#));
+        assert!(syntax(br#""\ude00""#));
+        assert!(syntax(br#""\x""#));
+        assert!(syntax(br#""\u12""#));
+        assert!(syntax(b"\"a\tb\""));
+        assert!(syntax(b"\"abc"));
+        assert!(syntax(b"\"\xff\""));
+    }
+
+    #[test]
+    fn strictness() {
+        for bad in [
+            "",
+            " ",
+            "[1,]",
+            "{\"a\":1,}",
+            "[1 2]",
+            "01",
+            "-",
+            "1.",
+            ".5",
+            "+1",
+            "1e",
+            "1e+",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "[1]x",
+            "[1] [2]",
+            "/* c */ 1",
+            "1 // c",
+            "{'a':1}",
+            "{a:1}",
+            "tru",
+            "nul",
+            "[",
+            "{",
+            "{\"a\"}",
+            "{\"a\":}",
+            "\u{feff}1",
+            "1e400",
+            "-1e400",
+            "0x10",
+            "[\u{0c}]",
+        ] {
+            assert!(syntax(bad.as_bytes()), "{bad:?} should be a syntax error");
+        }
+        assert_eq!(round("1e-400"), "0");
+    }
+
+    #[test]
+    fn depth_bound() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse(deep(MAX_JSON_DEPTH).as_bytes()).is_ok());
+        assert!(limit(deep(MAX_JSON_DEPTH + 1).as_bytes()));
+        assert!(limit("[".repeat(100_000).as_bytes()));
+        let obj = |n: usize| format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n));
+        assert!(parse(obj(MAX_JSON_DEPTH).as_bytes()).is_ok());
+        assert!(limit(obj(MAX_JSON_DEPTH + 1).as_bytes()));
+        // Writing: the same bound.
+        let mut v = Value::list(vec![]);
+        for _ in 1..MAX_JSON_DEPTH {
+            v = Value::list(vec![v]);
+        }
+        assert!(stringify(&v, b"").is_ok());
+        let v = Value::list(vec![v]);
+        assert!(matches!(stringify(&v, b""), Err(WriteError::Limit(_))));
+    }
+
+    #[test]
+    fn node_bound() {
+        let list = |n: usize| format!("[{}]", vec!["0"; n].join(","));
+        assert!(parse(list(MAX_JSON_NODES - 1).as_bytes()).is_ok());
+        assert!(limit(list(MAX_JSON_NODES).as_bytes()));
+        let v = Value::list(vec![Value::Nil; MAX_JSON_NODES - 1]);
+        assert!(stringify(&v, b"").is_ok());
+        let v = Value::list(vec![Value::Nil; MAX_JSON_NODES]);
+        assert!(matches!(stringify(&v, b""), Err(WriteError::Limit(_))));
+    }
+
+    #[test]
+    fn byte_bound() {
+        let s = format!("\"{}\"", "a".repeat(MAX_JSON_BYTES - 2));
+        assert!(parse(s.as_bytes()).is_ok());
+        let s = format!("\"{}\"", "a".repeat(MAX_JSON_BYTES - 1));
+        assert!(limit(s.as_bytes()));
+        let v = Value::str(vec![b'a'; MAX_JSON_BYTES - 2]);
+        assert_eq!(stringify(&v, b"").unwrap().len(), MAX_JSON_BYTES);
+        let v = Value::str(vec![b'a'; MAX_JSON_BYTES - 1]);
+        assert!(matches!(stringify(&v, b""), Err(WriteError::Limit(_))));
+        let v = Value::str(vec![b'\n'; MAX_JSON_BYTES / 2 - 1]);
+        assert_eq!(stringify(&v, b"").unwrap().len(), MAX_JSON_BYTES);
+        let v = Value::str(vec![b'\n'; MAX_JSON_BYTES / 2]);
+        assert!(matches!(stringify(&v, b""), Err(WriteError::Limit(_))));
+    }
+
+    #[test]
+    fn indented_layout() {
+        let v = ok(r#"{"a":[1,{"b":null}],"c":{},"d":[]}"#);
+        let out = String::from_utf8(stringify(&v, b"  ").unwrap()).unwrap();
+        assert_eq!(out, "{\n  \"a\": [\n    1,\n    {\n      \"b\": null\n    }\n  ],\n  \"c\": {},\n  \"d\": []\n}");
+        let out = String::from_utf8(stringify(&ok("[1,2]"), b"\t").unwrap()).unwrap();
+        assert_eq!(out, "[\n\t1,\n\t2\n]");
+    }
+
+    #[test]
+    fn refused_values() {
+        assert!(matches!(stringify(&Value::str(vec![0xff]), b""), Err(WriteError::Value(_))));
+        let mut m = Map::new();
+        m.insert(Rc::new(vec![0xc3]), Value::Nil);
+        assert!(matches!(stringify(&Value::map(m), b""), Err(WriteError::Value(_))));
+        let h = Value::Handle(Handle { kind: HandleKind::File, id: 1 });
+        assert!(matches!(stringify(&Value::list(vec![h]), b""), Err(WriteError::Value(_))));
+    }
+
+    #[test]
+    fn mutations_never_panic_and_round_trip() {
+        let seeds: [&[u8]; 5] = [
+            br#"{"a":[1,2.5e-3,-0,true,false,null],"b":{"c":"\u00e9\ud83d\ude00\n"}}"#,
+            b"[[[[[]]]],{},\"x\",123456789012345678901234567890]",
+            "{\"\u{e9}\":\"\u{1F600}\",\"k\":[1e308,-1E-308]}".as_bytes(),
+            b"  [ 1 , [ 2 , [ 3 ] ] , { \"a\" : { \"b\" : null } } ]  ",
+            b"\"\\\"\\/\\b\\f\\t\"",
+        ];
+        let mut x: u64 = 0x9E3779B97F4A7C15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let alphabet = b"[]{},:\"\\/0123456789.eE+-tfnulrsaxu \t\n\r\x00\x1f\xc3\xa9\xff";
+        for seed in seeds {
+            for _ in 0..3000 {
+                let mut doc = seed.to_vec();
+                for _ in 0..(next() % 4 + 1) {
+                    let i = (next() as usize) % (doc.len() + 1);
+                    match next() % 3 {
+                        0 if i < doc.len() => {
+                            doc.remove(i);
+                        }
+                        1 => doc.insert(i, alphabet[(next() as usize) % alphabet.len()]),
+                        _ => doc.truncate(i),
+                    }
+                }
+                if let Ok(v) = parse(&doc) {
+                    let text = stringify(&v, b"").expect("a parsed value can be written");
+                    let back = parse(&text).expect("written text parses");
+                    assert!(equals(&v, &back), "{:?}", String::from_utf8_lossy(&doc));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn positions() {
+        assert_eq!(line_col(b"[1,\n 2,]", 7), (2, 4));
+        assert_eq!(line_col(b"x", 0), (1, 1));
+        match parse(b"[1,\n  ]") {
+            Err(ParseError::Syntax(_, at)) => assert_eq!(line_col(b"[1,\n  ]", at), (2, 3)),
+            other => panic!("{other:?}"),
+        }
+    }
+}
