@@ -534,7 +534,7 @@ impl<'p> Interp<'p> {
 
     /// The map a `catch` variable receives.
     fn error_value(&self, e: RtError) -> R<Value> {
-        let mut m = Map::new();
+        let mut m = Map::with_capacity(5);
         let s = |t: &str| Value::string(t);
         m.insert(Rc::new(b"kind".to_vec()), s(e.kind.name()));
         m.insert(Rc::new(b"message".to_vec()), s(&e.message));
@@ -1109,7 +1109,7 @@ impl<'p> Interp<'p> {
                 self.make_list(v)
             }
             Expr::Map(items) => {
-                let mut m = Map::new();
+                let mut m = Map::with_capacity(items.len());
                 for (k, it) in items {
                     let v = self.eval(it)?;
                     m.insert(k.clone(), v);

@@ -223,7 +223,7 @@ pub const MAX_JSON_NODES: usize = 16_384;
 /// Bytes of a regular expression pattern.
 pub const MAX_REGEX_PATTERN: usize = 4 * KIB;
 /// Compiled size of a regular expression program.
-pub const MAX_REGEX_PROGRAM: usize = 256 * KIB;
+pub const MAX_REGEX_PROGRAM: usize = 2 * MIB;
 /// Lazy-DFA cache of one compiled regular expression: past it the engine falls back to
 /// a slower search that is still linear, so this bounds memory, not correctness.
 pub const MAX_REGEX_DFA_CACHE: usize = MIB;

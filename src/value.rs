@@ -219,6 +219,12 @@ impl Map {
         Map::default()
     }
 
+    /// A map with room for exactly `n` entries (for maps built to a known size, so that
+    /// small maps are not accounted at the default growth capacity).
+    pub fn with_capacity(n: usize) -> Self {
+        Map { entries: MapInner::with_capacity_and_hasher(n.min(MAX_MAP_ENTRIES), Default::default()), heap: 0 }
+    }
+
     #[inline]
     pub fn len(&self) -> usize {
         self.entries.len()

@@ -174,7 +174,7 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
         let row = match &header {
             Some(names) => {
-                let mut m = Map::new();
+                let mut m = Map::with_capacity(names.len());
                 for (k, f) in names.iter().zip(rec.iter()) {
                     m.insert(k.clone(), Value::str(f.to_vec()));
                 }

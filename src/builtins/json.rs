@@ -43,6 +43,9 @@ struct Parser<'a> {
     /// Object keys seen so far (those without escapes), shared between objects: records
     /// with the same keys then hold one copy of each.
     keys: HashMap<&'a [u8], Bytes, foldhash::fast::RandomState>,
+    /// Entries of the objects being parsed (a stack shared by nested objects), so that
+    /// each map is built at exactly its size.
+    pairs: Vec<(Bytes, Value)>,
 }
 
 /// Most distinct keys kept for sharing in one parse.
@@ -58,7 +61,7 @@ pub fn parse(text: &[u8]) -> PR<Value> {
     if let Err(e) = std::str::from_utf8(text) {
         return Err(ParseError::Syntax("invalid UTF-8".into(), e.valid_up_to()));
     }
-    let mut p = Parser { s: text, i: 0, nodes: 0, buf: Vec::new(), keys: HashMap::default() };
+    let mut p = Parser { s: text, i: 0, nodes: 0, buf: Vec::new(), keys: HashMap::default(), pairs: Vec::new() };
     p.ws();
     let v = p.value(0)?;
     p.ws();
@@ -178,11 +181,22 @@ impl<'a> Parser<'a> {
         self.enter(depth)?;
         self.i += 1;
         self.ws();
-        let mut m = Map::new();
         if self.s.get(self.i) == Some(&b'}') {
             self.i += 1;
-            return Ok(Value::map(m));
+            return Ok(Value::map(Map::with_capacity(0)));
         }
+        let start = self.pairs.len();
+        let r = self.object_entries(depth);
+        let entries = self.pairs.drain(start..);
+        r?;
+        let mut m = Map::with_capacity(entries.len());
+        for (k, v) in entries {
+            m.insert(k, v);
+        }
+        Ok(Value::map(m))
+    }
+
+    fn object_entries(&mut self, depth: usize) -> PR<()> {
         loop {
             if self.s.get(self.i) != Some(&b'"') {
                 return Err(self.unexpected("in an object (expected a string key)"));
@@ -195,7 +209,7 @@ impl<'a> Parser<'a> {
             self.i += 1;
             self.ws();
             let v = self.value(depth)?;
-            m.insert(k, v);
+            self.pairs.push((k, v));
             self.ws();
             match self.s.get(self.i) {
                 Some(b',') => {
@@ -204,7 +218,7 @@ impl<'a> Parser<'a> {
                 }
                 Some(b'}') => {
                     self.i += 1;
-                    return Ok(Value::map(m));
+                    return Ok(());
                 }
                 _ => return Err(self.unexpected("in an object (expected ',' or '}')")),
             }

@@ -22,7 +22,7 @@ use crate::limits::*;
 use crate::value::*;
 
 /// Compiled patterns kept per thread.
-const CACHE_ENTRIES: usize = 32;
+const CACHE_ENTRIES: usize = 16;
 
 /// One pattern compiled for text subjects (valid UTF-8: empty matches never split a
 /// character) and, when first needed, for byte subjects.
