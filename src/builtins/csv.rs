@@ -5,13 +5,14 @@
 //! Bounds: rows and fields per row by the list limit (16,384), header maps by the map
 //! limit, fields by the string limit (the input is a string, so at most 1 MiB), and the
 //! rows built so far by the frame-storage limit, all checked while reading.
-//! (`csv.open` / `csv.next`, the streaming readers, live with the file readers.)
+//! `csv.open` / `csv.next` / `csv.close` stream records from a file through a file reader
+//! (`--allow-files`; the reader slots and the streaming-read budget are shared).
 
 use std::rc::Rc;
 
 use ::csv::{ByteRecord, QuoteStyle, ReaderBuilder, Terminator, WriterBuilder};
 
-use super::{b, Builtin, Cost};
+use super::{b, gated, Builtin, Cap, Cost};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::limits::*;
@@ -117,6 +118,156 @@ fn unclosed_quote(s: &[u8], delimiter: u8, quote: u8) -> Option<usize> {
     (st == St::Quoted).then_some(opened)
 }
 
+/// Turns records into rows: the header (in header mode), the ragged-row check, lists or
+/// maps. Shared by `csv.parse` and the streaming `csv.next`.
+#[derive(Debug)]
+pub struct RowBuilder {
+    header_mode: bool,
+    header: Option<Vec<Bytes>>,
+    width: Option<usize>,
+}
+
+impl RowBuilder {
+    pub fn new(header_mode: bool) -> Self {
+        RowBuilder { header_mode, header: None, width: None }
+    }
+
+    /// The row of record `rec` (read at `line`), or None when it was the header.
+    pub fn take(&mut self, it: &Interp<'_>, name: &str, rec: &ByteRecord, line: u64) -> R<Option<Value>> {
+        let n = rec.len();
+        if n > MAX_LIST_ITEMS {
+            return Err(it.limit(LimitKind::List, format!("{name}: line {line} has more than {MAX_LIST_ITEMS} fields")));
+        }
+        match self.width {
+            None => self.width = Some(n),
+            Some(w) if w != n => {
+                let first = if self.header_mode { "the header" } else { "the first row" };
+                return Err(it.err(
+                    ErrKind::Parse,
+                    format!("{name}: ragged rows: line {line} has {n} fields, but {first} has {w}"),
+                ));
+            }
+            Some(_) => {}
+        }
+        if self.header_mode && self.header.is_none() {
+            let names: Vec<Bytes> = rec.iter().map(|f| Rc::new(f.to_vec())).collect();
+            for (i, k) in names.iter().enumerate() {
+                if names[..i].contains(k) {
+                    return Err(it.err(
+                        ErrKind::Parse,
+                        format!("{name}: the header names column {:?} twice", String::from_utf8_lossy(k)),
+                    ));
+                }
+            }
+            self.header = Some(names);
+            return Ok(None);
+        }
+        Ok(Some(match &self.header {
+            Some(names) => {
+                let mut m = Map::with_capacity(names.len());
+                for (k, f) in names.iter().zip(rec.iter()) {
+                    m.insert(k.clone(), Value::str(f.to_vec()));
+                }
+                Value::map(m)
+            }
+            None => {
+                let mut fields = Vec::with_capacity(n);
+                fields.extend(rec.iter().map(|f| Value::str(f.to_vec())));
+                Value::list(fields)
+            }
+        }))
+    }
+}
+
+fn reader_for<'a>(o: &Opts, s: &'a [u8]) -> ::csv::Reader<&'a [u8]> {
+    ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .delimiter(o.delimiter)
+        .quote(o.quote)
+        .terminator(Terminator::CRLF)
+        .from_reader(s)
+}
+
+/// The state of a streaming CSV reader (`csv.open`), kept with its file reader.
+#[derive(Debug)]
+pub struct CsvStream {
+    opts: Opts,
+    rows: RowBuilder,
+    /// Physical lines consumed so far.
+    line: u64,
+}
+
+fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "csv.open";
+    let p = it.arg_str(NAME, args, 0)?.clone();
+    let o = opts(it, NAME, args, 1, false)?;
+    let h = super::files::open_reader(it, NAME, &p, HandleKind::Csv)?;
+    let header_mode = o.header == Some(true);
+    super::files::set_csv(it, h.id, Box::new(CsvStream { opts: o, rows: RowBuilder::new(header_mode), line: 0 }));
+    Ok(Value::Handle(h))
+}
+
+/// The next record's text: physical lines joined while a quoted field is open.
+fn next_record(it: &mut Interp<'_>, id: u32, st: &mut CsvStream) -> R<Option<(Vec<u8>, u64)>> {
+    const NAME: &str = "csv.next";
+    loop {
+        let Some(mut rec) = super::files::next_line(it, NAME, id)? else { return Ok(None) };
+        st.line += 1;
+        let first = st.line;
+        if rec.is_empty() {
+            continue; // empty lines are skipped, as csv.parse skips them
+        }
+        while unclosed_quote(&rec, st.opts.delimiter, st.opts.quote).is_some() {
+            let Some(more) = super::files::next_line(it, NAME, id)? else {
+                return Err(
+                    it.err(ErrKind::Parse, format!("{NAME}: a quoted field opened on line {first} is never closed"))
+                );
+            };
+            st.line += 1;
+            if rec.len() + 1 + more.len() > MAX_STRING_BYTES {
+                return Err(
+                    it.limit(LimitKind::FileReads, format!("{NAME}: a record longer than {MAX_STRING_BYTES} bytes"))
+                );
+            }
+            rec.push(b'\n');
+            rec.extend_from_slice(&more);
+        }
+        return Ok(Some((rec, first)));
+    }
+}
+
+fn next(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "csv.next";
+    let id = super::files::reader_id(it, NAME, &args[0], HandleKind::Csv)?;
+    let mut st = super::files::take_csv(it, id);
+    let r = next_row(it, id, &mut st);
+    super::files::set_csv(it, id, st);
+    r
+}
+
+fn next_row(it: &mut Interp<'_>, id: u32, st: &mut CsvStream) -> R<Value> {
+    const NAME: &str = "csv.next";
+    loop {
+        let Some((text, line)) = next_record(it, id, st)? else { return Ok(Value::Nil) };
+        let mut rd = reader_for(&st.opts, &text);
+        let mut rec = ByteRecord::new();
+        match rd.read_byte_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) => return Err(it.err(ErrKind::Parse, format!("{NAME}: line {line}: {e}"))),
+        }
+        if let Some(row) = st.rows.take(it, NAME, &rec, line)? {
+            it.check_value(&row)?;
+            return Ok(row);
+        }
+    }
+}
+
+fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    super::files::close_reader(it, "csv.close", &args[0], HandleKind::Csv)
+}
+
 fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "csv.parse";
     let s = it.arg_str(NAME, args, 0)?;
@@ -131,9 +282,7 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         .quote(o.quote)
         .terminator(Terminator::CRLF)
         .from_reader(s.as_slice());
-    let header_mode = o.header == Some(true);
-    let mut header: Option<Vec<Bytes>> = None;
-    let mut width: Option<usize> = None;
+    let mut rows_b = RowBuilder::new(o.header == Some(true));
     let mut rows: Vec<Value> = Vec::new();
     let mut acct = ACCT_LIST_HEADER;
     let mut rec = ByteRecord::new();
@@ -148,44 +297,7 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         if n > MAX_LIST_ITEMS {
             return Err(it.limit(LimitKind::List, format!("{NAME}: line {line} has more than {MAX_LIST_ITEMS} fields")));
         }
-        match width {
-            None => width = Some(n),
-            Some(w) if w != n => {
-                let first = if header_mode { "the header" } else { "the first row" };
-                return Err(it.err(
-                    ErrKind::Parse,
-                    format!("{NAME}: ragged rows: line {line} has {n} fields, but {first} has {w}"),
-                ));
-            }
-            Some(_) => {}
-        }
-        if header_mode && header.is_none() {
-            let names: Vec<Bytes> = rec.iter().map(|f| Rc::new(f.to_vec())).collect();
-            for (i, k) in names.iter().enumerate() {
-                if names[..i].contains(k) {
-                    return Err(it.err(
-                        ErrKind::Parse,
-                        format!("{NAME}: the header names column {:?} twice", String::from_utf8_lossy(k)),
-                    ));
-                }
-            }
-            header = Some(names);
-            continue;
-        }
-        let row = match &header {
-            Some(names) => {
-                let mut m = Map::with_capacity(names.len());
-                for (k, f) in names.iter().zip(rec.iter()) {
-                    m.insert(k.clone(), Value::str(f.to_vec()));
-                }
-                Value::map(m)
-            }
-            None => {
-                let mut fields = Vec::with_capacity(n);
-                fields.extend(rec.iter().map(|f| Value::str(f.to_vec())));
-                Value::list(fields)
-            }
-        };
+        let Some(row) = rows_b.take(it, NAME, &rec, line)? else { continue };
         if rows.len() == MAX_LIST_ITEMS {
             return Err(it.limit(LimitKind::List, format!("{NAME}: more than {MAX_LIST_ITEMS} rows")));
         }
@@ -296,6 +408,9 @@ fn stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 pub const TABLE: &[Builtin] = &[
     b("csv.parse", "csv.parse(s[, opts])", 1, 2, Cost::Bytes, parse),
     b("csv.stringify", "csv.stringify(rows[, opts])", 1, 2, Cost::Bytes, stringify),
+    gated("csv.open", "csv.open(path[, opts])", 1, 2, Cap::Files, Cost::Const, open),
+    gated("csv.next", "csv.next(reader)", 1, 1, Cap::Files, Cost::Io, next),
+    gated("csv.close", "csv.close(reader)", 1, 1, Cap::Files, Cost::Const, close),
 ];
 
 #[cfg(test)]

@@ -34,6 +34,8 @@ pub struct Reader {
     pos: usize,
     eof: bool,
     pub kind: HandleKind,
+    /// For CSV readers: the parsing state.
+    csv: Option<Box<super::csv::CsvStream>>,
 }
 
 /// Open streaming readers (file and CSV readers share the slots and the read budget).
@@ -279,11 +281,23 @@ pub fn open_reader(it: &mut Interp<'_>, name: &str, p: &[u8], kind: HandleKind) 
     let f = open_read(Path::new(std::ffi::OsStr::from_bytes(p)), false).map_err(|e| io_err(it, name, "open", p, &e))?;
     it.files.next_id += 1;
     let id = it.files.next_id;
-    it.files.readers.insert(id, Reader { file: f, buf: Vec::new(), pos: 0, eof: false, kind });
+    it.files.readers.insert(id, Reader { file: f, buf: Vec::new(), pos: 0, eof: false, kind, csv: None });
     Ok(Handle { kind, id })
 }
 
-fn reader_id(it: &Interp<'_>, name: &str, v: &Value, kind: HandleKind) -> R<u32> {
+/// Keep the CSV state of reader `id`.
+pub fn set_csv(it: &mut Interp<'_>, id: u32, st: Box<super::csv::CsvStream>) {
+    if let Some(r) = it.files.readers.get_mut(&id) {
+        r.csv = Some(st);
+    }
+}
+
+/// Take the CSV state of reader `id` (put it back with `set_csv`).
+pub fn take_csv(it: &mut Interp<'_>, id: u32) -> Box<super::csv::CsvStream> {
+    it.files.readers.get_mut(&id).and_then(|r| r.csv.take()).expect("a CSV reader has its state")
+}
+
+pub fn reader_id(it: &Interp<'_>, name: &str, v: &Value, kind: HandleKind) -> R<u32> {
     match v {
         Value::Handle(h) if h.kind == kind => {
             if it.files.readers.contains_key(&h.id) {
