@@ -368,6 +368,21 @@ impl<'p> Interp<'p> {
         Ok(())
     }
 
+    /// `x = e`: a number is written in place when the variable holds one (see `num_fast`).
+    #[inline(always)]
+    fn set_var(&mut self, slot: Slot, e: &'p Expr) -> R<()> {
+        if let Some(x) = self.num_fast(e) {
+            let cur = self.slot_mut(slot);
+            if let Value::Num(n) = cur {
+                *n = x;
+                return Ok(());
+            }
+            return self.store(slot, Value::Num(x));
+        }
+        let v = self.eval_fast(e)?;
+        self.store(slot, v)
+    }
+
     #[inline]
     fn slot_mut(&mut self, slot: Slot) -> &mut Value {
         match slot {
@@ -397,13 +412,11 @@ impl<'p> Interp<'p> {
         match &s.kind {
             StmtKind::SetLocal(i, e) => {
                 self.step(s.pos)?;
-                let v = self.eval_fast(e)?;
-                self.store(Slot::Local(*i), v)?;
+                self.set_var(Slot::Local(*i), e)?;
             }
             StmtKind::SetGlobal(i, e) => {
                 self.step(s.pos)?;
-                let v = self.eval_fast(e)?;
-                self.store(Slot::Global(*i), v)?;
+                self.set_var(Slot::Global(*i), e)?;
             }
             StmtKind::SetIndex(slot, k, e) => {
                 self.step(s.pos)?;
@@ -424,8 +437,18 @@ impl<'p> Interp<'p> {
             }
             StmtKind::CompoundVar(slot, op, e) => {
                 self.step(s.pos)?;
-                let v = self.eval_fast(e)?;
-                self.compound_var(*slot, *op, v)?;
+                if let Some(k) = self.num_fast(e) {
+                    if let Value::Num(a) = self.slot_mut(*slot) {
+                        if let Some(r) = arith(*op, *a, k) {
+                            *a = r;
+                            return Ok(Flow::Normal);
+                        }
+                    }
+                    self.compound_var(*slot, *op, Value::Num(k))?;
+                } else {
+                    let v = self.eval_fast(e)?;
+                    self.compound_var(*slot, *op, v)?;
+                }
             }
             StmtKind::Expr(e) => {
                 self.step(s.pos)?;
@@ -468,7 +491,10 @@ impl<'p> Interp<'p> {
             StmtKind::Return(e) => {
                 self.step(s.pos)?;
                 self.ret = match e {
-                    Some(e) => self.eval_fast(e)?,
+                    Some(e) => match self.num_fast(e) {
+                        Some(x) => Value::Num(x),
+                        None => self.eval_fast(e)?,
+                    },
                     None => Value::Nil,
                 };
                 return Ok(Flow::Return);
@@ -963,8 +989,13 @@ impl<'p> Interp<'p> {
     /// Evaluate a condition to its truth, without building a bool value where possible.
     #[inline(always)]
     fn cond(&mut self, e: &'p Expr) -> R<bool> {
-        if let Expr::BinS(op, a, b) = e {
-            if let (Some(x), Some(y)) = (self.opnd_num(*a), self.opnd_num(*b)) {
+        let operands = match e {
+            Expr::BinS(op, a, b) => self.opnd_num(*a).zip(self.opnd_num(*b)).map(|p| (op, p)),
+            Expr::BinK(op, a, k) => self.num_leaf(a).map(|x| (op, (x, *k))),
+            _ => None,
+        };
+        if let Some((op, (x, y))) = operands {
+            {
                 match op {
                     BinOp::Lt => return Ok(x < y),
                     BinOp::Le => return Ok(x <= y),
@@ -982,6 +1013,35 @@ impl<'p> Interp<'p> {
     #[inline(never)]
     fn cond_slow(&mut self, e: &'p Expr) -> R<bool> {
         Ok(self.eval(e)?.truthy())
+    }
+
+    /// The number an expression gives when that is cheap to find without building a
+    /// value: a constant, a variable holding a number, or arithmetic on two of those.
+    /// Returning the bare f64 (in a register) instead of a `Value` (in memory) avoids
+    /// store-forwarding stalls on the hottest paths. None means: use `eval`.
+    #[inline(always)]
+    fn num_fast(&self, e: &Expr) -> Option<f64> {
+        match e {
+            Expr::BinK(op, a, k) => arith(*op, self.num_leaf(a)?, *k),
+            _ => self.num_leaf(e),
+        }
+    }
+
+    #[inline(always)]
+    fn num_leaf(&self, e: &Expr) -> Option<f64> {
+        match e {
+            Expr::Const(Value::Num(n)) => Some(*n),
+            Expr::Local(i) => match &self.stack[self.base + *i as usize] {
+                Value::Num(n) => Some(*n),
+                _ => None,
+            },
+            Expr::Global(i) => match &self.globals[*i as usize] {
+                Value::Num(n) => Some(*n),
+                _ => None,
+            },
+            Expr::BinS(op, a, b) => arith(*op, self.opnd_num(*a)?, self.opnd_num(*b)?),
+            _ => None,
+        }
     }
 
     /// `eval` with the simplest nodes done in place, without the recursive call.
@@ -1046,8 +1106,14 @@ impl<'p> Interp<'p> {
                 self.binop(*op, x, Value::Num(*k))
             }
             Expr::Bin(op, a, b) => {
-                let x = self.eval_fast(a)?;
-                let y = self.eval_fast(b)?;
+                let x = match self.num_fast(a) {
+                    Some(n) => Value::Num(n),
+                    None => self.eval_fast(a)?,
+                };
+                let y = match self.num_fast(b) {
+                    Some(n) => Value::Num(n),
+                    None => self.eval_fast(b)?,
+                };
                 if let (Value::Num(p), Value::Num(q)) = (&x, &y) {
                     return self.num_op(*op, *p, *q);
                 }
@@ -1290,6 +1356,10 @@ impl<'p> Interp<'p> {
         let new_base = self.stack.len();
         let mut arg_heap = 0usize;
         for a in args {
+            if let Some(x) = self.num_fast(a) {
+                self.stack.push(Value::Num(x));
+                continue;
+            }
             match self.eval_fast(a) {
                 Ok(v) => {
                     arg_heap += v.heap();
@@ -1345,7 +1415,11 @@ impl<'p> Interp<'p> {
         self.depth -= 1;
         (self.base, self.fbytes, self.func) = saved;
         match r? {
-            Flow::Return => Ok(std::mem::take(&mut self.ret)),
+            Flow::Return => match self.ret {
+                // Rebuilt rather than moved: see `num_fast`.
+                Value::Num(n) => Ok(Value::Num(n)),
+                _ => Ok(std::mem::take(&mut self.ret)),
+            },
             _ => Ok(Value::Nil),
         }
     }
@@ -1411,6 +1485,20 @@ impl<'p> Interp<'p> {
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
         self.modify_place(place, &keys, &mut |this, target| f(this, target, &mut vals))
     }
+}
+
+/// Arithmetic that succeeds with a finite number (None: let the general path decide,
+/// and report the error if there is one).
+#[inline(always)]
+fn arith(op: BinOp, x: f64, y: f64) -> Option<f64> {
+    let r = match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Mod => int_mod(x, y)?,
+        _ => return None,
+    };
+    r.is_finite().then_some(r)
 }
 
 /// The position of a failure not located yet.
