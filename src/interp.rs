@@ -1451,27 +1451,44 @@ impl<'p> Interp<'p> {
         }
     }
 
-    fn eval_args(&mut self, b: &Builtin, args: &'p [Expr]) -> R<SmallVec<[Value; 4]>> {
-        let mut vals: SmallVec<[Value; 4]> = SmallVec::with_capacity(args.len());
+    /// Evaluate a builtin's arguments into `vals`. Variables and constants are cloned
+    /// straight into place (no temporary `Value` moved through memory).
+    #[inline(always)]
+    fn eval_args_into(&mut self, b: &Builtin, args: &'p [Expr], vals: &mut SmallVec<[Value; 4]>) -> R<()> {
         let mut bytes = 0usize;
         for a in args {
-            let v = self.eval_fast(a)?;
-            bytes += v.acct();
+            let direct = match a {
+                Expr::Const(v) => Some(v),
+                Expr::Local(i) => Some(&self.stack[self.base + *i as usize]),
+                Expr::Global(i) => Some(&self.globals[*i as usize]),
+                _ => None,
+            };
+            match direct {
+                Some(Value::Unset) | None => {
+                    let v = self.eval_fast(a)?;
+                    bytes += v.acct();
+                    vals.push(v);
+                }
+                Some(v) => {
+                    bytes += v.acct();
+                    vals.push(v.clone());
+                }
+            }
             if bytes > MAX_CALL_ARG_BYTES {
                 return Err(self.limit(
                     LimitKind::CallArgs,
                     format!("arguments of `{}` exceed {MAX_CALL_ARG_BYTES} accounted bytes", b.name),
                 ));
             }
-            vals.push(v);
         }
-        Ok(vals)
+        Ok(())
     }
 
     #[inline(never)]
     fn call_builtin(&mut self, b: &'static Builtin, args: &'p [Expr]) -> R<Value> {
         self.check_cap(b)?;
-        let mut vals = self.eval_args(b, args)?;
+        let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
+        self.eval_args_into(b, args, &mut vals)?;
         match b.imp {
             Imp::Plain(f) => f(self, &mut vals),
             Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
@@ -1481,7 +1498,8 @@ impl<'p> Interp<'p> {
     fn call_builtin_place(&mut self, b: &'static Builtin, place: &'p Place, args: &'p [Expr]) -> R<Value> {
         self.check_cap(b)?;
         let keys = self.eval_keys(&place.path)?;
-        let mut vals = self.eval_args(b, args)?;
+        let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
+        self.eval_args_into(b, args, &mut vals)?;
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
         self.modify_place(place, &keys, &mut |this, target| f(this, target, &mut vals))
     }

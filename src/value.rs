@@ -47,6 +47,7 @@ pub struct Handle {
 }
 
 #[derive(Clone, Debug, Default)]
+#[repr(C, u8)]
 pub enum Value {
     /// A variable that holds no value yet. Never stored inside lists or maps, never
     /// visible to scripts: reading it is a `name` error.
