@@ -562,17 +562,17 @@ impl<'p> Interp<'p> {
     fn error_value(&self, e: RtError) -> R<Value> {
         let mut m = Map::with_capacity(5);
         let s = |t: &str| Value::string(t);
-        m.insert(Rc::new(b"kind".to_vec()), s(e.kind.name()));
-        m.insert(Rc::new(b"message".to_vec()), s(&e.message));
+        m.insert(bytes(b"kind"), s(e.kind.name()));
+        m.insert(bytes(b"message"), s(&e.message));
         if let Some((file, line)) = self.prog.sources.locate(e.pos) {
-            m.insert(Rc::new(b"file".to_vec()), s(file));
-            m.insert(Rc::new(b"line".to_vec()), Value::Num(line as f64));
+            m.insert(bytes(b"file"), s(file));
+            m.insert(bytes(b"line"), Value::Num(line as f64));
         } else {
-            m.insert(Rc::new(b"file".to_vec()), Value::Nil);
-            m.insert(Rc::new(b"line".to_vec()), Value::Nil);
+            m.insert(bytes(b"file"), Value::Nil);
+            m.insert(bytes(b"line"), Value::Nil);
         }
         if let Some(v) = e.value {
-            m.insert(Rc::new(b"value".to_vec()), v);
+            m.insert(bytes(b"value"), v);
         }
         self.make_map(m)
     }
@@ -840,9 +840,9 @@ impl<'p> Interp<'p> {
             Value::Unset => Err(self.unset(slot)),
             Value::Str(_) if op == BinOp::Concat => {
                 let Value::Str(mut rc) = std::mem::take(self.slot_mut(slot)) else { unreachable!() };
-                let before = str_heap(rc.capacity());
+                let before = str_heap(&rc);
                 let r = self.append_str(&mut rc, &rhs);
-                let after = str_heap(rc.capacity());
+                let after = str_heap(&rc);
                 *self.slot_mut(slot) = Value::Str(rc);
                 r?;
                 self.charge(matches!(slot, Slot::Global(_)), after as isize - before as isize)
@@ -1277,7 +1277,7 @@ impl<'p> Interp<'p> {
                 // Exactly one allocation for the common string and number operands.
                 let joined = |a: &[u8], b: &[u8]| -> R<Value> {
                     self.check_str_len(a.len() + b.len())?;
-                    let mut out = Vec::with_capacity(a.len() + b.len());
+                    let mut out = LStr::with_capacity(a.len() + b.len());
                     out.extend_from_slice(a);
                     out.extend_from_slice(b);
                     Ok(Value::Str(Rc::new(out)))

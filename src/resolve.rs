@@ -19,7 +19,7 @@ use crate::diag::{LoadError, LoadErrors, LoadKind};
 use crate::limits::*;
 use crate::program::*;
 use crate::source::{Loaded, SourceMap};
-use crate::value::Value;
+use crate::value::{bytes, LStr, Value};
 
 struct FnCtx {
     locals: HashMap<String, u32>,
@@ -90,7 +90,7 @@ impl Resolver<'_> {
     fn expr(&mut self, e: &AExpr) -> Expr {
         match e {
             AExpr::Num(n) => Expr::Const(Value::Num(*n)),
-            AExpr::Str(s) => Expr::Const(Value::Str(Rc::new(s.clone()))),
+            AExpr::Str(s) => Expr::Const(Value::Str(Rc::new(LStr::from(s.as_slice())))),
             AExpr::Nil => Expr::Const(Value::Nil),
             AExpr::Bool(b) => Expr::Const(Value::Bool(*b)),
             AExpr::Name(n) => {
@@ -108,14 +108,14 @@ impl Resolver<'_> {
                 parts
                     .iter()
                     .map(|p| match p {
-                        InterpPart::Lit(b) => IPart::Lit(Rc::new(b.clone())),
+                        InterpPart::Lit(b) => IPart::Lit(bytes(b)),
                         InterpPart::Expr(e) => IPart::Expr(self.expr(e)),
-                        InterpPart::Raw(..) => IPart::Lit(Rc::new(vec![])),
+                        InterpPart::Raw(..) => IPart::Lit(bytes(b"")),
                     })
                     .collect(),
             ),
             AExpr::List(items) => Expr::List(items.iter().map(|x| self.expr(x)).collect()),
-            AExpr::Map(items) => Expr::Map(items.iter().map(|(k, x)| (Rc::new(k.clone()), self.expr(x))).collect()),
+            AExpr::Map(items) => Expr::Map(items.iter().map(|(k, x)| (bytes(k), self.expr(x))).collect()),
             AExpr::Unary(UnOp::Neg, x) => match self.expr(x) {
                 Expr::Const(Value::Num(n)) => Expr::Const(Value::Num(-n)),
                 other => Expr::Neg(Box::new(other)),
@@ -140,7 +140,7 @@ impl Resolver<'_> {
                         return Expr::Const(Value::Nil);
                     }
                 }
-                Expr::Field(Box::new(self.expr(base)), Rc::new(name.as_bytes().to_vec()))
+                Expr::Field(Box::new(self.expr(base)), bytes(name.as_bytes()))
             }
             AExpr::Call(callee, args) => self.call(callee, args),
         }
@@ -232,7 +232,7 @@ impl Resolver<'_> {
                     cur = base;
                 }
                 AExpr::Field(base, f) => {
-                    path.push(Expr::Const(Value::Str(Rc::new(f.as_bytes().to_vec()))));
+                    path.push(Expr::Const(Value::Str(bytes(f.as_bytes()))));
                     cur = base;
                 }
                 _ => return None,

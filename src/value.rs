@@ -15,8 +15,111 @@ use std::rc::Rc;
 
 use crate::limits::*;
 
-/// String bytes (conventionally UTF-8, not necessarily).
-pub type Bytes = Rc<Vec<u8>>;
+/// Inline capacity of a string: strings this short live inside their reference-counted
+/// box (one allocation); longer ones have a heap buffer.
+pub const STR_INLINE: usize = 16;
+
+/// The bytes of a string (conventionally UTF-8, not necessarily).
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LStr(smallvec::SmallVec<[u8; STR_INLINE]>);
+
+impl std::fmt::Debug for LStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(&self.0))
+    }
+}
+
+impl std::ops::Deref for LStr {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for LStr {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<Vec<u8>> for LStr {
+    /// Short strings move into the inline buffer; long ones keep the vector's buffer.
+    #[inline]
+    fn from(v: Vec<u8>) -> Self {
+        if v.len() <= STR_INLINE {
+            LStr(smallvec::SmallVec::from_slice(&v))
+        } else {
+            LStr(smallvec::SmallVec::from_vec(v))
+        }
+    }
+}
+
+impl From<&[u8]> for LStr {
+    #[inline]
+    fn from(v: &[u8]) -> Self {
+        LStr(smallvec::SmallVec::from_slice(v))
+    }
+}
+
+impl From<&str> for LStr {
+    fn from(v: &str) -> Self {
+        LStr::from(v.as_bytes())
+    }
+}
+
+impl LStr {
+    pub fn with_capacity(n: usize) -> Self {
+        LStr(smallvec::SmallVec::with_capacity(n))
+    }
+
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Capacity, as accounted: an inline string's buffer is part of its header, so it
+    /// counts its length; a heap buffer counts its capacity.
+    #[inline]
+    pub fn acct_bytes(&self) -> usize {
+        if self.0.spilled() {
+            self.0.capacity()
+        } else {
+            self.0.len()
+        }
+    }
+
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+
+    #[inline]
+    pub fn extend_from_slice(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(b)
+    }
+
+    pub fn push(&mut self, b: u8) {
+        self.0.push(b)
+    }
+
+    pub fn reserve_exact(&mut self, n: usize) {
+        self.0.reserve_exact(n)
+    }
+
+    pub fn into_vec(self) -> Vec<u8> {
+        self.0.into_vec()
+    }
+}
+
+/// String bytes, shared copy-on-write.
+pub type Bytes = Rc<LStr>;
+
+/// A shared string from bytes.
+#[inline]
+pub fn bytes(b: &[u8]) -> Bytes {
+    Rc::new(LStr::from(b))
+}
 
 /// What a handle refers to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +170,7 @@ pub enum Value {
 pub struct Key(pub Bytes);
 
 impl PartialEq for Key {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
         self.0.as_slice() == other.0.as_slice()
     }
@@ -85,7 +189,7 @@ impl Borrow<[u8]> for Key {
 
 impl Key {
     fn acct(&self) -> usize {
-        self.0.capacity()
+        self.0.acct_bytes()
     }
 }
 
@@ -100,15 +204,15 @@ pub fn is_integral(x: f64) -> bool {
     }
 }
 
-/// Accounted heap storage of a string with this capacity.
+/// Accounted heap storage of a string.
 #[inline]
-pub fn str_heap(cap: usize) -> usize {
-    ACCT_STRING_HEADER + cap
+pub fn str_heap(s: &LStr) -> usize {
+    ACCT_STRING_HEADER + s.acct_bytes()
 }
 
 /// Grow `v` so it can hold `extra` more bytes: doubling, but never past the string limit,
 /// so a string at the limit never carries more than the limit in capacity.
-pub fn reserve_str(v: &mut Vec<u8>, extra: usize) {
+pub fn reserve_str(v: &mut LStr, extra: usize) {
     let need = v.len() + extra;
     if need > v.capacity() {
         let target = need.max(v.capacity() * 2).max(16).min(MAX_STRING_BYTES.max(need));
@@ -311,11 +415,11 @@ impl Value {
         if b.capacity() - b.len() > 64 && b.capacity() - b.len() > b.len() / 8 {
             b.shrink_to_fit();
         }
-        Value::Str(Rc::new(b))
+        Value::Str(Rc::new(LStr::from(b)))
     }
 
     pub fn string(s: &str) -> Value {
-        Value::Str(Rc::new(s.as_bytes().to_vec()))
+        Value::Str(bytes(s.as_bytes()))
     }
 
     pub fn list(items: Vec<Value>) -> Value {
@@ -330,7 +434,7 @@ impl Value {
     #[inline]
     pub fn heap(&self) -> usize {
         match self {
-            Value::Str(s) => str_heap(s.capacity()),
+            Value::Str(s) => str_heap(s),
             Value::List(l) => l.acct(),
             Value::Map(m) => m.acct(),
             _ => 0,
@@ -616,8 +720,8 @@ mod tests {
     #[test]
     fn str_of_containers_is_compact_json() {
         let mut m = Map::new();
-        m.insert(Rc::new(b"a".to_vec()), Value::Num(1.0));
-        m.insert(Rc::new(b"b".to_vec()), Value::list(vec![Value::Nil, Value::Bool(true), Value::string("x\"y")]));
+        m.insert(bytes(b"a"), Value::Num(1.0));
+        m.insert(bytes(b"b"), Value::list(vec![Value::Nil, Value::Bool(true), Value::string("x\"y")]));
         let mut out = Vec::new();
         write_str(&Value::map(m), &mut out, usize::MAX).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), r#"{"a":1,"b":[null,true,"x\"y"]}"#);
@@ -640,7 +744,7 @@ mod tests {
         l.pop();
         assert!(l.acct() < with);
         let mut m = Map::new();
-        m.insert(Rc::new(b"k".to_vec()), Value::string("v"));
+        m.insert(bytes(b"k"), Value::string("v"));
         let before = m.acct();
         m.remove(b"k");
         assert!(m.acct() < before);

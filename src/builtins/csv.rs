@@ -8,8 +8,6 @@
 //! `csv.open` / `csv.next` / `csv.close` stream records from a file through a file reader
 //! (`--allow-files`; the reader slots and the streaming-read budget are shared).
 
-use std::rc::Rc;
-
 use ::csv::{ByteRecord, QuoteStyle, ReaderBuilder, Terminator, WriterBuilder};
 
 use super::{b, gated, Builtin, Cap, Cost};
@@ -150,7 +148,7 @@ impl RowBuilder {
             Some(_) => {}
         }
         if self.header_mode && self.header.is_none() {
-            let names: Vec<Bytes> = rec.iter().map(|f| Rc::new(f.to_vec())).collect();
+            let names: Vec<Bytes> = rec.iter().map(|f| bytes(f)).collect();
             for (i, k) in names.iter().enumerate() {
                 if names[..i].contains(k) {
                     return Err(it.err(

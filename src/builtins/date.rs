@@ -4,7 +4,6 @@
 //! years -262143..262142.
 
 use std::fmt::Write as _;
-use std::rc::Rc;
 
 use chrono::format::{Item, Parsed, StrftimeItems};
 use chrono::{DateTime, Datelike, FixedOffset, NaiveDateTime, NaiveTime, Timelike, Utc};
@@ -170,7 +169,7 @@ fn parts(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let d = dt.with_timezone(&off);
     let mut m = Map::new();
     let mut put = |k: &str, v: f64| {
-        m.insert(Rc::new(k.as_bytes().to_vec()), Value::Num(v));
+        m.insert(bytes(k.as_bytes()), Value::Num(v));
     };
     put("year", d.year() as f64);
     put("month", d.month() as f64);

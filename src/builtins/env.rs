@@ -81,7 +81,7 @@ fn all(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
     it.check_map_len(pairs.len())?;
     let mut m = Map::new();
     for (k, v) in pairs {
-        m.insert(Rc::new(k), Value::str(v));
+        m.insert(Rc::new(LStr::from(k)), Value::str(v));
     }
     it.make_map(m)
 }

@@ -15,7 +15,6 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::rc::Rc;
 
 use rustix::fs::{Mode, OFlags};
 
@@ -263,7 +262,7 @@ fn stat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         .unwrap_or(Value::Nil);
     let mut out = Map::new();
     let mut put = |k: &str, v: Value| {
-        out.insert(Rc::new(k.as_bytes().to_vec()), v);
+        out.insert(bytes(k.as_bytes()), v);
     };
     put("size", Value::Num(m.len() as f64));
     put("is_file", Value::Bool(ft.is_file()));

@@ -238,7 +238,7 @@ impl<'a> Parser<'a> {
                 if let Some(shared) = self.keys.get(k) {
                     return Ok(shared.clone());
                 }
-                let b = Rc::new(k.to_vec());
+                let b = bytes(k);
                 if self.keys.len() < MAX_SHARED_KEYS {
                     self.keys.insert(k, b.clone());
                 }
@@ -249,7 +249,7 @@ impl<'a> Parser<'a> {
             }
             j += 1;
         }
-        Ok(Rc::new(self.string()?))
+        Ok(Rc::new(LStr::from(self.string()?)))
     }
 
     /// string -> '"' ( unescaped | '\' escape )* '"'; the input is known to be UTF-8.
@@ -817,7 +817,7 @@ mod tests {
     fn refused_values() {
         assert!(matches!(stringify(&Value::str(vec![0xff]), b""), Err(WriteError::Value(_))));
         let mut m = Map::new();
-        m.insert(Rc::new(vec![0xc3]), Value::Nil);
+        m.insert(crate::value::bytes(&[0xc3]), Value::Nil);
         assert!(matches!(stringify(&Value::map(m), b""), Err(WriteError::Value(_))));
         let h = Value::Handle(Handle { kind: HandleKind::File, id: 1 });
         assert!(matches!(stringify(&Value::list(vec![h]), b""), Err(WriteError::Value(_))));

@@ -96,7 +96,7 @@ fn parse_query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         let bad = |at: usize| it.err(ErrKind::Parse, format!("{NAME}: bad %-escape at offset {at}"));
         let key = decode(k, true).map_err(|at| bad(here + at))?;
         let val = decode(v, true).map_err(|at| bad(here + k.len() + 1 + at))?;
-        m.insert(Rc::new(key), Value::str(val));
+        m.insert(Rc::new(LStr::from(key)), Value::str(val));
         it.check_map_len(m.len())?;
     }
     it.make_map(m)
@@ -252,7 +252,7 @@ fn url_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let opt = |x: Option<&[u8]>| x.map(|b| Value::str(b.to_vec())).unwrap_or(Value::Nil);
     let mut m = Map::new();
     let mut put = |k: &str, v: Value| {
-        m.insert(Rc::new(k.as_bytes().to_vec()), v);
+        m.insert(bytes(k.as_bytes()), v);
     };
     put("scheme", p.scheme.as_deref().map(Value::string).unwrap_or(Value::Nil));
     put("user", opt(p.user));
