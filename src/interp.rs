@@ -614,7 +614,10 @@ impl<'p> Interp<'p> {
             if !i.is_finite() || (st > 0.0 && i > b) || (st < 0.0 && i < b) {
                 break;
             }
-            self.store(var, Value::Num(i))?;
+            match self.slot_mut(var) {
+                Value::Num(n) => *n = i,
+                _ => self.store(var, Value::Num(i))?,
+            }
             if let Some(f) = self.loop_body(body)? {
                 return Ok(f);
             }
