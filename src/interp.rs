@@ -420,8 +420,11 @@ impl<'p> Interp<'p> {
             }
             StmtKind::SetIndex(slot, k, e) => {
                 self.step(s.pos)?;
-                let v = self.eval(e)?;
-                let key = self.eval(k)?;
+                let v = match self.num_fast(e) {
+                    Some(x) => Value::Num(x),
+                    None => self.eval(e)?,
+                };
+                let key = self.eval_fast(k)?;
                 self.set_index(*slot, key, v)?;
             }
             StmtKind::IncVar(slot, op, k) => {
@@ -1439,7 +1442,16 @@ impl<'p> Interp<'p> {
         }
     }
 
+    #[inline(always)]
     fn check_cap(&self, b: &Builtin) -> R<()> {
+        match b.cap {
+            None => Ok(()),
+            Some(_) => self.check_cap_slow(b),
+        }
+    }
+
+    #[inline(never)]
+    fn check_cap_slow(&self, b: &Builtin) -> R<()> {
         let Some(cap) = b.cap else { return Ok(()) };
         let (ok, flag) = match cap {
             Cap::Files => (self.caps.files, "--allow-files"),

@@ -34,11 +34,16 @@ fn values(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 fn get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let default = args.get(2).cloned().unwrap_or(Value::Nil);
+    fn default(args: &mut [Value]) -> Value {
+        args.get_mut(2).map(std::mem::take).unwrap_or(Value::Nil)
+    }
     match &args[0] {
         Value::Map(m) => {
             let k = it.arg_str("get", args, 1)?;
-            Ok(m.get(k).cloned().unwrap_or(default))
+            match m.get(k) {
+                Some(v) => Ok(v.clone()),
+                None => Ok(default(args)),
+            }
         }
         Value::List(l) => {
             let n = it.arg_num("get", args, 1)?;
@@ -47,7 +52,7 @@ fn get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             }
             let i = if n < 0.0 { n + l.len() as f64 } else { n };
             if i < 0.0 || i >= l.len() as f64 {
-                return Ok(default);
+                return Ok(default(args));
             }
             Ok(l.items()[i as usize].clone())
         }
