@@ -144,3 +144,33 @@ def fails(script):
 def lines_of(*rows):
     """Join rows into program text, one statement per line."""
     return "\n".join(rows) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# Helpers for the file-system tests (test_files, test_dirs, test_readers).
+# ---------------------------------------------------------------------------
+
+FILES = ["--allow-files"]
+HANG_TIMEOUT = 20
+
+
+def files(script, code, *args, timeout=HANG_TIMEOUT, **kw):
+    """Run `code` with --allow-files; a hang is reported as a test failure."""
+    try:
+        return script(code, *args, opts=FILES + list(kw.pop("opts", [])), timeout=timeout, **kw)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"leash did not finish within {timeout}s (blocked on a FIFO or device?)")
+
+
+def caught(code):
+    """Wrap one statement so that its error is printed as `KIND|MESSAGE`."""
+    return f'try\n  {code}\n  print("no error")\ncatch e\n  print(e.kind .. "|" .. e.message)\nend\n'
+
+
+def err_of(r):
+    """The (kind, message) that `caught` printed."""
+    assert r.status == 0, r
+    line = r.out.strip().splitlines()[-1]
+    assert line != "no error", f"expected an error, got none: {r!r}"
+    kind, _, msg = line.partition("|")
+    return kind, msg

@@ -6,31 +6,9 @@ in test_files.py (one table for every gated builtin).
 """
 import errno
 import os
-import subprocess
 
 import pytest
-
-FILES = ["--allow-files"]
-TIMEOUT = 20
-
-
-def files(script, code, *args, **kw):
-    try:
-        return script(code, *args, opts=FILES + list(kw.pop("opts", [])), timeout=TIMEOUT, **kw)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"leash did not finish within {TIMEOUT}s")
-
-
-def caught(code):
-    return f'try\n  {code}\n  print("no error")\ncatch e\n  print(e.kind .. "|" .. e.message)\nend\n'
-
-
-def err_of(r):
-    assert r.status == 0, r
-    line = r.out.strip().splitlines()[-1]
-    assert line != "no error", f"expected an error: {r!r}"
-    kind, _, msg = line.partition("|")
-    return kind, msg
+from conftest import FILES, caught, err_of, files
 
 
 @pytest.fixture

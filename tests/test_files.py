@@ -20,35 +20,13 @@ import time
 import pytest
 
 from conftest import LEASH, run
+from conftest import FILES, HANG_TIMEOUT, caught, err_of, files
 
 MIB = 1024 * 1024
-FILES = ["--allow-files"]
-HANG_TIMEOUT = 10
 
 
 def strerror(code):
     return os.strerror(code)
-
-
-def files(script, code, *args, timeout=HANG_TIMEOUT, **kw):
-    """Run `code` with --allow-files; a hang is reported as a test failure."""
-    try:
-        return script(code, *args, opts=FILES + list(kw.pop("opts", [])), timeout=timeout, **kw)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"leash did not finish within {timeout}s (blocked on a FIFO or device?)")
-
-
-def caught(code):
-    """Wrap one statement so that its error is printed as `KIND|MESSAGE`."""
-    return f'try\n  {code}\n  print("no error")\ncatch e\n  print(e.kind .. "|" .. e.message)\nend\n'
-
-
-def err_of(r):
-    assert r.status == 0, r
-    line = r.out.strip().splitlines()[-1]
-    assert line != "no error", f"expected an error, got none: {r!r}"
-    kind, _, msg = line.partition("|")
-    return kind, msg
 
 
 def tree(root):

@@ -7,33 +7,12 @@ cannot be caught. Refusal of directories, devices and FIFOs by file.open is test
 test_files.py with the other safety rules.
 """
 import os
-import subprocess
 
 import pytest
+from conftest import FILES, caught, err_of, files
 
-FILES = ["--allow-files"]
-TIMEOUT = 20
 KIB = 1024
 MIB = 1024 * KIB
-
-
-def files(script, code, *args, **kw):
-    try:
-        return script(code, *args, opts=FILES + list(kw.pop("opts", [])), timeout=TIMEOUT, **kw)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"leash did not finish within {TIMEOUT}s")
-
-
-def caught(code):
-    return f'try\n  {code}\n  print("no error")\ncatch e\n  print(e.kind .. "|" .. e.message)\nend\n'
-
-
-def err_of(r):
-    assert r.status == 0, r
-    line = r.out.strip().splitlines()[-1]
-    assert line != "no error", f"expected an error: {r!r}"
-    kind, _, msg = line.partition("|")
-    return kind, msg
 
 
 @pytest.fixture
