@@ -87,6 +87,11 @@ fn granted(cfg: &Config) -> Caps {
 /// Everything after argv: returns the exit status.
 pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
     let (json, stats) = cli::prescan(&args);
+    // The internal-error path (a panic caught by `main`, exit 70) cannot be reached by any
+    // input; this switch lets the test suite check that it works.
+    if std::env::var_os("LEASH_TEST_INTERNAL_ERROR").is_some() {
+        panic!("deliberate panic (LEASH_TEST_INTERNAL_ERROR is set)");
+    }
     let (cfg, cmd) = match cli::parse(&args) {
         Ok(x) => x,
         Err(m) => {

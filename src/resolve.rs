@@ -555,3 +555,92 @@ fn resolve_fn(r: &mut Resolver<'_>, f: &FnDef) -> Function {
         pos: f.pos,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::program::{Program, Slot, StmtKind};
+
+    fn load(src: &str) -> Result<Program, Vec<(String, Option<u32>)>> {
+        crate::load("t.lsh", src.as_bytes().to_vec(), None)
+            .map_err(|ds| ds.into_iter().map(|d| (d.kind, d.line)).collect())
+    }
+
+    fn kinds(src: &str) -> Vec<(String, Option<u32>)> {
+        load(src).err().unwrap_or_default()
+    }
+
+    #[test]
+    fn assigned_names_are_local_unless_global() {
+        let p = load("x = 1\nfn f(a)\n  b = a\n  y = x\n  global z\n  z = 2\n  return b\nend\n").unwrap();
+        let f = &p.funcs[0];
+        assert_eq!(f.slot_names, vec!["a", "b", "y"]);
+        assert_eq!(p.global_names, vec!["x", "z"]);
+        // `y = x` reads the global x and writes local y.
+        match &f.body[1].kind {
+            StmtKind::SetLocal(_, crate::program::Expr::Global(_)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn in_place_builtins_make_their_root_local() {
+        let p = load("fn f()\n  xs = []\n  push(xs, 1)\nend\nfn g()\n  push(ys, 1)\nend\n").unwrap();
+        assert_eq!(p.funcs[1].slot_names, vec!["ys"]);
+        let p = load("fn g()\n  global ys\n  push(ys, 1)\nend\n").unwrap();
+        assert!(p.funcs[0].slot_names.is_empty());
+        assert_eq!(p.global_names, vec!["ys"]);
+        match &p.funcs[0].body[0].kind {
+            StmtKind::Expr(crate::program::Expr::BuiltinPlace(_, place, _)) => assert_eq!(place.root, Slot::Global(0)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_functions_and_arity() {
+        assert_eq!(kinds("nope(1)\n"), vec![("name".into(), Some(1))]);
+        assert_eq!(kinds("x = len(1, 2)\n"), vec![("arity".into(), Some(1))]);
+        assert_eq!(kinds("fn f(a)\nend\nf()\n"), vec![("arity".into(), Some(3))]);
+        assert_eq!(kinds("x = math.nope(1)\n"), vec![("name".into(), Some(1))]);
+        // Functions are hoisted and checked even when never called.
+        assert!(load("f()\nfn f()\nend\n").is_ok());
+        assert_eq!(kinds("fn never()\n  nope()\nend\n"), vec![("name".into(), Some(2))]);
+    }
+
+    #[test]
+    fn reserved_and_duplicate_names() {
+        assert_eq!(kinds("json = 1\n"), vec![("name".into(), Some(1))]);
+        assert_eq!(kinds("x = math\n"), vec![("name".into(), Some(1))]);
+        assert_eq!(kinds("fn f(env)\nend\n"), vec![("name".into(), Some(1))]);
+        assert_eq!(kinds("fn len(x)\nend\n"), vec![("name".into(), Some(1))]);
+        assert_eq!(kinds("fn f()\nend\nfn f()\nend\n"), vec![("name".into(), Some(3))]);
+        assert_eq!(kinds("fn f(a, a)\nend\n"), vec![("name".into(), Some(1))]);
+        // Core builtin names are free for variables.
+        assert!(load("max = 3\nprint(max(max, 4))\n").is_ok());
+    }
+
+    #[test]
+    fn place_arguments_must_be_places() {
+        assert_eq!(kinds("push([], 1)\n"), vec![("syntax".into(), Some(1))]);
+        assert!(load("m = {}\nm.xs = []\npush(m.xs, 1)\n").is_ok());
+    }
+
+    #[test]
+    fn capabilities_are_found_statically() {
+        let p = load("fn never()\n  file.read(\"x\")\nend\nprint(1)\n").unwrap();
+        assert_eq!(p.caps.describe(), "files");
+        let p = load("print(1)\n").unwrap();
+        assert_eq!(p.caps.describe(), "none");
+    }
+
+    #[test]
+    fn namespace_constants_fold() {
+        let p = load("x = math.pi\n").unwrap();
+        match &p.main[0].kind {
+            StmtKind::SetGlobal(_, crate::program::Expr::Const(crate::value::Value::Num(n))) => {
+                assert_eq!(*n, std::f64::consts::PI)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(kinds("x = json.parse\n"), vec![("syntax".into(), Some(1))]);
+    }
+}

@@ -3,6 +3,8 @@ import json
 
 import pytest
 
+from conftest import run
+
 # One reachable example of every runtime kind the core can raise.
 KIND_EXAMPLES = [
     ("type", '1 + "a"'),
@@ -239,3 +241,18 @@ def test_limit_diagnostic_fields(script):
     assert d["error"] == "limit" and d["kind"] == "steps"
     assert d["file"].endswith("t.lsh") and d["line"] in (2, 3)
     assert d["message"]
+
+
+def test_internal_error_is_reported_with_status_70():
+    # A panic anywhere becomes an `internal` diagnostic and exit 70 (the switch makes
+    # the interpreter panic on purpose; no input can).
+    import os
+    env = dict(os.environ, LEASH_TEST_INTERNAL_ERROR="1")
+    r = run(["--error-format", "json", "--stats", "-e", "print(1)"], env=env)
+    assert r.status == 70, r
+    assert r.out == ""
+    assert (r.diag["error"], r.diag["kind"]) == ("internal", "internal"), r
+    assert "deliberate panic" in r.diag["message"]
+    assert r.stats["steps"] == 0
+    r = run(["-e", "print(1)"], env=env)
+    assert r.status == 70 and "internal error" in r.err, r
