@@ -7,7 +7,7 @@ import pytest
 
 from conftest import ROOT, run
 
-CORPUS = ROOT.parent / "shared" / "corpora" / "JSONTestSuite" / "test_parsing"
+CORPUS = ROOT / "tests" / "corpora" / "JSONTestSuite" / "test_parsing"  # vendored, MIT
 
 # Reads one JSON text from stdin, parses it, writes it back compactly, parses that again
 # and checks both parses agree. Prints "ok" and the compact text, or "error KIND".
