@@ -11,6 +11,15 @@ if ! "$PY" -c "import pytest, xdist" 2>/dev/null; then
   "$PY" -m pip install --quiet -r tests/requirements.txt
 fi
 
+# strace lets the file tests observe that copies and renames refuse existing
+# destinations atomically (they are skipped, saying so, when it cannot be installed).
+if ! command -v strace >/dev/null 2>&1; then
+  echo "== installing strace"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO=sudo
+  ($SUDO apt-get install -y -qq strace >/dev/null 2>&1 || { $SUDO apt-get update -qq >/dev/null 2>&1 && $SUDO apt-get install -y -qq strace >/dev/null 2>&1; }) \
+    || echo "   (strace could not be installed; the strace-based checks will be skipped)"
+fi
+
 echo "== cargo build --release"
 cargo build --release --locked
 echo "== cargo test (unit tests)"
