@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::{self, Command, Config, Program as Source};
 use crate::diag::Diagnostic;
-use crate::interp::{RunConfig, Stats};
+use crate::interp::{RunConfig, SnapshotDir, Stats};
 use crate::limits::MAX_SOURCE_BYTES;
 use crate::program::Caps;
 
@@ -119,10 +119,7 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
             0
         }
         Command::Check { scripts } => check(&cfg, &scripts, started),
-        Command::Test { .. } => {
-            emit_diag(&Diagnostic::usage("leash test is not available in this build"), cfg.json_errors);
-            2
-        }
+        Command::Test { paths } => test(&cfg, &paths, started),
         Command::Run { program, args } => run(&cfg, &program, args, started),
     }
 }
@@ -157,6 +154,41 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
     status
 }
 
+fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant) -> RunConfig {
+    RunConfig {
+        max_steps: cfg.max_steps,
+        deadline: cfg.max_time.map(|t| started + Duration::from_secs_f64(t)),
+        max_memory: cfg.max_memory,
+        seed: cfg.seed,
+        caps: granted(cfg),
+        args,
+        cgi: cfg.cgi,
+        snapshots: None,
+    }
+}
+
+fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
+    let files = match crate::testrun::collect(paths) {
+        Ok(f) => f,
+        Err(m) => {
+            emit_diag(&Diagnostic::usage(m), cfg.json_errors);
+            return 2;
+        }
+    };
+    let rc = run_config(cfg, vec![], started);
+    let mut summary = crate::testrun::Summary::default();
+    for f in &files {
+        crate::testrun::run_file(f, &rc, cfg.filter.as_deref(), cfg.update_snapshots, &mut summary, &mut |d| {
+            emit_diag(d, cfg.json_errors)
+        });
+    }
+    println!("{} passed, {} failed", summary.passed, summary.failed);
+    if cfg.stats {
+        emit_stats(&Stats::default(), started);
+    }
+    summary.status()
+}
+
 fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 {
     let finish = |status: i32, stats: &Stats| {
         if cfg.stats {
@@ -180,15 +212,12 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             return finish(3, &Stats::default());
         }
     };
-    let rc = RunConfig {
-        max_steps: cfg.max_steps,
-        deadline: cfg.max_time.map(|t| started + Duration::from_secs_f64(t)),
-        max_memory: cfg.max_memory,
-        seed: cfg.seed,
-        caps: granted(cfg),
-        args,
-        cgi: cfg.cgi,
-    };
+    let mut rc = run_config(cfg, args, started);
+    rc.snapshots = path.as_deref().map(|p| SnapshotDir {
+        dir: p.parent().map(Path::to_path_buf).unwrap_or_default(),
+        stem: p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        update: cfg.update_snapshots,
+    });
     let out = crate::run(&prog, &rc);
     if let Some(d) = &out.diag {
         emit_diag(d, cfg.json_errors);

@@ -62,6 +62,7 @@ pub struct RunConfig {
     pub caps: Caps,
     pub args: Vec<Vec<u8>>,
     pub cgi: bool,
+    pub snapshots: Option<SnapshotDir>,
 }
 
 impl Default for RunConfig {
@@ -74,6 +75,7 @@ impl Default for RunConfig {
             caps: Caps::default(),
             args: vec![],
             cgi: false,
+            snapshots: None,
         }
     }
 }
@@ -127,6 +129,16 @@ pub struct Interp<'p> {
     pub(crate) env: crate::builtins::env::EnvOverlay,
     pub(crate) stdin: crate::builtins::stdin::StdinState,
     pub(crate) files: crate::builtins::files::FileState,
+    /// Where `assert_snapshot` keeps its snapshots.
+    pub(crate) snapshots: Option<SnapshotDir>,
+}
+
+/// `assert_snapshot` files live in `DIR/__snapshots__/STEM/NAME.snap`.
+#[derive(Debug, Clone)]
+pub struct SnapshotDir {
+    pub dir: std::path::PathBuf,
+    pub stem: String,
+    pub update: bool,
 }
 
 impl<'p> Interp<'p> {
@@ -160,6 +172,7 @@ impl<'p> Interp<'p> {
             env: Default::default(),
             stdin: Default::default(),
             files: Default::default(),
+            snapshots: cfg.snapshots.clone(),
         };
         it.step_check = it.next_check();
         it
@@ -181,6 +194,25 @@ impl<'p> Interp<'p> {
             Ok(_) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// The globals after main ran (the test runner restores them before each test).
+    pub fn snapshot_globals(&self) -> (Vec<Value>, usize) {
+        (self.globals.clone(), self.gbytes)
+    }
+
+    pub fn restore_globals(&mut self, snap: &(Vec<Value>, usize)) {
+        self.mem = self.mem - self.gbytes + snap.1;
+        self.gbytes = snap.1;
+        self.globals = snap.0.clone();
+    }
+
+    /// Call function `fi` without arguments, with a fresh step budget (`leash test`).
+    pub fn call_test(&mut self, fi: usize) -> R<()> {
+        self.steps = 0;
+        self.step_check = self.next_check();
+        self.call(fi, &[])?;
+        Ok(())
     }
 
     pub fn stats(&self) -> Stats {

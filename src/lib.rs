@@ -21,6 +21,7 @@ pub mod program;
 pub mod resolve;
 pub mod source;
 pub mod stdlib;
+pub mod testrun;
 pub mod value;
 
 use std::path::Path;
@@ -55,38 +56,9 @@ pub struct Outcome {
 pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
     let mut it = Interp::new(prog, cfg);
     let r = it.run_main();
-    let locate = |pos| prog.sources.locate(pos).map(|(f, l)| (f.to_string(), l));
     let (mut status, mut diag) = match r {
         Ok(()) => (0, None),
-        Err(u) => match *u {
-            Unwind::Exit(n) => (n, None),
-            Unwind::Error(e) => {
-                let at = locate(e.pos);
-                (
-                    1,
-                    Some(Diagnostic {
-                        class: Class::Runtime,
-                        kind: e.kind.name().to_string(),
-                        message: e.message,
-                        file: at.as_ref().map(|a| a.0.clone()),
-                        line: at.map(|a| a.1),
-                    }),
-                )
-            }
-            Unwind::Limit { kind, message, pos } => {
-                let at = locate(pos);
-                (
-                    4,
-                    Some(Diagnostic {
-                        class: Class::Limit,
-                        kind: kind.name().to_string(),
-                        message,
-                        file: at.as_ref().map(|a| a.0.clone()),
-                        line: at.map(|a| a.1),
-                    }),
-                )
-            }
-        },
+        Err(u) => failure(prog, *u),
     };
     if let Err(m) = it.out.flush() {
         // Output that could not be delivered is a failure of the run, unless the run
@@ -99,4 +71,17 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
     let held = it.out.take_held();
     it.files.close_all();
     Outcome { status, diag, stats: it.stats(), held }
+}
+
+/// The exit status and diagnostic of a run that stopped early.
+pub fn failure(prog: &Program, u: Unwind) -> (i32, Option<Diagnostic>) {
+    let locate = |pos| prog.sources.locate(pos).map(|(f, l)| (f.to_string(), l));
+    let (status, class, kind, message, pos) = match u {
+        Unwind::Exit(n) => return (n, None),
+        Unwind::Error(e) => (1, Class::Runtime, e.kind.name().to_string(), e.message, e.pos),
+        Unwind::Limit { kind, message, pos } => (4, Class::Limit, kind.name().to_string(), message, pos),
+    };
+    let at = locate(pos);
+    let file = at.as_ref().map(|a| a.0.clone());
+    (status, Some(Diagnostic { class, kind, message, file, line: at.map(|a| a.1) }))
 }

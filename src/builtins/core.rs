@@ -212,6 +212,58 @@ fn assert_eq(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Err(it.err(ErrKind::Assert, msg))
 }
 
+/// `assert_snapshot(name, value)`: compare `str(value)` with the stored snapshot
+/// `__snapshots__/<stem>/<name>.snap` beside the test file; with `--update-snapshots`,
+/// write it instead.
+fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let name = it.arg_text("assert_snapshot", args, 0)?.to_string();
+    let safe = !name.is_empty()
+        && name.len() <= 128
+        && name != "."
+        && name != ".."
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
+    if !safe {
+        return Err(
+            it.err(ErrKind::Value, "assert_snapshot: a name is 1 to 128 letters, digits, '_', '-' or '.'".to_string())
+        );
+    }
+    let Some(dir) = it.snapshots.clone() else {
+        return Err(it.err(ErrKind::Value, "assert_snapshot needs a script file (not -e or stdin)"));
+    };
+    let text = it.to_text(&args[1], MAX_STRING_BYTES)?;
+    let folder = dir.dir.join("__snapshots__").join(&dir.stem);
+    let file = folder.join(format!("{name}.snap"));
+    let io = |it: &Interp<'_>, what: &str, e: std::io::Error| {
+        it.err(
+            ErrKind::Io,
+            format!("assert_snapshot: cannot {what} {}: {}", file.display(), crate::source::io_reason(&e)),
+        )
+    };
+    if dir.update {
+        std::fs::create_dir_all(&folder).map_err(|e| io(it, "create the folder of", e))?;
+        if std::fs::read(&file).ok().as_deref() != Some(&text[..]) {
+            std::fs::write(&file, &text).map_err(|e| io(it, "write", e))?;
+        }
+        return Ok(Value::Nil);
+    }
+    match crate::source::read_bounded(&file, MAX_STRING_BYTES, true) {
+        Ok(stored) if stored == text => Ok(Value::Nil),
+        Ok(stored) => Err(it.err(
+            ErrKind::Assert,
+            format!(
+                "snapshot {name} differs: expected {}, got {} (run with --update-snapshots to accept)",
+                repr(&Value::str(stored)),
+                repr(&Value::str(text))
+            ),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(it
+                .err(ErrKind::Assert, format!("snapshot {name} is missing (run with --update-snapshots to write it)")))
+        }
+        Err(e) => Err(io(it, "read", e)),
+    }
+}
+
 pub const TABLE: &[Builtin] = &[
     b("print", "print(...)", 0, VARIADIC, Cost::Bytes, print),
     b("write", "write(...)", 0, VARIADIC, Cost::Bytes, write),
@@ -225,6 +277,7 @@ pub const TABLE: &[Builtin] = &[
     b("exit", "exit([status])", 0, 1, Cost::Const, exit),
     b("assert", "assert(cond[, message])", 1, 2, Cost::Const, assert),
     b("assert_eq", "assert_eq(actual, expected[, message])", 2, 3, Cost::Items, assert_eq),
+    b("assert_snapshot", "assert_snapshot(name, value)", 2, 2, Cost::Bytes, assert_snapshot),
 ];
 
 #[cfg(test)]

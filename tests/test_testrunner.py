@@ -1,0 +1,114 @@
+"""`leash test` (SPEC 11): test files, test functions, snapshots of globals, fresh step
+budgets, --filter, assert_snapshot and --update-snapshots, exit statuses."""
+from conftest import run
+
+SUITE = '''base = 10
+fn add(a, b)
+  return a + b
+end
+fn test_add()
+  assert_eq(add(2, 3), 5)
+end
+fn test_changes_a_global()
+  global base
+  base += 1
+  assert_eq(base, 11)
+end
+fn test_sees_the_snapshot_again()
+  assert_eq(base, 10)
+end
+fn helper()
+end
+'''
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+def test_runs_test_functions_in_source_order(tmp_path):
+    write(tmp_path, "math_test.lsh", SUITE)
+    r = run(["test"], cwd=tmp_path)
+    assert r.status == 0, r
+    assert r.out.splitlines() == [
+        "ok test_add", "ok test_changes_a_global", "ok test_sees_the_snapshot_again", "3 passed, 0 failed"]
+
+
+def test_failures_exit_1_and_name_the_message(tmp_path):
+    write(tmp_path, "a_test.lsh", 'fn test_bad()\n  assert_eq(1 + 1, 3, "sum")\nend\nfn test_boom()\n  x = 1 / 0\nend\n')
+    r = run(["test", "--error-format", "json"], cwd=tmp_path)
+    assert r.status == 1, r
+    assert r.out.splitlines() == [
+        "FAIL test_bad: sum: expected 3, got 2", "FAIL test_boom: division by zero", "0 passed, 2 failed"]
+    assert [(d["kind"], d["line"]) for d in r.diags] == [("assert", 2), ("arith", 5)]
+
+
+def test_each_test_has_a_fresh_step_budget(tmp_path):
+    body = "fn test_NAME()\n  i = 0\n  while i < 40\n    i += 1\n  end\nend\n"
+    write(tmp_path, "s_test.lsh", body.replace("NAME", "one") + body.replace("NAME", "two"))
+    # Each test takes 1 + 41 + 40 = 82 steps (assignment, while conditions, body); a
+    # budget of 82 passes each of them, so the budget is not shared.
+    r = run(["test", "--max-steps", "82"], cwd=tmp_path)
+    assert (r.status, r.out.splitlines()[-1]) == (0, "2 passed, 0 failed"), r
+    r = run(["test", "--max-steps", "81"], cwd=tmp_path)
+    assert r.status == 1, r
+    assert r.out.splitlines()[0] == "FAIL test_one: step limit of 81 reached"
+
+
+def test_filter_and_explicit_files(tmp_path):
+    write(tmp_path, "math_test.lsh", SUITE)
+    write(tmp_path, "sub/checks.lsh", "fn test_named_file()\nend\n")
+    r = run(["test", "--filter", "global"], cwd=tmp_path)
+    assert r.out.splitlines() == ["ok test_changes_a_global", "1 passed, 0 failed"], r
+    # A file given by name runs whatever its name; directories find *_test.lsh only.
+    r = run(["test", "sub/checks.lsh"], cwd=tmp_path)
+    assert r.out.splitlines() == ["ok test_named_file", "1 passed, 0 failed"], r
+    r = run(["test", "sub"], cwd=tmp_path)
+    assert (r.status, r.out) == (0, "0 passed, 0 failed\n"), r
+
+
+def test_load_error_exits_3(tmp_path):
+    write(tmp_path, "ok_test.lsh", "fn test_fine()\nend\n")
+    write(tmp_path, "x_test.lsh", "fn test_x()\n  nope()\nend\n")
+    r = run(["test", "--error-format", "json"], cwd=tmp_path)
+    assert r.status == 3, r
+    assert (r.diag["error"], r.diag["kind"], r.diag["line"]) == ("load", "name", 2)
+    assert "ok test_fine" in r.out
+
+
+def test_top_level_failure_fails_the_file(tmp_path):
+    write(tmp_path, "t_test.lsh", "x = 1 / 0\nfn test_never()\nend\n")
+    r = run(["test"], cwd=tmp_path)
+    assert r.status == 1, r
+    assert r.out.splitlines()[0].startswith("FAIL ") and "division by zero" in r.out
+    assert "test_never" not in r.out
+
+
+def test_snapshots(tmp_path):
+    write(tmp_path, "snap_test.lsh", 'fn test_snap()\n  assert_snapshot("greeting", {"hi": [1, 2]})\nend\n')
+    r = run(["test"], cwd=tmp_path)
+    assert r.status == 1 and "snapshot greeting is missing" in r.out, r
+    r = run(["test", "--update-snapshots"], cwd=tmp_path)
+    assert (r.status, r.out) == (0, "ok test_snap\n1 passed, 0 failed\n"), r
+    snap = tmp_path / "__snapshots__" / "snap_test" / "greeting.snap"
+    assert snap.read_text() == '{"hi":[1,2]}'
+    r = run(["test"], cwd=tmp_path)
+    assert r.status == 0, r
+    snap.write_text("something else")
+    r = run(["test"], cwd=tmp_path)
+    assert r.status == 1 and "snapshot greeting differs" in r.out, r
+
+
+def test_snapshot_names_are_checked(tmp_path):
+    write(tmp_path, "n_test.lsh", 'fn test_bad_name()\n  assert_snapshot("../escape", 1)\nend\n')
+    r = run(["test", "--update-snapshots", "--error-format", "json"], cwd=tmp_path)
+    assert r.status == 1 and r.diag["kind"] == "value", r
+    assert not (tmp_path / "escape.snap").exists()
+
+
+def test_missing_path_is_a_usage_error(tmp_path):
+    r = run(["test", "nowhere"], cwd=tmp_path)
+    assert r.status == 2, r
