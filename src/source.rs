@@ -62,6 +62,8 @@ pub struct Loader {
     next_base: Pos,
     loaded: HashSet<PathBuf>,
     active: Vec<PathBuf>,
+    /// 1 when the main script is a file (and so sits at the bottom of `active`).
+    main_active: usize,
 }
 
 impl Default for Loader {
@@ -119,6 +121,7 @@ impl Loader {
             next_base: 0,
             loaded: HashSet::new(),
             active: Vec::new(),
+            main_active: 0,
         }
     }
 
@@ -139,6 +142,7 @@ impl Loader {
         if let Some(c) = &canon {
             self.loaded.insert(c.clone());
             self.active.push(c.clone());
+            self.main_active = 1;
         }
         let stmts = self.load_text(name, text, &dir, None, &None);
         self.out.main = stmts;
@@ -249,7 +253,9 @@ impl Loader {
         if self.loaded.contains(&canon) {
             return None; // a second include of the same file is a no-op
         }
-        if self.active.len() >= MAX_ACTIVE_INCLUDES {
+        // Active include files: the chain of includes being loaded, the main script not
+        // counted (so `-e` code and a script file allow the same depth).
+        if self.active.len() - self.main_active >= MAX_ACTIVE_INCLUDES {
             self.err(
                 LoadKind::Limit(LimitKind::Includes),
                 format!("too many nested includes (limit is {MAX_ACTIVE_INCLUDES})"),
