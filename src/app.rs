@@ -23,7 +23,8 @@ fn emit_stats(s: &Stats, started: Instant) {
     let line = format!(
         "{{\"stats\":{{\"steps\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
          \"stdout_bytes\":{},\"stderr_bytes\":{},\"stdin_bytes\":{},\"file_write_bytes\":{},\
-         \"file_read_bytes\":{},\"wall_ms\":{}}}}}",
+         \"file_read_bytes\":{},\"http_requests\":{},\"http_body_bytes\":{},\"net_sent_bytes\":{},\
+         \"net_recv_bytes\":{},\"wall_ms\":{}}}}}",
         s.steps,
         s.max_call_depth,
         s.peak_frame_bytes,
@@ -33,6 +34,10 @@ fn emit_stats(s: &Stats, started: Instant) {
         s.stdin_bytes,
         s.file_write_bytes,
         s.file_read_bytes,
+        s.http_requests,
+        s.http_body_bytes,
+        s.net_sent_bytes,
+        s.net_recv_bytes,
         started.elapsed().as_millis()
     );
     let _ = writeln!(std::io::stderr().lock(), "{line}");
@@ -164,6 +169,10 @@ fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant) -> RunConfig {
         args,
         cgi: cfg.cgi,
         snapshots: None,
+        net: crate::builtins::netcfg::NetSettings {
+            tls_ca_file: cfg.tls_ca_file.clone(),
+            dns_server: cfg.dns_server.as_deref().and_then(crate::builtins::netcfg::parse_dns_server),
+        },
     }
 }
 

@@ -63,6 +63,8 @@ pub struct RunConfig {
     pub args: Vec<Vec<u8>>,
     pub cgi: bool,
     pub snapshots: Option<SnapshotDir>,
+    /// `--tls-ca-file` and `--dns-server`.
+    pub net: crate::builtins::netcfg::NetSettings,
 }
 
 impl Default for RunConfig {
@@ -76,6 +78,7 @@ impl Default for RunConfig {
             args: vec![],
             cgi: false,
             snapshots: None,
+            net: Default::default(),
         }
     }
 }
@@ -92,6 +95,10 @@ pub struct Stats {
     pub stdin_bytes: u64,
     pub file_write_bytes: u64,
     pub file_read_bytes: u64,
+    pub http_requests: u64,
+    pub http_body_bytes: u64,
+    pub net_sent_bytes: u64,
+    pub net_recv_bytes: u64,
 }
 
 const MAIN_FN: usize = usize::MAX;
@@ -129,6 +136,8 @@ pub struct Interp<'p> {
     pub(crate) env: crate::builtins::env::EnvOverlay,
     pub(crate) stdin: crate::builtins::stdin::StdinState,
     pub(crate) files: crate::builtins::files::FileState,
+    /// Sockets, listeners, HTTP, TLS and DNS (all built on first use).
+    pub(crate) net: crate::builtins::net::NetState,
     /// Where `assert_snapshot` keeps its snapshots.
     pub(crate) snapshots: Option<SnapshotDir>,
 }
@@ -172,6 +181,7 @@ impl<'p> Interp<'p> {
             env: Default::default(),
             stdin: Default::default(),
             files: Default::default(),
+            net: crate::builtins::net::NetState::new(cfg.net.clone()),
             snapshots: cfg.snapshots.clone(),
         };
         it.step_check = it.next_check();
@@ -226,6 +236,10 @@ impl<'p> Interp<'p> {
             stdin_bytes: self.budgets.stdin.used,
             file_write_bytes: self.budgets.file_writes.used,
             file_read_bytes: self.budgets.file_reads.used,
+            http_requests: self.net.http.requests,
+            http_body_bytes: self.net.http.bodies.used,
+            net_sent_bytes: self.net.sent.used,
+            net_recv_bytes: self.net.received.used,
         }
     }
 

@@ -231,3 +231,65 @@ pub const MAX_REGEX_DFA_CACHE: usize = MIB;
 /// How often (in steps) the wall-clock deadline is looked at. Small enough that a
 /// deadline is met within well under a millisecond of running code.
 pub const TIME_CHECK_INTERVAL: u64 = 1024;
+
+// ---------------------------------------------------------------------------
+// Run time: network (issue 6): http.* (limit kind `http`), net.* (kind `sockets`)
+// ---------------------------------------------------------------------------
+
+/// Bytes of a URL given to http.*: bounds what is parsed and sent as the request line.
+pub const MAX_URL_BYTES: usize = 8192;
+/// Default per-request timeout of http.* (`timeout_ms`), covering resolution, connect,
+/// TLS, sending and the whole response.
+pub const DEFAULT_HTTP_TIMEOUT_MS: u64 = 5_000;
+/// Largest per-request `timeout_ms`.
+pub const MAX_HTTP_TIMEOUT_MS: u64 = 30_000;
+/// Largest (and default) response body (`max_body`): a body is one string value.
+pub const MAX_HTTP_BODY: usize = MIB;
+/// Response status line and headers together: a server cannot make us buffer more.
+pub const MAX_HTTP_HEADER_BYTES: usize = 64 * KIB;
+/// Request headers given in `opts.headers` (names and values together).
+pub const MAX_HTTP_REQUEST_HEADER_BYTES: usize = 64 * KIB;
+/// HTTP requests per run.
+pub const MAX_HTTP_REQUESTS: u64 = 64;
+/// Requested timeouts summed over the run; each request reserves its `timeout_ms`
+/// before it starts, so a run spends at most this long waiting on HTTP.
+pub const MAX_HTTP_TIMEOUT_TOTAL_MS: u64 = 60_000;
+/// Request and response bodies together over the run.
+pub const MAX_HTTP_BODY_BYTES: u64 = 16 * MIB as u64;
+
+/// Sockets and listeners open at once: each holds a descriptor and kernel buffers.
+pub const MAX_OPEN_SOCKETS: usize = 16;
+/// `net.connect` calls per run (failed ones too: each one sends packets).
+pub const MAX_CONNECTS: u64 = 64;
+/// Connections accepted by `net.accept` per run.
+pub const MAX_ACCEPTS: u64 = 64;
+/// Bytes sent by `net.send` over the run (charged before they are sent).
+pub const MAX_NET_SEND_BYTES: u64 = 16 * MIB as u64;
+/// Bytes received by `net.recv` and `net.read_line` over the run, line endings included.
+pub const MAX_NET_RECV_BYTES: u64 = 16 * MIB as u64;
+/// Resolved addresses `net.connect` tries, in order, under its one deadline.
+pub const MAX_CONNECT_ADDRS: usize = 8;
+/// Default deadline of `net.connect` (resolution, connects and TLS handshake together).
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 5_000;
+/// Largest `net.connect` `timeout_ms` (as for http.*).
+pub const MAX_CONNECT_TIMEOUT_MS: u64 = 30_000;
+/// Largest `timeout_ms` of `net.accept`, `net.recv`, `net.read_line` (10 minutes):
+/// a wait longer than that is better written as a loop.
+pub const MAX_NET_WAIT_MS: u64 = 600_000;
+/// How long `net.send` waits for the peer to take more data before it fails.
+pub const NET_SEND_STALL_MS: u64 = 30_000;
+/// One line read by `net.read_line`, its ending excluded (as for stdin).
+pub const MAX_NET_LINE: usize = 64 * KIB;
+/// Largest `max_bytes` of `net.recv` (one string value).
+pub const MAX_NET_RECV: usize = MIB;
+/// Bytes read from a socket per system call.
+pub const NET_CHUNK: usize = 64 * KIB;
+/// Name lookups per run (`net.resolve`, and `net.connect` to a name): bounds the DNS
+/// traffic a script can cause.
+pub const MAX_DNS_LOOKUPS: u64 = 256;
+/// How long `net.resolve` waits for an answer.
+pub const DNS_TIMEOUT_MS: u64 = 5_000;
+/// Bytes of a host name given to net.* (a DNS name is at most 253 bytes).
+pub const MAX_HOST_BYTES: usize = 255;
+/// Bytes of the `--tls-ca-file` bundle read (the system bundle is about 220 KiB).
+pub const MAX_CA_FILE_BYTES: usize = 4 * MIB;

@@ -17,7 +17,10 @@ pub mod csv;
 pub mod date;
 pub mod env;
 pub mod files;
+pub mod http;
 pub mod json;
+pub mod net;
+pub mod netcfg;
 pub mod numbers;
 pub mod rand;
 pub mod re;
@@ -150,7 +153,7 @@ pub const fn place(name: &'static str, sig: &'static str, min: u8, max: u8, cost
 }
 
 /// Every area's table.
-pub fn tables() -> [&'static [Builtin]; 14] {
+pub fn tables() -> [&'static [Builtin]; 16] {
     [
         core::TABLE,
         collections::TABLE,
@@ -166,6 +169,8 @@ pub fn tables() -> [&'static [Builtin]; 14] {
         re::TABLE,
         url::TABLE,
         codec::TABLE,
+        http::TABLE,
+        net::TABLE,
     ]
 }
 

@@ -1,0 +1,403 @@
+//! `http.*`: HTTP and HTTPS requests through ureq (rustls with ring), behind
+//! `--allow-network`.
+//!
+//! Rules (SPEC 10, SOCKETS.md):
+//! - http and https URLs only (at most 8,192 bytes); no proxies (the proxy environment
+//!   variables are ignored); redirects are never followed (a 3xx is a response); any
+//!   status is a response; TLS verification is always on;
+//! - `timeout_ms` (1..30,000, default 5,000) bounds the whole exchange: resolution,
+//!   connect, TLS, sending, and reading the response; `--max-time` bounds it too;
+//! - response headers at most 64 KiB, body at most `max_body` (1..1 MiB, default 1 MiB):
+//!   past either, a `network` error;
+//! - run budgets (limit kind `http`): 64 requests, 60,000 ms of requested timeouts
+//!   (reserved before each request starts), 16 MiB of request and response bodies.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ureq::http::{HeaderName, HeaderValue, Method, Uri};
+
+use super::netcfg::UreqDns;
+use super::{gated, Builtin, Cap, Cost};
+use crate::budget::Budget;
+use crate::diag::ErrKind;
+use crate::interp::{Fail, Interp, R};
+use crate::limits::*;
+use crate::value::*;
+
+/// HTTP state of a run: the agent (built on the first request) and the run budgets.
+#[derive(Debug)]
+pub struct HttpState {
+    agent: Option<ureq::Agent>,
+    pub requests: u64,
+    pub reserved_ms: u64,
+    pub bodies: Budget,
+}
+
+impl Default for HttpState {
+    fn default() -> Self {
+        HttpState {
+            agent: None,
+            requests: 0,
+            reserved_ms: 0,
+            bodies: Budget::new(LimitKind::Http, MAX_HTTP_BODY_BYTES, "HTTP request and response bodies"),
+        }
+    }
+}
+
+impl HttpState {
+    /// Drop the agent and its pooled connections (at the end of a run).
+    pub fn close_all(&mut self) {
+        self.agent = None;
+    }
+}
+
+/// Options of one request.
+struct Opts {
+    headers: Vec<(HeaderName, HeaderValue)>,
+    timeout_ms: u64,
+    max_body: usize,
+    body: Option<Bytes>,
+}
+
+fn opts(it: &Interp<'_>, name: &str, args: &[Value], i: usize, body_allowed: bool) -> R<Opts> {
+    let mut o = Opts { headers: Vec::new(), timeout_ms: DEFAULT_HTTP_TIMEOUT_MS, max_body: MAX_HTTP_BODY, body: None };
+    if it.opt(args, i).is_none() {
+        return Ok(o);
+    }
+    let m = it.arg_map(name, args, i)?;
+    let int = |k: &str, v: &Value, lo: u64, hi: u64| -> R<u64> {
+        match v {
+            Value::Num(n) if is_integral(*n) && *n >= lo as f64 && *n <= hi as f64 => Ok(*n as u64),
+            Value::Num(n) => Err(it.err(
+                ErrKind::Value,
+                format!("{name}: option {k} must be an integer in {lo}..{hi}, got {}", num_to_string(*n)),
+            )),
+            other => {
+                Err(it.err(ErrKind::Type, format!("{name}: option {k} must be a number, got {}", other.type_name())))
+            }
+        }
+    };
+    for (k, v) in m.iter() {
+        match k.as_slice() {
+            b"timeout_ms" => o.timeout_ms = int("timeout_ms", v, 1, MAX_HTTP_TIMEOUT_MS)?,
+            b"max_body" => o.max_body = int("max_body", v, 1, MAX_HTTP_BODY as u64)? as usize,
+            b"headers" => o.headers = headers(it, name, v)?,
+            b"body" if body_allowed => match v {
+                Value::Str(s) => o.body = Some(s.clone()),
+                Value::Nil => o.body = None,
+                other => {
+                    return Err(it.err(
+                        ErrKind::Type,
+                        format!("{name}: option body must be a string, got {}", other.type_name()),
+                    ))
+                }
+            },
+            other => {
+                let known = if body_allowed { "headers, timeout_ms, max_body, body" } else { "headers, timeout_ms, max_body" };
+                return Err(it.err(
+                    ErrKind::Value,
+                    format!("{name}: unknown option {:?} (known: {known})", String::from_utf8_lossy(other)),
+                ));
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn headers(it: &Interp<'_>, name: &str, v: &Value) -> R<Vec<(HeaderName, HeaderValue)>> {
+    let Value::Map(m) = v else {
+        return Err(it.err(ErrKind::Type, format!("{name}: option headers must be a map, got {}", v.type_name())));
+    };
+    let mut out = Vec::with_capacity(m.len());
+    let mut bytes = 0usize;
+    for (k, v) in m.iter() {
+        let Value::Str(val) = v else {
+            return Err(it.err(
+                ErrKind::Type,
+                format!(
+                    "{name}: header {:?} must be a string, got {}",
+                    String::from_utf8_lossy(k),
+                    v.type_name()
+                ),
+            ));
+        };
+        bytes += k.len() + val.len();
+        if bytes > MAX_HTTP_REQUEST_HEADER_BYTES {
+            return Err(it.err(
+                ErrKind::Value,
+                format!("{name}: request headers exceed {MAX_HTTP_REQUEST_HEADER_BYTES} bytes"),
+            ));
+        }
+        let hn = HeaderName::from_bytes(k).map_err(|_| {
+            it.err(ErrKind::Value, format!("{name}: invalid header name {:?}", String::from_utf8_lossy(k)))
+        })?;
+        let hv = HeaderValue::from_bytes(val).map_err(|_| {
+            it.err(ErrKind::Value, format!("{name}: invalid value for header {:?}", String::from_utf8_lossy(k)))
+        })?;
+        out.push((hn, hv));
+    }
+    Ok(out)
+}
+
+/// A URL as it appears in messages (long ones shortened).
+fn shown_url(u: &str) -> String {
+    if u.len() <= 120 {
+        return u.to_string();
+    }
+    let mut end = 117;
+    while !u.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &u[..end])
+}
+
+fn check_url(it: &Interp<'_>, name: &str, url: &Bytes) -> R<(Uri, String)> {
+    if url.len() > MAX_URL_BYTES {
+        return Err(it.err(ErrKind::Value, format!("{name}: URL of more than {MAX_URL_BYTES} bytes")));
+    }
+    let text = std::str::from_utf8(url).map_err(|_| it.err(ErrKind::Value, format!("{name}: URL is not valid UTF-8")))?;
+    let scheme = text.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("http") | Some("https") => {}
+        Some(s) if !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || b"+-.".contains(&c)) => {
+            return Err(it.err(
+                ErrKind::Value,
+                format!("{name}: only http and https URLs are allowed, got scheme \"{s}\""),
+            ))
+        }
+        _ => {
+            return Err(it.err(
+                ErrKind::Value,
+                format!("{name}: URL must start with http:// or https://, got \"{}\"", shown_url(text)),
+            ))
+        }
+    }
+    let uri: Uri = text
+        .parse()
+        .map_err(|e| it.err(ErrKind::Value, format!("{name}: invalid URL \"{}\": {e}", shown_url(text))))?;
+    if uri.host().map(str::is_empty).unwrap_or(true) {
+        return Err(it.err(ErrKind::Value, format!("{name}: URL has no host: \"{}\"", shown_url(text))));
+    }
+    Ok((uri, text.to_string()))
+}
+
+fn method_of(it: &Interp<'_>, name: &str, m: &[u8]) -> R<Method> {
+    let upper = m.to_ascii_uppercase();
+    if upper.is_empty() || upper.len() > 32 || !upper.iter().all(|c| c.is_ascii_alphabetic() || *c == b'-' || *c == b'_')
+    {
+        return Err(it.err(
+            ErrKind::Value,
+            format!("{name}: invalid method {:?} (letters, - and _ only)", String::from_utf8_lossy(m)),
+        ));
+    }
+    Method::from_bytes(&upper)
+        .map_err(|_| it.err(ErrKind::Value, format!("{name}: invalid method {:?}", String::from_utf8_lossy(m))))
+}
+
+/// The agent, built on the first request with the operator's trust and resolver.
+fn agent(it: &mut Interp<'_>) -> Result<ureq::Agent, String> {
+    if let Some(a) = &it.net.http.agent {
+        return Ok(a.clone());
+    }
+    use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
+    let roots = match it.net.tls.ca_certs(&it.net.settings)? {
+        None => RootCerts::WebPki,
+        Some(certs) => {
+            let list: Vec<Certificate<'static>> = certs.iter().map(|c| Certificate::from_der(c).to_owned()).collect();
+            RootCerts::new_with_certs(&list)
+        }
+    };
+    let tls = TlsConfig::builder()
+        .provider(TlsProvider::Rustls)
+        .root_certs(roots)
+        .unversioned_rustls_crypto_provider(super::netcfg::provider())
+        .build();
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .https_only(false)
+        .proxy(None)
+        .max_redirects(0)
+        .max_redirects_will_error(false)
+        .save_redirect_history(false)
+        .user_agent(concat!("leash/", env!("CARGO_PKG_VERSION")))
+        .max_response_header_size(MAX_HTTP_HEADER_BYTES)
+        .allow_non_standard_methods(true)
+        .tls_config(tls)
+        .build();
+    let agent = match it.net.dns() {
+        None => ureq::Agent::new_with_config(config),
+        Some(dns) => ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::new(),
+            UreqDns(Arc::clone(&dns)),
+        ),
+    };
+    it.net.http.agent = Some(agent.clone());
+    Ok(agent)
+}
+
+/// Why a request failed, in words.
+fn reason(e: &ureq::Error, timeout_ms: u64) -> String {
+    use ureq::Error as E;
+    match e {
+        E::Timeout(_) => format!("timed out after {timeout_ms} ms"),
+        E::HostNotFound => "cannot resolve the host".into(),
+        E::Io(io) => io_reason(io, timeout_ms),
+        E::LargeResponseHeader(_, _) => format!("response headers exceed {MAX_HTTP_HEADER_BYTES} bytes"),
+        E::Rustls(r) => format!("TLS: {r}"),
+        E::Tls(s) => format!("TLS: {s}"),
+        E::ConnectionFailed => "connection failed".into(),
+        other => other.to_string(),
+    }
+}
+
+fn io_reason(e: &std::io::Error, timeout_ms: u64) -> String {
+    if let Some(inner) = e.get_ref() {
+        if let Some(ue) = inner.downcast_ref::<ureq::Error>() {
+            return reason(ue, timeout_ms);
+        }
+        if let Some(r) = inner.downcast_ref::<rustls::Error>() {
+            return format!("TLS: {r}");
+        }
+    }
+    if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) {
+        return format!("timed out after {timeout_ms} ms");
+    }
+    crate::source::io_reason(e)
+}
+
+/// A failed exchange: a `time` limit when the run's deadline has passed, else a
+/// `network` error.
+fn failed(it: &Interp<'_>, what: &str, why: String) -> Fail {
+    if let Some(d) = it.deadline {
+        if Instant::now() >= d {
+            return it.limit(LimitKind::Time, format!("wall-clock deadline (--max-time) reached during {what}"));
+        }
+    }
+    it.err(ErrKind::Network, format!("{what}: {why}"))
+}
+
+fn request(
+    it: &mut Interp<'_>,
+    name: &str,
+    method: Method,
+    url: &Bytes,
+    body: Option<Bytes>,
+    o: Opts,
+) -> R<Value> {
+    let (uri, text) = check_url(it, name, url)?;
+    let what = format!("{name}: {method} {}", shown_url(&text));
+    let body = body.or(o.body);
+    // The run budgets, before anything is sent.
+    let st = &it.net.http;
+    if st.requests >= MAX_HTTP_REQUESTS {
+        return Err(it.limit(LimitKind::Http, format!("more than {MAX_HTTP_REQUESTS} HTTP requests per run")));
+    }
+    if st.reserved_ms + o.timeout_ms > MAX_HTTP_TIMEOUT_TOTAL_MS {
+        let reserved = st.reserved_ms;
+        return Err(it.limit(
+            LimitKind::Http,
+            format!(
+                "requested HTTP timeouts exceed {MAX_HTTP_TIMEOUT_TOTAL_MS} ms per run ({reserved} ms reserved, {} ms asked)",
+                o.timeout_ms
+            ),
+        ));
+    }
+    let body_len = body.as_ref().map(|b| b.len()).unwrap_or(0) as u64;
+    it.net.http.bodies.charge(body_len).map_err(|e| it.budget_fail(e))?;
+    let st = &mut it.net.http;
+    st.requests += 1;
+    st.reserved_ms += o.timeout_ms;
+    // The wait: the request's timeout, never past the run's deadline.
+    let mut wait = Duration::from_millis(o.timeout_ms);
+    if let Some(d) = it.deadline {
+        let left = d.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"));
+        }
+        wait = wait.min(left);
+    }
+    let agent = agent(it).map_err(|m| it.err(ErrKind::Network, format!("{what}: {m}")))?;
+    let mut b = ureq::http::Request::builder().method(method).uri(uri);
+    for (k, v) in o.headers {
+        b = b.header(k, v);
+    }
+    let sent = match body {
+        None => b
+            .body(())
+            .map(|r| agent.configure_request(r).timeout_global(Some(wait)).build())
+            .map(|r| agent.run(r)),
+        Some(data) => b
+            .body(data.as_slice().to_vec())
+            .map(|r| agent.configure_request(r).timeout_global(Some(wait)).build())
+            .map(|r| agent.run(r)),
+    };
+    let mut resp = match sent {
+        Err(e) => return Err(it.err(ErrKind::Value, format!("{what}: {e}"))),
+        Ok(Err(e)) => return Err(failed(it, &what, reason(&e, o.timeout_ms))),
+        Ok(Ok(r)) => r,
+    };
+    let status = resp.status().as_u16();
+    let mut hmap = Map::with_capacity(resp.headers().keys_len());
+    for k in resp.headers().keys() {
+        let mut joined: Vec<u8> = Vec::new();
+        for (i, v) in resp.headers().get_all(k).iter().enumerate() {
+            if i > 0 {
+                joined.extend_from_slice(b", ");
+            }
+            joined.extend_from_slice(v.as_bytes());
+        }
+        hmap.insert(bytes(k.as_str().as_bytes()), Value::str(joined));
+    }
+    // The body: at most max_body, and never past the run's body budget.
+    let left = it.net.http.bodies.max - it.net.http.bodies.used;
+    let cap = (o.max_body as u64).min(left);
+    let mut data = Vec::new();
+    let got = resp.body_mut().with_config().limit(u64::MAX).reader().take(cap + 1).read_to_end(&mut data);
+    if let Err(e) = got {
+        return Err(failed(it, &what, format!("reading the body: {}", io_reason(&e, o.timeout_ms))));
+    }
+    it.net.http.bodies.charge(data.len() as u64).map_err(|e| it.budget_fail(e))?;
+    if data.len() > o.max_body {
+        return Err(it.err(ErrKind::Network, format!("{what}: response body longer than max_body ({} bytes)", o.max_body)));
+    }
+    let mut out = Map::with_capacity(3);
+    out.insert(bytes(b"status"), Value::Num(status as f64));
+    out.insert(bytes(b"headers"), it.make_map(hmap)?);
+    out.insert(bytes(b"body"), it.make_str(data)?);
+    it.make_map(out)
+}
+
+fn http_request(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "http.request";
+    let m = it.arg_str(NAME, args, 0)?;
+    let method = method_of(it, NAME, m)?;
+    let url = it.arg_str(NAME, args, 1)?.clone();
+    let o = opts(it, NAME, args, 2, true)?;
+    request(it, NAME, method, &url, None, o)
+}
+
+fn http_get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "http.get";
+    let url = it.arg_str(NAME, args, 0)?.clone();
+    let o = opts(it, NAME, args, 1, false)?;
+    request(it, NAME, Method::GET, &url, None, o)
+}
+
+fn http_post(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "http.post";
+    let url = it.arg_str(NAME, args, 0)?.clone();
+    let body = it.arg_str(NAME, args, 1)?.clone();
+    let o = opts(it, NAME, args, 2, false)?;
+    request(it, NAME, Method::POST, &url, Some(body), o)
+}
+
+const N: Cap = Cap::Network;
+
+pub const TABLE: &[Builtin] = &[
+    gated("http.request", "http.request(method, url[, opts])", 2, 3, N, Cost::Io, http_request),
+    gated("http.get", "http.get(url[, opts])", 1, 2, N, Cost::Io, http_get),
+    gated("http.post", "http.post(url, body[, opts])", 2, 3, N, Cost::Io, http_post),
+];
