@@ -95,7 +95,8 @@ fn opts(it: &Interp<'_>, name: &str, args: &[Value], i: usize, body_allowed: boo
                 }
             },
             other => {
-                let known = if body_allowed { "headers, timeout_ms, max_body, body" } else { "headers, timeout_ms, max_body" };
+                let known =
+                    if body_allowed { "headers, timeout_ms, max_body, body" } else { "headers, timeout_ms, max_body" };
                 return Err(it.err(
                     ErrKind::Value,
                     format!("{name}: unknown option {:?} (known: {known})", String::from_utf8_lossy(other)),
@@ -116,19 +117,14 @@ fn headers(it: &Interp<'_>, name: &str, v: &Value) -> R<Vec<(HeaderName, HeaderV
         let Value::Str(val) = v else {
             return Err(it.err(
                 ErrKind::Type,
-                format!(
-                    "{name}: header {:?} must be a string, got {}",
-                    String::from_utf8_lossy(k),
-                    v.type_name()
-                ),
+                format!("{name}: header {:?} must be a string, got {}", String::from_utf8_lossy(k), v.type_name()),
             ));
         };
         bytes += k.len() + val.len();
         if bytes > MAX_HTTP_REQUEST_HEADER_BYTES {
-            return Err(it.err(
-                ErrKind::Value,
-                format!("{name}: request headers exceed {MAX_HTTP_REQUEST_HEADER_BYTES} bytes"),
-            ));
+            return Err(
+                it.err(ErrKind::Value, format!("{name}: request headers exceed {MAX_HTTP_REQUEST_HEADER_BYTES} bytes"))
+            );
         }
         let hn = HeaderName::from_bytes(k).map_err(|_| {
             it.err(ErrKind::Value, format!("{name}: invalid header name {:?}", String::from_utf8_lossy(k)))
@@ -157,15 +153,15 @@ fn check_url(it: &Interp<'_>, name: &str, url: &Bytes) -> R<(Uri, String)> {
     if url.len() > MAX_URL_BYTES {
         return Err(it.err(ErrKind::Value, format!("{name}: URL of more than {MAX_URL_BYTES} bytes")));
     }
-    let text = std::str::from_utf8(url).map_err(|_| it.err(ErrKind::Value, format!("{name}: URL is not valid UTF-8")))?;
+    let text =
+        std::str::from_utf8(url).map_err(|_| it.err(ErrKind::Value, format!("{name}: URL is not valid UTF-8")))?;
     let scheme = text.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     match scheme.as_deref() {
         Some("http") | Some("https") => {}
         Some(s) if !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || b"+-.".contains(&c)) => {
-            return Err(it.err(
-                ErrKind::Value,
-                format!("{name}: only http and https URLs are allowed, got scheme \"{s}\""),
-            ))
+            return Err(
+                it.err(ErrKind::Value, format!("{name}: only http and https URLs are allowed, got scheme \"{s}\""))
+            )
         }
         _ => {
             return Err(it.err(
@@ -185,7 +181,9 @@ fn check_url(it: &Interp<'_>, name: &str, url: &Bytes) -> R<(Uri, String)> {
 
 fn method_of(it: &Interp<'_>, name: &str, m: &[u8]) -> R<Method> {
     let upper = m.to_ascii_uppercase();
-    if upper.is_empty() || upper.len() > 32 || !upper.iter().all(|c| c.is_ascii_alphabetic() || *c == b'-' || *c == b'_')
+    if upper.is_empty()
+        || upper.len() > 32
+        || !upper.iter().all(|c| c.is_ascii_alphabetic() || *c == b'-' || *c == b'_')
     {
         return Err(it.err(
             ErrKind::Value,
@@ -279,14 +277,7 @@ fn failed(it: &Interp<'_>, what: &str, why: String) -> Fail {
     it.err(ErrKind::Network, format!("{what}: {why}"))
 }
 
-fn request(
-    it: &mut Interp<'_>,
-    name: &str,
-    method: Method,
-    url: &Bytes,
-    body: Option<Bytes>,
-    o: Opts,
-) -> R<Value> {
+fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: Option<Bytes>, o: Opts) -> R<Value> {
     let (uri, text) = check_url(it, name, url)?;
     let what = format!("{name}: {method} {}", shown_url(&text));
     let body = body.or(o.body);
@@ -325,10 +316,7 @@ fn request(
         b = b.header(k, v);
     }
     let sent = match body {
-        None => b
-            .body(())
-            .map(|r| agent.configure_request(r).timeout_global(Some(wait)).build())
-            .map(|r| agent.run(r)),
+        None => b.body(()).map(|r| agent.configure_request(r).timeout_global(Some(wait)).build()).map(|r| agent.run(r)),
         Some(data) => b
             .body(data.as_slice().to_vec())
             .map(|r| agent.configure_request(r).timeout_global(Some(wait)).build())
@@ -361,7 +349,9 @@ fn request(
     }
     it.net.http.bodies.charge(data.len() as u64).map_err(|e| it.budget_fail(e))?;
     if data.len() > o.max_body {
-        return Err(it.err(ErrKind::Network, format!("{what}: response body longer than max_body ({} bytes)", o.max_body)));
+        return Err(
+            it.err(ErrKind::Network, format!("{what}: response body longer than max_body ({} bytes)", o.max_body))
+        );
     }
     let mut out = Map::with_capacity(3);
     out.insert(bytes(b"status"), Value::Num(status as f64));

@@ -282,7 +282,11 @@ fn wait_writable(tcp: &TcpStream, deadline: Option<Instant>) -> std::io::Result<
 }
 
 /// Write pending TLS records, waiting for room. False: the wait ended.
-fn flush_tls(conn: &mut rustls::ClientConnection, tcp: &mut TcpStream, deadline: Option<Instant>) -> std::io::Result<bool> {
+fn flush_tls(
+    conn: &mut rustls::ClientConnection,
+    tcp: &mut TcpStream,
+    deadline: Option<Instant>,
+) -> std::io::Result<bool> {
     while conn.wants_write() {
         match conn.write_tls(tcp) {
             Ok(_) => {}
@@ -436,14 +440,18 @@ fn handle_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize, kinds: &[Ha
 fn sock_arg(it: &Interp<'_>, name: &str, args: &[Value]) -> R<u32> {
     let h = handle_arg(it, name, args, 0, &[HandleKind::Socket])?;
     if let Some(why) = &it.net.socks[&h.id].broken {
-        return Err(it.err(ErrKind::Network, format!("{name}: the socket is unusable after an earlier failure ({why})")));
+        return Err(
+            it.err(ErrKind::Network, format!("{name}: the socket is unusable after an earlier failure ({why})"))
+        );
     }
     Ok(h.id)
 }
 
 fn slot_check(it: &Interp<'_>) -> R<()> {
     if it.net.open_count() >= MAX_OPEN_SOCKETS {
-        return Err(it.limit(LimitKind::Sockets, format!("more than {MAX_OPEN_SOCKETS} sockets and listeners open at once")));
+        return Err(
+            it.limit(LimitKind::Sockets, format!("more than {MAX_OPEN_SOCKETS} sockets and listeners open at once"))
+        );
     }
     Ok(())
 }
@@ -479,7 +487,9 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 (b"tls", Value::Bool(b)) => tls = *b,
                 (b"tls", Value::Nil) => {}
                 (b"tls", other) => {
-                    return Err(it.err(ErrKind::Type, format!("{NAME}: option tls must be a bool, got {}", other.type_name())))
+                    return Err(
+                        it.err(ErrKind::Type, format!("{NAME}: option tls must be a bool, got {}", other.type_name()))
+                    )
                 }
                 (b"timeout_ms", Value::Nil) => {}
                 (b"timeout_ms", Value::Num(n)) => {
@@ -526,7 +536,9 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             let left = until.saturating_duration_since(Instant::now());
             match netcfg::lookup(dns.as_deref(), &host, left) {
                 Ok(v) => v,
-                Err(LookupError::Timeout) => return Err(timed_out(it, NAME, &format!("resolving \"{host}\""), timeout_ms)),
+                Err(LookupError::Timeout) => {
+                    return Err(timed_out(it, NAME, &format!("resolving \"{host}\""), timeout_ms))
+                }
                 Err(LookupError::Failed(m)) => {
                     return Err(it.err(ErrKind::Network, format!("{NAME}: cannot resolve \"{host}\": {m}")))
                 }
@@ -548,33 +560,41 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             Err(e) => last = Some(e),
         }
     }
-    let shown = if host.contains(':') && !host.starts_with('[') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let shown = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
     let Some(mut tcp) = tcp else {
-        let timed = Instant::now() >= until || last.as_ref().map(|e| e.kind() == std::io::ErrorKind::TimedOut).unwrap_or(false);
+        let timed =
+            Instant::now() >= until || last.as_ref().map(|e| e.kind() == std::io::ErrorKind::TimedOut).unwrap_or(false);
         if timed {
             return Err(timed_out(it, NAME, &format!("connecting to {shown}"), timeout_ms));
         }
         let why = last.map(|e| reason(&e)).unwrap_or_else(|| "no address to try".into());
         return Err(it.err(ErrKind::Network, format!("{NAME}: cannot connect to {shown}: {why}")));
     };
-    let fail = |it: &Interp<'_>, e: std::io::Error| it.err(ErrKind::Network, format!("{NAME}: {shown}: {}", reason(&e)));
+    let fail =
+        |it: &Interp<'_>, e: std::io::Error| it.err(ErrKind::Network, format!("{NAME}: {shown}: {}", reason(&e)));
     tcp.set_nodelay(true).map_err(|e| fail(it, e))?;
     tcp.set_nonblocking(true).map_err(|e| fail(it, e))?;
     let peer = tcp.peer_addr().map_err(|e| fail(it, e))?;
     let local = tcp.local_addr().map_err(|e| fail(it, e))?;
     let conn = if tls {
-        let cfg = it.net.tls.client_config(&it.net.settings).map_err(|m| it.err(ErrKind::Network, format!("{NAME}: {m}")))?;
+        let cfg =
+            it.net.tls.client_config(&it.net.settings).map_err(|m| it.err(ErrKind::Network, format!("{NAME}: {m}")))?;
         let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
-        let server = rustls::pki_types::ServerName::try_from(bare).map_err(|_| {
-            it.err(ErrKind::Network, format!("{NAME}: \"{host}\" is not a name TLS can verify"))
-        })?;
+        let server = rustls::pki_types::ServerName::try_from(bare)
+            .map_err(|_| it.err(ErrKind::Network, format!("{NAME}: \"{host}\" is not a name TLS can verify")))?;
         let mut conn = rustls::ClientConnection::new(cfg, server)
             .map_err(|e| it.err(ErrKind::Network, format!("{NAME}: TLS set-up failed: {e}")))?;
         match handshake(&mut conn, &mut tcp, Some(until)) {
             Ok(Hs::Done) => {}
             Ok(Hs::Timeout) => return Err(timed_out(it, NAME, &format!("TLS handshake with {shown}"), timeout_ms)),
             Err(e) => {
-                return Err(it.err(ErrKind::Network, format!("{NAME}: TLS handshake with {shown} failed: {}", reason(&e))))
+                return Err(
+                    it.err(ErrKind::Network, format!("{NAME}: TLS handshake with {shown} failed: {}", reason(&e)))
+                )
             }
         }
         Some(Box::new(conn))
@@ -594,7 +614,10 @@ fn listen(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         other => std::str::from_utf8(other).ok().and_then(netcfg::ip_literal).ok_or_else(|| {
             it.err(
                 ErrKind::Value,
-                format!("{NAME}: argument 1 must be an IP address or \"\" (127.0.0.1), got {:?}", String::from_utf8_lossy(other)),
+                format!(
+                    "{NAME}: argument 1 must be an IP address or \"\" (127.0.0.1), got {:?}",
+                    String::from_utf8_lossy(other)
+                ),
             )
         })?,
     };
