@@ -59,8 +59,8 @@ c = json.parse(http.request("DELETE", "{http_server.url}/echo").body)
 print(c.method, c.body == "")
 d = http.request("HEAD", "{http_server.url}/hello")
 print(d.status, d.body == "", d.headers["content-length"])
-e = json.parse(http.get("{http_server.url}/echo", {{headers: {{"User-Agent": "mine"}}}}).body)
-print(e.headers["user-agent"])
+e = json.parse(http.get("{http_server.url}/echo", {{headers: {{"User-Agent": "mine", "Host": "vhost.test"}}}}).body)
+print(e.headers["user-agent"], e.headers["host"])
 ''')
     assert r.status == 0, r
     assert r.out.splitlines() == [
@@ -68,7 +68,7 @@ print(e.headers["user-agent"])
         "PUT /echo?q=1 data 2",
         "DELETE true",
         "200 true 5",
-        "mine",
+        "mine vhost.test",
     ]
 
 
@@ -104,6 +104,8 @@ def test_value_errors(script, http_server):
         f'http.get("{u}/hello", {{headers: {{"bad name": "v"}}}})': "invalid header name",
         f'http.get("{u}/hello", {{headers: {{"X": "a\\nb"}}}})': "invalid value",
         f'http.request("GE T", "{u}/hello")': "invalid method",
+        f'http.get("{u}/hello", {{headers: {{"Content-Length": "5"}}}})': "set from the body",
+        f'http.post("{u}/echo", "x", {{headers: {{"transfer-encoding": "chunked"}}}})': "set from the body",
     }
     for code, needle in cases.items():
         kind, msg = err_of(leash_net(script, caught(code)))

@@ -129,6 +129,10 @@ fn headers(it: &Interp<'_>, name: &str, v: &Value) -> R<Vec<(HeaderName, HeaderV
         let hn = HeaderName::from_bytes(k).map_err(|_| {
             it.err(ErrKind::Value, format!("{name}: invalid header name {:?}", String::from_utf8_lossy(k)))
         })?;
+        // The body's framing is ureq's to write: a script's own would contradict it.
+        if hn == ureq::http::header::CONTENT_LENGTH || hn == ureq::http::header::TRANSFER_ENCODING {
+            return Err(it.err(ErrKind::Value, format!("{name}: header {hn} is set from the body, not by the script")));
+        }
         let hv = HeaderValue::from_bytes(val).map_err(|_| {
             it.err(ErrKind::Value, format!("{name}: invalid value for header {:?}", String::from_utf8_lossy(k)))
         })?;
