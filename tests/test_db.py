@@ -460,6 +460,20 @@ def test_paths_are_relative_to_the_working_directory_and_not_uris(script, tmp_pa
     assert (sub / "file:u.db?mode=ro").exists()
 
 
+def test_memory_and_temporary_databases_leave_no_file(script, tmp_path):
+    out = ok(
+        script,
+        'for p in [":memory:", ""]\n'
+        "  h = db.open(p)\n"
+        '  db.exec(h, "CREATE TABLE t(a); INSERT INTO t VALUES (1)")\n'
+        '  print(db.query(h, "SELECT a FROM t"))\n'
+        "  db.close(h)\n"
+        "end\n",
+    )
+    assert out.splitlines() == ['[{"a":1}]', '[{"a":1}]']
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.lsh"]
+
+
 # ---------------------------------------------------------------------------
 # Refused: ATTACH, DETACH, extension loading
 # ---------------------------------------------------------------------------
