@@ -61,11 +61,12 @@ impl Allow {
 
     /// `files network`, or `none`.
     pub fn describe(&self) -> String {
-        let names: Vec<&str> = [(self.files, "files"), (self.network, "network"), (self.listen, "listen"), (self.db, "db")]
-            .iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, n)| *n)
-            .collect();
+        let names: Vec<&str> =
+            [(self.files, "files"), (self.network, "network"), (self.listen, "listen"), (self.db, "db")]
+                .iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, n)| *n)
+                .collect();
         if names.is_empty() {
             "none".into()
         } else {
@@ -743,7 +744,9 @@ mod tests {
         assert!(response_status(b"Status: 99\n\n").is_err());
         assert!(response_status(b"Status: 2000\n\n").is_err());
         assert!(response_status(b"Bad Name: x\n\n").is_err());
-        let r = read_report(b"hello\n{\"error\":\"limit\",\"kind\":\"time\",\"message\":\"x\"}\n{\"stats\":{\"steps\":42,\"x\":1}}\n");
+        let r = read_report(
+            b"hello\n{\"error\":\"limit\",\"kind\":\"time\",\"message\":\"x\"}\n{\"stats\":{\"steps\":42,\"x\":1}}\n",
+        );
         assert_eq!(r.steps, Some(42));
         assert_eq!(r.diag, Some(("limit".into(), "time".into())));
         let r = read_report(b"{\"error\":\"runtime\",\"kind\":\"arith\"}\nplain\n{\"stats\":{\"steps\":7}}\n");

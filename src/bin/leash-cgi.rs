@@ -174,7 +174,8 @@ fn serve(e: &mut Entry) -> Vec<u8> {
         Err(m) => return e.fail(400, m),
     };
     if body_len > cfg.max_body_bytes {
-        return e.fail(413, format!("request body of {body_len} bytes is over max_body_bytes ({})", cfg.max_body_bytes));
+        return e
+            .fail(413, format!("request body of {body_len} bytes is over max_body_bytes ({})", cfg.max_body_bytes));
     }
     let (allow, _) = gateway::allow_for(&cfg, &script);
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
@@ -322,7 +323,8 @@ fn forward_stderr(err: &Stderr, stats_line: bool) {
         let _ = writeln!(o, "leash-cgi: worker: {clean}");
     }
     if err.total > err.head.len() as u64 {
-        let _ = writeln!(o, "leash-cgi: worker: ({} more bytes of stderr not logged)", err.total - err.head.len() as u64);
+        let _ =
+            writeln!(o, "leash-cgi: worker: ({} more bytes of stderr not logged)", err.total - err.head.len() as u64);
     }
 }
 
