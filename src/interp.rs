@@ -185,15 +185,10 @@ impl<'p> Interp<'p> {
 
     /// Run main. The caller turns the result into an exit status.
     pub fn run_main(&mut self) -> R<()> {
-        if let Err(e) = self.charge(true, self.prog.main_base_bytes as isize) {
-            return Err(e);
-        }
+        self.charge(true, self.prog.main_base_bytes as isize)?;
         let prog = self.prog;
-        let r = self.exec_block(&prog.main);
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.exec_block(&prog.main)?;
+        Ok(())
     }
 
     /// The globals after main ran (the test runner restores them before each test).
