@@ -615,18 +615,34 @@ pub fn generic_response(status: u16) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    fn tmpdir(tag: &str) -> PathBuf {
+    /// A fresh directory, removed when the guard is dropped.
+    struct TmpDir(PathBuf);
+
+    impl Drop for TmpDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    impl std::ops::Deref for TmpDir {
+        type Target = PathBuf;
+        fn deref(&self) -> &PathBuf {
+            &self.0
+        }
+    }
+
+    fn tmpdir(tag: &str) -> TmpDir {
         let d = std::env::temp_dir().join(format!("leash-gw-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        std::fs::canonicalize(&d).unwrap()
+        TmpDir(std::fs::canonicalize(&d).unwrap())
     }
 
     #[test]
     fn config_defaults_and_keys() {
         let d = tmpdir("cfg");
         let c = parse_config(&format!("root = \"{}\"\n", d.display())).unwrap();
-        assert_eq!(c.root, d);
+        assert_eq!(c.root, *d);
         assert_eq!(c.max_steps, DEFAULT_MAX_STEPS);
         assert_eq!(c.max_time_ms, CGI_DEFAULT_MAX_TIME_MS);
         assert_eq!(c.max_memory, DEFAULT_MAX_MEMORY);
@@ -671,7 +687,7 @@ mod tests {
         std::fs::write(root.join("sub/b.lsh"), "").unwrap();
         std::fs::write(d.join("out.lsh"), "").unwrap();
         std::os::unix::fs::symlink(d.join("out.lsh"), root.join("link.lsh")).unwrap();
-        std::os::unix::fs::symlink(&d, root.join("up")).unwrap();
+        std::os::unix::fs::symlink(&*d, root.join("up")).unwrap();
         std::fs::create_dir(root.join("dir.lsh")).unwrap();
         assert_eq!(resolve_script(&root, &root.join("a.lsh")), Script::Found(root.join("a.lsh")));
         assert_eq!(resolve_script(&root, &root.join("sub/../a.lsh")), Script::Found(root.join("a.lsh")));
