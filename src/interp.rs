@@ -129,6 +129,8 @@ pub struct Interp<'p> {
     pub(crate) env: crate::builtins::env::EnvOverlay,
     pub(crate) stdin: crate::builtins::stdin::StdinState,
     pub(crate) files: crate::builtins::files::FileState,
+    /// Open SQLite databases (nothing SQLite-related exists until `db.open` runs).
+    pub(crate) db: crate::builtins::db::DbState,
     /// Where `assert_snapshot` keeps its snapshots.
     pub(crate) snapshots: Option<SnapshotDir>,
 }
@@ -172,6 +174,7 @@ impl<'p> Interp<'p> {
             env: Default::default(),
             stdin: Default::default(),
             files: Default::default(),
+            db: Default::default(),
             snapshots: cfg.snapshots.clone(),
         };
         it.step_check = it.next_check();
@@ -275,6 +278,21 @@ impl<'p> Interp<'p> {
         self.check_time()?;
         self.step_check = self.next_check();
         Ok(())
+    }
+
+    /// Charge `n` steps at once, for work done outside the evaluator (SQLite's virtual
+    /// machine, metered by its progress handler). Past the budget, the `steps` limit.
+    pub fn charge_steps(&mut self, n: u64) -> R<()> {
+        self.steps = self.steps.saturating_add(n);
+        if self.steps > self.step_check {
+            return self.step_slow();
+        }
+        Ok(())
+    }
+
+    /// Steps left before the `steps` limit (what outside work may still be charged).
+    pub fn steps_left(&self) -> u64 {
+        self.max_steps.saturating_sub(self.steps)
     }
 
     /// Stop if the deadline has passed.

@@ -71,6 +71,7 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
     }
     let held = it.out.take_held();
     it.files.close_all();
+    it.db.close_all();
     Outcome { status, diag, stats: it.stats(), held }
 }
 

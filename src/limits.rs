@@ -44,6 +44,7 @@ pub enum LimitKind {
     Dir,
     Http,
     Sockets,
+    Databases,
 }
 
 impl LimitKind {
@@ -82,6 +83,7 @@ impl LimitKind {
             Dir => "dir",
             Http => "http",
             Sockets => "sockets",
+            Databases => "databases",
         }
     }
 }
@@ -227,6 +229,39 @@ pub const MAX_REGEX_PROGRAM: usize = 2 * MIB;
 /// Lazy-DFA cache of one compiled regular expression: past it the engine falls back to
 /// a slower search that is still linear, so this bounds memory, not correctness.
 pub const MAX_REGEX_DFA_CACHE: usize = MIB;
+
+// ---------------------------------------------------------------------------
+// Run time: SQLite (`db.*`, behind --allow-db)
+// ---------------------------------------------------------------------------
+
+/// Databases open at once (`db.open`): each connection holds a page cache (about 2 MiB
+/// by default) and file descriptors, so the count is bounded like the file readers.
+pub const MAX_DB_OPEN: usize = 16;
+/// SQLite virtual-machine instructions per step. SQLite's progress handler runs every
+/// this many instructions and charges one step. 100 instructions are about 1 us of
+/// SQLite work here, so the default budget (1,000,000 steps) stops a runaway query after
+/// about a second; a smaller count would spend more time in the handler. Instruction
+/// counts are deterministic for the same SQL and data, so step counts stay repeatable.
+pub const DB_OPS_PER_STEP: i32 = 100;
+/// Progress-handler calls between looks at the wall-clock deadline (every 1,600
+/// instructions, some microseconds of work: the clock read is kept off the hot path).
+pub const DB_TIME_CHECK_EVERY: u64 = 16;
+/// SQLITE_LIMIT_LENGTH: the largest string, blob or table row SQLite will build. SQLite
+/// applies it to whole rows too, so it is the string limit plus 64 KiB, room for a row
+/// holding one string at the Leash limit and a few other columns; a value of more than
+/// 1 MiB coming out of a query is the `string` limit when it is read.
+pub const DB_MAX_LENGTH: usize = MAX_STRING_BYTES + 64 * KIB;
+/// SQLITE_LIMIT_SQL_LENGTH: bytes of one SQL text. Preparing SQL runs no virtual-machine
+/// instruction (so charges no step); this bounds that unmetered parse work.
+pub const DB_MAX_SQL_BYTES: usize = 256 * KIB;
+/// SQLite's own heap (page caches, sorters, in-memory databases), process-wide, set
+/// with `PRAGMA hard_heap_limit` when the first database opens (a script can only
+/// lower it). It is apart from `--max-memory`, which accounts Leash values; an
+/// allocation past it fails inside SQLite and stops the run with the `memory` limit.
+pub const DB_HEAP_LIMIT: usize = 64 * MIB;
+/// How long SQLite waits for another connection's lock before `database is locked`,
+/// in milliseconds (never past the `--max-time` deadline).
+pub const DB_BUSY_TIMEOUT_MS: u64 = 5_000;
 
 /// How often (in steps) the wall-clock deadline is looked at. Small enough that a
 /// deadline is met within well under a millisecond of running code.

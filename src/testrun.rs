@@ -168,4 +168,5 @@ pub fn run_file(
     }
     let _ = it.out.flush();
     it.files.close_all();
+    it.db.close_all();
 }

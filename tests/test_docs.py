@@ -30,6 +30,8 @@ def test_gates_match_the_namespaces():
         ns = name.split(".")[0] if "." in name else ""
         if ns in {"file", "dir"} or name in {"csv.open", "csv.next", "csv.close"}:
             assert cap == "--allow-files", name
+        elif ns == "db":
+            assert cap == "--allow-db", name
         else:
             assert cap == "-", name
 

@@ -15,6 +15,7 @@ pub mod collections;
 pub mod core;
 pub mod csv;
 pub mod date;
+pub mod db;
 pub mod env;
 pub mod files;
 pub mod json;
@@ -150,7 +151,7 @@ pub const fn place(name: &'static str, sig: &'static str, min: u8, max: u8, cost
 }
 
 /// Every area's table.
-pub fn tables() -> [&'static [Builtin]; 14] {
+pub fn tables() -> [&'static [Builtin]; 15] {
     [
         core::TABLE,
         collections::TABLE,
@@ -166,6 +167,7 @@ pub fn tables() -> [&'static [Builtin]; 14] {
         re::TABLE,
         url::TABLE,
         codec::TABLE,
+        db::TABLE,
     ]
 }
 
