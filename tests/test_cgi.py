@@ -526,6 +526,20 @@ def test_gateway_per_directory_allow(gw):
     assert gw.request("files/read.lsh").status == 500
 
 
+def test_gateway_db_capability(gw):
+    gw.page(
+        "db.lsh",
+        'import cgi\nh = db.open(":memory:")\ndb.exec(h, "CREATE TABLE t (x)")\ndb.exec(h, "INSERT INTO t VALUES (?)", [42])\n'
+        'cgi.headers({"Content-Type": "text/plain"})\nprint(db.query(h, "SELECT x FROM t"))\n',
+    )
+    gw.settings["allow"] = ["db"]
+    r = gw.request("db.lsh")
+    assert r.status == 200 and r.body == b'[{"x":42}]\n', r.log
+    gw.settings["allow"] = []
+    r = gw.request("db.lsh")
+    assert r.status == 500 and "--allow-db" in r.log, r.log
+
+
 def test_gateway_malformed_response_is_a_500(gw):
     gw.page("raw.lsh", 'print("no headers here")\n')
     r = gw.request("raw.lsh")
