@@ -180,6 +180,11 @@ pub fn lookup(name: &str) -> Option<&'static Builtin> {
     INDEX.get_or_init(|| all().map(|b| (b.name, b)).collect()).get(name).copied()
 }
 
+/// A builtin that only stdlib modules may call (`fail`); see `core::MODULE_ONLY`.
+pub fn lookup_module_only(name: &str) -> Option<&'static Builtin> {
+    core::MODULE_ONLY.iter().find(|b| b.name == name)
+}
+
 /// Builtin namespaces (reserved names, SPEC 5).
 pub const NAMESPACES: &[&str] = &[
     "math", "rand", "json", "csv", "date", "re", "url", "html", "base64", "hash", "file", "dir", "stdin", "env",
