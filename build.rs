@@ -8,6 +8,6 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let linux = std::env::var("CARGO_CFG_TARGET_OS").map(|o| o == "linux").unwrap_or(false);
     if linux && script.exists() {
-        println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", script.display());
+        println!("cargo:rustc-link-arg-bin=leash=-Wl,-T,{}", script.display());
     }
 }

@@ -20,6 +20,16 @@ if ! command -v strace >/dev/null 2>&1; then
     || echo "   (strace could not be installed; the strace-based checks will be skipped)"
 fi
 
+# apache2 lets tests/test_cgi.py run leash-cgi behind a real web server (mod_cgi and
+# mod_actions); without it those tests are skipped, saying so.
+if ! command -v apache2 >/dev/null 2>&1 && [ ! -x /usr/sbin/apache2 ]; then
+  echo "== installing apache2"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO=sudo
+  APT="$SUDO env DEBIAN_FRONTEND=noninteractive apt-get"
+  ($APT install -y -qq --no-install-recommends apache2 >/dev/null 2>&1 || { $APT update -qq >/dev/null 2>&1 && $APT install -y -qq --no-install-recommends apache2 >/dev/null 2>&1; }) \
+    || echo "   (apache2 could not be installed; the Apache CGI tests will be skipped)"
+fi
+
 echo "== cargo build --release"
 cargo build --release --locked
 echo "== cargo test (unit tests)"

@@ -163,7 +163,9 @@ fn parse_u64(name: &str, v: &str, lo: u64, hi: u64) -> Result<u64, String> {
     }
 }
 
-fn parse_memory(v: &str) -> Result<u64, String> {
+/// `--max-memory`'s value: bytes with an optional K, M or G suffix, 1 MiB..64 GiB (also the
+/// `max_memory` key of the leash-cgi configuration).
+pub fn parse_memory(v: &str) -> Result<u64, String> {
     let err = || format!("--max-memory takes bytes from 1M to 64G (suffixes K, M, G), got \"{v}\"");
     let (digits, mult) = match v.as_bytes().last() {
         Some(b'K') | Some(b'k') => (&v[..v.len() - 1], KIB as u64),

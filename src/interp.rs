@@ -138,6 +138,8 @@ pub struct Interp<'p> {
     pub(crate) files: crate::builtins::files::FileState,
     /// Sockets, listeners, HTTP, TLS and DNS (all built on first use).
     pub(crate) net: crate::builtins::net::NetState,
+    /// Open SQLite databases (nothing SQLite-related exists until `db.open` runs).
+    pub(crate) db: crate::builtins::db::DbState,
     /// Where `assert_snapshot` keeps its snapshots.
     pub(crate) snapshots: Option<SnapshotDir>,
 }
@@ -182,6 +184,7 @@ impl<'p> Interp<'p> {
             stdin: Default::default(),
             files: Default::default(),
             net: crate::builtins::net::NetState::new(cfg.net.clone()),
+            db: Default::default(),
             snapshots: cfg.snapshots.clone(),
         };
         it.step_check = it.next_check();
@@ -195,15 +198,10 @@ impl<'p> Interp<'p> {
 
     /// Run main. The caller turns the result into an exit status.
     pub fn run_main(&mut self) -> R<()> {
-        if let Err(e) = self.charge(true, self.prog.main_base_bytes as isize) {
-            return Err(e);
-        }
+        self.charge(true, self.prog.main_base_bytes as isize)?;
         let prog = self.prog;
-        let r = self.exec_block(&prog.main);
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.exec_block(&prog.main)?;
+        Ok(())
     }
 
     /// The globals after main ran (the test runner restores them before each test).
@@ -294,6 +292,21 @@ impl<'p> Interp<'p> {
         self.check_time()?;
         self.step_check = self.next_check();
         Ok(())
+    }
+
+    /// Charge `n` steps at once, for work done outside the evaluator (SQLite's virtual
+    /// machine, metered by its progress handler). Past the budget, the `steps` limit.
+    pub fn charge_steps(&mut self, n: u64) -> R<()> {
+        self.steps = self.steps.saturating_add(n);
+        if self.steps > self.step_check {
+            return self.step_slow();
+        }
+        Ok(())
+    }
+
+    /// Steps left before the `steps` limit (what outside work may still be charged).
+    pub fn steps_left(&self) -> u64 {
+        self.max_steps.saturating_sub(self.steps)
     }
 
     /// Stop if the deadline has passed.

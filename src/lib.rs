@@ -13,6 +13,7 @@ pub mod budget;
 pub mod builtins;
 pub mod cli;
 pub mod diag;
+pub mod gateway;
 pub mod interp;
 pub mod lexer;
 pub mod limits;
@@ -71,6 +72,7 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
     let held = it.out.take_held();
     it.files.close_all();
     it.net.close_all();
+    it.db.close_all();
     Outcome { status, diag, stats: it.stats(), held }
 }
 

@@ -44,6 +44,7 @@ pub enum LimitKind {
     Dir,
     Http,
     Sockets,
+    Databases,
 }
 
 impl LimitKind {
@@ -82,6 +83,7 @@ impl LimitKind {
             Dir => "dir",
             Http => "http",
             Sockets => "sockets",
+            Databases => "databases",
         }
     }
 }
@@ -228,12 +230,88 @@ pub const MAX_REGEX_PROGRAM: usize = 2 * MIB;
 /// a slower search that is still linear, so this bounds memory, not correctness.
 pub const MAX_REGEX_DFA_CACHE: usize = MIB;
 
+// ---------------------------------------------------------------------------
+// Run time: SQLite (`db.*`, behind --allow-db)
+// ---------------------------------------------------------------------------
+
+/// Databases open at once (`db.open`): each connection holds a page cache (about 2 MiB
+/// by default) and file descriptors, so the count is bounded like the file readers.
+pub const MAX_DB_OPEN: usize = 16;
+/// SQLite virtual-machine instructions per step. SQLite's progress handler runs every
+/// this many instructions and charges one step. 100 instructions are about 1 us of
+/// SQLite work here, so the default budget (1,000,000 steps) stops a runaway query after
+/// about a second; a smaller count would spend more time in the handler. Instruction
+/// counts are deterministic for the same SQL and data, so step counts stay repeatable.
+pub const DB_OPS_PER_STEP: i32 = 100;
+/// Progress-handler calls between looks at the wall-clock deadline (every 1,600
+/// instructions, some microseconds of work: the clock read is kept off the hot path).
+pub const DB_TIME_CHECK_EVERY: u64 = 16;
+/// SQLITE_LIMIT_LENGTH: the largest string, blob or table row SQLite will build. SQLite
+/// applies it to whole rows too, so it is the string limit plus 64 KiB, room for a row
+/// holding one string at the Leash limit and a few other columns; a value of more than
+/// 1 MiB coming out of a query is the `string` limit when it is read.
+pub const DB_MAX_LENGTH: usize = MAX_STRING_BYTES + 64 * KIB;
+/// SQLITE_LIMIT_SQL_LENGTH: bytes of one SQL text. Preparing SQL runs no virtual-machine
+/// instruction (so charges no step); this bounds that unmetered parse work.
+pub const DB_MAX_SQL_BYTES: usize = 256 * KIB;
+/// SQLite's own heap (page caches, sorters, in-memory databases), process-wide, set
+/// with `PRAGMA hard_heap_limit` when the first database opens (a script can only
+/// lower it). It is apart from `--max-memory`, which accounts Leash values; an
+/// allocation past it fails inside SQLite and stops the run with the `memory` limit.
+pub const DB_HEAP_LIMIT: usize = 64 * MIB;
+/// How long SQLite waits for another connection's lock before `database is locked`,
+/// in milliseconds (never past the `--max-time` deadline).
+pub const DB_BUSY_TIMEOUT_MS: u64 = 5_000;
+
 /// How often (in steps) the wall-clock deadline is looked at. Small enough that a
 /// deadline is met within well under a millisecond of running code.
 pub const TIME_CHECK_INTERVAL: u64 = 1024;
 
 // ---------------------------------------------------------------------------
-// Run time: network (issue 6): http.* (limit kind `http`), net.* (kind `sockets`)
+// The CGI gateway, leash-cgi (its configuration keys' defaults and bounds, and the
+// limits it sets on each worker process)
+// ---------------------------------------------------------------------------
+
+/// Bytes of the gateway's configuration file: a configuration is a few lines.
+pub const CGI_MAX_CONFIG_BYTES: usize = MIB;
+/// Default `max_time_ms`: a page that takes longer than this is broken, not slow.
+pub const CGI_DEFAULT_MAX_TIME_MS: u64 = 10_000;
+/// Largest `max_time_ms`: the same 30 days as `--max-time`.
+pub const CGI_MAX_MAX_TIME_MS: u64 = 30 * 86_400 * 1000;
+/// Default `max_output_bytes`: the interpreter's own stdout budget (so by default only
+/// that budget applies); at most that too, since no worker can write more.
+pub const CGI_DEFAULT_MAX_OUTPUT_BYTES: u64 = MAX_STDOUT_BYTES;
+/// Default `max_body_bytes`: the most `cgi.form()` / `cgi.body()` can hold as one string.
+pub const CGI_DEFAULT_MAX_BODY_BYTES: u64 = MIB as u64;
+/// Default `max_file_size` (RLIMIT_FSIZE of the worker): above the 16 MiB a run may
+/// write, leaving room for appending to existing files.
+pub const CGI_DEFAULT_MAX_FILE_SIZE: u64 = 64 * MIB as u64;
+/// Bounds of `max_file_size`.
+pub const CGI_MIN_MAX_FILE_SIZE: u64 = KIB as u64;
+pub const CGI_MAX_MAX_FILE_SIZE: u64 = 1 << 40;
+/// After `max_time_ms` the worker stops itself (its `--max-time`); the gateway kills it
+/// this much later if it has not (blocked where the deadline is not looked at).
+pub const CGI_KILL_GRACE_MS: u64 = 500;
+/// RLIMIT_AS of a worker beyond twice its `max_memory`: the interpreter thread's 256 MiB
+/// stack reservation, per-thread malloc arenas (64 MiB of address space each) and the
+/// binary. Accounted storage (`max_memory`) is the real memory bound; this is a backstop.
+pub const CGI_ADDRESS_SPACE_BASE: u64 = 1024 * MIB as u64;
+/// RLIMIT_NOFILE of a worker: 32 readers, 16 sockets, standard streams and the
+/// runtime's own descriptors fit with room to spare.
+pub const CGI_WORKER_NOFILE: u64 = 256;
+/// Seconds of CPU a worker may use beyond its wall-clock budget (RLIMIT_CPU is whole
+/// seconds; it only matters if the gateway itself is gone and cannot kill the worker).
+pub const CGI_CPU_GRACE_SECS: u64 = 1;
+/// Worker stderr (diagnostics, the script's `eprint`) copied to the server's error log
+/// per request; the rest is dropped with a note.
+pub const CGI_MAX_LOG_BYTES: usize = 64 * KIB;
+/// The end of the worker's stderr kept to read its report (last diagnostic, stats).
+pub const CGI_REPORT_TAIL_BYTES: usize = 8 * KIB;
+/// The header section of a worker's response.
+pub const CGI_MAX_HEADER_BYTES: usize = 64 * KIB;
+
+// ---------------------------------------------------------------------------
+// Run time: network: http.* (limit kind `http`), net.* (kind `sockets`)
 // ---------------------------------------------------------------------------
 
 /// Bytes of a URL given to http.*: bounds what is parsed and sent as the request line.

@@ -161,8 +161,9 @@ impl Resolver<'_> {
             if let Some(&i) = self.fn_index.get(name) {
                 return Some(Ok(i));
             }
+            return builtins::lookup(name).map(Err);
         }
-        builtins::lookup(name).map(Err)
+        builtins::lookup(name).or_else(|| builtins::lookup_module_only(name)).map(Err)
     }
 
     fn call(&mut self, callee: &AExpr, args: &[AExpr]) -> Expr {
@@ -478,7 +479,9 @@ pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
             r.err(LoadKind::Limit(LimitKind::Functions), format!("more than {MAX_FUNCTIONS} functions"));
         }
         let short = f.name.rsplit('.').next().unwrap_or(&f.name).to_string();
-        if r.reserved.contains(&short) {
+        // A module function is always called by its qualified name (`cgi.env`), so its
+        // short name may be a namespace's; the module's own name stays reserved.
+        if r.reserved.contains(&short) && (f.module.is_none() || f.module.as_deref() == Some(short.as_str())) {
             r.err(LoadKind::Name, format!("`{short}` is reserved and cannot name a function"));
         } else if f.module.is_none() && builtins::lookup(&f.name).is_some() {
             r.err(LoadKind::Name, format!("`{}` is a builtin function and cannot be redefined", f.name));

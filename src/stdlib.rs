@@ -1,7 +1,10 @@
 //! The standard library of Leash modules (`stdlib/*.lsh`), embedded at build time.
 
-const MODULES: &[(&str, &str)] =
-    &[("args", include_str!("../stdlib/args.lsh")), ("path", include_str!("../stdlib/path.lsh"))];
+const MODULES: &[(&str, &str)] = &[
+    ("args", include_str!("../stdlib/args.lsh")),
+    ("cgi", include_str!("../stdlib/cgi.lsh")),
+    ("path", include_str!("../stdlib/path.lsh")),
+];
 
 /// The source of stdlib module `name`.
 pub fn module(name: &str) -> Option<&'static str> {

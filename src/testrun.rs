@@ -103,7 +103,7 @@ pub fn run_file(
     let prog = match crate::load(&name, text, Some(path)) {
         Ok(p) => p,
         Err(ds) => {
-            ds.iter().for_each(|d| report(d));
+            ds.iter().for_each(&mut *report);
             summary.load_errors = true;
             return;
         }
@@ -169,4 +169,5 @@ pub fn run_file(
     let _ = it.out.flush();
     it.files.close_all();
     it.net.close_all();
+    it.db.close_all();
 }

@@ -546,7 +546,7 @@ pub fn fmt_num(x: f64, out: &mut Vec<u8>) {
             out.extend_from_slice(&digits[1..]);
         }
         out.push(b'e');
-        out.push(if n - 1 >= 0 { b'+' } else { b'-' });
+        out.push(if n > 0 { b'+' } else { b'-' });
         let mut buf = itoa::Buffer::new();
         out.extend_from_slice(buf.format((n - 1).abs()).as_bytes());
     }

@@ -35,6 +35,8 @@ def test_gates_match_the_namespaces():
             assert cap == "--allow-listen", name
         elif ns in {"http", "net"}:
             assert cap == "--allow-network", name
+        elif ns == "db":
+            assert cap == "--allow-db", name
         else:
             assert cap == "-", name
 

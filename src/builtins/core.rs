@@ -264,6 +264,29 @@ fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
+/// `fail(kind, message)`: raise a runtime error of a named kind. Callable only from
+/// stdlib modules (see `MODULE_ONLY`), so that a module written in Leash can refuse a bad
+/// argument with the kind a builtin would use (`value`, `type`, ...), not `user`.
+fn fail(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let kind = it.arg_text("fail", args, 0)?;
+    let kind = match kind {
+        "type" => ErrKind::Type,
+        "value" => ErrKind::Value,
+        "index" => ErrKind::Index,
+        "key" => ErrKind::Key,
+        "parse" => ErrKind::Parse,
+        "io" => ErrKind::Io,
+        "user" => ErrKind::User,
+        other => return Err(it.err(ErrKind::Value, format!("fail: unknown error kind \"{other}\""))),
+    };
+    let msg = String::from_utf8_lossy(it.arg_str("fail", args, 1)?).into_owned();
+    Err(it.err(kind, msg))
+}
+
+/// Builtins that only stdlib modules can call: a bare name in a module resolves here
+/// after the public table; in a script these names are free for user functions.
+pub const MODULE_ONLY: &[Builtin] = &[b("fail", "fail(kind, message)", 2, 2, Cost::Const, fail)];
+
 pub const TABLE: &[Builtin] = &[
     b("print", "print(...)", 0, VARIADIC, Cost::Bytes, print),
     b("write", "write(...)", 0, VARIADIC, Cost::Bytes, write),

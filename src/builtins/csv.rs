@@ -148,7 +148,7 @@ impl RowBuilder {
             Some(_) => {}
         }
         if self.header_mode && self.header.is_none() {
-            let names: Vec<Bytes> = rec.iter().map(|f| bytes(f)).collect();
+            let names: Vec<Bytes> = rec.iter().map(bytes).collect();
             for (i, k) in names.iter().enumerate() {
                 if names[..i].contains(k) {
                     return Err(it.err(

@@ -15,6 +15,7 @@ pub mod collections;
 pub mod core;
 pub mod csv;
 pub mod date;
+pub mod db;
 pub mod env;
 pub mod files;
 pub mod http;
@@ -153,7 +154,7 @@ pub const fn place(name: &'static str, sig: &'static str, min: u8, max: u8, cost
 }
 
 /// Every area's table.
-pub fn tables() -> [&'static [Builtin]; 16] {
+pub fn tables() -> [&'static [Builtin]; 17] {
     [
         core::TABLE,
         collections::TABLE,
@@ -171,6 +172,7 @@ pub fn tables() -> [&'static [Builtin]; 16] {
         codec::TABLE,
         http::TABLE,
         net::TABLE,
+        db::TABLE,
     ]
 }
 
@@ -181,6 +183,11 @@ pub fn all() -> impl Iterator<Item = &'static Builtin> {
 pub fn lookup(name: &str) -> Option<&'static Builtin> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Builtin>> = OnceLock::new();
     INDEX.get_or_init(|| all().map(|b| (b.name, b)).collect()).get(name).copied()
+}
+
+/// A builtin that only stdlib modules may call (`fail`); see `core::MODULE_ONLY`.
+pub fn lookup_module_only(name: &str) -> Option<&'static Builtin> {
+    core::MODULE_ONLY.iter().find(|b| b.name == name)
 }
 
 /// Builtin namespaces (reserved names, SPEC 5).

@@ -1,0 +1,472 @@
+//! `leash-cgi`: the gateway a web server runs for `*.lsh` files (Apache: `Action` plus
+//! `AddHandler`; the script's path arrives in PATH_TRANSLATED).
+//!
+//! One request per process: read the operator configuration (`LEASH_CGI_CONFIG`), check
+//! the script (inside the root, symlinks followed), then run it in a worker process,
+//! `leash --cgi ... SCRIPT`, with a clean environment, resource limits set on the worker,
+//! and a wall-clock deadline. The worker's response goes to the client only when the run
+//! succeeded and the response is well formed; otherwise the client gets a generic status
+//! (404, 403, 413, 500, 502, 504) and the reason goes to stderr (the server's error log),
+//! always ending with one summary line per request.
+//!
+//! The policy (configuration, paths, environment, response checks) is in the library,
+//! `leash::gateway`; this file does the process work.
+
+#![forbid(unsafe_code)]
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use leash::gateway::{self, Allow, Config, Script};
+use leash::limits::*;
+use rustix::process::{Resource, Rlimit};
+
+/// What the summary log line of a request says.
+struct Entry {
+    started: Instant,
+    script: String,
+    status: u16,
+    steps: Option<u64>,
+    note: Option<String>,
+}
+
+impl Entry {
+    /// Answer with a generic response for `status`; `why` goes to the log only.
+    fn fail(&mut self, status: u16, why: impl Into<String>) -> Vec<u8> {
+        self.status = status;
+        self.note = Some(why.into());
+        gateway::generic_response(status)
+    }
+
+    fn line(&self) -> String {
+        let time = chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now());
+        let mut s = format!(
+            "leash-cgi: time={} script={:?} status={} duration_ms={} steps={}",
+            time.format("%Y-%m-%dT%H:%M:%S%.3fZ"),
+            self.script,
+            self.status,
+            self.started.elapsed().as_millis(),
+            self.steps.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
+        );
+        if let Some(n) = &self.note {
+            s.push_str(&format!(" note={n:?}"));
+        }
+        s
+    }
+}
+
+fn main() {
+    let started = Instant::now();
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    // Under a web server (GATEWAY_INTERFACE set) arguments are ignored: Apache passes the
+    // words of a query string without `=` as arguments.
+    if std::env::var_os("GATEWAY_INTERFACE").is_none() && !args.is_empty() {
+        std::process::exit(command(&args));
+    }
+    let mut entry = Entry { started, script: "-".into(), status: 500, steps: None, note: None };
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(&mut entry)));
+    let response = match served {
+        Ok(r) => r,
+        Err(_) => entry.fail(500, "internal error in leash-cgi (a bug)"),
+    };
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(&response).and_then(|_| out.flush()) {
+        let n = entry.note.take().map(|n| format!("{n}; ")).unwrap_or_default();
+        entry.note = Some(format!("{n}the response could not be sent: {e}"));
+    }
+    let _ = writeln!(std::io::stderr().lock(), "{}", entry.line());
+}
+
+/// `leash-cgi --help`, `--version`, `--check-config [FILE]`: for the operator's shell.
+fn command(args: &[OsString]) -> i32 {
+    let a: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    match a.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["--version"] => {
+            println!("leash-cgi {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        ["--help"] | ["-h"] => {
+            print!(
+                "leash-cgi: the CGI gateway for Leash scripts\n\n\
+                 usage:\n  leash-cgi                       handle one CGI request (run by the web server)\n  \
+                 leash-cgi --check-config [FILE]  check a configuration (default: ${})\n  \
+                 leash-cgi --version | --help\n",
+                gateway::CONFIG_ENV
+            );
+            0
+        }
+        ["--check-config", rest @ ..] if rest.len() <= 1 => {
+            let path = match rest.first() {
+                Some(p) => Some(OsString::from(p)),
+                None => std::env::var_os(gateway::CONFIG_ENV),
+            };
+            match gateway::load_config(path.as_deref()) {
+                Ok(c) => {
+                    print!("{}", describe(&c));
+                    0
+                }
+                Err(m) => {
+                    eprintln!("leash-cgi: configuration: {m}");
+                    1
+                }
+            }
+        }
+        _ => {
+            eprintln!("leash-cgi: unknown arguments (see leash-cgi --help)");
+            2
+        }
+    }
+}
+
+fn describe(c: &Config) -> String {
+    let mut s = format!(
+        "root = {}\ninterpreter = {}\nmax_steps = {}\nmax_time_ms = {}\nmax_memory = {}\n\
+         max_output_bytes = {}\nmax_body_bytes = {}\nmax_file_size = {}\nenv_pass = {:?}\nallow = {}\n",
+        c.root.display(),
+        interpreter(c).display(),
+        c.max_steps,
+        c.max_time_ms,
+        c.max_memory,
+        c.max_output_bytes,
+        c.max_body_bytes,
+        c.max_file_size,
+        c.env_pass,
+        c.allow.describe()
+    );
+    for d in &c.dirs {
+        s.push_str(&format!("dir {} allow = {}\n", d.path.display(), d.allow.describe()));
+    }
+    s
+}
+
+fn interpreter(c: &Config) -> PathBuf {
+    c.interpreter.clone().unwrap_or_else(|| {
+        let me = std::env::current_exe().unwrap_or_default();
+        me.parent().unwrap_or(Path::new("/")).join("leash")
+    })
+}
+
+fn serve(e: &mut Entry) -> Vec<u8> {
+    let requested = std::env::var_os("PATH_TRANSLATED").filter(|p| !p.is_empty());
+    if let Some(p) = &requested {
+        e.script = p.to_string_lossy().into_owned();
+    }
+    let cfg = match gateway::load_config(std::env::var_os(gateway::CONFIG_ENV).as_deref()) {
+        Ok(c) => c,
+        Err(m) => return e.fail(500, format!("configuration: {m}")),
+    };
+    let Some(requested) = requested else {
+        return e.fail(404, "no script: PATH_TRANSLATED is not set");
+    };
+    let script = match gateway::resolve_script(&cfg.root, Path::new(&requested)) {
+        Script::Found(p) => p,
+        Script::NotFound(m) => return e.fail(404, m),
+        Script::Forbidden(m) => return e.fail(403, m),
+    };
+    e.script = script.to_string_lossy().into_owned();
+    let body_len = match gateway::request_length(std::env::var_os("CONTENT_LENGTH").as_deref()) {
+        Ok(n) => n,
+        Err(m) => return e.fail(400, m),
+    };
+    if body_len > cfg.max_body_bytes {
+        return e
+            .fail(413, format!("request body of {body_len} bytes is over max_body_bytes ({})", cfg.max_body_bytes));
+    }
+    let (allow, _) = gateway::allow_for(&cfg, &script);
+    let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let env = gateway::worker_env(&vars, &cfg.env_pass, &script);
+    supervise(&cfg, allow, &script, env, body_len, e)
+}
+
+// ---------------------------------------------------------------------------
+// Resource limits of the worker
+// ---------------------------------------------------------------------------
+
+/// The limits a worker runs under, each at most the gateway's own hard limit.
+fn worker_limits(cfg: &Config) -> Vec<(Resource, u64)> {
+    let cpu = cfg.max_time_ms.div_ceil(1000) + CGI_CPU_GRACE_SECS;
+    let wanted = [
+        (Resource::As, CGI_ADDRESS_SPACE_BASE.saturating_add(cfg.max_memory.saturating_mul(2))),
+        (Resource::Cpu, cpu),
+        (Resource::Nofile, CGI_WORKER_NOFILE),
+        (Resource::Fsize, cfg.max_file_size),
+        (Resource::Core, 0),
+    ];
+    wanted
+        .iter()
+        .map(|&(r, v)| {
+            let hard = rustix::process::getrlimit(r).maximum;
+            (r, hard.map_or(v, |h| v.min(h)))
+        })
+        .collect()
+}
+
+/// Lower the gateway's own soft limits to the worker's just around the spawn, so that the
+/// worker starts under them (there is no way to set them in the child between fork and
+/// exec without unsafe code); returns the old limits to put back.
+fn lower_own(limits: &[(Resource, u64)]) -> Vec<(Resource, Rlimit)> {
+    let mut saved = Vec::new();
+    for &(r, v) in limits {
+        let old = rustix::process::getrlimit(r);
+        if rustix::process::setrlimit(r, Rlimit { current: Some(v), maximum: old.maximum }).is_ok() {
+            saved.push((r, old));
+        }
+    }
+    saved
+}
+
+fn restore_own(saved: Vec<(Resource, Rlimit)>) {
+    for (r, old) in saved {
+        let _ = rustix::process::setrlimit(r, old);
+    }
+}
+
+/// Then make them the worker's hard limits too, so that it cannot raise them back.
+fn pin_limits(child: &Child, limits: &[(Resource, u64)]) -> Result<(), String> {
+    let pid = rustix::process::Pid::from_child(child);
+    for &(r, v) in limits {
+        rustix::process::prlimit(Some(pid), r, Rlimit { current: Some(v), maximum: Some(v) })
+            .map_err(|e| format!("cannot set the worker's {r:?} limit: {e}"))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Supervision
+// ---------------------------------------------------------------------------
+
+enum Event {
+    StdoutDone,
+    OutputOver,
+    StderrDone,
+}
+
+enum End {
+    Exited(ExitStatus),
+    Deadline,
+    OutputOver,
+}
+
+/// Kill the worker and everything in its process group, and reap it.
+fn kill(child: &mut Child) {
+    let pid = rustix::process::Pid::from_child(child);
+    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// What the worker wrote to stderr: the start (copied to the log) and the end (its report).
+#[derive(Default)]
+struct Stderr {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    total: u64,
+}
+
+fn read_stderr(mut r: impl Read) -> Stderr {
+    let mut s = Stderr::default();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = match r.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let c = &chunk[..n];
+        s.total += n as u64;
+        let room = CGI_MAX_LOG_BYTES.saturating_sub(s.head.len());
+        s.head.extend_from_slice(&c[..room.min(n)]);
+        s.tail.extend_from_slice(c);
+        if s.tail.len() > 2 * CGI_REPORT_TAIL_BYTES {
+            s.tail.drain(..s.tail.len() - CGI_REPORT_TAIL_BYTES);
+        }
+    }
+    s
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        24 => "SIGXCPU (the CPU limit)",
+        25 => "SIGXFSZ (max_file_size)",
+        _ => "signal",
+    }
+}
+
+/// Copy the worker's stderr to ours, a line at a time with control characters escaped,
+/// leaving out its final stats line (its figures are in the summary line).
+fn forward_stderr(err: &Stderr, stats_line: bool) {
+    let text = String::from_utf8_lossy(&err.head);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if stats_line && err.total as usize == err.head.len() {
+        if let Some(i) = lines.iter().rposition(|l| !l.trim().is_empty()) {
+            lines.remove(i);
+        }
+    }
+    let mut o = std::io::stderr().lock();
+    for l in lines {
+        let clean: String =
+            l.chars().map(|c| if c.is_control() && c != '\t' { char::REPLACEMENT_CHARACTER } else { c }).collect();
+        let _ = writeln!(o, "leash-cgi: worker: {clean}");
+    }
+    if err.total > err.head.len() as u64 {
+        let _ =
+            writeln!(o, "leash-cgi: worker: ({} more bytes of stderr not logged)", err.total - err.head.len() as u64);
+    }
+}
+
+fn supervise(
+    cfg: &Config,
+    allow: Allow,
+    script: &Path,
+    env: Vec<(OsString, OsString)>,
+    body_len: u64,
+    e: &mut Entry,
+) -> Vec<u8> {
+    let interp = interpreter(cfg);
+    let mut cmd = Command::new(&interp);
+    cmd.args(gateway::worker_args(cfg, allow, script))
+        .env_clear()
+        .envs(env)
+        .current_dir(script.parent().unwrap_or(Path::new("/")))
+        .stdin(if body_len > 0 { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let limits = worker_limits(cfg);
+    let saved = lower_own(&limits);
+    let spawned = cmd.spawn();
+    restore_own(saved);
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(err) => return e.fail(500, format!("cannot start the interpreter {}: {err}", interp.display())),
+    };
+    let t0 = Instant::now();
+    let mut notes: Vec<String> = Vec::new();
+    if let Err(m) = pin_limits(&child, &limits) {
+        // The soft limits are in place from the start; only their hard ceiling is missing.
+        notes.push(m);
+    }
+
+    let (tx, rx) = mpsc::channel();
+    if let Some(mut w) = child.stdin.take() {
+        // The request body, at most CONTENT_LENGTH bytes; a worker that stops reading
+        // ends the copy (EPIPE).
+        std::thread::spawn(move || {
+            let mut input = std::io::stdin().lock().take(body_len);
+            let _ = std::io::copy(&mut input, &mut w);
+        });
+    }
+    let mut out = child.stdout.take().expect("stdout is piped");
+    let max_out = cfg.max_output_bytes;
+    let tx_out = tx.clone();
+    let out_thread = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = (&mut out).take(max_out + 1).read_to_end(&mut buf);
+        if buf.len() as u64 > max_out {
+            let _ = tx_out.send(Event::OutputOver);
+            return Vec::new();
+        }
+        let _ = tx_out.send(Event::StdoutDone);
+        buf
+    });
+    let err = child.stderr.take().expect("stderr is piped");
+    let tx_err = tx;
+    let err_thread = std::thread::spawn(move || {
+        let s = read_stderr(err);
+        let _ = tx_err.send(Event::StderrDone);
+        s
+    });
+
+    let kill_at = t0 + Duration::from_millis(cfg.max_time_ms + CGI_KILL_GRACE_MS);
+    let (mut out_done, mut err_done) = (false, false);
+    let end = loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            break End::Exited(st);
+        }
+        let now = Instant::now();
+        if now >= kill_at {
+            kill(&mut child);
+            break End::Deadline;
+        }
+        // Leash holds its output until it exits, so the pipes closing is the sign to look
+        // at the process again; until then wait for them (or the deadline).
+        let wait = if out_done && err_done { Duration::from_millis(1) } else { kill_at - now };
+        match rx.recv_timeout(wait) {
+            Ok(Event::OutputOver) => {
+                kill(&mut child);
+                break End::OutputOver;
+            }
+            Ok(Event::StdoutDone) => out_done = true,
+            Ok(Event::StderrDone) => err_done = true,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    };
+    // Anything still holding the pipes (a process the worker started) goes with its group.
+    let settle = Instant::now() + Duration::from_millis(200);
+    while !(out_done && err_done) {
+        match rx.recv_timeout(settle.saturating_duration_since(Instant::now())) {
+            Ok(Event::StdoutDone) | Ok(Event::OutputOver) => out_done = true,
+            Ok(Event::StderrDone) => err_done = true,
+            Err(_) => {
+                let pid = rustix::process::Pid::from_child(&child);
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                break;
+            }
+        }
+    }
+    let output = out_thread.join().unwrap_or_default();
+    let stderr = err_thread.join().unwrap_or_default();
+
+    let report = match &end {
+        End::Exited(st) if st.code().is_some() => gateway::read_report(&stderr.tail),
+        _ => gateway::Report::default(),
+    };
+    forward_stderr(&stderr, report.steps.is_some());
+    e.steps = report.steps;
+    let note = |e: &mut Entry, extra: Vec<String>| {
+        let all: Vec<String> = e.note.take().into_iter().chain(extra).collect();
+        e.note = if all.is_empty() { None } else { Some(all.join("; ")) };
+    };
+    let response = match end {
+        End::Deadline => e.fail(504, format!("killed at the deadline ({} ms)", cfg.max_time_ms + CGI_KILL_GRACE_MS)),
+        End::OutputOver => e.fail(500, format!("output over max_output_bytes ({max_out})")),
+        End::Exited(st) => match (st.signal(), st.code()) {
+            (Some(sig), _) => e.fail(502, format!("the worker died: signal {sig} ({})", signal_name(sig))),
+            (None, Some(code)) if code != 0 && report.diag.is_some() => {
+                let (class, kind) = report.diag.clone().unwrap_or_default();
+                if class == "limit" && kind == "time" {
+                    e.fail(504, format!("time limit: max_time_ms ({}) reached", cfg.max_time_ms))
+                } else {
+                    e.fail(500, format!("the script failed: {class} error [{kind}], exit status {code}"))
+                }
+            }
+            (None, code) => match gateway::response_status(&output) {
+                Ok(status) => {
+                    e.status = status;
+                    if code != Some(0) {
+                        notes.push(format!("exit status {}", code.unwrap_or(-1)));
+                    }
+                    output
+                }
+                Err(m) => e.fail(500, format!("malformed response: {m}")),
+            },
+        },
+    };
+    note(e, notes);
+    response
+}

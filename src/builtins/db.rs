@@ -1,0 +1,604 @@
+//! SQLite (`db.*`), behind `--allow-db`: the bundled SQLite through `rusqlite`.
+//!
+//! - Lazy: nothing SQLite-related runs until a script calls `db.open` (the state below
+//!   is an empty map until then), so start-up does not pay for it.
+//! - Steps: every `DB_OPS_PER_STEP` virtual-machine instructions SQLite's progress
+//!   handler counts one step in a shared `Meter`; it interrupts SQLite when the steps
+//!   left at the start of the call are used up, or when the `--max-time` deadline has
+//!   passed. After every call into SQLite the interpreter charges what was counted
+//!   through `Interp::charge_steps` (the one step counter), so a runaway query stops
+//!   with the `steps` limit, exactly at the budget, or the `time` limit.
+//! - Refused: `ATTACH` and `DETACH` (an authorizer, and SQLITE_LIMIT_ATTACHED 0), the
+//!   `load_extension()` SQL function (authorizer; extension loading is never enabled).
+//!   Defensive mode is on (no writable schema, no shadow-table writes) and the schema
+//!   is untrusted (functions with side effects are not run from views and triggers).
+//! - Memory: SQLite's lengths are capped (SQLITE_LIMIT_LENGTH, SQL_LENGTH), its heap is
+//!   capped process-wide (`PRAGMA hard_heap_limit`), and query results are built within
+//!   the value limits while the rows are read (a row past the list limit, or rows past
+//!   the frame-storage limit, stop the run before more is read).
+//! - At most `MAX_DB_OPEN` databases are open at once; all are closed at the end of a
+//!   run (an open transaction is rolled back by SQLite then).
+
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::config::DbConfig;
+use rusqlite::fallible_iterator::FallibleIterator;
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::limits::Limit;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Batch, Connection, ErrorCode, OpenFlags, Statement};
+
+use super::{gated, Builtin, Cap, Cost};
+use crate::diag::ErrKind;
+use crate::interp::{Fail, Interp, R};
+use crate::limits::*;
+use crate::value::*;
+
+/// Why the progress handler interrupted SQLite.
+const STOP_NONE: u8 = 0;
+const STOP_STEPS: u8 = 1;
+const STOP_TIME: u8 = 2;
+
+/// What the authorizer refused last (for the error message).
+const DENIED_NONE: u8 = 0;
+const DENIED_ATTACH: u8 = 1;
+const DENIED_DETACH: u8 = 2;
+const DENIED_EXTENSION: u8 = 3;
+
+/// Shared by the interpreter and the callbacks it gives SQLite (which must be `Send`
+/// and `'static`, so they cannot borrow the interpreter).
+#[derive(Debug)]
+struct Meter {
+    /// Steps counted by the progress handler during the current call into SQLite.
+    used: AtomicU64,
+    /// Steps left when the current call started.
+    allowance: AtomicU64,
+    stop: AtomicU8,
+    denied: AtomicU8,
+    deadline: Option<Instant>,
+}
+
+impl Meter {
+    /// The progress handler: true interrupts SQLite.
+    fn tick(&self) -> bool {
+        let n = self.used.fetch_add(1, Relaxed) + 1;
+        if n > self.allowance.load(Relaxed) {
+            self.stop.store(STOP_STEPS, Relaxed);
+            return true;
+        }
+        if let Some(d) = self.deadline {
+            if n.is_multiple_of(DB_TIME_CHECK_EVERY) && Instant::now() >= d {
+                self.stop.store(STOP_TIME, Relaxed);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The authorizer, called while SQL is prepared.
+    fn authorize(&self, ctx: AuthContext<'_>) -> Authorization {
+        let denied = match ctx.action {
+            AuthAction::Attach { .. } => DENIED_ATTACH,
+            AuthAction::Detach { .. } => DENIED_DETACH,
+            AuthAction::Function { function_name } if function_name.eq_ignore_ascii_case("load_extension") => {
+                DENIED_EXTENSION
+            }
+            _ => return Authorization::Allow,
+        };
+        self.denied.store(denied, Relaxed);
+        Authorization::Deny
+    }
+}
+
+/// Open databases.
+#[derive(Debug, Default)]
+pub struct DbState {
+    conns: HashMap<u32, Connection>,
+    next_id: u32,
+    /// Made by the first `db.open` (and the process-wide heap limit set then).
+    meter: Option<Arc<Meter>>,
+}
+
+impl DbState {
+    /// Close every open database (at the end of a run).
+    pub fn close_all(&mut self) {
+        self.conns.clear();
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.conns.len()
+    }
+}
+
+fn shown(p: &[u8]) -> String {
+    String::from_utf8_lossy(p).into_owned()
+}
+
+/// The text of a SQLite error, and whether it is SQLite running out of memory.
+fn message(e: &rusqlite::Error) -> (String, bool) {
+    match e {
+        rusqlite::Error::SqliteFailure(f, msg) => {
+            (msg.clone().unwrap_or_else(|| f.to_string()), f.code == ErrorCode::OutOfMemory)
+        }
+        rusqlite::Error::SqlInputError { error, msg, .. } => (msg.clone(), error.code == ErrorCode::OutOfMemory),
+        other => (other.to_string(), false),
+    }
+}
+
+/// A SQLite error as a `db` error (`NAME: SQLite's message`); SQLite out of memory (its
+/// heap limit) is the `memory` limit instead.
+fn db_err(it: &Interp<'_>, name: &str, m: &Meter, e: rusqlite::Error) -> Fail {
+    let (msg, oom) = message(&e);
+    if oom {
+        return it.limit(
+            LimitKind::Memory,
+            format!("{name}: SQLite ran out of memory (its heap is limited to {DB_HEAP_LIMIT} bytes)"),
+        );
+    }
+    let refused = match m.denied.load(Relaxed) {
+        DENIED_ATTACH => "ATTACH is refused: ",
+        DENIED_DETACH => "DETACH is refused: ",
+        DENIED_EXTENSION => "extension loading is refused: ",
+        _ => "",
+    };
+    it.err(ErrKind::Db, format!("{name}: {refused}{msg}"))
+}
+
+fn limit_setup(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, DB_MAX_LENGTH as i32)?;
+    conn.set_limit(Limit::SQLITE_LIMIT_SQL_LENGTH, DB_MAX_SQL_BYTES as i32)?;
+    conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
+    // No helper threads for sorting: all of SQLite's work happens under the meter.
+    conn.set_limit(Limit::SQLITE_LIMIT_WORKER_THREADS, 0)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
+    conn.busy_timeout(Duration::from_millis(DB_BUSY_TIMEOUT_MS))?;
+    Ok(())
+}
+
+/// Get ready for a call into SQLite on `conn`: reset the meter to the steps left.
+fn begin(it: &Interp<'_>, conn: &Connection, name: &str) -> R<Arc<Meter>> {
+    it.check_time()?;
+    let m = it.db.meter.clone().expect("a database is open, so the meter exists");
+    m.used.store(0, Relaxed);
+    m.stop.store(STOP_NONE, Relaxed);
+    m.denied.store(DENIED_NONE, Relaxed);
+    m.allowance.store(it.steps_left(), Relaxed);
+    if let Some(d) = it.deadline {
+        // Waiting for another connection's lock runs no instruction: bound it by the
+        // deadline too.
+        let left = d.saturating_duration_since(Instant::now()).min(Duration::from_millis(DB_BUSY_TIMEOUT_MS));
+        conn.busy_timeout(left).map_err(|e| db_err(it, name, &m, e))?;
+    }
+    Ok(m)
+}
+
+/// After a call into SQLite: charge the steps it used, then the deadline.
+fn finish(it: &mut Interp<'_>, m: &Meter) -> R<()> {
+    it.charge_steps(m.used.load(Relaxed))?;
+    if m.stop.load(Relaxed) == STOP_TIME {
+        return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"));
+    }
+    it.check_time()
+}
+
+fn db_id(it: &Interp<'_>, name: &str, v: &Value) -> R<u32> {
+    match v {
+        Value::Handle(h) if h.kind == HandleKind::Db => {
+            if it.db.conns.contains_key(&h.id) {
+                Ok(h.id)
+            } else {
+                Err(it.err(ErrKind::Value, format!("{name}: the db is closed")))
+            }
+        }
+        other => Err(it.type_err(name, 0, "a db handle", other)),
+    }
+}
+
+/// The parameters argument.
+enum Params<'a> {
+    None,
+    List(&'a List),
+    Map(&'a Map),
+}
+
+fn sql_value<'a>(it: &Interp<'_>, name: &str, which: &dyn Fn() -> String, v: &'a Value) -> R<ValueRef<'a>> {
+    Ok(match v {
+        Value::Nil | Value::Unset => ValueRef::Null,
+        Value::Bool(b) => ValueRef::Integer(*b as i64),
+        Value::Num(n) => {
+            // Integral numbers within i64 are INTEGER (so `id = ?` matches an INTEGER
+            // column and `?` in LIMIT works); others are REAL.
+            if is_integral(*n) && *n >= -9_223_372_036_854_775_808.0 && *n < 9_223_372_036_854_775_808.0 {
+                ValueRef::Integer(*n as i64)
+            } else {
+                ValueRef::Real(*n)
+            }
+        }
+        // Strings are TEXT, bytes as they are (`CAST(? AS BLOB)` makes a blob).
+        Value::Str(s) => ValueRef::Text(s.as_slice()),
+        other => {
+            return Err(it.err(
+                ErrKind::Type,
+                format!("{name}: {} must be nil, a bool, a number or a string, got {}", which(), other.type_name()),
+            ))
+        }
+    })
+}
+
+/// Check the parameters argument (index `i`) and the types of its values, before
+/// SQLite is touched.
+fn params_of<'a>(it: &Interp<'_>, name: &str, args: &'a [Value], i: usize) -> R<Params<'a>> {
+    match it.opt(args, i) {
+        None => Ok(Params::None),
+        Some(Value::List(l)) => {
+            for (k, v) in l.items().iter().enumerate() {
+                sql_value(it, name, &|| format!("parameter {}", k + 1), v)?;
+            }
+            Ok(Params::List(l))
+        }
+        // A map's values are checked as they are bound (keys the SQL does not name are
+        // ignored, whatever they hold).
+        Some(Value::Map(m)) => Ok(Params::Map(m)),
+        Some(other) => Err(it.type_err(name, i, "a list or a map", other)),
+    }
+}
+
+fn bind(it: &Interp<'_>, name: &str, m: &Meter, stmt: &mut Statement<'_>, p: &Params<'_>) -> R<()> {
+    let count = stmt.parameter_count();
+    let bind_one = |stmt: &mut Statement<'_>, i: usize, v: ValueRef<'_>| {
+        stmt.raw_bind_parameter(i, ToSqlOutput::Borrowed(v)).map_err(|e| db_err(it, name, m, e))
+    };
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    match p {
+        Params::None => {
+            if count > 0 {
+                return Err(it.err(
+                    ErrKind::Db,
+                    format!("{name}: the SQL has {count} parameter{} and no values were given", plural(count)),
+                ));
+            }
+        }
+        Params::List(l) => {
+            if l.len() != count {
+                return Err(it.err(
+                    ErrKind::Db,
+                    format!(
+                        "{name}: the SQL has {count} parameter{} but {} value{} given",
+                        plural(count),
+                        l.len(),
+                        if l.len() == 1 { " was" } else { "s were" }
+                    ),
+                ));
+            }
+            for (k, v) in l.items().iter().enumerate() {
+                let v = sql_value(it, name, &|| format!("parameter {}", k + 1), v)?;
+                bind_one(stmt, k + 1, v)?;
+            }
+        }
+        Params::Map(map) => {
+            for i in 1..=count {
+                let pname = match stmt.parameter_name(i) {
+                    Some(n) if !n.starts_with('?') => n.to_string(),
+                    _ => {
+                        return Err(it.err(
+                            ErrKind::Db,
+                            format!("{name}: parameter {i} has no name (bind `?` placeholders with a list)"),
+                        ))
+                    }
+                };
+                let Some(v) = map.get(&pname.as_bytes()[1..]) else {
+                    return Err(it.err(ErrKind::Db, format!("{name}: no value for parameter {pname}")));
+                };
+                let v = sql_value(it, name, &|| format!("parameter {pname}"), v)?;
+                bind_one(stmt, i, v)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Prepare `sql` as exactly one statement (None when it holds no statement).
+fn prepare_one<'c>(
+    it: &Interp<'_>,
+    name: &str,
+    m: &Meter,
+    conn: &'c Connection,
+    sql: &str,
+) -> R<Option<Statement<'c>>> {
+    match conn.prepare(sql) {
+        Ok(s) => Ok(Some(s)),
+        Err(rusqlite::Error::Empty) => Ok(None),
+        Err(rusqlite::Error::MultipleStatement) => Err(it.err(
+            ErrKind::Db,
+            format!("{name}: the SQL holds more than one statement (parameters bind to one statement)"),
+        )),
+        Err(e) => Err(db_err(it, name, m, e)),
+    }
+}
+
+/// Run a prepared statement to its end, discarding rows; the rows it changed.
+fn run_to_end(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, stmt: &mut Statement<'_>) -> R<u64> {
+    let before = conn.total_changes();
+    let mut rows = stmt.raw_query();
+    while rows.next().map_err(|e| db_err(it, name, m, e))?.is_some() {}
+    drop(rows);
+    // `changes()` keeps the count of the last INSERT, UPDATE or DELETE; a statement that
+    // changed nothing (CREATE, SELECT, ...) leaves the total alone: it changed 0 rows.
+    Ok(if conn.total_changes() == before { 0 } else { conn.changes() })
+}
+
+fn exec_in(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, sql: &str, p: &Params<'_>) -> R<u64> {
+    if !matches!(p, Params::None) {
+        let Some(mut stmt) = prepare_one(it, name, m, conn, sql)? else { return Ok(0) };
+        bind(it, name, m, &mut stmt, p)?;
+        return run_to_end(it, name, m, conn, &mut stmt);
+    }
+    // Without parameters, a script: every statement in order.
+    let mut batch = Batch::new(conn, sql);
+    let mut changed = 0;
+    while let Some(mut stmt) = batch.next().map_err(|e| db_err(it, name, m, e))? {
+        bind(it, name, m, &mut stmt, &Params::None)?;
+        changed += run_to_end(it, name, m, conn, &mut stmt)?;
+    }
+    Ok(changed)
+}
+
+/// A result column's value as a Leash value.
+fn leash_value(it: &Interp<'_>, name: &str, col: &[u8], v: ValueRef<'_>) -> R<Value> {
+    const EXACT: u64 = 1 << 53;
+    Ok(match v {
+        ValueRef::Null => Value::Nil,
+        ValueRef::Integer(i) => {
+            if i.unsigned_abs() > EXACT {
+                return Err(it.err(
+                    ErrKind::Db,
+                    format!(
+                        "{name}: column \"{}\" holds the integer {i}, beyond 2^53 where numbers are exact \
+                         (CAST it AS TEXT or AS REAL in the SQL)",
+                        shown(col)
+                    ),
+                ));
+            }
+            Value::Num(i as f64)
+        }
+        ValueRef::Real(f) => {
+            if !f.is_finite() {
+                return Err(it.err(ErrKind::Db, format!("{name}: column \"{}\" holds a non-finite real", shown(col))));
+            }
+            Value::Num(f)
+        }
+        ValueRef::Text(b) | ValueRef::Blob(b) => {
+            it.check_str_len(b.len())?;
+            Value::str(b.to_vec())
+        }
+    })
+}
+
+/// Rows read so far, with their accounted storage, checked as each row arrives.
+struct Rows {
+    rows: Vec<Value>,
+    acct: usize,
+}
+
+impl Rows {
+    fn new() -> Self {
+        Rows { rows: Vec::new(), acct: ACCT_LIST_HEADER }
+    }
+
+    /// Room for one more row (checked before the row is built).
+    fn room(&self, it: &Interp<'_>, name: &str) -> R<()> {
+        if self.rows.len() >= MAX_LIST_ITEMS {
+            return Err(it.limit(LimitKind::List, format!("{name}: a result of more than {MAX_LIST_ITEMS} rows")));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, it: &Interp<'_>, name: &str, row: Value) -> R<()> {
+        self.room(it, name)?;
+        self.acct += row.acct();
+        if self.acct > MAX_FRAME_BYTES {
+            return Err(it.limit(
+                LimitKind::FrameStorage,
+                format!("{name}: the rows exceed the frame limit of {MAX_FRAME_BYTES} accounted bytes"),
+            ));
+        }
+        self.rows.push(row);
+        Ok(())
+    }
+
+    fn into_value(mut self, it: &Interp<'_>) -> R<Value> {
+        self.rows.shrink_to_fit();
+        it.make_list(self.rows)
+    }
+}
+
+/// rusqlite panics on a column name that is not UTF-8 (possible in a crafted database
+/// file) and on a value SQLite could not produce (out of memory); these become errors.
+fn guarded<T>(it: &Interp<'_>, name: &str, f: impl FnOnce() -> T) -> R<T> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|_| {
+        it.err(ErrKind::Db, format!("{name}: SQLite gave a column name that is not UTF-8, or ran out of memory"))
+    })
+}
+
+fn query_in(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, sql: &str, p: &Params<'_>) -> R<Value> {
+    let Some(mut stmt) = prepare_one(it, name, m, conn, sql)? else { return it.make_list(vec![]) };
+    bind(it, name, m, &mut stmt, p)?;
+    let names: Vec<Bytes> = guarded(it, name, || stmt.column_names().map(|n| bytes(n.as_bytes())).collect())?;
+    let mut out = Rows::new();
+    let mut rows = stmt.raw_query();
+    while let Some(row) = rows.next().map_err(|e| db_err(it, name, m, e))? {
+        out.room(it, name)?;
+        let mut map = Map::with_capacity(names.len());
+        for (i, col) in names.iter().enumerate() {
+            let v = guarded(it, name, || row.get_ref(i))?.map_err(|e| db_err(it, name, m, e))?;
+            let v = leash_value(it, name, col, v)?;
+            map.insert(col.clone(), v);
+        }
+        out.push(it, name, it.make_map(map)?)?;
+    }
+    drop(rows);
+    out.into_value(it)
+}
+
+fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "db.open";
+    let p = it.arg_str(NAME, args, 0)?.clone();
+    if it.db.conns.len() >= MAX_DB_OPEN {
+        return Err(it.limit(LimitKind::Databases, format!("more than {MAX_DB_OPEN} open databases")));
+    }
+    if p.contains(&0) {
+        return Err(it.err(ErrKind::Value, format!("{NAME}: argument 1 contains a NUL byte")));
+    }
+    it.check_time()?;
+    let first = it.db.meter.is_none();
+    let deadline = it.deadline;
+    let m = it
+        .db
+        .meter
+        .get_or_insert_with(|| {
+            Arc::new(Meter {
+                used: AtomicU64::new(0),
+                allowance: AtomicU64::new(0),
+                stop: AtomicU8::new(STOP_NONE),
+                denied: AtomicU8::new(DENIED_NONE),
+                deadline,
+            })
+        })
+        .clone();
+    let fail = |it: &Interp<'_>, e: rusqlite::Error| {
+        let (msg, oom) = message(&e);
+        if oom {
+            return db_err(it, NAME, &m, e);
+        }
+        it.err(ErrKind::Db, format!("{NAME}: cannot open \"{}\": {msg}", shown(&p)))
+    };
+    // A path is a path, never a URI: `file:x.db?mode=ro` names a file called that. (The
+    // bundled SQLite reads names beginning `file:` as URIs whatever the open flags say,
+    // so such a relative name is opened as `./file:...`.)
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut path = Vec::with_capacity(p.len() + 2);
+    if p.len() >= 5 && p[..5].eq_ignore_ascii_case(b"file:") {
+        path.extend_from_slice(b"./");
+    }
+    path.extend_from_slice(&p);
+    let mut conn =
+        Connection::open_with_flags(Path::new(std::ffi::OsStr::from_bytes(&path)), flags).map_err(|e| fail(it, e))?;
+    limit_setup(&conn).map_err(|e| fail(it, e))?;
+    let (pm, am) = (m.clone(), m.clone());
+    conn.progress_handler(DB_OPS_PER_STEP, Some(move || pm.tick())).map_err(|e| fail(it, e))?;
+    conn.authorizer(Some(move |ctx: AuthContext<'_>| am.authorize(ctx))).map_err(|e| fail(it, e))?;
+    begin(it, &conn, NAME)?;
+    let r = (|| {
+        if first {
+            // Process-wide; SQL can only lower it afterwards.
+            conn.query_row(&format!("PRAGMA hard_heap_limit = {DB_HEAP_LIMIT}"), [], |_| Ok(()))?;
+        }
+        // Read the header now, so that a file that is not a database fails here.
+        conn.query_row("PRAGMA schema_version", [], |_| Ok(()))
+    })();
+    finish(it, &m)?;
+    r.map_err(|e| fail(it, e))?;
+    it.db.next_id += 1;
+    let id = it.db.next_id;
+    it.db.conns.insert(id, conn);
+    Ok(Value::Handle(Handle { kind: HandleKind::Db, id }))
+}
+
+fn exec(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "db.exec";
+    let id = db_id(it, NAME, &args[0])?;
+    let sql = it.arg_text(NAME, args, 1)?;
+    let p = params_of(it, NAME, args, 2)?;
+    let conn = &it.db.conns[&id];
+    let m = begin(it, conn, NAME)?;
+    let r = exec_in(it, NAME, &m, conn, sql, &p);
+    finish(it, &m)?;
+    Ok(Value::Num(r? as f64))
+}
+
+fn query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "db.query";
+    let id = db_id(it, NAME, &args[0])?;
+    let sql = it.arg_text(NAME, args, 1)?;
+    let p = params_of(it, NAME, args, 2)?;
+    let conn = &it.db.conns[&id];
+    let m = begin(it, conn, NAME)?;
+    let r = query_in(it, NAME, &m, conn, sql, &p);
+    finish(it, &m)?;
+    r
+}
+
+fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "db.close";
+    let id = db_id(it, NAME, &args[0])?;
+    let conn = it.db.conns.remove(&id).expect("checked handle");
+    if let Err((_, e)) = conn.close() {
+        let (msg, _) = message(&e);
+        return Err(it.err(ErrKind::Db, format!("{NAME}: {msg}")));
+    }
+    Ok(Value::Nil)
+}
+
+const D: Cap = Cap::Db;
+
+pub const TABLE: &[Builtin] = &[
+    gated("db.open", "db.open(path)", 1, 1, D, Cost::Const, open),
+    gated("db.exec", "db.exec(db, sql[, params])", 2, 3, D, Cost::Io, exec),
+    gated("db.query", "db.query(db, sql[, params])", 2, 3, D, Cost::Items, query),
+    gated("db.close", "db.close(db)", 1, 1, D, Cost::Const, close),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{RunConfig, Unwind};
+
+    fn limit_kind(f: Fail) -> LimitKind {
+        match *f {
+            Unwind::Limit { kind, .. } => kind,
+            other => panic!("not a limit: {other:?}"),
+        }
+    }
+
+    /// Rows are maps, whose accounted size reaches the frame limit first in any real
+    /// query; the row-count check (the list limit) is tested here on bare values.
+    #[test]
+    fn the_row_count_is_checked_before_each_row() {
+        let prog = crate::load("t", b"print(1)\n".to_vec(), None).unwrap();
+        let it = Interp::new(&prog, &RunConfig::default());
+        let mut rows = Rows::new();
+        for _ in 0..MAX_LIST_ITEMS {
+            rows.push(&it, "db.query", Value::Nil).unwrap();
+        }
+        assert_eq!(limit_kind(rows.room(&it, "db.query").unwrap_err()), LimitKind::List);
+        assert_eq!(limit_kind(rows.push(&it, "db.query", Value::Nil).unwrap_err()), LimitKind::List);
+        let v = rows.into_value(&it).unwrap();
+        assert!(matches!(&v, Value::List(l) if l.len() == MAX_LIST_ITEMS));
+    }
+
+    #[test]
+    fn the_meter_interrupts_past_the_allowance_and_the_deadline() {
+        let m = Meter {
+            used: AtomicU64::new(0),
+            allowance: AtomicU64::new(3),
+            stop: AtomicU8::new(STOP_NONE),
+            denied: AtomicU8::new(DENIED_NONE),
+            deadline: None,
+        };
+        assert!(!m.tick() && !m.tick() && !m.tick());
+        assert!(m.tick());
+        assert_eq!(m.stop.load(Relaxed), STOP_STEPS);
+        let m = Meter { deadline: Some(Instant::now()), allowance: AtomicU64::new(u64::MAX), ..m };
+        m.used.store(0, Relaxed);
+        m.stop.store(STOP_NONE, Relaxed);
+        let ticks = (0..DB_TIME_CHECK_EVERY).filter(|_| m.tick()).count();
+        assert_eq!((ticks, m.stop.load(Relaxed)), (1, STOP_TIME));
+    }
+}

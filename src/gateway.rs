@@ -1,0 +1,776 @@
+//! The CGI gateway's policy (`leash-cgi`, src/bin/leash-cgi.rs): its operator
+//! configuration, where a script may be, what reaches the worker (argv, environment),
+//! and how a worker's CGI response and report are read. The binary does the process
+//! work (spawning, limits, the deadline); everything here is pure enough to unit-test.
+//!
+//! The configuration is a TOML file (the `toml` crate parses it) whose path is in
+//! `LEASH_CGI_CONFIG`:
+//!
+//! ```toml
+//! root = "/srv/www"                 # scripts must resolve inside it (required)
+//! interpreter = "/usr/local/bin/leash"
+//! max_steps = 1000000
+//! max_time_ms = 10000
+//! max_memory = "256M"
+//! max_output_bytes = 16777216
+//! max_body_bytes = 1048576
+//! max_file_size = 67108864
+//! env_pass = ["TZ"]
+//! allow = []
+//! [[dir]]
+//! path = "admin"                    # relative to root
+//! allow = ["files"]
+//! ```
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::limits::*;
+
+/// The environment variable naming the configuration file.
+pub const CONFIG_ENV: &str = "LEASH_CGI_CONFIG";
+
+/// Capabilities granted to a script (SPEC 9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Allow {
+    pub files: bool,
+    pub network: bool,
+    pub listen: bool,
+    pub db: bool,
+}
+
+impl Allow {
+    /// The `leash` flags that grant these capabilities.
+    pub fn flags(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.files {
+            v.push("--allow-files");
+        }
+        if self.network {
+            v.push("--allow-network");
+        }
+        if self.listen {
+            v.push("--allow-listen");
+        }
+        if self.db {
+            v.push("--allow-db");
+        }
+        v
+    }
+
+    /// `files network`, or `none`.
+    pub fn describe(&self) -> String {
+        let names: Vec<&str> =
+            [(self.files, "files"), (self.network, "network"), (self.listen, "listen"), (self.db, "db")]
+                .iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, n)| *n)
+                .collect();
+        if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(" ")
+        }
+    }
+}
+
+/// A `[[dir]]` table: scripts under `root/path` get `allow` instead of the default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirRule {
+    /// Relative to the root, as written (no `..`, not absolute).
+    pub path: PathBuf,
+    pub allow: Allow,
+}
+
+/// The operator configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The document root, canonical: scripts must resolve inside it.
+    pub root: PathBuf,
+    /// The `leash` binary; `None`: the `leash` beside `leash-cgi`.
+    pub interpreter: Option<PathBuf>,
+    pub max_steps: u64,
+    pub max_time_ms: u64,
+    pub max_memory: u64,
+    pub max_output_bytes: u64,
+    pub max_body_bytes: u64,
+    pub max_file_size: u64,
+    pub env_pass: Vec<String>,
+    pub allow: Allow,
+    pub dirs: Vec<DirRule>,
+}
+
+const KEYS: &[&str] = &[
+    "root",
+    "interpreter",
+    "max_steps",
+    "max_time_ms",
+    "max_memory",
+    "max_output_bytes",
+    "max_body_bytes",
+    "max_file_size",
+    "env_pass",
+    "allow",
+    "dir",
+];
+
+fn int_key(t: &toml::Table, key: &str, default: u64, lo: u64, hi: u64) -> Result<u64, String> {
+    match t.get(key) {
+        None => Ok(default),
+        Some(toml::Value::Integer(n)) if *n >= 0 && (lo..=hi).contains(&(*n as u64)) => Ok(*n as u64),
+        Some(v) => Err(format!("`{key}` must be a whole number from {lo} to {hi}, got {}", show(v))),
+    }
+}
+
+/// A value as a message shows it: numbers as written, anything else by its type.
+fn show(v: &toml::Value) -> String {
+    match v {
+        toml::Value::Integer(n) => n.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::String(s) => format!("{s:?}"),
+        other => format!("a {}", other.type_str()),
+    }
+}
+
+fn str_key(t: &toml::Table, key: &str) -> Result<Option<String>, String> {
+    match t.get(key) {
+        None => Ok(None),
+        Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(format!("`{key}` must be a string, got {}", v.type_str())),
+    }
+}
+
+fn str_list(v: &toml::Value, what: &str) -> Result<Vec<String>, String> {
+    let toml::Value::Array(items) = v else {
+        return Err(format!("`{what}` must be a list of strings, got {}", v.type_str()));
+    };
+    items
+        .iter()
+        .map(|i| match i {
+            toml::Value::String(s) => Ok(s.clone()),
+            other => Err(format!("`{what}` must be a list of strings, found {}", other.type_str())),
+        })
+        .collect()
+}
+
+fn parse_allow(v: &toml::Value, what: &str) -> Result<Allow, String> {
+    let mut a = Allow::default();
+    for name in str_list(v, what)? {
+        match name.as_str() {
+            "files" => a.files = true,
+            "network" => a.network = true,
+            "listen" => a.listen = true,
+            "db" => a.db = true,
+            other => {
+                return Err(format!("`{what}`: unknown capability \"{other}\" (known: files, network, listen, db)"))
+            }
+        }
+    }
+    if a.listen && !a.network {
+        return Err(format!("`{what}`: \"listen\" needs \"network\" too"));
+    }
+    Ok(a)
+}
+
+fn valid_env_name(n: &str) -> bool {
+    !n.is_empty() && n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') && !n.as_bytes()[0].is_ascii_digit()
+}
+
+/// Parse and check a configuration file's text. The root must exist: it is
+/// canonicalized here, so that every later comparison is between canonical paths.
+pub fn parse_config(text: &str) -> Result<Config, String> {
+    let t: toml::Table = text.parse().map_err(|e: toml::de::Error| one_line(&e.to_string()))?;
+    for k in t.keys() {
+        if !KEYS.contains(&k.as_str()) {
+            return Err(format!("unknown key `{k}`"));
+        }
+    }
+    let root = str_key(&t, "root")?.ok_or("`root` is required")?;
+    let root = PathBuf::from(root);
+    if !root.is_absolute() {
+        return Err(format!("`root` must be an absolute path, got {}", root.display()));
+    }
+    let root = std::fs::canonicalize(&root)
+        .map_err(|e| format!("`root` {}: {}", root.display(), crate::source::io_reason(&e)))?;
+    if !root.is_dir() {
+        return Err(format!("`root` {} is not a directory", root.display()));
+    }
+    let interpreter = match str_key(&t, "interpreter")? {
+        None => None,
+        Some(p) => {
+            let p = PathBuf::from(p);
+            if !p.is_absolute() {
+                return Err(format!("`interpreter` must be an absolute path, got {}", p.display()));
+            }
+            Some(p)
+        }
+    };
+    let max_steps = int_key(&t, "max_steps", DEFAULT_MAX_STEPS, 1, MAX_MAX_STEPS)?;
+    let max_time_ms = int_key(&t, "max_time_ms", CGI_DEFAULT_MAX_TIME_MS, 1, CGI_MAX_MAX_TIME_MS)?;
+    let max_memory = match t.get("max_memory") {
+        None => DEFAULT_MAX_MEMORY,
+        Some(toml::Value::Integer(n)) if *n >= 0 => {
+            crate::cli::parse_memory(&n.to_string()).map_err(|_| bad_memory(&n.to_string()))?
+        }
+        Some(toml::Value::String(s)) => crate::cli::parse_memory(s).map_err(|_| bad_memory(s))?,
+        Some(v) => return Err(bad_memory(&show(v))),
+    };
+    let max_output_bytes = int_key(&t, "max_output_bytes", CGI_DEFAULT_MAX_OUTPUT_BYTES, 1, MAX_STDOUT_BYTES)?;
+    let max_body_bytes = int_key(&t, "max_body_bytes", CGI_DEFAULT_MAX_BODY_BYTES, 0, MAX_STDIN_BYTES)?;
+    let max_file_size =
+        int_key(&t, "max_file_size", CGI_DEFAULT_MAX_FILE_SIZE, CGI_MIN_MAX_FILE_SIZE, CGI_MAX_MAX_FILE_SIZE)?;
+    let env_pass = match t.get("env_pass") {
+        None => Vec::new(),
+        Some(v) => str_list(v, "env_pass")?,
+    };
+    if let Some(bad) = env_pass.iter().find(|n| !valid_env_name(n)) {
+        return Err(format!("`env_pass`: \"{bad}\" is not a variable name (letters, digits, _)"));
+    }
+    let allow = match t.get("allow") {
+        None => Allow::default(),
+        Some(v) => parse_allow(v, "allow")?,
+    };
+    let mut dirs = Vec::new();
+    match t.get("dir") {
+        None => {}
+        Some(toml::Value::Array(tables)) => {
+            for (i, d) in tables.iter().enumerate() {
+                let what = format!("[[dir]] #{}", i + 1);
+                let toml::Value::Table(d) = d else {
+                    return Err(format!("{what} must be a table"));
+                };
+                for k in d.keys() {
+                    if k != "path" && k != "allow" {
+                        return Err(format!("{what}: unknown key `{k}`"));
+                    }
+                }
+                let path = str_key(d, "path")?.ok_or(format!("{what}: `path` is required"))?;
+                let path = PathBuf::from(path);
+                let plain = path.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+                if path.as_os_str().is_empty() || !plain {
+                    return Err(format!(
+                        "{what}: `path` must be relative to root, without `..`, got \"{}\"",
+                        path.display()
+                    ));
+                }
+                let allow = parse_allow(d.get("allow").ok_or(format!("{what}: `allow` is required"))?, "allow")?;
+                dirs.push(DirRule { path, allow });
+            }
+        }
+        Some(_) => return Err("`dir` must be written as [[dir]] tables".into()),
+    }
+    Ok(Config {
+        root,
+        interpreter,
+        max_steps,
+        max_time_ms,
+        max_memory,
+        max_output_bytes,
+        max_body_bytes,
+        max_file_size,
+        env_pass,
+        allow,
+        dirs,
+    })
+}
+
+fn bad_memory(v: &str) -> String {
+    format!("`max_memory` must be bytes from 1M to 64G (a number, or a string with K, M or G), got {v}")
+}
+
+/// Read the configuration file named by `LEASH_CGI_CONFIG` (given here as `path`).
+pub fn load_config(path: Option<&OsStr>) -> Result<Config, String> {
+    let Some(path) = path.filter(|p| !p.is_empty()) else {
+        return Err(format!("{CONFIG_ENV} is not set"));
+    };
+    let p = Path::new(path);
+    let bytes = crate::source::read_bounded(p, CGI_MAX_CONFIG_BYTES, false)
+        .map_err(|e| format!("cannot read {}: {}", p.display(), crate::source::io_reason(&e)))?;
+    if bytes.len() > CGI_MAX_CONFIG_BYTES {
+        return Err(format!("{} is over {CGI_MAX_CONFIG_BYTES} bytes", p.display()));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| format!("{} is not valid UTF-8", p.display()))?;
+    parse_config(&text).map_err(|m| format!("{}: {m}", p.display()))
+}
+
+/// Messages of the TOML parser span lines; a log line must not.
+pub fn one_line(s: &str) -> String {
+    s.split('\n').map(str::trim_end).filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join(" | ")
+}
+
+// ---------------------------------------------------------------------------
+// Where a script may be
+// ---------------------------------------------------------------------------
+
+/// What the requested script path turned out to be.
+#[derive(Debug, PartialEq)]
+pub enum Script {
+    /// A regular `.lsh` file inside the root: its canonical path.
+    Found(PathBuf),
+    /// 404: nothing there (and where it would be is inside the root).
+    NotFound(String),
+    /// 403: outside the root (symlinks followed), not a `.lsh` file, or unreadable.
+    Forbidden(String),
+}
+
+/// Where `p` would be if it existed: the canonical path of its deepest existing ancestor
+/// with the rest appended (`..` in the rest stays unresolved, so it counts as outside).
+fn would_be(p: &Path) -> Option<PathBuf> {
+    let mut rest: Vec<&OsStr> = Vec::new();
+    let mut cur = p;
+    loop {
+        if let Ok(c) = std::fs::canonicalize(cur) {
+            let mut out = c;
+            for part in rest.iter().rev() {
+                if *part == ".." {
+                    return None;
+                }
+                out.push(part);
+            }
+            return Some(out);
+        }
+        rest.push(cur.file_name().unwrap_or(OsStr::new("..")));
+        cur = cur.parent()?;
+    }
+}
+
+/// Decide what a request for `requested` (PATH_TRANSLATED) runs. `root` is canonical.
+pub fn resolve_script(root: &Path, requested: &Path) -> Script {
+    if !requested.is_absolute() {
+        return Script::NotFound(format!("script path is not absolute: {}", requested.display()));
+    }
+    if requested.extension() != Some(OsStr::new("lsh")) {
+        return Script::Forbidden("not a .lsh script".into());
+    }
+    match std::fs::canonicalize(requested) {
+        Ok(c) => {
+            if !c.starts_with(root) {
+                return Script::Forbidden(format!("resolves outside root, to {}", c.display()));
+            }
+            match std::fs::metadata(&c) {
+                Ok(m) if m.is_file() => Script::Found(c),
+                Ok(_) => Script::Forbidden("not a regular file".into()),
+                Err(e) => Script::Forbidden(crate::source::io_reason(&e)),
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(20) => {
+            // ENOTDIR: a path through a file (/x.lsh/more). Say 404 only when the place
+            // it names is inside the root, so the answer tells nothing about the outside.
+            match would_be(requested) {
+                Some(w) if w.starts_with(root) => Script::NotFound("no such script".into()),
+                _ => Script::Forbidden("resolves outside root".into()),
+            }
+        }
+        Err(e) => Script::Forbidden(crate::source::io_reason(&e)),
+    }
+}
+
+/// The capabilities for a script (canonical path): those of the most specific `[[dir]]`
+/// whose directory (canonicalized now) holds it, else the default `allow`.
+pub fn allow_for(cfg: &Config, script: &Path) -> (Allow, Option<PathBuf>) {
+    let mut best: Option<(usize, &DirRule)> = None;
+    for rule in &cfg.dirs {
+        let Ok(dir) = std::fs::canonicalize(cfg.root.join(&rule.path)) else { continue };
+        if !dir.starts_with(&cfg.root) || !script.starts_with(&dir) {
+            continue;
+        }
+        let depth = dir.components().count();
+        if best.is_none_or(|(d, _)| depth > d) {
+            best = Some((depth, rule));
+        }
+    }
+    match best {
+        Some((_, rule)) => (rule.allow, Some(rule.path.clone())),
+        None => (cfg.allow, None),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// What reaches the worker
+// ---------------------------------------------------------------------------
+
+/// The meta-variables of CGI/1.1 (RFC 3875, section 4.1) and the few that servers
+/// commonly add (REQUEST_URI, REQUEST_SCHEME, HTTPS, REMOTE_PORT, SERVER_ADDR), passed
+/// through when set. `HTTP_*` request headers pass too (but not `HTTP_PROXY`).
+pub const CGI_VARS: &[&str] = &[
+    "AUTH_TYPE",
+    "CONTENT_LENGTH",
+    "CONTENT_TYPE",
+    "GATEWAY_INTERFACE",
+    "PATH_INFO",
+    "PATH_TRANSLATED",
+    "QUERY_STRING",
+    "REMOTE_ADDR",
+    "REMOTE_HOST",
+    "REMOTE_IDENT",
+    "REMOTE_USER",
+    "REQUEST_METHOD",
+    "SCRIPT_NAME",
+    "SERVER_NAME",
+    "SERVER_PORT",
+    "SERVER_PROTOCOL",
+    "SERVER_SOFTWARE",
+    "REQUEST_URI",
+    "REQUEST_SCHEME",
+    "HTTPS",
+    "REMOTE_PORT",
+    "SERVER_ADDR",
+];
+
+fn is_header_var(name: &[u8]) -> bool {
+    name.len() > 5
+        && name.starts_with(b"HTTP_")
+        && name != b"HTTP_PROXY"
+        && name.iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
+}
+
+/// The worker's whole environment, from the gateway's: the CGI variables and `HTTP_*`
+/// headers, then the `env_pass` names. The script is presented as the CGI script itself:
+/// SCRIPT_NAME is its URL path (the gateway's PATH_INFO, when the server gave one),
+/// SCRIPT_FILENAME its canonical file, and PATH_INFO / PATH_TRANSLATED are removed (the
+/// gateway does not support extra path information after a script).
+pub fn worker_env(vars: &[(OsString, OsString)], env_pass: &[String], script: &Path) -> Vec<(OsString, OsString)> {
+    let get = |n: &str| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    let mut out: Vec<(OsString, OsString)> = Vec::new();
+    let set = |k: &str, v: OsString, out: &mut Vec<(OsString, OsString)>| {
+        out.retain(|(n, _)| n != k);
+        out.push((k.into(), v));
+    };
+    for (k, v) in vars {
+        let name = k.as_bytes();
+        let keep = is_header_var(name) || CGI_VARS.iter().any(|c| c.as_bytes() == name);
+        if keep {
+            set(&k.to_string_lossy(), v.clone(), &mut out);
+        }
+    }
+    for n in env_pass {
+        if let Some(v) = get(n) {
+            set(n, v, &mut out);
+        }
+    }
+    if let Some(info) = get("PATH_INFO").filter(|v| !v.is_empty()) {
+        set("SCRIPT_NAME", info, &mut out);
+    }
+    out.retain(|(k, _)| k != "PATH_INFO" && k != "PATH_TRANSLATED");
+    set("SCRIPT_FILENAME", script.as_os_str().to_owned(), &mut out);
+    if get("GATEWAY_INTERFACE").is_none() {
+        set("GATEWAY_INTERFACE", "CGI/1.1".into(), &mut out);
+    }
+    out.sort();
+    out
+}
+
+/// The worker's arguments (after the interpreter's path).
+pub fn worker_args(cfg: &Config, allow: Allow, script: &Path) -> Vec<OsString> {
+    let secs = cfg.max_time_ms as f64 / 1000.0;
+    let mut v: Vec<OsString> = vec![
+        "--cgi".into(),
+        "--error-format".into(),
+        "json".into(),
+        "--stats".into(),
+        "--max-steps".into(),
+        cfg.max_steps.to_string().into(),
+        "--max-time".into(),
+        format!("{secs}").into(),
+        "--max-memory".into(),
+        cfg.max_memory.to_string().into(),
+    ];
+    v.extend(allow.flags().into_iter().map(OsString::from));
+    v.push("--".into());
+    v.push(script.as_os_str().to_owned());
+    v
+}
+
+/// CONTENT_LENGTH of the request: 0 when unset or empty; an error when it is not a
+/// number of bytes.
+pub fn request_length(v: Option<&OsStr>) -> Result<u64, String> {
+    let Some(v) = v.filter(|v| !v.is_empty()) else { return Ok(0) };
+    let b = v.as_bytes();
+    if b.len() > 15 || !b.iter().all(u8::is_ascii_digit) {
+        return Err(format!("CONTENT_LENGTH is not a number of bytes: {:?}", v.to_string_lossy()));
+    }
+    Ok(v.to_string_lossy().parse().unwrap_or(0))
+}
+
+// ---------------------------------------------------------------------------
+// What comes back
+// ---------------------------------------------------------------------------
+
+/// The status a worker's CGI response gives the client, or why it is malformed: header
+/// lines (`Name: value`, LF or CRLF) up to a blank line, at least one of them, within
+/// 64 KiB. `Status: NNN ...` sets the status; a `Location` without it means 302.
+pub fn response_status(out: &[u8]) -> Result<u16, String> {
+    let mut status = None;
+    let mut location = false;
+    let mut fields = 0;
+    let mut pos = 0;
+    loop {
+        if pos >= CGI_MAX_HEADER_BYTES {
+            return Err(format!("response header section over {CGI_MAX_HEADER_BYTES} bytes"));
+        }
+        let Some(nl) = out[pos..].iter().position(|&c| c == b'\n') else {
+            return Err(if out.is_empty() {
+                "the script wrote nothing (no CGI header)".into()
+            } else {
+                "response headers do not end with a blank line".into()
+            });
+        };
+        let mut line = &out[pos..pos + nl];
+        pos += nl + 1;
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        if line.is_empty() {
+            break;
+        }
+        let Some(colon) = line.iter().position(|&c| c == b':') else {
+            return Err(format!("malformed header line: {:?}", String::from_utf8_lossy(&line[..line.len().min(80)])));
+        };
+        let name = &line[..colon];
+        let token = |c: &u8| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(c);
+        if name.is_empty() || !name.iter().all(token) {
+            return Err(format!("malformed header name: {:?}", String::from_utf8_lossy(&name[..name.len().min(80)])));
+        }
+        if line[colon + 1..].iter().any(|&c| c == b'\r' || c == 0) {
+            return Err("a header value holds a CR or NUL".into());
+        }
+        let value = String::from_utf8_lossy(&line[colon + 1..]).trim().to_string();
+        fields += 1;
+        if name.eq_ignore_ascii_case(b"status") {
+            let code = value.get(..3).and_then(|c| c.parse::<u16>().ok()).filter(|c| (100..=599).contains(c));
+            let rest_ok = value.len() == 3 || value.as_bytes().get(3) == Some(&b' ');
+            match code {
+                Some(c) if rest_ok => status = Some(c),
+                _ => return Err(format!("malformed Status header: {value:?}")),
+            }
+        } else if name.eq_ignore_ascii_case(b"location") {
+            location = true;
+        }
+    }
+    if fields == 0 {
+        return Err("the response has no header lines".into());
+    }
+    Ok(status.unwrap_or(if location { 302 } else { 200 }))
+}
+
+/// What the worker's `--stats` line and last diagnostic (both on stderr, JSON) say.
+#[derive(Debug, Default, PartialEq)]
+pub struct Report {
+    pub steps: Option<u64>,
+    /// `(class, kind)` of the diagnostic that ended the run (`("limit", "time")`).
+    pub diag: Option<(String, String)>,
+}
+
+fn json_str_field<'a>(line: &'a str, field: &str) -> Option<&'a str> {
+    let key = format!("\"{field}\":\"");
+    let start = line.find(&key)? + key.len();
+    let end = line[start..].find('"')?;
+    Some(&line[start..start + end])
+}
+
+/// Read the report from the end of the worker's stderr. Leash writes, at exit, its
+/// diagnostic (if the run failed) and then the stats line, so only the last two lines
+/// count (a script's own `eprint` output comes earlier).
+pub fn read_report(stderr_tail: &[u8]) -> Report {
+    let text = String::from_utf8_lossy(stderr_tail);
+    let mut lines = text.lines().rev().filter(|l| !l.trim().is_empty());
+    let mut r = Report::default();
+    let Some(last) = lines.next() else { return r };
+    let Some(rest) = last.strip_prefix("{\"stats\":{\"steps\":") else { return r };
+    r.steps = rest.split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse().ok());
+    if let Some(prev) = lines.next() {
+        if prev.starts_with("{\"error\":\"") {
+            if let (Some(class), Some(kind)) = (json_str_field(prev, "error"), json_str_field(prev, "kind")) {
+                r.diag = Some((class.to_string(), kind.to_string()));
+            }
+        }
+    }
+    r
+}
+
+/// The reason phrase for the statuses the gateway itself sends.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        302 => "Found",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        413 => "Content Too Large",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        504 => "Gateway Timeout",
+        _ => "",
+    }
+}
+
+/// A complete generic CGI response for `status` (nothing about the cause).
+pub fn generic_response(status: u16) -> Vec<u8> {
+    let r = reason(status);
+    format!("Status: {status} {r}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{r}\n").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh directory, removed when the guard is dropped.
+    struct TmpDir(PathBuf);
+
+    impl Drop for TmpDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    impl std::ops::Deref for TmpDir {
+        type Target = PathBuf;
+        fn deref(&self) -> &PathBuf {
+            &self.0
+        }
+    }
+
+    fn tmpdir(tag: &str) -> TmpDir {
+        let d = std::env::temp_dir().join(format!("leash-gw-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TmpDir(std::fs::canonicalize(&d).unwrap())
+    }
+
+    #[test]
+    fn config_defaults_and_keys() {
+        let d = tmpdir("cfg");
+        let c = parse_config(&format!("root = \"{}\"\n", d.display())).unwrap();
+        assert_eq!(c.root, *d);
+        assert_eq!(c.max_steps, DEFAULT_MAX_STEPS);
+        assert_eq!(c.max_time_ms, CGI_DEFAULT_MAX_TIME_MS);
+        assert_eq!(c.max_memory, DEFAULT_MAX_MEMORY);
+        assert_eq!(c.allow, Allow::default());
+        let c = parse_config(&format!(
+            "root = \"{}\"\nmax_memory = \"64M\"\nallow = [\"files\"]\nenv_pass = [\"TZ\"]\n\
+             [[dir]]\npath = \"a/b\"\nallow = [\"network\", \"listen\"]\n",
+            d.display()
+        ))
+        .unwrap();
+        assert_eq!(c.max_memory, 64 << 20);
+        assert!(c.allow.files && !c.allow.network);
+        assert_eq!(c.dirs.len(), 1);
+        assert!(c.dirs[0].allow.listen && c.dirs[0].allow.network && !c.dirs[0].allow.files);
+        for (bad, want) in [
+            ("max_steps = 0", "max_steps"),
+            ("max_stepz = 1", "unknown key `max_stepz`"),
+            ("allow = [\"shell\"]", "unknown capability"),
+            ("allow = [\"listen\"]", "needs \"network\""),
+            ("env_pass = [\"A=B\"]", "not a variable name"),
+            ("max_memory = \"1K\"", "max_memory"),
+            ("[[dir]]\npath = \"../x\"\nallow = []", "without `..`"),
+            ("[[dir]]\npath = \"/x\"\nallow = []", "relative"),
+            ("[[dir]]\npath = \"x\"", "`allow` is required"),
+        ] {
+            let text = format!("root = \"{}\"\n{bad}\n", d.display());
+            let e = parse_config(&text).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+        assert!(parse_config("max_steps = 5").unwrap_err().contains("`root` is required"));
+        assert!(parse_config("root = \"relative\"").unwrap_err().contains("absolute"));
+        assert!(parse_config("root = \"/no/such/dir/x\"").is_err());
+        assert!(!one_line(&parse_config("root = [").unwrap_err()).contains('\n'));
+    }
+
+    #[test]
+    fn scripts_resolve_inside_root() {
+        let d = tmpdir("paths");
+        let root = d.join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("a.lsh"), "").unwrap();
+        std::fs::write(root.join("sub/b.lsh"), "").unwrap();
+        std::fs::write(d.join("out.lsh"), "").unwrap();
+        std::os::unix::fs::symlink(d.join("out.lsh"), root.join("link.lsh")).unwrap();
+        std::os::unix::fs::symlink(&*d, root.join("up")).unwrap();
+        std::fs::create_dir(root.join("dir.lsh")).unwrap();
+        assert_eq!(resolve_script(&root, &root.join("a.lsh")), Script::Found(root.join("a.lsh")));
+        assert_eq!(resolve_script(&root, &root.join("sub/../a.lsh")), Script::Found(root.join("a.lsh")));
+        assert!(matches!(resolve_script(&root, &root.join("nope.lsh")), Script::NotFound(_)));
+        assert!(matches!(resolve_script(&root, &root.join("a.lsh/x.lsh")), Script::NotFound(_)));
+        assert!(matches!(resolve_script(&root, &root.join("link.lsh")), Script::Forbidden(_)));
+        assert!(matches!(resolve_script(&root, &root.join("up/out.lsh")), Script::Forbidden(_)));
+        assert!(matches!(resolve_script(&root, &root.join("up/none.lsh")), Script::Forbidden(_)));
+        assert!(matches!(resolve_script(&root, &d.join("out.lsh")), Script::Forbidden(_)));
+        assert!(matches!(resolve_script(&root, &d.join("none.lsh")), Script::Forbidden(_)));
+        assert!(matches!(resolve_script(&root, &root.join("../none.lsh")), Script::Forbidden(_)));
+        assert!(matches!(resolve_script(&root, &root.join("a.txt")), Script::Forbidden(_)));
+        assert!(matches!(resolve_script(&root, &root.join("dir.lsh")), Script::Forbidden(_)));
+        assert!(matches!(resolve_script(&root, Path::new("a.lsh")), Script::NotFound(_)));
+    }
+
+    #[test]
+    fn the_most_specific_dir_rule_wins() {
+        let d = tmpdir("dirs");
+        std::fs::create_dir_all(d.join("a/b")).unwrap();
+        let c = parse_config(&format!(
+            "root = \"{}\"\nallow = [\"db\"]\n[[dir]]\npath = \"a/b\"\nallow = [\"network\"]\n\
+             [[dir]]\npath = \"a\"\nallow = [\"files\"]\n[[dir]]\npath = \"missing\"\nallow = []\n",
+            d.display()
+        ))
+        .unwrap();
+        assert_eq!(allow_for(&c, &d.join("x.lsh")).0.describe(), "db");
+        assert_eq!(allow_for(&c, &d.join("a/x.lsh")).0.describe(), "files");
+        assert_eq!(allow_for(&c, &d.join("a/b/x.lsh")).0.describe(), "network");
+        assert_eq!(allow_for(&c, &d.join("ab/x.lsh")).0.describe(), "db");
+    }
+
+    #[test]
+    fn only_cgi_variables_reach_the_worker() {
+        let vars: Vec<(OsString, OsString)> = [
+            ("QUERY_STRING", "a=1"),
+            ("HTTP_USER_AGENT", "ua"),
+            ("HTTP_PROXY", "evil"),
+            ("SECRET", "s"),
+            ("TZ", "UTC"),
+            ("PATH_INFO", "/x.lsh"),
+            ("PATH_TRANSLATED", "/srv/x.lsh"),
+            ("SCRIPT_NAME", "/cgi-bin/leash-cgi"),
+            ("LEASH_CGI_CONFIG", "/etc/x"),
+        ]
+        .iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+        let env = worker_env(&vars, &["TZ".into(), "MISSING".into()], Path::new("/srv/x.lsh"));
+        let names: Vec<String> = env.iter().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            names,
+            ["GATEWAY_INTERFACE", "HTTP_USER_AGENT", "QUERY_STRING", "SCRIPT_FILENAME", "SCRIPT_NAME", "TZ"]
+        );
+        let get = |n: &str| env.iter().find(|(k, _)| k == n).map(|(_, v)| v.to_string_lossy().into_owned());
+        assert_eq!(get("SCRIPT_NAME").as_deref(), Some("/x.lsh"));
+        assert_eq!(get("SCRIPT_FILENAME").as_deref(), Some("/srv/x.lsh"));
+    }
+
+    #[test]
+    fn responses_and_reports() {
+        assert_eq!(response_status(b"Content-Type: text/plain\r\n\r\nhi"), Ok(200));
+        assert_eq!(response_status(b"Status: 404 Not Found\nContent-Type: text/plain\n\n"), Ok(404));
+        assert_eq!(response_status(b"Location: http://x/\r\n\r\n"), Ok(302));
+        assert_eq!(response_status(b"Status: 201\r\nX: y\r\n\r\n"), Ok(201));
+        assert!(response_status(b"").is_err());
+        assert!(response_status(b"hello\n\n").is_err());
+        assert!(response_status(b"\r\nbody").is_err());
+        assert!(response_status(b"Content-Type: text/plain").is_err());
+        assert!(response_status(b"Status: 99\n\n").is_err());
+        assert!(response_status(b"Status: 2000\n\n").is_err());
+        assert!(response_status(b"Bad Name: x\n\n").is_err());
+        let r = read_report(
+            b"hello\n{\"error\":\"limit\",\"kind\":\"time\",\"message\":\"x\"}\n{\"stats\":{\"steps\":42,\"x\":1}}\n",
+        );
+        assert_eq!(r.steps, Some(42));
+        assert_eq!(r.diag, Some(("limit".into(), "time".into())));
+        let r = read_report(b"{\"error\":\"runtime\",\"kind\":\"arith\"}\nplain\n{\"stats\":{\"steps\":7}}\n");
+        assert_eq!(r, Report { steps: Some(7), diag: None });
+        assert_eq!(read_report(b"{\"error\":\"runtime\",\"kind\":\"arith\"}\n"), Report::default());
+        assert_eq!(request_length(None), Ok(0));
+        assert_eq!(request_length(Some(OsStr::new("12"))), Ok(12));
+        assert!(request_length(Some(OsStr::new("-1"))).is_err());
+        assert!(request_length(Some(OsStr::new("1e3"))).is_err());
+    }
+}
