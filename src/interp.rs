@@ -137,7 +137,7 @@ pub struct Interp<'p> {
     pub(crate) stdin: crate::builtins::stdin::StdinState,
     pub(crate) files: crate::builtins::files::FileState,
     /// Sockets, listeners, HTTP, TLS and DNS (all built on first use).
-    pub(crate) net: crate::builtins::net::NetState,
+    pub(crate) net: crate::builtins::net::NetSlot,
     /// Open SQLite databases (nothing SQLite-related exists until `db.open` runs).
     pub(crate) db: crate::builtins::db::DbState,
     /// Where `assert_snapshot` keeps its snapshots.
@@ -183,7 +183,7 @@ impl<'p> Interp<'p> {
             env: Default::default(),
             stdin: Default::default(),
             files: Default::default(),
-            net: crate::builtins::net::NetState::new(cfg.net.clone()),
+            net: crate::builtins::net::NetSlot::new(&cfg.net),
             db: Default::default(),
             snapshots: cfg.snapshots.clone(),
         };
@@ -234,10 +234,10 @@ impl<'p> Interp<'p> {
             stdin_bytes: self.budgets.stdin.used,
             file_write_bytes: self.budgets.file_writes.used,
             file_read_bytes: self.budgets.file_reads.used,
-            http_requests: self.net.http.requests,
-            http_body_bytes: self.net.http.bodies.used,
-            net_sent_bytes: self.net.sent.used,
-            net_recv_bytes: self.net.received.used,
+            http_requests: self.net.get().map_or(0, |n| n.http.requests),
+            http_body_bytes: self.net.get().map_or(0, |n| n.http.bodies.used),
+            net_sent_bytes: self.net.get().map_or(0, |n| n.sent.used),
+            net_recv_bytes: self.net.get().map_or(0, |n| n.received.used),
         }
     }
 

@@ -365,6 +365,7 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
 }
 
 fn http_request(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    it.net.ensure();
     const NAME: &str = "http.request";
     let m = it.arg_str(NAME, args, 0)?;
     let method = method_of(it, NAME, m)?;
@@ -374,6 +375,7 @@ fn http_request(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 fn http_get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    it.net.ensure();
     const NAME: &str = "http.get";
     let url = it.arg_str(NAME, args, 0)?.clone();
     let o = opts(it, NAME, args, 1, false)?;
@@ -381,6 +383,7 @@ fn http_get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 fn http_post(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    it.net.ensure();
     const NAME: &str = "http.post";
     let url = it.arg_str(NAME, args, 0)?.clone();
     let body = it.arg_str(NAME, args, 1)?.clone();
