@@ -12,3 +12,16 @@ def test_version_and_help():
 def test_runs_inline_code(script):
     r = script('print("hello", 1 + 2)')
     assert (r.status, r.out) == (0, "hello 3\n")
+
+
+def test_readme_example_command_runs():
+    # README's first command: `cargo run --release --quiet -- examples/hello.lsh`. With two
+    # binaries in the package, `default-run` must name leash for it to work.
+    import subprocess
+    from conftest import ROOT
+    manifest = (ROOT / "Cargo.toml").read_text()
+    assert 'default-run = "leash"' in manifest
+    readme = (ROOT / "README.md").read_text()
+    assert "cargo run --release --quiet -- examples/hello.lsh" in readme
+    r = run([ROOT / "examples" / "hello.lsh", "Ada"])
+    assert r.status == 0 and r.out.startswith("Hello, Ada!\n"), r
