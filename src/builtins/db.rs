@@ -560,9 +560,9 @@ mod tests {
     use super::*;
     use crate::interp::{RunConfig, Unwind};
 
-    fn limit_kind(f: Fail) -> LimitKind {
-        match *f {
-            Unwind::Limit { kind, .. } => kind,
+    fn limit_kind(f: &Fail) -> LimitKind {
+        match &**f {
+            Unwind::Limit { kind, .. } => *kind,
             other => panic!("not a limit: {other:?}"),
         }
     }
@@ -577,8 +577,8 @@ mod tests {
         for _ in 0..MAX_LIST_ITEMS {
             rows.push(&it, "db.query", Value::Nil).unwrap();
         }
-        assert_eq!(limit_kind(rows.room(&it, "db.query").unwrap_err()), LimitKind::List);
-        assert_eq!(limit_kind(rows.push(&it, "db.query", Value::Nil).unwrap_err()), LimitKind::List);
+        assert_eq!(limit_kind(&rows.room(&it, "db.query").unwrap_err()), LimitKind::List);
+        assert_eq!(limit_kind(&rows.push(&it, "db.query", Value::Nil).unwrap_err()), LimitKind::List);
         let v = rows.into_value(&it).unwrap();
         assert!(matches!(&v, Value::List(l) if l.len() == MAX_LIST_ITEMS));
     }
