@@ -102,3 +102,61 @@ impl Output {
         std::mem::take(&mut self.buf)
     }
 }
+
+/// The next line of a buffered stream, as `stdin.read_line`, `file.read_line` and
+/// `net.read_line` all frame it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextLine {
+    /// A line: its text is `avail[..len]` (the LF and a CR before it removed); `consumed`
+    /// bytes, ending included, are used up.
+    Line { len: usize, consumed: usize },
+    /// The stream ended with nothing left.
+    End,
+    /// No line end buffered yet: read more, then look again from `avail.len()`.
+    More,
+    /// The line is longer than the limit.
+    TooLong,
+}
+
+/// Find the next line in `avail` (the unread bytes), resuming the search at `from`
+/// (bytes before it hold no LF); `max` bounds a line without its ending; at `eof` the
+/// rest is the last line.
+pub fn next_line(avail: &[u8], from: usize, max: usize, eof: bool) -> NextLine {
+    if let Some(i) = avail[from..].iter().position(|&c| c == b'\n').map(|i| i + from) {
+        let len = if i > 0 && avail[i - 1] == b'\r' { i - 1 } else { i };
+        return if len > max { NextLine::TooLong } else { NextLine::Line { len, consumed: i + 1 } };
+    }
+    if eof {
+        return match avail.len() {
+            0 => NextLine::End,
+            n if n > max => NextLine::TooLong,
+            n => NextLine::Line { len: n, consumed: n },
+        };
+    }
+    // A CR may still turn out to precede the LF, so one byte past the limit can wait.
+    if avail.len() > max + 1 {
+        NextLine::TooLong
+    } else {
+        NextLine::More
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{next_line, NextLine};
+
+    #[test]
+    fn line_framing() {
+        assert_eq!(next_line(b"ab\r\ncd", 0, 10, false), NextLine::Line { len: 2, consumed: 4 });
+        assert_eq!(next_line(b"cd", 0, 10, false), NextLine::More);
+        assert_eq!(next_line(b"cd", 0, 10, true), NextLine::Line { len: 2, consumed: 2 });
+        assert_eq!(next_line(b"", 0, 10, true), NextLine::End);
+        assert_eq!(next_line(b"abc\n", 0, 3, false), NextLine::Line { len: 3, consumed: 4 });
+        assert_eq!(next_line(b"abcd\n", 0, 3, false), NextLine::TooLong);
+        assert_eq!(next_line(b"abc\r", 0, 3, false), NextLine::More);
+        assert_eq!(next_line(b"abc\r\n", 0, 3, false), NextLine::Line { len: 3, consumed: 5 });
+        assert_eq!(next_line(b"abcde", 0, 3, false), NextLine::TooLong);
+        assert_eq!(next_line(b"abcd", 0, 3, true), NextLine::TooLong);
+        assert_eq!(next_line(b"x\ny\n", 2, 3, false), NextLine::Line { len: 3, consumed: 4 });
+    }
+}

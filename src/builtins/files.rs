@@ -19,6 +19,7 @@ use std::path::Path;
 use rustix::fs::{Mode, OFlags};
 
 use super::{gated, Builtin, Cap, Cost};
+use crate::budget::NextLine;
 use crate::diag::ErrKind;
 use crate::interp::{Fail, Interp, R};
 use crate::limits::*;
@@ -320,34 +321,16 @@ pub fn next_line(it: &mut Interp<'_>, name: &str, id: u32) -> R<Option<Vec<u8>>>
     loop {
         let r = it.files.readers.get_mut(&id).expect("checked reader");
         let avail = &r.buf[r.pos..];
-        if let Some(i) = avail[searched..].iter().position(|&c| c == b'\n').map(|i| i + searched) {
-            let mut line = &avail[..i];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
+        match crate::budget::next_line(avail, searched, MAX_READ_LINE, r.eof) {
+            NextLine::Line { len, consumed } => {
+                let line = avail[..len].to_vec();
+                it.budgets.file_reads.charge(consumed as u64).map_err(|e| it.budget_fail(e))?;
+                it.files.readers.get_mut(&id).expect("checked reader").pos += consumed;
+                return Ok(Some(line));
             }
-            if line.len() > MAX_READ_LINE {
-                return Err(read_limit(it));
-            }
-            let line = line.to_vec();
-            it.budgets.file_reads.charge(i as u64 + 1).map_err(|e| it.budget_fail(e))?;
-            it.files.readers.get_mut(&id).expect("checked reader").pos += i + 1;
-            return Ok(Some(line));
-        }
-        searched = avail.len();
-        if avail.len() > MAX_READ_LINE + 1 {
-            return Err(read_limit(it));
-        }
-        if r.eof {
-            if avail.is_empty() {
-                return Ok(None);
-            }
-            if avail.len() > MAX_READ_LINE {
-                return Err(read_limit(it));
-            }
-            let line = avail.to_vec();
-            it.budgets.file_reads.charge(line.len() as u64).map_err(|e| it.budget_fail(e))?;
-            it.files.readers.get_mut(&id).expect("checked reader").pos += line.len();
-            return Ok(Some(line));
+            NextLine::End => return Ok(None),
+            NextLine::TooLong => return Err(read_limit(it)),
+            NextLine::More => searched = avail.len(),
         }
         if r.pos > 0 {
             r.buf.drain(..r.pos);

@@ -29,7 +29,7 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 
 use super::netcfg::{self, Dns, LookupError, NetSettings, Tls};
 use super::{gated, Builtin, Cap, Cost};
-use crate::budget::Budget;
+use crate::budget::{Budget, NextLine};
 use crate::diag::ErrKind;
 use crate::interp::{Fail, Interp, R};
 use crate::limits::*;
@@ -823,33 +823,15 @@ fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     loop {
         let s = &it.net.socks[&id];
         let avail = &s.buf[s.pos..];
-        if let Some(i) = avail[searched..].iter().position(|&c| c == b'\n').map(|i| i + searched) {
-            let mut line = &avail[..i];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
+        match crate::budget::next_line(avail, searched, MAX_NET_LINE, s.eof) {
+            NextLine::Line { len, consumed } => {
+                let v = Value::str(avail[..len].to_vec());
+                consume(it, id, consumed)?;
+                return Ok(v);
             }
-            if line.len() > MAX_NET_LINE {
-                return Err(line_limit(it));
-            }
-            let v = Value::str(line.to_vec());
-            consume(it, id, i + 1)?;
-            return Ok(v);
-        }
-        searched = avail.len();
-        if avail.len() > MAX_NET_LINE + 1 {
-            return Err(line_limit(it));
-        }
-        if s.eof {
-            if avail.is_empty() {
-                return Ok(Value::Nil);
-            }
-            if avail.len() > MAX_NET_LINE {
-                return Err(line_limit(it));
-            }
-            let v = Value::str(avail.to_vec());
-            let n = avail.len();
-            consume(it, id, n)?;
-            return Ok(v);
+            NextLine::End => return Ok(Value::Nil),
+            NextLine::TooLong => return Err(line_limit(it)),
+            NextLine::More => searched = avail.len(),
         }
         // The buffer is compacted by `fill`: the search restarts from where it was.
         fill_for(it, NAME, id, until, wait)?;

@@ -8,6 +8,7 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::time::Instant;
 
 use super::{b, Builtin, Cost};
+use crate::budget::{next_line, NextLine};
 use crate::interp::{Interp, R};
 use crate::limits::*;
 use crate::value::*;
@@ -93,34 +94,18 @@ fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
     let mut searched = 0;
     loop {
         let avail = &it.stdin.buf[it.stdin.pos..];
-        if let Some(i) = avail[searched..].iter().position(|&c| c == b'\n').map(|i| i + searched) {
-            let mut line = &avail[..i];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
+        match next_line(avail, searched, MAX_STDIN_LINE, it.stdin.eof) {
+            NextLine::Line { len, consumed } => {
+                let v = Value::str(avail[..len].to_vec());
+                consume(it, consumed)?;
+                return Ok(v);
             }
-            if line.len() > MAX_STDIN_LINE {
-                return Err(line_limit(it));
+            NextLine::End => return Ok(Value::Nil),
+            NextLine::TooLong => return Err(line_limit(it)),
+            NextLine::More => {
+                searched = avail.len();
+                fill(it)?;
             }
-            let v = Value::str(line.to_vec());
-            consume(it, i + 1)?;
-            return Ok(v);
-        }
-        searched = avail.len();
-        if avail.len() > MAX_STDIN_LINE + 1 {
-            return Err(line_limit(it));
-        }
-        if !fill(it)? {
-            let avail = &it.stdin.buf[it.stdin.pos..];
-            if avail.is_empty() {
-                return Ok(Value::Nil);
-            }
-            if avail.len() > MAX_STDIN_LINE {
-                return Err(line_limit(it));
-            }
-            let v = Value::str(avail.to_vec());
-            let n = avail.len();
-            consume(it, n)?;
-            return Ok(v);
         }
     }
 }
