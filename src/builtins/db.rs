@@ -189,16 +189,8 @@ fn finish(it: &mut Interp<'_>, m: &Meter) -> R<()> {
 }
 
 fn db_id(it: &Interp<'_>, name: &str, v: &Value) -> R<u32> {
-    match v {
-        Value::Handle(h) if h.kind == HandleKind::Db => {
-            if it.db.conns.contains_key(&h.id) {
-                Ok(h.id)
-            } else {
-                Err(it.err(ErrKind::Value, format!("{name}: the db is closed")))
-            }
-        }
-        other => Err(it.type_err(name, 0, "a db handle", other)),
-    }
+    let h = it.arg_handle(name, std::slice::from_ref(v), 0, &[HandleKind::Db], |h| it.db.conns.contains_key(&h.id))?;
+    Ok(h.id)
 }
 
 /// The parameters argument.

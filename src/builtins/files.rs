@@ -298,16 +298,8 @@ pub fn take_csv(it: &mut Interp<'_>, id: u32) -> Box<super::csv::CsvStream> {
 }
 
 pub fn reader_id(it: &Interp<'_>, name: &str, v: &Value, kind: HandleKind) -> R<u32> {
-    match v {
-        Value::Handle(h) if h.kind == kind => {
-            if it.files.readers.contains_key(&h.id) {
-                Ok(h.id)
-            } else {
-                Err(it.err(ErrKind::Value, format!("{name}: the {} is closed", kind.name())))
-            }
-        }
-        other => Err(it.type_err(name, 0, &format!("a {} handle", kind.name()), other)),
-    }
+    let h = it.arg_handle(name, std::slice::from_ref(v), 0, &[kind], |h| it.files.readers.contains_key(&h.id))?;
+    Ok(h.id)
 }
 
 fn read_limit(it: &Interp<'_>) -> Fail {

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
-use crate::value::{is_integral, Bytes, List, Map, Value};
+use crate::value::{is_integral, Bytes, Handle, HandleKind, List, Map, Value};
 
 pub mod codec;
 pub mod collections;
@@ -278,6 +278,32 @@ impl Interp<'_> {
         match &args[i] {
             Value::Map(m) => Ok(m),
             other => Err(self.type_err(name, i, "a map", other)),
+        }
+    }
+
+    /// A handle argument of one of `kinds` that `is_open` says is still open: a closed
+    /// handle is a `value` error, anything else a `type` error (shared by every area
+    /// that owns handles: readers, sockets, databases).
+    pub fn arg_handle(
+        &self,
+        name: &str,
+        args: &[Value],
+        i: usize,
+        kinds: &[HandleKind],
+        is_open: impl Fn(&Handle) -> bool,
+    ) -> R<Handle> {
+        match &args[i] {
+            Value::Handle(h) if kinds.contains(&h.kind) => {
+                if is_open(h) {
+                    Ok(*h)
+                } else {
+                    Err(self.err(ErrKind::Value, format!("{name}: the {} is closed", h.kind.name())))
+                }
+            }
+            other => {
+                let want: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+                Err(self.type_err(name, i, &format!("a {} handle", want.join(" or ")), other))
+            }
         }
     }
 

@@ -467,27 +467,12 @@ fn wait_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<Option<u
 }
 
 fn handle_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize, kinds: &[HandleKind]) -> R<Handle> {
-    match &args[i] {
-        Value::Handle(h) if kinds.contains(&h.kind) => {
-            let open = match h.kind {
-                HandleKind::Socket => it.net.socks.contains_key(&h.id),
-                _ => it.net.listeners.contains_key(&h.id),
-            };
-            if open {
-                Ok(*h)
-            } else {
-                Err(it.err(ErrKind::Value, format!("{name}: the {} is closed", h.kind.name())))
-            }
-        }
-        other => {
-            let want = if kinds.len() > 1 { "a socket or listener handle" } else { "a socket handle" };
-            let want = if kinds == [HandleKind::Listener] { "a listener handle" } else { want };
-            Err(it.type_err(name, i, want, other))
-        }
-    }
+    it.arg_handle(name, args, i, kinds, |h| match h.kind {
+        HandleKind::Socket => it.net.socks.contains_key(&h.id),
+        _ => it.net.listeners.contains_key(&h.id),
+    })
 }
 
-/// A usable socket: open and not failed.
 fn sock_arg(it: &Interp<'_>, name: &str, args: &[Value]) -> R<u32> {
     let h = handle_arg(it, name, args, 0, &[HandleKind::Socket])?;
     if let Some(why) = &it.net.socks[&h.id].broken {
