@@ -22,13 +22,14 @@ fn emit_diag(d: &Diagnostic, json: bool) {
 fn emit_stats(s: &Stats, started: Instant) {
     let line = format!(
         "{{\"stats\":{{\"steps\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
-         \"stdout_bytes\":{},\"stderr_bytes\":{},\"stdin_bytes\":{},\"file_write_bytes\":{},\
+         \"peak_heap_bytes\":{},\"stdout_bytes\":{},\"stderr_bytes\":{},\"stdin_bytes\":{},\"file_write_bytes\":{},\
          \"file_read_bytes\":{},\"http_requests\":{},\"http_body_bytes\":{},\"net_sent_bytes\":{},\
          \"net_recv_bytes\":{},\"wall_ms\":{}}}}}",
         s.steps,
         s.max_call_depth,
         s.peak_frame_bytes,
         s.peak_memory_bytes,
+        s.peak_heap_bytes,
         s.stdout_bytes,
         s.stderr_bytes,
         s.stdin_bytes,
@@ -134,9 +135,11 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
     let many = scripts.len() > 1;
     for s in scripts {
         let src = Source::File(s.clone());
+        // Each script is loaded under its own `--max-memory` budget, as a run would be.
+        let budget = crate::memory::Budget::start(cfg.max_memory);
         let loaded = read_program(&src)
             .map_err(|d| vec![d])
-            .and_then(|(name, text, path)| crate::load(&name, text, path.as_deref()));
+            .and_then(|(name, text, path)| crate::load_within(&name, text, path.as_deref(), budget));
         match loaded {
             Ok(p) => {
                 if many {
@@ -159,7 +162,7 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
     status
 }
 
-fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant) -> RunConfig {
+fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant, heap: crate::memory::Budget) -> RunConfig {
     RunConfig {
         max_steps: cfg.max_steps,
         deadline: cfg.max_time.map(|t| started + Duration::from_secs_f64(t)),
@@ -173,6 +176,7 @@ fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant) -> RunConfig {
             tls_ca_file: cfg.tls_ca_file.clone(),
             dns_server: cfg.dns_server.as_deref().and_then(crate::builtins::netcfg::parse_dns_server),
         },
+        heap: Some(heap),
     }
 }
 
@@ -184,7 +188,8 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
             return 2;
         }
     };
-    let rc = run_config(cfg, vec![], started);
+    // Each test file gets its own heap budget (started again by `run_file`).
+    let rc = run_config(cfg, vec![], started, crate::memory::Budget::start(cfg.max_memory));
     let mut summary = crate::testrun::Summary::default();
     for f in &files {
         crate::testrun::run_file(f, &rc, cfg.filter.as_deref(), cfg.update_snapshots, &mut summary, &mut |d| {
@@ -205,6 +210,9 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
         }
         status
     };
+    // The script's heap budget begins before its text is read: the text, the loaded
+    // program and the run all count against `--max-memory`.
+    let budget = crate::memory::Budget::start(cfg.max_memory);
     let (name, text, path) = match read_program(src) {
         Ok(x) => x,
         Err(d) => {
@@ -212,7 +220,7 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             return finish(3, &Stats::default());
         }
     };
-    let prog = match crate::load(&name, text, path.as_deref().map(Path::new)) {
+    let prog = match crate::load_within(&name, text, path.as_deref().map(Path::new), budget) {
         Ok(p) => p,
         Err(ds) => {
             for d in &ds {
@@ -221,7 +229,7 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             return finish(3, &Stats::default());
         }
     };
-    let mut rc = run_config(cfg, args, started);
+    let mut rc = run_config(cfg, args, started, budget);
     rc.snapshots = path.as_deref().map(|p| SnapshotDir {
         dir: p.parent().map(Path::to_path_buf).unwrap_or_default(),
         stem: p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),

@@ -3,9 +3,38 @@
 //! `resolve.rs` turns it into the program the evaluator runs (`program.rs`), with names
 //! resolved to slots and calls to function indices.
 
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::ops::Range;
+use std::rc::Rc;
 
 use crate::lexer::Tok;
+
+/// A name in an expression, interned: every use of one name shares one allocation, so
+/// that a tree of many short names costs its nodes, not a string per use.
+pub type Name = Rc<str>;
+
+thread_local! {
+    static NAMES: RefCell<HashSet<Rc<str>>> = RefCell::new(HashSet::new());
+}
+
+/// The shared copy of `s`.
+pub fn intern(s: String) -> Name {
+    NAMES.with(|t| {
+        let mut t = t.borrow_mut();
+        if let Some(n) = t.get(s.as_str()) {
+            return n.clone();
+        }
+        let n: Name = Rc::from(s);
+        t.insert(n.clone());
+        n
+    })
+}
+
+/// Forget the interned names (a load is over; its trees hold what they still need).
+pub fn clear_names() {
+    NAMES.with(|t| *t.borrow_mut() = HashSet::new());
+}
 
 /// A source position: a line number that is global over all loaded files
 /// (see `source::SourceMap::locate`).
@@ -75,7 +104,7 @@ pub enum Expr {
     Interp(Vec<InterpPart>),
     Nil,
     Bool(bool),
-    Name(String),
+    Name(Name),
     Paren(Box<Expr>),
     List(Vec<Expr>),
     Map(Vec<(Vec<u8>, Expr)>),
@@ -85,7 +114,7 @@ pub enum Expr {
     Or(Box<Expr>, Box<Expr>),
     Call(Box<Expr>, Vec<Expr>),
     Index(Box<Expr>, Box<Expr>),
-    Field(Box<Expr>, String),
+    Field(Box<Expr>, Name),
 }
 
 impl Expr {
@@ -115,7 +144,7 @@ impl Expr {
     /// The dotted name of a call's callee (`f` or `ns.f`), if it is one.
     pub fn callee_name(&self) -> Option<String> {
         match self {
-            Expr::Name(n) => Some(n.clone()),
+            Expr::Name(n) => Some(n.to_string()),
             Expr::Field(base, f) => match &**base {
                 Expr::Name(ns) => Some(format!("{ns}.{f}")),
                 _ => None,
@@ -157,19 +186,9 @@ pub enum StmtKind {
         cond: Expr,
         body: Vec<Stmt>,
     },
-    ForRange {
-        var: String,
-        start: Expr,
-        end: Expr,
-        step: Option<Expr>,
-        body: Vec<Stmt>,
-    },
-    ForIn {
-        first: String,
-        second: Option<String>,
-        iter: Expr,
-        body: Vec<Stmt>,
-    },
+    /// Boxed, so that every other statement is not as large as a loop header.
+    ForRange(Box<ForRange>),
+    ForIn(Box<ForIn>),
     Break,
     Continue,
     Return(Option<Expr>),
@@ -185,6 +204,29 @@ pub enum StmtKind {
     /// An included file's top-level statements, spliced where the include stood.
     Include(Vec<Stmt>),
     Import(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForRange {
+    pub var: String,
+    pub start: Expr,
+    pub end: Expr,
+    pub step: Option<Expr>,
+    pub body: Vec<Stmt>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForIn {
+    pub first: String,
+    pub second: Option<String>,
+    pub iter: Expr,
+    pub body: Vec<Stmt>,
+}
+
+/// A block's statements without spare capacity (blocks grow by pushing).
+pub fn tight(mut v: Vec<Stmt>) -> Vec<Stmt> {
+    v.shrink_to_fit();
+    v
 }
 
 /// A function definition.

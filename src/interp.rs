@@ -4,6 +4,9 @@
 //!   deadline looked at).
 //! - Storage: `Interp::charge` is the one place frame storage and total memory are
 //!   charged; every store into a variable goes through it.
+//! - Heap: `Interp::check_memory` (`memory.rs`) compares the process's live heap with
+//!   `--max-memory` at every step, after every builtin call and operator that builds a
+//!   value, and when a list, map or string is built.
 //! - Control flow (`Flow`: break, continue, return) travels apart from failures
 //!   (`Unwind`: runtime errors, limits, exit).
 
@@ -65,6 +68,9 @@ pub struct RunConfig {
     pub snapshots: Option<SnapshotDir>,
     /// `--tls-ca-file` and `--dns-server`.
     pub net: crate::builtins::netcfg::NetSettings,
+    /// The heap budget the program was loaded under (`memory::Budget`), so that the run
+    /// shares it; None starts one when the run starts (the program then not counted).
+    pub heap: Option<crate::memory::Budget>,
 }
 
 impl Default for RunConfig {
@@ -79,6 +85,7 @@ impl Default for RunConfig {
             cgi: false,
             snapshots: None,
             net: Default::default(),
+            heap: None,
         }
     }
 }
@@ -89,7 +96,10 @@ pub struct Stats {
     pub steps: u64,
     pub max_call_depth: usize,
     pub peak_frame_bytes: usize,
+    /// The larger of peak accounted storage and the peak heap the checks saw.
     pub peak_memory_bytes: usize,
+    /// The allocator's own peak above the budget's base (between checks too).
+    pub peak_heap_bytes: usize,
     pub stdout_bytes: u64,
     pub stderr_bytes: u64,
     pub stdin_bytes: u64,
@@ -127,6 +137,8 @@ pub struct Interp<'p> {
     max_mem: usize,
     peak_frame: usize,
     peak_mem: usize,
+    /// The live-bytes bound (`memory.rs`).
+    pub(crate) heap: crate::memory::HeapMeter,
 
     pub(crate) caps: Caps,
     pub(crate) budgets: Budgets,
@@ -175,6 +187,9 @@ impl<'p> Interp<'p> {
             max_mem: cfg.max_memory.min(usize::MAX as u64) as usize,
             peak_frame: 0,
             peak_mem: 0,
+            heap: crate::memory::HeapMeter::new(
+                cfg.heap.unwrap_or_else(|| crate::memory::Budget::start(cfg.max_memory)),
+            ),
             caps: cfg.caps,
             budgets: Budgets::default(),
             out,
@@ -228,7 +243,8 @@ impl<'p> Interp<'p> {
             steps: self.steps,
             max_call_depth: self.max_depth,
             peak_frame_bytes: self.peak_frame,
-            peak_memory_bytes: self.peak_mem,
+            peak_memory_bytes: self.peak_mem.max(self.heap.peak()),
+            peak_heap_bytes: self.heap.true_peak(),
             stdout_bytes: self.budgets.stdout.used,
             stderr_bytes: self.budgets.stderr.used,
             stdin_bytes: self.budgets.stdin.used,
@@ -280,7 +296,7 @@ impl<'p> Interp<'p> {
         if self.steps > self.step_check {
             return self.step_slow().map_err(|e| located(e, pos));
         }
-        Ok(())
+        self.check_memory().map_err(|e| located(e, pos))
     }
 
     #[cold]
@@ -393,6 +409,7 @@ impl<'p> Interp<'p> {
         self.check_list_len(items.len())?;
         let v = Value::list(items);
         self.check_value(&v)?;
+        self.check_memory()?;
         Ok(v)
     }
 
@@ -400,11 +417,13 @@ impl<'p> Interp<'p> {
         self.check_map_len(m.len())?;
         let v = Value::map(m);
         self.check_value(&v)?;
+        self.check_memory()?;
         Ok(v)
     }
 
     pub fn make_str(&self, b: Vec<u8>) -> R<Value> {
         self.check_str_len(b.len())?;
+        self.check_memory()?;
         Ok(Value::str(b))
     }
 
@@ -538,7 +557,8 @@ impl<'p> Interp<'p> {
                     self.step(s.pos)?;
                 }
             }
-            StmtKind::ForRange { var, start, end, step, body } => {
+            StmtKind::ForRange(f) => {
+                let ForRange { var, start, end, step, body } = &**f;
                 self.step(s.pos)?;
                 return self.for_range(s.pos, *var, start, end, step.as_ref(), body);
             }
@@ -582,7 +602,8 @@ impl<'p> Interp<'p> {
                 let v = self.eval(e)?;
                 self.compound(place, *op, v)?;
             }
-            StmtKind::ForIn { first, second, iter, body } => {
+            StmtKind::ForIn(f) => {
+                let ForIn { first, second, iter, body } = &**f;
                 self.step(s.pos)?;
                 return self.for_in(s.pos, *first, *second, iter, body);
             }
@@ -1258,6 +1279,7 @@ impl<'p> Interp<'p> {
                         }
                     }
                     self.check_str_len(out.len())?;
+                    self.check_memory()?;
                 }
                 Ok(Value::str(out))
             }
@@ -1345,7 +1367,9 @@ impl<'p> Interp<'p> {
                     let mut out = LStr::with_capacity(a.len() + b.len());
                     out.extend_from_slice(a);
                     out.extend_from_slice(b);
-                    Ok(Value::Str(Rc::new(out)))
+                    let v = Value::Str(Rc::new(out));
+                    self.check_memory()?;
+                    Ok(v)
                 };
                 match (&x, &y) {
                     (Value::Str(a), Value::Str(b)) => joined(a, b),
@@ -1356,6 +1380,7 @@ impl<'p> Interp<'p> {
                         self.write_text(&x, &mut out, MAX_STRING_BYTES)?;
                         self.write_text(&y, &mut out, MAX_STRING_BYTES)?;
                         self.check_str_len(out.len())?;
+                        self.check_memory()?;
                         Ok(Value::str(out))
                     }
                 }
@@ -1563,10 +1588,12 @@ impl<'p> Interp<'p> {
         self.check_cap(b)?;
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         self.eval_args_into(b, args, &mut vals)?;
-        match b.imp {
-            Imp::Plain(f) => f(self, &mut vals),
+        let v = match b.imp {
+            Imp::Plain(f) => f(self, &mut vals)?,
             Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
-        }
+        };
+        self.check_memory()?;
+        Ok(v)
     }
 
     fn call_builtin_place(&mut self, b: &'static Builtin, place: &'p Place, args: &'p [Expr]) -> R<Value> {
@@ -1575,7 +1602,9 @@ impl<'p> Interp<'p> {
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         self.eval_args_into(b, args, &mut vals)?;
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
-        self.modify_place(place, &keys, &mut |this, target| f(this, target, &mut vals))
+        let v = self.modify_place(place, &keys, &mut |this, target| f(this, target, &mut vals))?;
+        self.check_memory()?;
+        Ok(v)
     }
 }
 
@@ -1642,12 +1671,15 @@ mod size_tests {
     #[test]
     fn sizes() {
         eprintln!(
-            "Value {} R<Value> {} R<Flow> {} Expr {} Stmt {}",
+            "Value {} R<Value> {} R<Flow> {} Expr {} Stmt {} ast::Expr {} ast::Stmt {} Tok {}",
             std::mem::size_of::<super::Value>(),
             std::mem::size_of::<super::R<super::Value>>(),
             std::mem::size_of::<super::R<super::Flow>>(),
             std::mem::size_of::<super::Expr>(),
-            std::mem::size_of::<super::Stmt>()
+            std::mem::size_of::<super::Stmt>(),
+            std::mem::size_of::<crate::ast::Expr>(),
+            std::mem::size_of::<crate::ast::Stmt>(),
+            std::mem::size_of::<crate::lexer::Tok>(),
         );
     }
 }

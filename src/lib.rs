@@ -17,6 +17,7 @@ pub mod gateway;
 pub mod interp;
 pub mod lexer;
 pub mod limits;
+pub mod memory;
 pub mod parser;
 pub mod program;
 pub mod resolve;
@@ -31,9 +32,21 @@ use diag::{Class, Diagnostic};
 use interp::{Interp, RunConfig, Stats, Unwind};
 use program::Program;
 
+/// Load and validate a program within a heap budget (`--max-memory`, which the run then
+/// shares): a load that would hold more is a load error of kind `memory`.
+pub fn load_within(
+    name: &str,
+    text: Vec<u8>,
+    path: Option<&Path>,
+    budget: memory::Budget,
+) -> Result<Program, Vec<Diagnostic>> {
+    memory::with_load_budget(budget, || load(name, text, path))
+}
+
 /// Load and validate a program: every file, every function, before anything runs.
 pub fn load(name: &str, text: Vec<u8>, path: Option<&Path>) -> Result<Program, Vec<Diagnostic>> {
     let (loaded, mut errors) = source::Loader::new().load_main(name, text, path);
+    ast::clear_names();
     // Validate even after parse errors, so that one run reports as many as it can.
     if !errors.stop {
         if let Some(p) = resolve::resolve(loaded, &mut errors) {

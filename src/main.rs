@@ -4,12 +4,12 @@
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex};
 
-/// Stack of the interpreter thread. Recursion is bounded by the load-time limits
-/// (expression depth, nesting) and the call depth; this leaves a wide margin.
-const STACK_BYTES: usize = 256 * 1024 * 1024;
+/// Stack of the interpreter thread (see `limits::INTERP_STACK_BYTES`).
+const STACK_BYTES: usize = leash::limits::INTERP_STACK_BYTES;
 
 fn main() {
     let started = std::time::Instant::now();
+    leash::memory::configure_process();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let (json, stats) = leash::cli::prescan(&args);
     let panic_msg: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));

@@ -82,11 +82,11 @@ where
             .delimited_by(just(Tok::LBrace), just(Tok::RBrace))
             .map(Expr::Map);
         let paren = expr.clone().delimited_by(just(Tok::LParen), just(Tok::RParen)).map(|e| Expr::Paren(Box::new(e)));
-        let atom = choice((literal, ident.map(Expr::Name), paren, list, map));
+        let atom = choice((literal, ident.map(|s| Expr::Name(intern(s))), paren, list, map));
 
         let args = items.delimited_by(just(Tok::LParen), just(Tok::RParen));
         let index = expr.clone().delimited_by(just(Tok::LBracket), just(Tok::RBracket));
-        let field = just(Tok::Dot).ignore_then(ident);
+        let field = just(Tok::Dot).ignore_then(ident).map(intern);
         let mul_op = select! { Tok::Star => BinOp::Mul, Tok::Slash => BinOp::Div, Tok::Percent => BinOp::Mod };
         let add_op = select! { Tok::Plus => BinOp::Add, Tok::Minus => BinOp::Sub };
         let cmp_op = choice((
@@ -126,10 +126,10 @@ where
     let ident = select! { Tok::Ident(s) => s };
 
     // place -> NAME ( '[' expr ']' | '.' NAME )*
-    let place = ident.map(Expr::Name).foldl(
+    let place = ident.map(|s| Expr::Name(intern(s))).foldl(
         choice((
             expr.clone().delimited_by(just(Tok::LBracket), just(Tok::RBracket)).map(|i| (Some(i), None)),
-            just(Tok::Dot).ignore_then(ident).map(|n| (None, Some(n))),
+            just(Tok::Dot).ignore_then(ident).map(|n| (None, Some(intern(n)))),
         ))
         .repeated(),
         |base, step| match step {
@@ -349,16 +349,25 @@ impl FileParser<'_> {
         }
         let stmt = |pos, kind| Stmt { pos, kind };
         match o {
-            Open::If { arms, else_body, pos } => self.push_stmt(stmt(pos, StmtKind::If { arms, else_body })),
-            Open::While { cond, body, pos } => self.push_stmt(stmt(pos, StmtKind::While { cond, body })),
-            Open::ForRange { var, start, end, step, body, pos } => {
-                self.push_stmt(stmt(pos, StmtKind::ForRange { var, start, end, step, body }))
+            Open::If { mut arms, else_body, pos } => {
+                for a in arms.iter_mut() {
+                    a.body.shrink_to_fit();
+                }
+                arms.shrink_to_fit();
+                self.push_stmt(stmt(pos, StmtKind::If { arms, else_body: else_body.map(tight) }))
             }
+            Open::While { cond, body, pos } => self.push_stmt(stmt(pos, StmtKind::While { cond, body: tight(body) })),
+            Open::ForRange { var, start, end, step, body, pos } => self.push_stmt(stmt(
+                pos,
+                StmtKind::ForRange(Box::new(ForRange { var, start, end, step, body: tight(body) })),
+            )),
             Open::ForIn { first, second, iter, body, pos } => {
-                self.push_stmt(stmt(pos, StmtKind::ForIn { first, second, iter, body }))
+                self.push_stmt(stmt(pos, StmtKind::ForIn(Box::new(ForIn { first, second, iter, body: tight(body) }))))
             }
             Open::Try { body, var, handler, pos } => match var {
-                Some(var) => self.push_stmt(stmt(pos, StmtKind::Try { body, var, handler })),
+                Some(var) => {
+                    self.push_stmt(stmt(pos, StmtKind::Try { body: tight(body), var, handler: tight(handler) }))
+                }
                 None => {
                     let l = self.line_of(pos);
                     self.err(LoadKind::Structure, "`try` without `catch`", l);
@@ -366,7 +375,7 @@ impl FileParser<'_> {
             },
             Open::Fn { name, params, body, pos } => {
                 if !name.is_empty() {
-                    self.out.fns.push(FnDef { name, params, body, pos, module: None });
+                    self.out.fns.push(FnDef { name, params, body: tight(body), pos, module: None });
                 }
             }
         }
@@ -466,6 +475,10 @@ impl FileParser<'_> {
     }
 
     fn finish(mut self) -> ParsedFile {
+        if self.errors.stop {
+            // Loading ends here (too many errors, or the memory budget): nothing more to say.
+            return self.out;
+        }
         while let Some(o) = self.stack.last_mut() {
             let (pos, kw) = (o.pos(), o.keyword());
             if let Open::Try { var: v @ None, .. } = o {
@@ -476,6 +489,7 @@ impl FileParser<'_> {
             // Close it anyway, so that what it holds is still validated.
             self.close(l);
         }
+        self.out.top.shrink_to_fit();
         self.out
     }
 }
@@ -623,33 +637,33 @@ fn lex_kind(e: &LexError) -> LoadKind {
 
 /// Parse one file's text (already checked for encoding and line sizes) into its
 /// top-level statements and functions. `base` is the global position of line 0.
+///
+/// Lines are lexed and parsed one at a time, so that only one line's tokens are held;
+/// after each line the heap is compared with the load's budget (`memory::load_over`).
 pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors) -> ParsedFile {
-    let lexed: Vec<Option<LexedLine>> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, text)| match lex_line(text) {
-            Ok(l) => Some(l),
-            Err(f) => {
-                errors.push(LoadError::new(lex_kind(&f.error), f.message(), file, i as u32 + 1));
-                None
-            }
-        })
-        .collect();
-    let parser = line_parser::<&[Tok]>();
     let mut fp =
         FileParser { file: file.to_string(), base, errors, stack: Vec::new(), out: ParsedFile::default(), depth: 0 };
-    for (i, l) in lexed.iter().enumerate() {
+    for (i, text) in lines.iter().enumerate() {
         if fp.errors.stop {
             break;
         }
         let line_no = i + 1;
-        let Some(l) = l else {
-            // The line did not lex; keep the block structure if its keyword is clear.
-            let first = lex_first_token(lines[i]);
-            if let Some(fb) = fallback_line(first.as_ref()) {
-                fp.apply(line_no, fb);
+        if let Some(m) = crate::memory::load_over() {
+            fp.err(LoadKind::Limit(LimitKind::Memory), m, line_no);
+            fp.errors.stop = true;
+            break;
+        }
+        let l = match lex_line(text) {
+            Ok(l) => l,
+            Err(f) => {
+                fp.err(lex_kind(&f.error), f.message(), line_no);
+                // The line did not lex; keep the block structure if its keyword is clear.
+                let first = lex_first_token(text);
+                if let Some(fb) = fallback_line(first.as_ref()) {
+                    fp.apply(line_no, fb);
+                }
+                continue;
             }
-            continue;
         };
         if l.toks.is_empty() {
             continue;
@@ -662,8 +676,11 @@ pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors
             }
             continue;
         }
-        match parser.parse(&l.toks[..]).into_result() {
-            Ok(mut line) => match check_line(&mut line, l) {
+        // The parser borrows its input for its whole life, so it is made for each line:
+        // that lets each line's tokens go as soon as the line is parsed.
+        let parsed = line_parser::<&[Tok]>().parse(&l.toks[..]).into_result();
+        match parsed {
+            Ok(mut line) => match check_line(&mut line, &l) {
                 Ok(()) => fp.apply(line_no, line),
                 Err((k, m)) => {
                     fp.err(k, m, line_no);
@@ -712,7 +729,7 @@ mod tests {
     fn show(e: &Expr) -> String {
         match e {
             Expr::Num(n) => format!("{n}"),
-            Expr::Name(n) => n.clone(),
+            Expr::Name(n) => n.to_string(),
             Expr::Paren(e) => show(e),
             Expr::Unary(UnOp::Neg, e) => format!("(-{})", show(e)),
             Expr::Unary(UnOp::Not, e) => format!("(not {})", show(e)),
@@ -818,8 +835,8 @@ mod tests {
     fn statements() {
         let (p, e) = parse("for i = 1 to 10 step 2\nend\nfor k, v in m\nend\nm.a[1] ..= \"x\"\nprint(1)\n");
         assert!(e.is_empty(), "{e:?}");
-        assert!(matches!(p.top[0].kind, StmtKind::ForRange { step: Some(_), .. }));
-        assert!(matches!(&p.top[1].kind, StmtKind::ForIn { second: Some(_), .. }));
+        assert!(matches!(&p.top[0].kind, StmtKind::ForRange(f) if f.step.is_some()));
+        assert!(matches!(&p.top[1].kind, StmtKind::ForIn(f) if f.second.is_some()));
         assert!(matches!(p.top[2].kind, StmtKind::Assign { op: Some(BinOp::Concat), .. }));
         assert!(matches!(p.top[3].kind, StmtKind::Call(_)));
     }

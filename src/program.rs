@@ -36,14 +36,17 @@ pub enum IPart {
     Expr(Expr),
 }
 
+/// An expression. Lists of operands are boxed slices (no spare capacity), and the node
+/// is 40 bytes, so that the loaded program stays a small multiple of its source
+/// (WORKLOG.md, "Memory").
 #[derive(Debug, Clone)]
 pub enum Expr {
     Const(Value),
     Local(u32),
     Global(u32),
-    List(Vec<Expr>),
-    Map(Vec<(Bytes, Expr)>),
-    Interp(Vec<IPart>),
+    List(Box<[Expr]>),
+    Map(Box<[(Bytes, Expr)]>),
+    Interp(Box<[IPart]>),
     Neg(Box<Expr>),
     Not(Box<Expr>),
     Bin(BinOp, Box<Expr>, Box<Expr>),
@@ -56,11 +59,11 @@ pub enum Expr {
     Index(Box<Expr>, Box<Expr>),
     Field(Box<Expr>, Bytes),
     /// A call of user function `.0`.
-    Call(u32, Vec<Expr>),
+    Call(u32, Box<[Expr]>),
     /// A call of a builtin.
-    Builtin(&'static Builtin, Vec<Expr>),
+    Builtin(&'static Builtin, Box<[Expr]>),
     /// A call of a builtin whose first argument is a place it changes in place.
-    BuiltinPlace(&'static Builtin, Box<Place>, Vec<Expr>),
+    BuiltinPlace(&'static Builtin, Box<Place>, Box<[Expr]>),
 }
 
 pub type Block = Box<[Stmt]>;
@@ -97,19 +100,10 @@ pub enum StmtKind {
     Expr(Expr),
     If(Box<[Arm]>, Option<Block>),
     While(Expr, Block),
-    ForRange {
-        var: Slot,
-        start: Expr,
-        end: Expr,
-        step: Option<Expr>,
-        body: Block,
-    },
-    ForIn {
-        first: Slot,
-        second: Option<Slot>,
-        iter: Expr,
-        body: Block,
-    },
+    /// Boxed: a loop header runs once per loop, and inline it would make every
+    /// statement as large as itself.
+    ForRange(Box<ForRange>),
+    ForIn(Box<ForIn>),
     Break,
     Continue,
     Return(Option<Expr>),
@@ -121,6 +115,23 @@ pub enum StmtKind {
     },
     /// An included file's top level: costs no step itself.
     Block(Block),
+}
+
+#[derive(Debug, Clone)]
+pub struct ForRange {
+    pub var: Slot,
+    pub start: Expr,
+    pub end: Expr,
+    pub step: Option<Expr>,
+    pub body: Block,
+}
+
+#[derive(Debug, Clone)]
+pub struct ForIn {
+    pub first: Slot,
+    pub second: Option<Slot>,
+    pub iter: Expr,
+    pub body: Block,
 }
 
 #[derive(Debug, Clone)]

@@ -94,7 +94,7 @@ impl Resolver<'_> {
             AExpr::Nil => Expr::Const(Value::Nil),
             AExpr::Bool(b) => Expr::Const(Value::Bool(*b)),
             AExpr::Name(n) => {
-                if self.reserved.contains(n) {
+                if self.reserved.contains(&**n) {
                     self.err(LoadKind::Name, format!("`{n}` is a namespace, not a value"));
                     return Expr::Const(Value::Nil);
                 }
@@ -127,7 +127,7 @@ impl Resolver<'_> {
             AExpr::Index(a, i) => Expr::Index(Box::new(self.expr(a)), Box::new(self.expr(i))),
             AExpr::Field(base, name) => {
                 if let AExpr::Name(ns) = &**base {
-                    if self.reserved.contains(ns) {
+                    if self.reserved.contains(&**ns) {
                         let full = format!("{ns}.{name}");
                         if let Some(v) = builtins::constant(&full) {
                             return Expr::Const(v);
@@ -245,7 +245,10 @@ impl Resolver<'_> {
     // Statements
     // ------------------------------------------------------------------
 
-    fn block(&mut self, stmts: &[AStmt]) -> Block {
+    /// Resolve a block, consuming its syntax tree: each statement's tree is freed once
+    /// its program form is built, so that the two are not held whole at once. After each
+    /// statement the heap is compared with the load's budget.
+    fn block(&mut self, stmts: Vec<AStmt>) -> Block {
         let mut out = Vec::with_capacity(stmts.len());
         for s in stmts {
             if self.errors.stop {
@@ -254,16 +257,20 @@ impl Resolver<'_> {
             if let Some(st) = self.stmt(s) {
                 out.push(st);
             }
+            if let Some(m) = crate::memory::load_over() {
+                self.err(LoadKind::Limit(LimitKind::Memory), m);
+                self.errors.stop = true;
+            }
         }
         out.into_boxed_slice()
     }
 
-    fn stmt(&mut self, s: &AStmt) -> Option<Stmt> {
+    fn stmt(&mut self, s: AStmt) -> Option<Stmt> {
         self.pos = s.pos;
-        let kind = match &s.kind {
+        let kind = match s.kind {
             AKind::Assign { target, op, value } => {
-                let v = self.expr(value);
-                let Some(place) = self.place(target) else {
+                let v = self.expr(&value);
+                let Some(place) = self.place(&target) else {
                     self.err(LoadKind::Syntax, "cannot assign to this expression");
                     return None;
                 };
@@ -277,53 +284,56 @@ impl Resolver<'_> {
                     (None, false, _) => StmtKind::Assign(Box::new(place), v),
                     (Some(op @ (BinOp::Add | BinOp::Sub)), true, root) if matches!(v, Expr::Const(Value::Num(_))) => {
                         let Expr::Const(Value::Num(k)) = v else { unreachable!() };
-                        StmtKind::IncVar(root, *op, k)
+                        StmtKind::IncVar(root, op, k)
                     }
-                    (Some(op), true, root) => StmtKind::CompoundVar(root, *op, v),
-                    (Some(op), false, _) => StmtKind::Compound(Box::new(place), *op, v),
+                    (Some(op), true, root) => StmtKind::CompoundVar(root, op, v),
+                    (Some(op), false, _) => StmtKind::Compound(Box::new(place), op, v),
                 }
             }
-            AKind::Call(e) => StmtKind::Expr(self.expr(e)),
+            AKind::Call(e) => StmtKind::Expr(self.expr(&e)),
             AKind::If { arms, else_body } => {
                 let arms = arms
-                    .iter()
+                    .into_iter()
                     .map(|a| {
                         self.pos = a.pos;
                         let cond = self.expr(&a.cond);
-                        Arm { pos: a.pos, cond, body: self.block(&a.body) }
+                        drop(a.cond);
+                        Arm { pos: a.pos, cond, body: self.block(a.body) }
                     })
                     .collect();
-                StmtKind::If(arms, else_body.as_ref().map(|b| self.block(b)))
+                StmtKind::If(arms, else_body.map(|b| self.block(b)))
             }
             AKind::While { cond, body } => {
-                let c = self.expr(cond);
+                let c = self.expr(&cond);
                 StmtKind::While(c, self.block(body))
             }
-            AKind::ForRange { var, start, end, step, body } => {
-                let start = self.expr(start);
-                let end = self.expr(end);
+            AKind::ForRange(f) => {
+                let crate::ast::ForRange { var, start, end, step, body } = *f;
+                let start = self.expr(&start);
+                let end = self.expr(&end);
                 let step = step.as_ref().map(|e| self.expr(e));
-                let var = self.write_slot(var);
-                StmtKind::ForRange { var, start, end, step, body: self.block(body) }
+                let var = self.write_slot(&var);
+                StmtKind::ForRange(Box::new(ForRange { var, start, end, step, body: self.block(body) }))
             }
-            AKind::ForIn { first, second, iter, body } => {
-                let iter = self.expr(iter);
-                let first = self.write_slot(first);
+            AKind::ForIn(f) => {
+                let crate::ast::ForIn { first, second, iter, body } = *f;
+                let iter = self.expr(&iter);
+                let first = self.write_slot(&first);
                 let second = second.as_ref().map(|n| self.write_slot(n));
-                StmtKind::ForIn { first, second, iter, body: self.block(body) }
+                StmtKind::ForIn(Box::new(ForIn { first, second, iter, body: self.block(body) }))
             }
             AKind::Break => StmtKind::Break,
             AKind::Continue => StmtKind::Continue,
             AKind::Return(e) => StmtKind::Return(e.as_ref().map(|e| self.expr(e))),
-            AKind::Throw(e) => StmtKind::Throw(self.expr(e)),
+            AKind::Throw(e) => StmtKind::Throw(self.expr(&e)),
             AKind::Try { body, var, handler } => {
                 let b = self.block(body);
                 self.pos = s.pos;
-                let var = self.write_slot(var);
+                let var = self.write_slot(&var);
                 StmtKind::Try { body: b, var, handler: self.block(handler) }
             }
             AKind::Global(names) => {
-                for n in names {
+                for n in &names {
                     if self.reserved.contains(n) {
                         self.err(LoadKind::Name, format!("`{n}` is reserved and cannot be a variable"));
                     }
@@ -419,7 +429,8 @@ fn collect_bindings(stmts: &[AStmt], bound: &mut Vec<String>, globals: &mut Vec<
                 in_expr(cond, bound);
                 collect_bindings(body, bound, globals);
             }
-            AKind::ForRange { var, start, end, step, body } => {
+            AKind::ForRange(f) => {
+                let crate::ast::ForRange { var, start, end, step, body } = &**f;
                 bound.push(var.clone());
                 in_expr(start, bound);
                 in_expr(end, bound);
@@ -428,7 +439,8 @@ fn collect_bindings(stmts: &[AStmt], bound: &mut Vec<String>, globals: &mut Vec<
                 }
                 collect_bindings(body, bound, globals);
             }
-            AKind::ForIn { first, second, iter, body } => {
+            AKind::ForIn(f) => {
+                let crate::ast::ForIn { first, second, iter, body } = &**f;
                 bound.push(first.clone());
                 if let Some(s) = second {
                     bound.push(s.clone());
@@ -497,10 +509,10 @@ pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
     }
 
     // Main first, so that globals get slots in order of appearance there.
-    let main_block = r.block(&main);
+    let main_block = r.block(main);
 
     let mut funcs = Vec::with_capacity(fns.len());
-    for f in &fns {
+    for f in fns {
         funcs.push(resolve_fn(&mut r, f));
     }
     if !r.errors.is_empty() {
@@ -512,7 +524,7 @@ pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
     Some(Program { main: main_block, global_names, main_base_bytes, funcs, caps, sources: map })
 }
 
-fn resolve_fn(r: &mut Resolver<'_>, f: &FnDef) -> Function {
+fn resolve_fn(r: &mut Resolver<'_>, f: FnDef) -> Function {
     r.pos = f.pos;
     let mut names: Vec<String> = Vec::new();
     let mut seen = HashSet::new();
@@ -547,10 +559,10 @@ fn resolve_fn(r: &mut Resolver<'_>, f: &FnDef) -> Function {
     }
     let locals = names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect();
     r.ctx = Some(FnCtx { locals, module: f.module.clone() });
-    let body = r.block(&f.body);
+    let body = r.block(f.body);
     r.ctx = None;
     Function {
-        name: f.name.clone(),
+        name: f.name,
         nparams: f.params.len(),
         base_bytes: frame_base_bytes(&names),
         slot_names: names,

@@ -84,6 +84,7 @@ pub fn run_file(
     report: &mut dyn FnMut(&Diagnostic),
 ) {
     let name = path.to_string_lossy().into_owned();
+    let budget = crate::memory::Budget::start(cfg.max_memory);
     let text = match crate::source::read_bounded(path, crate::limits::MAX_SOURCE_BYTES, false) {
         Ok(t) => t,
         Err(e) => {
@@ -100,7 +101,7 @@ pub fn run_file(
             return;
         }
     };
-    let prog = match crate::load(&name, text, Some(path)) {
+    let prog = match crate::load_within(&name, text, Some(path), budget) {
         Ok(p) => p,
         Err(ds) => {
             ds.iter().for_each(&mut *report);
@@ -109,6 +110,7 @@ pub fn run_file(
         }
     };
     let mut cfg = cfg.clone();
+    cfg.heap = Some(budget);
     cfg.snapshots = Some(SnapshotDir {
         dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         stem: path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),

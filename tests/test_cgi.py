@@ -337,7 +337,7 @@ def test_gateway_worker_argv_limits_and_cwd(gw):
     assert f"cwd: {gw.root / 'sub'}" in text
     limits = {}
     for line in text.splitlines():
-        for name in ["Max cpu time", "Max file size", "Max open files", "Max address space", "Max core file size"]:
+        for name in ["Max cpu time", "Max file size", "Max open files", "Max data size", "Max core file size"]:
             if line.startswith(name):
                 soft, hard = line[len(name) :].split()[:2]
                 limits[name] = (soft, hard)
@@ -345,7 +345,9 @@ def test_gateway_worker_argv_limits_and_cwd(gw):
     assert limits["Max file size"] == ("1048576", "1048576")
     assert limits["Max open files"] == ("256", "256")
     assert limits["Max core file size"] == ("0", "0")
-    assert limits["Max address space"] == (str((1 << 30) + 2 * (64 << 20)),) * 2
+    # RLIMIT_DATA: the interpreter's 256 MiB stack, 16 MiB of other stacks and start-up
+    # data, SQLite's 64 MiB heap, then max_memory and the documented 64 MiB overhead.
+    assert limits["Max data size"] == (str((256 + 16 + 64 + 64 + 64) << 20),) * 2
     assert "SECRET" not in text
 
 

@@ -191,7 +191,7 @@ fn serve(e: &mut Entry) -> Vec<u8> {
 fn worker_limits(cfg: &Config) -> Vec<(Resource, u64)> {
     let cpu = cfg.max_time_ms.div_ceil(1000) + CGI_CPU_GRACE_SECS;
     let wanted = [
-        (Resource::As, CGI_ADDRESS_SPACE_BASE.saturating_add(cfg.max_memory.saturating_mul(2))),
+        (Resource::Data, CGI_DATA_BASE.saturating_add(cfg.max_memory).saturating_add(MEMORY_OVERHEAD)),
         (Resource::Cpu, cpu),
         (Resource::Nofile, CGI_WORKER_NOFILE),
         (Resource::Fsize, cfg.max_file_size),

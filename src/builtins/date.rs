@@ -47,10 +47,34 @@ fn offset_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<FixedO
 }
 
 /// A strftime format, checked: an unknown or incomplete specifier is a `value` error.
-fn format_items<'a>(it: &Interp<'_>, name: &str, fmt: &'a str) -> R<Vec<Item<'a>>> {
-    StrftimeItems::new(fmt).parse().map_err(|_| {
-        it.err(ErrKind::Value, format!("{name}: bad format {fmt:?} (an unknown or incomplete % specifier)"))
-    })
+/// The items are read as they are used, never collected: one specifier such as `%c`
+/// stands for a dozen items, and a 1 MiB format would make a list of millions.
+fn format_items<'a>(it: &Interp<'_>, name: &str, fmt: &'a str) -> R<StrftimeItems<'a>> {
+    if StrftimeItems::new(fmt).any(|i| i == Item::Error) {
+        let shown: String = fmt.chars().take(64).collect();
+        return Err(
+            it.err(ErrKind::Value, format!("{name}: bad format {shown:?} (an unknown or incomplete % specifier)"))
+        );
+    }
+    Ok(StrftimeItems::new(fmt))
+}
+
+/// A `fmt::Write` that refuses to grow past the string limit, so that a long format
+/// stops at the limit instead of building its whole text first.
+struct Bounded {
+    out: String,
+    over: bool,
+}
+
+impl std::fmt::Write for Bounded {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.out.len() + s.len() > MAX_STRING_BYTES {
+            self.over = true;
+            return Err(std::fmt::Error);
+        }
+        self.out.push_str(s);
+        Ok(())
+    }
 }
 
 /// The fractional part of a time as a number of microseconds.
@@ -89,7 +113,7 @@ fn format(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let dt = time_arg(it, NAME, args, 0)?;
     let off = offset_arg(it, NAME, args, 2)?;
     let local = dt.with_timezone(&off);
-    let mut out = String::new();
+    let mut w = Bounded { out: String::new(), over: false };
     match it.opt(args, 1) {
         None => {
             if off.local_minus_utc() % 60 != 0 {
@@ -98,17 +122,25 @@ fn format(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                     format!("{NAME}: RFC 3339 cannot show a UTC offset with seconds (give a format)"),
                 ));
             }
-            rfc3339(&local, &mut out);
+            rfc3339(&local, &mut w.out);
         }
         Some(_) => {
             let fmt = it.arg_text(NAME, args, 1)?;
-            let items = format_items(it, NAME, fmt)?;
-            if write!(out, "{}", local.format_with_items(items.iter())).is_err() {
-                return Err(it.err(ErrKind::Value, format!("{NAME}: the format cannot be applied to this time")));
+            // One item at a time: chrono writes a whole format into a string of its own
+            // before handing it on, so this keeps that string to one item's text.
+            for item in format_items(it, NAME, fmt)? {
+                if write!(w, "{}", local.format_with_items(std::iter::once(item))).is_err() {
+                    if w.over {
+                        return Err(
+                            it.limit(LimitKind::String, format!("{NAME}: text of more than {MAX_STRING_BYTES} bytes"))
+                        );
+                    }
+                    return Err(it.err(ErrKind::Value, format!("{NAME}: the format cannot be applied to this time")));
+                }
             }
         }
     }
-    it.make_str(out.into_bytes())
+    it.make_str(w.out.into_bytes())
 }
 
 /// Seconds since the epoch, to the nanosecond chrono parsed.
@@ -118,9 +150,12 @@ fn seconds<Tz: chrono::TimeZone>(dt: &DateTime<Tz>) -> f64 {
 
 /// Parse `s` with a strftime format. Without an offset in the text the time is UTC;
 /// without a time of day it is midnight.
-pub fn parse_with(s: &str, items: &[Item<'_>]) -> Result<f64, chrono::format::ParseError> {
+pub fn parse_with<'a, B: std::borrow::Borrow<Item<'a>>>(
+    s: &str,
+    items: impl Iterator<Item = B>,
+) -> Result<f64, chrono::format::ParseError> {
     let mut p = Parsed::new();
-    chrono::format::parse(&mut p, s, items.iter())?;
+    chrono::format::parse(&mut p, s, items)?;
     if p.offset().is_some() {
         return p.to_datetime().map(|dt| seconds(&dt));
     }
@@ -149,7 +184,7 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         Some(_) => {
             let fmt = it.arg_text(NAME, args, 1)?;
             let items = format_items(it, NAME, fmt)?;
-            parse_with(s, &items)
+            parse_with(s, items)
         }
     };
     match r {
@@ -201,7 +236,7 @@ mod tests {
     }
 
     fn p(s: &str, f: &str) -> Result<f64, chrono::format::ParseError> {
-        parse_with(s, &StrftimeItems::new(f).parse().unwrap())
+        parse_with(s, StrftimeItems::new(f))
     }
 
     #[test]

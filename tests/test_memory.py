@@ -1,0 +1,162 @@
+"""The memory bound (SPEC 8, issue 9): for any script, peak RSS stays below --max-memory
+plus the documented overhead (64 MiB), and a run over the bound ends with the `memory`
+limit (exit 4; at load time exit 3), never with an abort or the OOM killer.
+
+Every child runs under an address-space cap (memcorpus.run_case, run_capped), so that a
+regression cannot take the shared machine down.
+"""
+import json
+import resource
+import subprocess
+
+import pytest
+
+import memcorpus
+from conftest import LEASH
+from memcorpus import CORPUS, MIB, OVERHEAD, parse_bytes, run_case
+
+MODES = [None, "32M"]
+
+# Cases whose whole point is held temporaries: they must end with the heap bound itself.
+MUST_HIT_MEMORY = {"chain of 200 temporaries", "list literals of big items"}
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["default", "32M"])
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_corpus_stays_within_its_bound(name, mode, tmp_path):
+    status, rss, secs, err = run_case(LEASH, name, mode, tmp=tmp_path)
+    budget = parse_bytes(mode or "256M")
+    allowed = CORPUS[name][2]
+    assert status in allowed, (status, err)
+    assert 0 < rss < budget + OVERHEAD, (rss / MIB, err)
+    assert secs < memcorpus.CASE_TIMEOUT
+    if name in MUST_HIT_MEMORY:
+        assert status == 4 and '"kind":"memory"' in err, err
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["default", "32M"])
+def test_dense_source_check_stays_within_its_bound(mode, tmp_path):
+    status, rss, secs, err = run_case(LEASH, "dense 4 MiB source", mode, check=True, tmp=tmp_path)
+    assert status in (0, 3), err
+    assert 0 < rss < parse_bytes(mode or "256M") + OVERHEAD, (rss / MIB, err)
+
+
+def test_dense_source_loads_under_the_default_and_not_under_32m(tmp_path):
+    # About 50 bytes of program per byte of source at worst (WORKLOG.md): the 4 MiB
+    # source limit fits the default --max-memory; 32 MiB is a load error of kind memory.
+    status, _, _, err = run_case(LEASH, "dense 4 MiB source", None, tmp=tmp_path)
+    assert status == 0, err
+    status, _, _, err = run_case(LEASH, "dense 4 MiB source", "32M", tmp=tmp_path)
+    assert status == 3, err
+    d = json.loads(err.splitlines()[0])
+    assert d["error"] == "load" and d["kind"] == "memory" and "--max-memory" in d["message"], d
+    status, _, _, err = run_case(LEASH, "dense 4 MiB source", "32M", check=True, tmp=tmp_path)
+    assert status == 3 and "load error [memory]" in err, err
+
+
+# --- helpers for the single runs below ----------------------------------------------------
+
+
+class Run:
+    def __init__(self, p):
+        self.status = p.returncode
+        self.out = p.stdout.decode()
+        self.err = p.stderr.decode()
+        rows = [json.loads(line) for line in self.err.splitlines() if line.startswith("{")]
+        self.diag = next((r for r in rows if "error" in r), None)
+        self.stats = next((r["stats"] for r in rows if "stats" in r), None)
+
+    def __repr__(self):
+        return f"Run({self.status}, out={self.out[:200]!r}, err={self.err[:400]!r})"
+
+
+def run_capped(code, *opts, tmp_path, name="t.lsh", check=False):
+    """Run code under an address-space cap far below the machine (2 GiB)."""
+    p = tmp_path / name
+    p.write_text(code)
+    cmd = [str(LEASH)] + (["check"] if check else []) + ["--error-format", "json", *opts, str(p)]
+    cap = 2048 * MIB
+
+    def pre():
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    return Run(subprocess.run(cmd, capture_output=True, timeout=60, preexec_fn=pre, cwd=tmp_path))
+
+
+THREE = 's = repeat("a", 1000000)\nx = upper(s) .. upper(s) .. upper(s)\n'
+
+
+def test_stats_report_the_real_peak(tmp_path):
+    # Three 1 MB temporaries are held before the first join (which is then over the
+    # string limit): the peak counts all three, while frame storage holds only `s`.
+    r = run_capped(THREE, "--stats", tmp_path=tmp_path)
+    assert r.status == 4 and r.diag["kind"] == "string", r
+    assert r.stats["peak_memory_bytes"] > 3_000_000, r.stats
+    assert r.stats["peak_heap_bytes"] >= r.stats["peak_memory_bytes"] - 100_000, r.stats
+    assert r.stats["peak_frame_bytes"] < 1_100_000, r.stats
+
+
+HELD = """s = repeat("a", 300000)
+fn f(n)
+if n == 0
+return ""
+end
+return upper(s) .. f(n - 1)
+end
+x = len(f(3))
+print(x)
+"""
+
+
+def test_heap_limit_exact_by_stats(tmp_path):
+    # The peak the checks saw is exact for the same run: N passes, N - 1 stops.
+    r = run_capped(HELD, "--stats", tmp_path=tmp_path)
+    assert r.status == 0 and r.out == "900000\n", r
+    peak = r.stats["peak_memory_bytes"]
+    assert 1_800_000 < peak < 3_000_000, r.stats
+    r = run_capped(HELD, "--max-memory", str(peak), tmp_path=tmp_path)
+    assert r.status == 0 and r.out == "900000\n", r
+    r = run_capped(HELD, "--max-memory", str(peak - 1), tmp_path=tmp_path)
+    assert r.status == 4, r
+    assert r.diag["error"] == "limit" and r.diag["kind"] == "memory", r
+    assert "--max-memory" in r.diag["message"], r
+
+
+def test_temporaries_limit_is_not_catchable(tmp_path):
+    code = 's = repeat("a", 1048576)\ntry\nx = len(upper(s) .. upper(s))\ncatch e\nprint("caught")\nend\n'
+    r = run_capped(code, "--max-memory", "2M", tmp_path=tmp_path)
+    assert r.status == 4 and r.diag["kind"] == "memory", r
+    assert r.out == ""
+
+
+def test_a_load_over_the_budget_is_a_load_error(tmp_path):
+    # 1.2 MB of source (in 60,000 lines): more than --max-memory 1M before anything runs.
+    code = "x = 1 + 2 + 3 + 4 + 5\n" * 60_000
+    r = run_capped(code, "--max-memory", "1M", tmp_path=tmp_path)
+    assert r.status == 3 and r.diag["error"] == "load" and r.diag["kind"] == "memory", r
+    assert r.out == ""
+    r = run_capped(code, "--max-memory", "1M", tmp_path=tmp_path, check=True)
+    assert r.status == 3 and "memory" in r.err, r
+    r = run_capped(code, "--max-memory", "64M", tmp_path=tmp_path)
+    assert r.status == 0, r
+
+
+def test_date_format_with_a_long_format_stays_small(tmp_path):
+    # One specifier stands for a dozen items; the text stops at the string limit.
+    code = 'f = repeat("%c", 500000)\nt = date.format(0, f)\n'
+    p = tmp_path / "d.lsh"
+    p.write_text(code)
+    cap = 2048 * MIB
+    r = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", str(LEASH), "--error-format", "json", "--max-memory", "1M", str(p)],
+        capture_output=True,
+        timeout=60,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)),
+    )
+    lines = r.stderr.decode().strip().splitlines()
+    rss = int(lines[-1]) * 1024
+    assert r.returncode == 4 and '"kind":"string"' in lines[0], lines
+    assert rss < MIB + OVERHEAD, rss
+    # A short long format still works, and is the same text as item by item.
+    r = run_capped('print(date.format(86400 * 365, repeat("%Y-%m-%d ", 3)))\n', tmp_path=tmp_path)
+    assert r.out == "1971-01-01 1971-01-01 1971-01-01 \n", r
