@@ -33,7 +33,7 @@ fi
 echo "== cargo build --release"
 cargo build --release --locked
 echo "== cargo test (unit tests)"
-cargo test --release --locked --quiet
+cargo test --release --locked --quiet --workspace
 echo "== pytest (integration tests, real binary)"
 export LEASH_BIN="$PWD/target/release/leash"
 "$PY" -m pytest -q -n "${PYTEST_WORKERS:-2}" tests "$@"

@@ -22,14 +22,13 @@ fn emit_diag(d: &Diagnostic, json: bool) {
 fn emit_stats(s: &Stats, started: Instant) {
     let line = format!(
         "{{\"stats\":{{\"steps\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
-         \"peak_heap_bytes\":{},\"stdout_bytes\":{},\"stderr_bytes\":{},\"stdin_bytes\":{},\"file_write_bytes\":{},\
+         \"stdout_bytes\":{},\"stderr_bytes\":{},\"stdin_bytes\":{},\"file_write_bytes\":{},\
          \"file_read_bytes\":{},\"http_requests\":{},\"http_body_bytes\":{},\"net_sent_bytes\":{},\
          \"net_recv_bytes\":{},\"wall_ms\":{}}}}}",
         s.steps,
         s.max_call_depth,
         s.peak_frame_bytes,
         s.peak_memory_bytes,
-        s.peak_heap_bytes,
         s.stdout_bytes,
         s.stderr_bytes,
         s.stdin_bytes,

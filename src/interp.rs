@@ -98,8 +98,6 @@ pub struct Stats {
     pub peak_frame_bytes: usize,
     /// The larger of peak accounted storage and the peak heap the checks saw.
     pub peak_memory_bytes: usize,
-    /// The allocator's own peak above the budget's base (between checks too).
-    pub peak_heap_bytes: usize,
     pub stdout_bytes: u64,
     pub stderr_bytes: u64,
     pub stdin_bytes: u64,
@@ -244,7 +242,6 @@ impl<'p> Interp<'p> {
             max_call_depth: self.max_depth,
             peak_frame_bytes: self.peak_frame,
             peak_memory_bytes: self.peak_mem.max(self.heap.peak()),
-            peak_heap_bytes: self.heap.true_peak(),
             stdout_bytes: self.budgets.stdout.used,
             stderr_bytes: self.budgets.stderr.used,
             stdin_bytes: self.budgets.stdin.used,
@@ -397,11 +394,18 @@ impl<'p> Interp<'p> {
         Ok(())
     }
 
+    #[inline(always)]
     pub fn check_str_len(&self, n: usize) -> R<()> {
         if n > MAX_STRING_BYTES {
-            return Err(self.limit(LimitKind::String, format!("string of more than {MAX_STRING_BYTES} bytes")));
+            return Err(self.str_too_long());
         }
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn str_too_long(&self) -> Fail {
+        self.limit(LimitKind::String, format!("string of more than {MAX_STRING_BYTES} bytes"))
     }
 
     /// Build a list value from items, within the list and frame limits.
@@ -409,7 +413,6 @@ impl<'p> Interp<'p> {
         self.check_list_len(items.len())?;
         let v = Value::list(items);
         self.check_value(&v)?;
-        self.check_memory()?;
         Ok(v)
     }
 
@@ -417,13 +420,11 @@ impl<'p> Interp<'p> {
         self.check_map_len(m.len())?;
         let v = Value::map(m);
         self.check_value(&v)?;
-        self.check_memory()?;
         Ok(v)
     }
 
     pub fn make_str(&self, b: Vec<u8>) -> R<Value> {
         self.check_str_len(b.len())?;
-        self.check_memory()?;
         Ok(Value::str(b))
     }
 
@@ -1255,18 +1256,22 @@ impl<'p> Interp<'p> {
             }
             Expr::List(items) => {
                 let mut v = Vec::with_capacity(items.len());
-                for it in items {
+                for it in items.iter() {
                     v.push(self.eval(it)?);
                 }
-                self.make_list(v)
+                let l = self.make_list(v)?;
+                self.check_memory()?;
+                Ok(l)
             }
             Expr::Map(items) => {
                 let mut m = Map::with_capacity(items.len());
-                for (k, it) in items {
+                for (k, it) in items.iter() {
                     let v = self.eval(it)?;
                     m.insert(k.clone(), v);
                 }
-                self.make_map(m)
+                let v = self.make_map(m)?;
+                self.check_memory()?;
+                Ok(v)
             }
             Expr::Interp(parts) => {
                 let mut out = Vec::new();
@@ -1279,7 +1284,7 @@ impl<'p> Interp<'p> {
                         }
                     }
                     self.check_str_len(out.len())?;
-                    self.check_memory()?;
+                    self.check_memory_after(out.len())?;
                 }
                 Ok(Value::str(out))
             }
@@ -1367,9 +1372,8 @@ impl<'p> Interp<'p> {
                     let mut out = LStr::with_capacity(a.len() + b.len());
                     out.extend_from_slice(a);
                     out.extend_from_slice(b);
-                    let v = Value::Str(Rc::new(out));
-                    self.check_memory()?;
-                    Ok(v)
+                    self.check_memory_after(out.len())?;
+                    Ok(Value::Str(Rc::new(out)))
                 };
                 match (&x, &y) {
                     (Value::Str(a), Value::Str(b)) => joined(a, b),
@@ -1380,7 +1384,7 @@ impl<'p> Interp<'p> {
                         self.write_text(&x, &mut out, MAX_STRING_BYTES)?;
                         self.write_text(&y, &mut out, MAX_STRING_BYTES)?;
                         self.check_str_len(out.len())?;
-                        self.check_memory()?;
+                        self.check_memory_after(out.len())?;
                         Ok(Value::str(out))
                     }
                 }

@@ -24,7 +24,10 @@ fn main() {
             *g = Some(format!("{msg}{at}"));
         }
     }));
-    let worker = std::thread::Builder::new().stack_size(STACK_BYTES).spawn(move || leash::app::main(args, started));
+    let worker = std::thread::Builder::new().stack_size(STACK_BYTES).spawn(move || {
+        leash::memory::count_this_thread();
+        leash::app::main(args, started)
+    });
     let code = match worker.map(|h| h.join()) {
         Ok(Ok(code)) => code,
         _ => {

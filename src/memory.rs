@@ -31,6 +31,9 @@ use std::cell::Cell;
 use crate::interp::{Interp, R};
 use crate::limits::{LimitKind, RSS_CHECK_EVERY, RSS_SLACK};
 
+/// Strings built by `..` and interpolation are followed by a heap check from this size.
+const CHECK_FROM: usize = 4096;
+
 /// Set up malloc for a bounded process (large blocks mapped on their own and returned
 /// when freed): the binaries call it first thing.
 pub fn configure_process() {
@@ -43,9 +46,10 @@ pub fn live() -> usize {
     leash_alloc::live()
 }
 
-/// The most the process has held since it started.
-pub fn process_peak() -> usize {
-    leash_alloc::peak()
+/// Count the calling thread's allocations without locked instructions: the thread that
+/// runs scripts calls it once (see `leash_alloc::count_here`).
+pub fn count_this_thread() {
+    leash_alloc::count_here();
 }
 
 /// The heap budget of a load and its run: live bytes may grow to `base + max`.
@@ -130,7 +134,7 @@ impl HeapMeter {
         HeapMeter { budget, ceiling: budget.ceiling(), high: Cell::new(high), rss_ceiling }
     }
 
-    /// Has the count passed the mark? (Then `observe` decides.)
+    /// Has the count passed the mark? (Then `observe` decides.) Two loads and a compare.
     #[inline(always)]
     pub fn past_mark(&self) -> bool {
         leash_alloc::past_mark()
@@ -171,11 +175,6 @@ impl HeapMeter {
     pub fn peak(&self) -> usize {
         self.high.get().saturating_sub(self.budget.base)
     }
-
-    /// The allocator's own high-water mark above the base (between checks too).
-    pub fn true_peak(&self) -> usize {
-        process_peak().saturating_sub(self.budget.base)
-    }
 }
 
 impl Interp<'_> {
@@ -184,6 +183,17 @@ impl Interp<'_> {
     pub fn check_memory(&self) -> R<()> {
         if self.heap.past_mark() {
             return self.heap_observe();
+        }
+        Ok(())
+    }
+
+    /// The heap check after building a string of `len` bytes, made only for one of at
+    /// least `CHECK_FROM` bytes: smaller temporaries are seen by the next check (one line
+    /// holds at most a few hundred of them, so at most about a MiB goes unseen).
+    #[inline(always)]
+    pub fn check_memory_after(&self, len: usize) -> R<()> {
+        if len >= CHECK_FROM {
+            return self.check_memory();
         }
         Ok(())
     }
@@ -199,8 +209,12 @@ impl Interp<'_> {
 mod tests {
     use super::*;
 
+    /// The mark and the credit are the process's: tests that set them take turns.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn the_meter_stops_past_the_budget() {
+        let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let b = Budget { base: live(), max: 1 << 30 };
         let m = HeapMeter::new(b);
         assert!(m.observe().is_ok());
@@ -209,6 +223,39 @@ mod tests {
         // and every check after says so.
         assert!(small.observe().is_err());
         assert!(small.past_mark());
+    }
+
+    #[test]
+    fn spent_credit_looks_at_the_resident_size() {
+        let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        // On a thread of its own that counts as the script's thread (only that thread
+        // spends credit), with a resident-size ceiling no process can meet.
+        // Another test's evaluator (in another module) may set them between two lines
+        // here: the sequence is tried until it runs undisturbed.
+        std::thread::spawn(|| {
+            count_this_thread();
+            let mut m = HeapMeter::new(Budget { base: live(), max: 1 << 30 });
+            assert!(m.observe().is_ok());
+            let mut seen = None;
+            for _ in 0..100 {
+                m.rss_ceiling = Some(0);
+                leash_alloc::set_credit(1000);
+                let v = std::hint::black_box(vec![0u8; 2000]);
+                if m.past_mark() {
+                    seen = m.observe().err();
+                }
+                drop(v);
+                if seen.is_some() {
+                    break;
+                }
+            }
+            let e = seen.expect("spending the credit lowers the mark, and the next look fails");
+            assert!(e.contains("resident"), "{e}");
+            m.rss_ceiling = None;
+            assert!(m.observe().is_ok());
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

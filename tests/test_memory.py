@@ -92,7 +92,6 @@ def test_stats_report_the_real_peak(tmp_path):
     r = run_capped(THREE, "--stats", tmp_path=tmp_path)
     assert r.status == 4 and r.diag["kind"] == "string", r
     assert r.stats["peak_memory_bytes"] > 3_000_000, r.stats
-    assert r.stats["peak_heap_bytes"] >= r.stats["peak_memory_bytes"] - 100_000, r.stats
     assert r.stats["peak_frame_bytes"] < 1_100_000, r.stats
 
 
