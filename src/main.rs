@@ -9,7 +9,6 @@ const STACK_BYTES: usize = leash::limits::INTERP_STACK_BYTES;
 
 fn main() {
     let started = std::time::Instant::now();
-    leash::memory::configure_process();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let (json, stats) = leash::cli::prescan(&args);
     let panic_msg: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));

@@ -34,12 +34,6 @@ use crate::limits::{LimitKind, RSS_CHECK_EVERY, RSS_SLACK};
 /// Strings built by `..` and interpolation are followed by a heap check from this size.
 const CHECK_FROM: usize = 4096;
 
-/// Set up malloc for a bounded process (large blocks mapped on their own and returned
-/// when freed): the binaries call it first thing.
-pub fn configure_process() {
-    leash_alloc::configure();
-}
-
 /// Heap bytes the process holds live now (malloc chunks, counted by `leash-alloc`).
 #[inline(always)]
 pub fn live() -> usize {

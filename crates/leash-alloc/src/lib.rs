@@ -29,13 +29,9 @@
 //!   (memory freed between blocks that stay, which malloc keeps); the resident size
 //!   can, and it cannot grow by more than what was allocated since the last look.
 //!
-//! [`configure`] makes glibc give every block of 128 KiB or more its own mapping,
-//! returned to the system when freed (its default raises that threshold as blocks are
-//! freed, and large freed blocks then stay resident as holes).
-//!
 //! This is the only crate of the project with unsafe code: `GlobalAlloc` is an unsafe
 //! trait, each method forwards to `std::alloc::System` under the same contract, and
-//! `mallopt` and `getrusage` are C calls.
+//! `getrusage` is a C call.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -194,21 +190,6 @@ pub fn peak_rss() -> Option<usize> {
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     (r == 0).then(|| (u.ru_maxrss.max(0) as usize).saturating_mul(1024))
-}
-
-/// Blocks from this size get their own mapping (see [`configure`]).
-pub const MMAP_THRESHOLD: usize = 128 * 1024;
-
-/// Configure malloc for a bounded process: blocks of [`MMAP_THRESHOLD`] or more are
-/// always mapped on their own and unmapped when freed (the default raises that
-/// threshold up to 32 MiB as large blocks are freed, after which freed large blocks
-/// stay resident). Call it once, early.
-pub fn configure() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets malloc's tuning parameters.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
-    }
 }
 
 #[cfg(test)]
