@@ -21,7 +21,7 @@ pub const OPTIONS: &[Opt] = &[
     Opt {
         name: "--max-memory",
         value: Some("BYTES"),
-        help: "cap on accounted storage, 1M..64G; suffixes K, M, G (default 256M)",
+        help: "bound on all memory held for the script, 1M..64G; K, M, G (default 256M)",
     },
     Opt { name: "--allow-files", value: None, help: "grant file and directory builtins, readers, csv.open" },
     Opt { name: "--allow-network", value: None, help: "grant http.*, net.connect, net.resolve" },
