@@ -21,11 +21,12 @@ fn emit_diag(d: &Diagnostic, json: bool) {
 
 fn emit_stats(s: &Stats, started: Instant) {
     let line = format!(
-        "{{\"stats\":{{\"steps\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
+        "{{\"stats\":{{\"steps\":{},\"work\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
          \"stdout_bytes\":{},\"stderr_bytes\":{},\"stdin_bytes\":{},\"file_write_bytes\":{},\
          \"file_read_bytes\":{},\"http_requests\":{},\"http_body_bytes\":{},\"net_sent_bytes\":{},\
          \"net_recv_bytes\":{},\"wall_ms\":{}}}}}",
         s.steps,
+        s.work,
         s.max_call_depth,
         s.peak_frame_bytes,
         s.peak_memory_bytes,
@@ -119,7 +120,7 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
         Command::Builtins => {
             for b in crate::builtins::all() {
                 let cap = b.cap.map(|c| c.flag()).unwrap_or("-");
-                println!("{}\t{}\t{}\t{}\t{}", b.name, b.sig, b.arity_text(), cap, b.cost.name());
+                println!("{}\t{}\t{}\t{}\t{}\t{}", b.name, b.sig, b.arity_text(), cap, b.cost.name(), b.cost.describe());
             }
             0
         }
@@ -162,6 +163,7 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
 fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant) -> RunConfig {
     RunConfig {
         max_steps: cfg.max_steps,
+        max_work: cfg.max_work,
         deadline: cfg.max_time.map(|t| started + Duration::from_secs_f64(t)),
         max_memory: cfg.max_memory,
         seed: cfg.seed,

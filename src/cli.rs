@@ -17,6 +17,11 @@ pub struct Opt {
 
 pub const OPTIONS: &[Opt] = &[
     Opt { name: "--max-steps", value: Some("N"), help: "step budget, 1..100000000 (default 1000000)" },
+    Opt {
+        name: "--max-work",
+        value: Some("N"),
+        help: "work budget (about 1 ns of CPU per unit), 1..10000000000000 (default 2000000000)",
+    },
     Opt { name: "--max-time", value: Some("SECONDS"), help: "wall-clock deadline for the whole run (default: none)" },
     Opt {
         name: "--max-memory",
@@ -45,6 +50,7 @@ pub const OPTIONS: &[Opt] = &[
 #[derive(Debug, Clone)]
 pub struct Config {
     pub max_steps: u64,
+    pub max_work: u64,
     pub max_time: Option<f64>,
     pub max_memory: u64,
     pub allow_files: bool,
@@ -65,6 +71,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             max_steps: DEFAULT_MAX_STEPS,
+            max_work: DEFAULT_MAX_WORK,
             max_time: None,
             max_memory: DEFAULT_MAX_MEMORY,
             allow_files: false,
@@ -266,6 +273,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
             let v = value.unwrap_or_default();
             match name.as_str() {
                 "--max-steps" => cfg.max_steps = parse_u64(&name, &v, 1, MAX_MAX_STEPS)?,
+                "--max-work" => cfg.max_work = parse_u64(&name, &v, 1, MAX_MAX_WORK)?,
                 "--max-time" => cfg.max_time = Some(parse_time(&v)?),
                 "--max-memory" => cfg.max_memory = parse_memory(&v)?,
                 "--allow-files" => cfg.allow_files = true,
@@ -377,6 +385,10 @@ mod tests {
         assert!(p(&["--max-steps", "0", "x"]).is_err());
         assert!(p(&["--max-steps", "100000000", "x"]).is_ok());
         assert!(p(&["--max-steps", "100000001", "x"]).is_err());
+        assert_eq!(p(&["--max-work", "10000000000000", "x"]).unwrap().0.max_work, MAX_MAX_WORK);
+        for bad in ["0", "-1", "1e9", "x", "10000000000001", ""] {
+            assert!(p(&["--max-work", bad, "x"]).is_err(), "--max-work {bad}");
+        }
         assert!(p(&["--max-memory", "1M", "x"]).is_ok());
         assert!(p(&["--max-memory", "1048575", "x"]).is_err());
         assert!(p(&["--max-memory", "64G", "x"]).is_ok());

@@ -17,6 +17,7 @@ pub mod gateway;
 pub mod interp;
 pub mod lexer;
 pub mod limits;
+pub mod meter;
 pub mod parser;
 pub mod program;
 pub mod resolve;

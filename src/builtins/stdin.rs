@@ -129,6 +129,6 @@ fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("stdin.read_line", "stdin.read_line()", 0, 0, Cost::Io, read_line),
-    b("stdin.read", "stdin.read(max_bytes)", 1, 1, Cost::Io, read),
+    b("stdin.read_line", "stdin.read_line()", 0, 0, Cost::io(1.0), read_line),
+    b("stdin.read", "stdin.read(max_bytes)", 1, 1, Cost::io(1.0), read),
 ];
