@@ -28,6 +28,11 @@ pub const OPTIONS: &[Opt] = &[
         value: Some("BYTES"),
         help: "cap on accounted storage, 1M..64G; suffixes K, M, G (default 256M)",
     },
+    Opt {
+        name: "--include-path",
+        value: Some("DIR"),
+        help: "a directory besides the script's own that include may load from (repeatable)",
+    },
     Opt { name: "--allow-files", value: None, help: "grant file and directory builtins, readers, csv.open" },
     Opt { name: "--allow-network", value: None, help: "grant http.*, net.connect, net.resolve" },
     Opt { name: "--allow-listen", value: None, help: "grant net.listen, net.accept (needs --allow-network)" },
@@ -53,6 +58,8 @@ pub struct Config {
     pub max_work: u64,
     pub max_time: Option<f64>,
     pub max_memory: u64,
+    /// `--include-path` directories, canonical.
+    pub include_path: Vec<PathBuf>,
     pub allow_files: bool,
     pub allow_network: bool,
     pub allow_listen: bool,
@@ -74,6 +81,7 @@ impl Default for Config {
             max_work: DEFAULT_MAX_WORK,
             max_time: None,
             max_memory: DEFAULT_MAX_MEMORY,
+            include_path: Vec::new(),
             allow_files: false,
             allow_network: false,
             allow_listen: false,
@@ -276,6 +284,16 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                 "--max-work" => cfg.max_work = parse_u64(&name, &v, 1, MAX_MAX_WORK)?,
                 "--max-time" => cfg.max_time = Some(parse_time(&v)?),
                 "--max-memory" => cfg.max_memory = parse_memory(&v)?,
+                "--include-path" => {
+                    if cfg.include_path.len() >= MAX_INCLUDE_PATHS {
+                        return Err(format!("too many --include-path options (limit is {MAX_INCLUDE_PATHS})"));
+                    }
+                    let dir = std::fs::canonicalize(&v)
+                        .ok()
+                        .filter(|d| d.is_dir())
+                        .ok_or_else(|| format!("--include-path takes an existing directory, got \"{v}\""))?;
+                    cfg.include_path.push(dir);
+                }
                 "--allow-files" => cfg.allow_files = true,
                 "--allow-network" => cfg.allow_network = true,
                 "--allow-listen" => cfg.allow_listen = true,

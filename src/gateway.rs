@@ -484,6 +484,9 @@ pub fn worker_args(cfg: &Config, allow: Allow, script: &Path) -> Vec<OsString> {
         cfg.max_memory.to_string().into(),
     ];
     v.extend(allow.flags().into_iter().map(OsString::from));
+    // Includes may come from anywhere beneath the root (SPEC 5), not only beside the script.
+    v.push("--include-path".into());
+    v.push(cfg.root.as_os_str().to_owned());
     v.push("--".into());
     v.push(script.as_os_str().to_owned());
     v

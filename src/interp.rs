@@ -154,6 +154,16 @@ pub struct SnapshotDir {
     pub update: bool,
 }
 
+/// `a + k * st` for a `for` loop whose `k * st` overflowed: computed at half scale and
+/// doubled back (halving and doubling are exact here), so the term is the one the plain
+/// sum would give with an unbounded exponent: finite when it is within range.
+fn range_term_wide(a: f64, k: f64, st: f64) -> f64 {
+    if !a.is_finite() {
+        return a;
+    }
+    (a / 2.0 + k * (st / 2.0)) * 2.0
+}
+
 impl<'p> Interp<'p> {
     pub fn new(prog: &'p Program, cfg: &RunConfig) -> Self {
         let mut out = Output::default();
@@ -663,8 +673,16 @@ impl<'p> Interp<'p> {
         }
         let mut k: f64 = 0.0;
         loop {
-            let i = a + k * st;
-            if !i.is_finite() || (st > 0.0 && i > b) || (st < 0.0 && i < b) {
+            let mut i = a + k * st;
+            if !i.is_finite() {
+                // `k * st` may overflow where `a + k * st` does not (1e308 to -1e308 step
+                // -1e308): the same sum at half scale, off the hot path.
+                i = range_term_wide(a, k, st);
+                if !i.is_finite() {
+                    break;
+                }
+            }
+            if (st > 0.0 && i > b) || (st < 0.0 && i < b) {
                 break;
             }
             match self.slot_mut(var) {

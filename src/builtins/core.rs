@@ -6,6 +6,7 @@ use super::{b, Builtin, Cost, CALL_WORK, VARIADIC};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, Unwind, R};
 use crate::limits::*;
+use crate::testrun::snapshot;
 use crate::value::*;
 
 /// Join the `str` of each argument with `sep` into one print's text (within 1 MiB).
@@ -233,25 +234,40 @@ fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let Some(dir) = it.snapshots.clone() else {
         return Err(it.err(ErrKind::Value, "assert_snapshot needs a script file (not -e or stdin)"));
     };
+    if !snapshot::usable_stem(&dir.stem) {
+        return Err(it.err(
+            ErrKind::Value,
+            format!("assert_snapshot: the script's name gives no snapshot folder (stem {:?})", dir.stem),
+        ));
+    }
     let text = it.to_text(&args[1], MAX_STRING_BYTES)?;
-    let folder = dir.dir.join("__snapshots__").join(&dir.stem);
-    let file = folder.join(format!("{name}.snap"));
+    let file_name = format!("{name}.snap");
+    let file = dir.dir.join("__snapshots__").join(&dir.stem).join(&file_name);
     let io = |it: &Interp<'_>, what: &str, e: std::io::Error| {
         it.err(
             ErrKind::Io,
             format!("assert_snapshot: cannot {what} {}: {}", file.display(), crate::source::io_reason(&e)),
         )
     };
+    let folder = snapshot::open_folder(&dir.dir, &dir.stem, dir.update).map_err(|e| io(it, "open the folder of", e))?;
+    let stored = match &folder {
+        Some(f) => snapshot::read(f, &file_name, MAX_STRING_BYTES).map_err(|e| io(it, "read", e))?,
+        None => None,
+    };
     if dir.update {
-        std::fs::create_dir_all(&folder).map_err(|e| io(it, "create the folder of", e))?;
-        if std::fs::read(&file).ok().as_deref() != Some(&text[..]) {
-            std::fs::write(&file, &text).map_err(|e| io(it, "write", e))?;
+        let Some(folder) = folder else {
+            return Err(io(it, "create the folder of", std::io::Error::from(std::io::ErrorKind::NotFound)));
+        };
+        if stored.as_deref() != Some(&text[..]) {
+            // Charged before anything reaches the disk, like file.write.
+            it.budgets.file_writes.charge(text.len() as u64).map_err(|e| it.budget_fail(e))?;
+            snapshot::write(&folder, &file_name, &text).map_err(|e| io(it, "write", e))?;
         }
         return Ok(Value::Nil);
     }
-    match crate::source::read_bounded(&file, MAX_STRING_BYTES, true) {
-        Ok(stored) if stored == text => Ok(Value::Nil),
-        Ok(stored) => Err(it.err(
+    match stored {
+        Some(stored) if stored == text => Ok(Value::Nil),
+        Some(stored) => Err(it.err(
             ErrKind::Assert,
             format!(
                 "snapshot {name} differs: expected {}, got {} (run with --update-snapshots to accept)",
@@ -259,11 +275,10 @@ fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 repr(&Value::str(text))
             ),
         )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        None => {
             Err(it
                 .err(ErrKind::Assert, format!("snapshot {name} is missing (run with --update-snapshots to write it)")))
         }
-        Err(e) => Err(io(it, "read", e)),
     }
 }
 
