@@ -66,8 +66,8 @@ CASES = [
     # data
     ("json.parse", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend\nt = json.stringify(l)', "x = json.parse(t)", [256, 1024, 2000], 50),
     ("json.stringify", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend', "x = json.stringify(l)", [256, 1024, 2000], 100),
-    ("csv.parse", 't = repeat("abc,\\"d,e\\",12\\n", int(int(N / 14)))', "x = csv.parse(t)", [16384, 65536, 122880], 50),
-    ("csv.stringify", 'rows = csv.parse(repeat("abc,\\"d,e\\",12\\n", int(int(N / 14))))', "x = csv.stringify(rows)", [16384, 65536, 122880], 50),
+    ("csv.parse", 't = repeat("abc,\\"d,e\\",12\\n", int(int(N / 14)))', "x = csv.parse(t)", [8192, 32768, 65536], 50),
+    ("csv.stringify", 'rows = csv.parse(repeat("abc,\\"d,e\\",12\\n", int(int(N / 14))))', "x = csv.stringify(rows)", [8192, 32768, 65536], 50),
     ("url.parse_query", 'w = repeat("a=b&cd=e%20f&", int(N / 12))', "x = url.parse_query(w)", [4096, 16384, 65536], 50),
     ("re.test", 'w = repeat("abcdefgh", N / 8)', 'x = re.test("[0-9]+x", w)', [65536, 262144, 917504], 100),
     ("re.find_all", WORDS, 'x = re.find_all("[a-z]+", w)', [16384, 65536, 122880], 50),
@@ -86,6 +86,10 @@ CASES = [
     ("copy-on-write (map)", "m = {}\nfor i = 1 to N\n  m[str(i)] = i\nend", 'y = m\ny["1"] = 0', [1024, 4096, 8192], 100),
     # I/O
     ("file.write", 'w = repeat("abcdefgh", N / 8)\np = "{tmp}/w.txt"', "file.write(p, w)", [65536, 262144, 917504], 16),
+    ("csv.next", 'p = "{tmp}/c.csv"\nfile.write(p, repeat(repeat("ab,", int(N / 3)) .. "z\\n", 310))\nh = csv.open(p)',
+     "x = csv.next(h)", [256, 1024, 3000], 300),
+    ("file.read_line", 'p = "{tmp}/l.txt"\nfile.write(p, repeat(repeat("a", N) .. "\\n", 310))\nh = file.open(p)',
+     "x = file.read_line(h)", [256, 1024, 3000], 300),
     ("file.read", 'p = "{tmp}/r.txt"\nfile.write(p, repeat("abcdefgh", N / 8))', "x = file.read(p)", [65536, 262144, 917504], 200),
 ]
 

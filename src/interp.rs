@@ -1608,12 +1608,15 @@ impl<'p> Interp<'p> {
         self.check_cap(b)?;
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         self.eval_args_into(b, args, &mut vals)?;
-        self.work(b.cost.before(&vals, None))?;
+        let cost = b.cost;
+        self.work(cost.before(&vals))?;
         let r = match b.imp {
             Imp::Plain(f) => f(self, &mut vals)?,
             Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
         };
-        self.work(b.cost.after(&r))?;
+        if cost.measures_result() {
+            self.work(cost.after(&r))?;
+        }
         Ok(r)
     }
 
@@ -1623,11 +1626,17 @@ impl<'p> Interp<'p> {
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         self.eval_args_into(b, args, &mut vals)?;
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
+        let cost = b.cost;
+        self.work(cost.before(&vals))?;
         let r = self.modify_place(place, &keys, &mut |this, target| {
-            this.work(b.cost.before(&vals, Some(target)))?;
+            if cost.measures_target() {
+                this.work(cost.target(target))?;
+            }
             f(this, target, &mut vals)
         })?;
-        self.work(b.cost.after(&r))?;
+        if cost.measures_result() {
+            self.work(cost.after(&r))?;
+        }
         Ok(r)
     }
 }

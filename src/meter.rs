@@ -16,8 +16,8 @@
 
 use std::time::Instant;
 
-use crate::interp::{Fail, Unwind, R};
 use crate::interp::NO_POS;
+use crate::interp::{Fail, Unwind, R};
 use crate::limits::*;
 
 #[derive(Debug, Clone)]

@@ -324,14 +324,16 @@ def test_gateway_environment_is_the_cgi_one(gw):
 def test_gateway_worker_argv_limits_and_cwd(gw):
     gw.fake()
     gw.page("sub/x.lsh", "")
-    gw.settings.update({"max_steps": 1234, "max_time_ms": 2500, "max_memory": "64M", "allow": ["files"]})
+    gw.settings.update(
+        {"max_steps": 1234, "max_work": 5678, "max_time_ms": 2500, "max_memory": "64M", "allow": ["files"]}
+    )
     gw.settings["max_file_size"] = 1048576
     r = gw.request("sub/x.lsh", {"FAKE": "show", "SECRET": "x"})
     assert r.status == 200, r.log
     text = r.body.decode()
     script = gw.root / "sub" / "x.lsh"
     assert (
-        f"argv: --cgi --error-format json --stats --max-steps 1234 --max-time 2.5 --max-memory 67108864 "
+        f"argv: --cgi --error-format json --stats --max-steps 1234 --max-work 5678 --max-time 2.5 --max-memory 67108864 "
         f"--allow-files --include-path {gw.root} -- {script}" in text
     )
     assert f"cwd: {gw.root / 'sub'}" in text

@@ -175,7 +175,7 @@ def test_doubling_the_input_doubles_the_work(name, setup, line):
 
 
 def test_try_cannot_catch_work():
-    r = run(["--error-format", "json", "--max-work", "100000", "-e",
+    r = run(["--error-format", "json", "--max-work", "1000", "-e",
              prog("try", '  x = repeat("ab", 500000)', "catch e", '  print("caught")', "end")])
     assert limit_kind(r) == "work"
     assert "caught" not in r.out

@@ -231,7 +231,7 @@ fn index_of(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// range: the items of the result, charged before it is built.
-const RANGE: Cost = Cost::custom(0.0, 2.0);
+const RANGE: Cost = Cost::custom(0.0, 4.0);
 
 fn range(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (a, e) = if args.len() == 1 {
@@ -368,7 +368,7 @@ fn lines(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 pub const TABLE: &[Builtin] = &[
     b("len", "len(v)", 1, 1, Cost::konst(CALL_WORK), len),
-    b("keys", "keys(map)", 1, 1, Cost::items(2.0), keys),
+    b("keys", "keys(map)", 1, 1, Cost::items(7.0), keys),
     b("values", "values(map)", 1, 1, Cost::items(8.0), values),
     b("get", "get(collection, key[, default])", 2, 3, Cost::konst(CALL_WORK), get),
     place("push", "push(PLACE, v)", 2, 2, Cost::konst(CALL_WORK), push),

@@ -417,8 +417,8 @@ const F: Cap = Cap::Files;
 
 pub const TABLE: &[Builtin] = &[
     gated("file.read", "file.read(path)", 1, 1, F, Cost::io(0.1), read),
-    gated("file.write", "file.write(path, text)", 2, 2, F, Cost::io(0.75), write),
-    gated("file.append", "file.append(path, text)", 2, 2, F, Cost::io(0.75), append),
+    gated("file.write", "file.write(path, text)", 2, 2, F, Cost::io(0.5), write),
+    gated("file.append", "file.append(path, text)", 2, 2, F, Cost::io(0.5), append),
     gated("file.exists", "file.exists(path)", 1, 1, F, Cost::konst(CALL_WORK), exists),
     gated("file.remove", "file.remove(path)", 1, 1, F, Cost::konst(CALL_WORK), remove),
     gated("file.copy", "file.copy(from, to)", 2, 2, F, COPY, copy),

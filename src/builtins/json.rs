@@ -672,7 +672,7 @@ fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 const STRINGIFY: Cost = Cost::bytes(5.0);
 
 pub const TABLE: &[Builtin] = &[
-    b("json.parse", "json.parse(s)", 1, 1, Cost::bytes(1.0), json_parse),
+    b("json.parse", "json.parse(s)", 1, 1, Cost::bytes(20.0), json_parse),
     b("json.stringify", "json.stringify(v[, indent])", 1, 2, STRINGIFY, json_stringify),
 ];
 

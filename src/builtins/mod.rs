@@ -197,49 +197,65 @@ impl Cost {
         crate::meter::scaled(bytes, self.byte_x256).saturating_add(crate::meter::scaled(items, self.item_x256))
     }
 
-    /// Work charged before the builtin runs: its base and its arguments' sizes (and, for
-    /// a place builtin, its target's).
-    #[inline]
-    pub fn before(self, args: &[Value], target: Option<&Value>) -> u64 {
-        let base = self.base as u64;
+    /// Work charged before the builtin runs: its base and its arguments' sizes.
+    #[inline(always)]
+    pub fn before(self, args: &[Value]) -> u64 {
         match self.rule {
-            Rule::Const | Rule::Custom | Rule::Out => base,
-            Rule::Sort => {
-                let Some(Value::List(l)) = args.first() else { return base };
-                let n = l.len() as u64;
-                let log = log2_ceil(n);
-                let bytes: u64 = l
-                    .items()
-                    .iter()
-                    .map(|v| match v {
-                        Value::Str(s) => s.len() as u64 + SORT_STRING_BYTES,
-                        _ => 0,
-                    })
-                    .sum();
-                base.saturating_add(self.units(bytes.saturating_mul(log), n.saturating_mul(log)))
-            }
-            _ => {
-                let (mut bytes, mut items) = target.map(measure).unwrap_or((0, 0));
-                for a in args {
-                    let (b, i) = measure(a);
-                    bytes += b;
-                    items += i;
-                }
-                base.saturating_add(self.units(bytes, items))
-            }
+            Rule::Const | Rule::Custom | Rule::Out => self.base as u64,
+            _ => self.before_sized(args),
         }
     }
 
-    /// Work charged after the builtin returned: its result's size.
-    #[inline]
-    pub fn after(self, result: &Value) -> u64 {
-        match self.rule {
-            Rule::Const | Rule::Sort | Rule::Custom => 0,
-            _ => {
-                let (b, i) = measure(result);
-                self.units(b, i)
-            }
+    #[inline(never)]
+    fn before_sized(self, args: &[Value]) -> u64 {
+        let base = self.base as u64;
+        if self.rule == Rule::Sort {
+            let Some(Value::List(l)) = args.first() else { return base };
+            let n = l.len() as u64;
+            let log = log2_ceil(n);
+            let bytes: u64 = l
+                .items()
+                .iter()
+                .map(|v| match v {
+                    Value::Str(s) => s.len() as u64 + SORT_STRING_BYTES,
+                    _ => 0,
+                })
+                .sum();
+            return base.saturating_add(self.units(bytes.saturating_mul(log), n.saturating_mul(log)));
         }
+        let (mut bytes, mut items) = (0, 0);
+        for a in args {
+            let (b, i) = measure(a);
+            bytes += b;
+            items += i;
+        }
+        base.saturating_add(self.units(bytes, items))
+    }
+
+    /// Whether the rule also measures a place builtin's target (`insert`, `remove`: the
+    /// items they shift).
+    #[inline(always)]
+    pub fn measures_target(self) -> bool {
+        self.rule == Rule::Items
+    }
+
+    /// Work for a place builtin's target.
+    pub fn target(self, target: &Value) -> u64 {
+        let (b, i) = measure(target);
+        self.units(b, i)
+    }
+
+    /// Whether the rule measures the result.
+    #[inline(always)]
+    pub fn measures_result(self) -> bool {
+        !matches!(self.rule, Rule::Const | Rule::Sort | Rule::Custom)
+    }
+
+    /// Work charged after the builtin returned: its result's size.
+    #[inline(never)]
+    pub fn after(self, result: &Value) -> u64 {
+        let (b, i) = measure(result);
+        self.units(b, i)
     }
 }
 

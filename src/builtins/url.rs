@@ -268,7 +268,7 @@ pub const TABLE: &[Builtin] = &[
     b("url.encode", "url.encode(s)", 1, 1, Cost::bytes(1.0), url_encode),
     b("url.decode", "url.decode(s)", 1, 1, Cost::bytes(1.0), url_decode),
     b("url.parse", "url.parse(s)", 1, 1, Cost::bytes(1.0), url_parse),
-    b("url.parse_query", "url.parse_query(s)", 1, 1, Cost::bytes(1.0), parse_query),
+    b("url.parse_query", "url.parse_query(s)", 1, 1, Cost::bytes(15.0), parse_query),
     b("url.build_query", "url.build_query(m)", 1, 1, Cost::bytes(1.0), build_query),
 ];
 
