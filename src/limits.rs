@@ -309,6 +309,16 @@ pub const CGI_MAX_LOG_BYTES: usize = 64 * KIB;
 pub const CGI_REPORT_TAIL_BYTES: usize = 8 * KIB;
 /// The header section of a worker's response.
 pub const CGI_MAX_HEADER_BYTES: usize = 64 * KIB;
+/// Bytes of a request body the gateway reads: what it may pass to the worker (at most
+/// `max_body_bytes`, itself at most 16 MiB) and what it reads and drops (a body the script
+/// left unread, one over `max_body_bytes`, a chunked one), so that the server finishes
+/// writing it and reads the response. Past this it stops reading and the server drops the
+/// rest itself; reading 32 MiB from a pipe or a local socket takes some tens of ms.
+pub const CGI_MAX_DRAIN_BYTES: u64 = 32 * MIB as u64;
+/// After it stops reading a body (past `CGI_MAX_DRAIN_BYTES`, or at the deadline), how
+/// long the gateway waits for the bytes already queued on a socket (at most its buffer,
+/// some hundreds of KiB) to be read before it exits.
+pub const CGI_DRAIN_CLOSE_MS: u64 = 200;
 
 // ---------------------------------------------------------------------------
 // Run time: network: http.* (limit kind `http`), net.* (kind `sockets`)
