@@ -259,9 +259,15 @@ pub const DB_MAX_SQL_BYTES: usize = 256 * KIB;
 /// lower it). It is apart from `--max-memory`, which accounts Leash values; an
 /// allocation past it fails inside SQLite and stops the run with the `memory` limit.
 pub const DB_HEAP_LIMIT: usize = 64 * MIB;
-/// How long SQLite waits for another connection's lock before `database is locked`,
-/// in milliseconds (never past the `--max-time` deadline).
+/// How long a call waits for another connection's lock before `database is locked`
+/// when the run has no deadline, in milliseconds; with `--max-time` (always, under the
+/// CGI gateway) it waits until the deadline.
 pub const DB_BUSY_TIMEOUT_MS: u64 = 5_000;
+/// Longest sleep between two tries for a lock, in milliseconds (the first sleeps are 1, 2,
+/// 4 and 8 ms, each shortened by up to half at random). SQLite's own busy timeout sleeps
+/// up to 100 ms, so that under many writers the lock is often free while every waiter
+/// sleeps, and a waiter can lose it for seconds; short tries keep it busy.
+pub const DB_BUSY_MAX_SLEEP_MS: u64 = 10;
 
 /// How often (in steps) the wall-clock deadline is looked at. Small enough that a
 /// deadline is met within well under a millisecond of running code.
