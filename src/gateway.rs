@@ -10,6 +10,7 @@
 //! root = "/srv/www"                 # scripts must resolve inside it (required)
 //! interpreter = "/usr/local/bin/leash"
 //! max_steps = 1000000
+//! max_work = 2000000000
 //! max_time_ms = 10000
 //! max_memory = "256M"
 //! max_output_bytes = 16777216
@@ -91,6 +92,7 @@ pub struct Config {
     /// The `leash` binary; `None`: the `leash` beside `leash-cgi`.
     pub interpreter: Option<PathBuf>,
     pub max_steps: u64,
+    pub max_work: u64,
     pub max_time_ms: u64,
     pub max_memory: u64,
     pub max_output_bytes: u64,
@@ -105,6 +107,7 @@ const KEYS: &[&str] = &[
     "root",
     "interpreter",
     "max_steps",
+    "max_work",
     "max_time_ms",
     "max_memory",
     "max_output_bytes",
@@ -207,6 +210,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         }
     };
     let max_steps = int_key(&t, "max_steps", DEFAULT_MAX_STEPS, 1, MAX_MAX_STEPS)?;
+    let max_work = int_key(&t, "max_work", DEFAULT_MAX_WORK, 1, MAX_MAX_WORK)?;
     let max_time_ms = int_key(&t, "max_time_ms", CGI_DEFAULT_MAX_TIME_MS, 1, CGI_MAX_MAX_TIME_MS)?;
     let max_memory = match t.get("max_memory") {
         None => DEFAULT_MAX_MEMORY,
@@ -264,6 +268,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         root,
         interpreter,
         max_steps,
+        max_work,
         max_time_ms,
         max_memory,
         max_output_bytes,
@@ -476,12 +481,17 @@ pub fn worker_args(cfg: &Config, allow: Allow, script: &Path) -> Vec<OsString> {
         "--stats".into(),
         "--max-steps".into(),
         cfg.max_steps.to_string().into(),
+        "--max-work".into(),
+        cfg.max_work.to_string().into(),
         "--max-time".into(),
         format!("{secs}").into(),
         "--max-memory".into(),
         cfg.max_memory.to_string().into(),
     ];
     v.extend(allow.flags().into_iter().map(OsString::from));
+    // Includes may come from anywhere beneath the root (SPEC 5), not only beside the script.
+    v.push("--include-path".into());
+    v.push(cfg.root.as_os_str().to_owned());
     v.push("--".into());
     v.push(script.as_os_str().to_owned());
     v
@@ -658,6 +668,7 @@ mod tests {
         let c = parse_config(&format!("root = \"{}\"\n", d.display())).unwrap();
         assert_eq!(c.root, *d);
         assert_eq!(c.max_steps, DEFAULT_MAX_STEPS);
+        assert_eq!(c.max_work, DEFAULT_MAX_WORK);
         assert_eq!(c.max_time_ms, CGI_DEFAULT_MAX_TIME_MS);
         assert_eq!(c.max_memory, DEFAULT_MAX_MEMORY);
         assert_eq!(c.allow, Allow::default());
@@ -673,6 +684,8 @@ mod tests {
         assert!(c.dirs[0].allow.listen && c.dirs[0].allow.network && !c.dirs[0].allow.files);
         for (bad, want) in [
             ("max_steps = 0", "max_steps"),
+            ("max_work = 0", "max_work"),
+            ("max_work = 10000000000001", "max_work"),
             ("max_stepz = 1", "unknown key `max_stepz`"),
             ("allow = [\"shell\"]", "unknown capability"),
             ("allow = [\"listen\"]", "needs \"network\""),

@@ -17,6 +17,7 @@ pub mod gateway;
 pub mod interp;
 pub mod lexer;
 pub mod limits;
+pub mod meter;
 pub mod parser;
 pub mod program;
 pub mod resolve;
@@ -32,8 +33,19 @@ use interp::{Interp, RunConfig, Stats, Unwind};
 use program::Program;
 
 /// Load and validate a program: every file, every function, before anything runs.
+/// Includes may come only from beneath the entry script's directory.
 pub fn load(name: &str, text: Vec<u8>, path: Option<&Path>) -> Result<Program, Vec<Diagnostic>> {
-    let (loaded, mut errors) = source::Loader::new().load_main(name, text, path);
+    load_with(name, text, path, &source::IncludeArea::default())
+}
+
+/// `load`, with includes also allowed from `area` (`--include-path`, read grants).
+pub fn load_with(
+    name: &str,
+    text: Vec<u8>,
+    path: Option<&Path>,
+    area: &source::IncludeArea,
+) -> Result<Program, Vec<Diagnostic>> {
+    let (loaded, mut errors) = source::Loader::with_area(area.clone()).load_main(name, text, path);
     // Validate even after parse errors, so that one run reports as many as it can.
     if !errors.stop {
         if let Some(p) = resolve::resolve(loaded, &mut errors) {

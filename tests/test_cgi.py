@@ -368,7 +368,7 @@ def test_gateway_worker_argv_limits_and_cwd(gw):
     script = gw.root / "sub" / "x.lsh"
     assert (
         f"argv: --cgi --error-format json --stats --max-steps 1234 --max-time 2.5 --max-memory 67108864 "
-        f"--allow-files -- {script}" in text
+        f"--allow-files --include-path {gw.root} -- {script}" in text
     )
     assert f"cwd: {gw.root / 'sub'}" in text
     limits = {}

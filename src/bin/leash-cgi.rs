@@ -246,11 +246,12 @@ fn command(args: &[OsString]) -> i32 {
 
 fn describe(c: &Config) -> String {
     let mut s = format!(
-        "root = {}\ninterpreter = {}\nmax_steps = {}\nmax_time_ms = {}\nmax_memory = {}\n\
+        "root = {}\ninterpreter = {}\nmax_steps = {}\nmax_work = {}\nmax_time_ms = {}\nmax_memory = {}\n\
          max_output_bytes = {}\nmax_body_bytes = {}\nmax_file_size = {}\nenv_pass = {:?}\nallow = {}\n",
         c.root.display(),
         interpreter(c).display(),
         c.max_steps,
+        c.max_work,
         c.max_time_ms,
         c.max_memory,
         c.max_output_bytes,

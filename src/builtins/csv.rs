@@ -10,7 +10,7 @@
 
 use ::csv::{ByteRecord, QuoteStyle, ReaderBuilder, Terminator, WriterBuilder};
 
-use super::{b, gated, Builtin, Cap, Cost};
+use super::{b, gated, Builtin, Cap, Cost, CALL_WORK};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::limits::*;
@@ -404,11 +404,11 @@ fn stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("csv.parse", "csv.parse(s[, opts])", 1, 2, Cost::Bytes, parse),
-    b("csv.stringify", "csv.stringify(rows[, opts])", 1, 2, Cost::Bytes, stringify),
-    gated("csv.open", "csv.open(path[, opts])", 1, 2, Cap::Files, Cost::Const, open),
-    gated("csv.next", "csv.next(reader)", 1, 1, Cap::Files, Cost::Io, next),
-    gated("csv.close", "csv.close(reader)", 1, 1, Cap::Files, Cost::Const, close),
+    b("csv.parse", "csv.parse(s[, opts])", 1, 2, Cost::bytes(1.0), parse),
+    b("csv.stringify", "csv.stringify(rows[, opts])", 1, 2, Cost::bytes(1.0), stringify),
+    gated("csv.open", "csv.open(path[, opts])", 1, 2, Cap::Files, Cost::konst(CALL_WORK), open),
+    gated("csv.next", "csv.next(reader)", 1, 1, Cap::Files, Cost::io(1.0), next),
+    gated("csv.close", "csv.close(reader)", 1, 1, Cap::Files, Cost::konst(CALL_WORK), close),
 ];
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ use rusqlite::limits::Limit;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Batch, Connection, ErrorCode, OpenFlags, Statement};
 
-use super::{gated, Builtin, Cap, Cost};
+use super::{gated, Builtin, Cap, Cost, CALL_WORK};
 use crate::diag::ErrKind;
 use crate::interp::{Fail, Interp, R};
 use crate::limits::*;
@@ -211,7 +211,7 @@ fn limit_setup(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Get ready for a call into SQLite: reset the meter to the steps left.
+/// Get ready for a call into SQLite: reset the meter to the steps (and work) left.
 fn begin(it: &Interp<'_>) -> R<Arc<Meter>> {
     it.check_time()?;
     let m = it.db.meter.clone().expect("a database is open, so the meter exists");
@@ -219,13 +219,17 @@ fn begin(it: &Interp<'_>) -> R<Arc<Meter>> {
     m.stop.store(STOP_NONE, Relaxed);
     m.denied.store(DENIED_NONE, Relaxed);
     m.busy_gave_up.store(false, Relaxed);
-    m.allowance.store(it.steps_left(), Relaxed);
+    // Each progress-handler call is one step and WORK_DB_TICK units of work: SQLite
+    // stops at whichever budget runs out first.
+    m.allowance.store(it.steps_left().min(it.work_left() / WORK_DB_TICK), Relaxed);
     Ok(m)
 }
 
-/// After a call into SQLite: charge the steps it used, then the deadline.
+/// After a call into SQLite: charge the steps and work it used, then the deadline.
 fn finish(it: &mut Interp<'_>, m: &Meter) -> R<()> {
-    it.charge_steps(m.used.load(Relaxed))?;
+    let used = m.used.load(Relaxed);
+    it.charge_steps(used)?;
+    it.work(used.saturating_mul(WORK_DB_TICK))?;
     if m.stop.load(Relaxed) == STOP_TIME {
         return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"));
     }
@@ -588,10 +592,10 @@ fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 const D: Cap = Cap::Db;
 
 pub const TABLE: &[Builtin] = &[
-    gated("db.open", "db.open(path)", 1, 1, D, Cost::Const, open),
-    gated("db.exec", "db.exec(db, sql[, params])", 2, 3, D, Cost::Io, exec),
-    gated("db.query", "db.query(db, sql[, params])", 2, 3, D, Cost::Items, query),
-    gated("db.close", "db.close(db)", 1, 1, D, Cost::Const, close),
+    gated("db.open", "db.open(path)", 1, 1, D, Cost::konst(CALL_WORK), open),
+    gated("db.exec", "db.exec(db, sql[, params])", 2, 3, D, Cost::io(1.0), exec),
+    gated("db.query", "db.query(db, sql[, params])", 2, 3, D, Cost::items(2.0), query),
+    gated("db.close", "db.close(db)", 1, 1, D, Cost::konst(CALL_WORK), close),
 ];
 
 #[cfg(test)]
