@@ -315,7 +315,8 @@ pub enum Script {
     Found(PathBuf),
     /// 404: nothing there (and where it would be is inside the root).
     NotFound(String),
-    /// 403: outside the root (symlinks followed), not a `.lsh` file, or unreadable.
+    /// 403: outside the root (symlinks followed), not a `.lsh` file (neither the name asked
+    /// for nor the file it resolves to may end otherwise), or unreadable.
     Forbidden(String),
 }
 
@@ -352,6 +353,10 @@ pub fn resolve_script(root: &Path, requested: &Path) -> Script {
         Ok(c) => {
             if !c.starts_with(root) {
                 return Script::Forbidden(format!("resolves outside root, to {}", c.display()));
+            }
+            // `x.lsh -> notes.txt`: what runs is the file the name resolves to.
+            if c.extension() != Some(OsStr::new("lsh")) {
+                return Script::Forbidden(format!("not a .lsh script: resolves to {}", c.display()));
             }
             match std::fs::metadata(&c) {
                 Ok(m) if m.is_file() => Script::Found(c),
@@ -542,8 +547,11 @@ pub fn response_status(out: &[u8]) -> Result<u16, String> {
         if name.is_empty() || !name.iter().all(token) {
             return Err(format!("malformed header name: {:?}", String::from_utf8_lossy(&name[..name.len().min(80)])));
         }
-        if line[colon + 1..].iter().any(|&c| c == b'\r' || c == 0) {
-            return Err("a header value holds a CR or NUL".into());
+        if let Some(&c) = line[colon + 1..].iter().find(|&&c| is_control(c)) {
+            return Err(format!(
+                "the value of header {} holds a control character ({c:#04x})",
+                String::from_utf8_lossy(&name[..name.len().min(80)])
+            ));
         }
         let value = String::from_utf8_lossy(&line[colon + 1..]).trim().to_string();
         fields += 1;
@@ -562,6 +570,12 @@ pub fn response_status(out: &[u8]) -> Result<u16, String> {
         return Err("the response has no header lines".into());
     }
     Ok(status.unwrap_or(if location { 302 } else { 200 }))
+}
+
+/// A control character that a header value must not hold: all of them but tab (RFC 9110,
+/// section 5.5: a field value is visible characters, spaces, tabs and obs-text).
+pub fn is_control(c: u8) -> bool {
+    (c < 0x20 && c != b'\t') || c == 0x7f
 }
 
 /// What the worker's `--stats` line and last diagnostic (both on stderr, JSON) say.
@@ -714,6 +728,13 @@ mod tests {
         assert!(matches!(resolve_script(&root, &root.join("../none.lsh")), Script::Forbidden(_)));
         assert!(matches!(resolve_script(&root, &root.join("a.txt")), Script::Forbidden(_)));
         assert!(matches!(resolve_script(&root, &root.join("dir.lsh")), Script::Forbidden(_)));
+        std::fs::write(root.join("notes.txt"), "").unwrap();
+        std::os::unix::fs::symlink(root.join("notes.txt"), root.join("notes.lsh")).unwrap();
+        std::os::unix::fs::symlink(root.join("a.lsh"), root.join("a.txt.lsh")).unwrap();
+        assert!(
+            matches!(resolve_script(&root, &root.join("notes.lsh")), Script::Forbidden(m) if m.contains("not a .lsh"))
+        );
+        assert_eq!(resolve_script(&root, &root.join("a.txt.lsh")), Script::Found(root.join("a.lsh")));
         assert!(matches!(resolve_script(&root, Path::new("a.lsh")), Script::NotFound(_)));
     }
 
@@ -773,6 +794,12 @@ mod tests {
         assert!(response_status(b"Status: 99\n\n").is_err());
         assert!(response_status(b"Status: 2000\n\n").is_err());
         assert!(response_status(b"Bad Name: x\n\n").is_err());
+        assert_eq!(response_status(b"X: a\tb\x80\r\n\r\n"), Ok(200));
+        for c in (0u8..0x20).filter(|&c| c != b'\t' && c != b'\n').chain([0x7f]) {
+            let head = [b"X: a".as_slice(), &[c], b"b\r\n\r\n"].concat();
+            let e = response_status(&head).unwrap_err();
+            assert!(e.contains("control character"), "{c:#04x}: {e}");
+        }
         let r = read_report(
             b"hello\n{\"error\":\"limit\",\"kind\":\"time\",\"message\":\"x\"}\n{\"stats\":{\"steps\":42,\"x\":1}}\n",
         );

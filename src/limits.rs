@@ -269,9 +269,15 @@ pub const DB_MAX_SQL_BYTES: usize = 256 * KIB;
 /// lower it). It is apart from `--max-memory`, which accounts Leash values; an
 /// allocation past it fails inside SQLite and stops the run with the `memory` limit.
 pub const DB_HEAP_LIMIT: usize = 64 * MIB;
-/// How long SQLite waits for another connection's lock before `database is locked`,
-/// in milliseconds (never past the `--max-time` deadline).
+/// How long a call waits for another connection's lock before `database is locked`
+/// when the run has no deadline, in milliseconds; with `--max-time` (always, under the
+/// CGI gateway) it waits until the deadline.
 pub const DB_BUSY_TIMEOUT_MS: u64 = 5_000;
+/// Longest sleep between two tries for a lock, in milliseconds (the first sleeps are 1, 2,
+/// 4 and 8 ms, each shortened by up to half at random). SQLite's own busy timeout sleeps
+/// up to 100 ms, so that under many writers the lock is often free while every waiter
+/// sleeps, and a waiter can lose it for seconds; short tries keep it busy.
+pub const DB_BUSY_MAX_SLEEP_MS: u64 = 10;
 
 // ---------------------------------------------------------------------------
 // Work (SPEC 8.1): the cost constants of operators, copies and outside work.
@@ -366,6 +372,16 @@ pub const CGI_MAX_LOG_BYTES: usize = 64 * KIB;
 pub const CGI_REPORT_TAIL_BYTES: usize = 8 * KIB;
 /// The header section of a worker's response.
 pub const CGI_MAX_HEADER_BYTES: usize = 64 * KIB;
+/// Bytes of a request body the gateway reads: what it may pass to the worker (at most
+/// `max_body_bytes`, itself at most 16 MiB) and what it reads and drops (a body the script
+/// left unread, one over `max_body_bytes`, a chunked one), so that the server finishes
+/// writing it and reads the response. Past this it stops reading and the server drops the
+/// rest itself; reading 32 MiB from a pipe or a local socket takes some tens of ms.
+pub const CGI_MAX_DRAIN_BYTES: u64 = 32 * MIB as u64;
+/// After it stops reading a body (past `CGI_MAX_DRAIN_BYTES`, or at the deadline), how
+/// long the gateway waits for the bytes already queued on a socket (at most its buffer,
+/// some hundreds of KiB) to be read before it exits.
+pub const CGI_DRAIN_CLOSE_MS: u64 = 200;
 
 // ---------------------------------------------------------------------------
 // Run time: network: http.* (limit kind `http`), net.* (kind `sockets`)
