@@ -481,6 +481,14 @@ def test_gateway_step_limit_is_a_500(gw):
     assert r.status == 500 and "limit error [steps]" in r.summary and "steps=1000 " in r.summary, r.log
 
 
+def test_gateway_work_limit_is_a_500(gw):
+    # max_work reaches the worker: a loop of builtin work ends with the work limit.
+    gw.page("work.lsh", 'x = repeat("x", 200000)\nwhile true\n  h = hash.sha256(x)\nend\n')
+    gw.settings.update({"max_steps": 100000000, "max_work": 5000000})
+    r = gw.request("work.lsh")
+    assert r.status == 500 and "limit error [work]" in r.summary, r.log
+
+
 def test_gateway_time_limit_is_a_504(gw):
     gw.page("loop.lsh", "while true\nend\n")
     gw.settings.update({"max_steps": 100000000, "max_time_ms": 300})
@@ -854,6 +862,7 @@ APACHE_SETUPS = {
 
 GATEWAY_CONF = """root = "{base}/www/app"
 max_steps = 100000000
+max_work = 10000000000000
 max_time_ms = 1500
 max_output_bytes = 100000
 max_body_bytes = 10000
