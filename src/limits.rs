@@ -288,7 +288,7 @@ pub const DB_BUSY_MAX_SLEEP_MS: u64 = 10;
 // ---------------------------------------------------------------------------
 
 /// `..` and interpolation, per byte produced (an allocation and a copy).
-pub const WORK_CONCAT_BYTE_X256: u32 = 3;
+pub const WORK_CONCAT_BYTE_X256: u32 = 16;
 /// Interpolation, per byte produced (written part by part into a growing buffer).
 pub const WORK_INTERP_BYTE_X256: u32 = 192;
 /// `..` and interpolation, per operation (the allocation).
