@@ -1611,13 +1611,15 @@ impl<'p> Interp<'p> {
         let cost = b.cost;
         self.work(cost.before(&vals))?;
         let r = match b.imp {
-            Imp::Plain(f) => f(self, &mut vals)?,
+            Imp::Plain(f) => f(self, &mut vals),
             Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
         };
         if cost.measures_result() {
-            self.work(cost.after(&r))?;
+            if let Ok(v) = &r {
+                self.work(cost.after(v))?;
+            }
         }
-        Ok(r)
+        r
     }
 
     fn call_builtin_place(&mut self, b: &'static Builtin, place: &'p Place, args: &'p [Expr]) -> R<Value> {
@@ -1633,11 +1635,13 @@ impl<'p> Interp<'p> {
                 this.work(cost.target(target))?;
             }
             f(this, target, &mut vals)
-        })?;
+        });
         if cost.measures_result() {
-            self.work(cost.after(&r))?;
+            if let Ok(v) = &r {
+                self.work(cost.after(v))?;
+            }
         }
-        Ok(r)
+        r
     }
 }
 
