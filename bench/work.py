@@ -88,8 +88,8 @@ CASES = [
     ("file.write", 'w = repeat("abcdefgh", N / 8)\np = "{tmp}/w.txt"', "file.write(p, w)", [65536, 262144, 917504], 16),
     ("csv.next", 'p = "{tmp}/c.csv"\nrow = repeat("ab,", int(N / 3)) .. "z\\n"\nfile.write(p, "")\nfor j = 1 to 1010\n  file.append(p, row)\nend\nh = csv.open(p)',
      "x = csv.next(h)", [256, 1024, 3000], 1000),
-    ("file.read_line", 'p = "{tmp}/l.txt"\nfile.write(p, repeat(repeat("a", N) .. "\\n", 310))\nh = file.open(p)',
-     "x = file.read_line(h)", [256, 1024, 3000], 300),
+    ("file.read_line", 'p = "{tmp}/l.txt"\nrow = repeat("a", N) .. "\\n"\nfile.write(p, "")\nfor j = 1 to 1010\n  file.append(p, row)\nend\nh = file.open(p)',
+     "x = file.read_line(h)", [1024, 4096, 12000], 1000),
     ("file.read", 'p = "{tmp}/r.txt"\nfile.write(p, repeat("abcdefgh", N / 8))', "x = file.read(p)", [65536, 262144, 917504], 200),
 ]
 
