@@ -20,8 +20,9 @@ if ! command -v strace >/dev/null 2>&1; then
     || echo "   (strace could not be installed; the strace-based checks will be skipped)"
 fi
 
-# apache2 lets tests/test_cgi.py run leash-cgi behind a real web server (mod_cgi and
-# mod_actions); without it those tests are skipped, saying so.
+# apache2 lets tests/test_cgi.py run leash-cgi behind a real web server (mod_cgi with
+# prefork, mod_cgid with event, mod_actions, mod_reqtimeout: all in Debian's apache2);
+# without it those tests are skipped, saying so.
 if ! command -v apache2 >/dev/null 2>&1 && [ ! -x /usr/sbin/apache2 ]; then
   echo "== installing apache2"
   SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO=sudo

@@ -14,6 +14,34 @@ use crate::program::Caps;
 const CGI_500: &[u8] =
     b"Status: 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nInternal Server Error\n";
 
+/// Write the CLI's own output (help, version, the builtin list, `check` and `test` lines)
+/// to stdout, flushed at once. Never a `print!` macro: those panic when stdout fails.
+fn say(text: &str) -> std::io::Result<()> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes()).and_then(|_| o.flush())
+}
+
+/// The end of a command whose own output could not be written. A reader that went away
+/// (EPIPE: `leash test | head -1`) ends it quietly; any other failure (a full disk) is an
+/// `io` diagnostic. Status 1 either way, as for an uncaught `print` failure; a command
+/// that had already failed keeps its own status.
+fn output_failed(e: &std::io::Error, status: i32, json: bool) -> i32 {
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        emit_diag(&stdout_diag(e), json);
+    }
+    status.max(1)
+}
+
+fn stdout_diag(e: &std::io::Error) -> Diagnostic {
+    Diagnostic {
+        class: crate::diag::Class::Runtime,
+        kind: "io".into(),
+        message: format!("cannot write to stdout: {}", crate::source::io_reason(e)),
+        file: None,
+        line: None,
+    }
+}
+
 fn emit_diag(d: &Diagnostic, json: bool) {
     let mut e = std::io::stderr().lock();
     let _ = writeln!(e, "{}", d.render(json));
@@ -21,11 +49,12 @@ fn emit_diag(d: &Diagnostic, json: bool) {
 
 fn emit_stats(s: &Stats, started: Instant) {
     let line = format!(
-        "{{\"stats\":{{\"steps\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
+        "{{\"stats\":{{\"steps\":{},\"work\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
          \"stdout_bytes\":{},\"stderr_bytes\":{},\"stdin_bytes\":{},\"file_write_bytes\":{},\
          \"file_read_bytes\":{},\"http_requests\":{},\"http_body_bytes\":{},\"net_sent_bytes\":{},\
          \"net_recv_bytes\":{},\"wall_ms\":{}}}}}",
         s.steps,
+        s.work,
         s.max_call_depth,
         s.peak_frame_bytes,
         s.peak_memory_bytes,
@@ -68,7 +97,9 @@ fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::Path
     match src {
         Source::File(p) => {
             let name = p.to_string_lossy().into_owned();
-            match crate::source::read_bounded(p, MAX_SOURCE_BYTES, false) {
+            // Only a regular file, opened without blocking: a FIFO, device or directory
+            // is a load error at once (a FIFO would block the open forever).
+            match crate::source::read_bounded(p, MAX_SOURCE_BYTES, true) {
                 Ok(t) => Ok((name, t, Some(p.clone()))),
                 Err(e) => Err(fail(&name, e)),
             }
@@ -83,6 +114,13 @@ fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::Path
         }
         Source::Inline(code) => Ok(("-e".into(), code.as_bytes().to_vec(), None)),
     }
+}
+
+/// Where includes may come from besides the entry script's directory (SPEC 5).
+fn include_area(cfg: &Config) -> crate::source::IncludeArea {
+    // `--allow-files` is a read grant over every path. Issue 14's scoped grants
+    // (`--allow-read=PATH`, `--allow-files=PATH`) add their paths to `dirs` instead.
+    crate::source::IncludeArea { dirs: cfg.include_path.clone(), everywhere: cfg.allow_files }
 }
 
 fn granted(cfg: &Config) -> Caps {
@@ -108,20 +146,25 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
         }
     };
     match cmd {
-        Command::Help => {
-            print!("{}", cli::help_text());
-            0
-        }
+        Command::Help => say(&cli::help_text()).map_or_else(|e| output_failed(&e, 0, json), |_| 0),
         Command::Version => {
-            println!("leash {}", env!("CARGO_PKG_VERSION"));
-            0
+            say(&format!("leash {}\n", env!("CARGO_PKG_VERSION"))).map_or_else(|e| output_failed(&e, 0, json), |_| 0)
         }
         Command::Builtins => {
+            let mut text = String::new();
             for b in crate::builtins::all() {
                 let cap = b.cap.map(|c| c.flag()).unwrap_or("-");
-                println!("{}\t{}\t{}\t{}\t{}", b.name, b.sig, b.arity_text(), cap, b.cost.name());
+                text.push_str(&format!(
+                    "{}\t{}\t{}\t{}\t{}\t{}\n",
+                    b.name,
+                    b.sig,
+                    b.arity_text(),
+                    cap,
+                    b.cost.name(),
+                    b.cost.describe()
+                ));
             }
-            0
+            say(&text).map_or_else(|e| output_failed(&e, 0, json), |_| 0)
         }
         Command::Check { scripts } => check(&cfg, &scripts, started),
         Command::Test { paths } => test(&cfg, &paths, started),
@@ -132,19 +175,25 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
 fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 {
     let mut status = 0;
     let many = scripts.len() > 1;
+    let area = include_area(cfg);
     for s in scripts {
         let src = Source::File(s.clone());
         // Each script is loaded under its own `--max-memory` budget, as a run would be.
         let budget = crate::memory::Budget::start(cfg.max_memory);
         let loaded = read_program(&src)
             .map_err(|d| vec![d])
-            .and_then(|(name, text, path)| crate::load_within(&name, text, path.as_deref(), budget));
+            .and_then(|(name, text, path)| crate::load_within(&name, text, path.as_deref(), &area, budget));
         match loaded {
             Ok(p) => {
-                if many {
-                    println!("{}: capabilities: {}", s.display(), p.caps.describe());
+                let line = if many {
+                    format!("{}: capabilities: {}\n", s.display(), p.caps.describe())
                 } else {
-                    println!("capabilities: {}", p.caps.describe());
+                    format!("capabilities: {}\n", p.caps.describe())
+                };
+                if let Err(e) = say(&line) {
+                    // The reader is gone: checking the rest would only be more output lost.
+                    status = output_failed(&e, status, cfg.json_errors);
+                    break;
                 }
             }
             Err(ds) => {
@@ -164,6 +213,7 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
 fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant, heap: crate::memory::Budget) -> RunConfig {
     RunConfig {
         max_steps: cfg.max_steps,
+        max_work: cfg.max_work,
         deadline: cfg.max_time.map(|t| started + Duration::from_secs_f64(t)),
         max_memory: cfg.max_memory,
         seed: cfg.seed,
@@ -190,16 +240,27 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
     // Each test file gets its own heap budget (started again by `run_file`).
     let rc = run_config(cfg, vec![], started, crate::memory::Budget::start(cfg.max_memory));
     let mut summary = crate::testrun::Summary::default();
+    let area = include_area(cfg);
     for f in &files {
-        crate::testrun::run_file(f, &rc, cfg.filter.as_deref(), cfg.update_snapshots, &mut summary, &mut |d| {
-            emit_diag(d, cfg.json_errors)
-        });
+        let report = &mut |d: &Diagnostic| emit_diag(d, cfg.json_errors);
+        crate::testrun::run_file(f, &rc, &area, cfg.filter.as_deref(), cfg.update_snapshots, &mut summary, report);
+        if summary.output.is_some() {
+            break; // stdout failed: the remaining tests would report to no one
+        }
     }
-    println!("{} passed, {} failed", summary.passed, summary.failed);
+    if summary.output.is_none() {
+        if let Err(e) = say(&format!("{} passed, {} failed\n", summary.passed, summary.failed)) {
+            summary.output = Some(e);
+        }
+    }
+    let status = match &summary.output {
+        Some(e) => output_failed(e, summary.status(), cfg.json_errors),
+        None => summary.status(),
+    };
     if cfg.stats {
         emit_stats(&Stats::default(), started);
     }
-    summary.status()
+    status
 }
 
 fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 {
@@ -219,7 +280,7 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             return finish(3, &Stats::default());
         }
     };
-    let prog = match crate::load_within(&name, text, path.as_deref().map(Path::new), budget) {
+    let prog = match crate::load_within(&name, text, path.as_deref().map(Path::new), &include_area(cfg), budget) {
         Ok(p) => p,
         Err(ds) => {
             for d in &ds {
@@ -242,8 +303,10 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
         // CGI: the held output goes out only when the script did not fail; otherwise a
         // generic 500 (the diagnostic above went to the server's error log).
         let mut o = std::io::stdout().lock();
-        let _ = if out.diag.is_none() { o.write_all(&out.held) } else { o.write_all(CGI_500) };
-        let _ = o.flush();
+        let body = if out.diag.is_none() { &out.held[..] } else { CGI_500 };
+        if let Err(e) = o.write_all(body).and_then(|_| o.flush()) {
+            return finish(output_failed(&e, out.status, cfg.json_errors), &out.stats);
+        }
     }
     finish(out.status, &out.stats)
 }

@@ -17,11 +17,21 @@ pub struct Opt {
 
 pub const OPTIONS: &[Opt] = &[
     Opt { name: "--max-steps", value: Some("N"), help: "step budget, 1..100000000 (default 1000000)" },
+    Opt {
+        name: "--max-work",
+        value: Some("N"),
+        help: "work budget (about 1 ns of CPU per unit), 1..10000000000000 (default 2000000000)",
+    },
     Opt { name: "--max-time", value: Some("SECONDS"), help: "wall-clock deadline for the whole run (default: none)" },
     Opt {
         name: "--max-memory",
         value: Some("BYTES"),
         help: "bound on all memory held for the script, 1M..64G; K, M, G (default 256M)",
+    },
+    Opt {
+        name: "--include-path",
+        value: Some("DIR"),
+        help: "a directory besides the script's own that include may load from (repeatable)",
     },
     Opt { name: "--allow-files", value: None, help: "grant file and directory builtins, readers, csv.open" },
     Opt { name: "--allow-network", value: None, help: "grant http.*, net.connect, net.resolve" },
@@ -45,8 +55,11 @@ pub const OPTIONS: &[Opt] = &[
 #[derive(Debug, Clone)]
 pub struct Config {
     pub max_steps: u64,
+    pub max_work: u64,
     pub max_time: Option<f64>,
     pub max_memory: u64,
+    /// `--include-path` directories, canonical.
+    pub include_path: Vec<PathBuf>,
     pub allow_files: bool,
     pub allow_network: bool,
     pub allow_listen: bool,
@@ -65,8 +78,10 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             max_steps: DEFAULT_MAX_STEPS,
+            max_work: DEFAULT_MAX_WORK,
             max_time: None,
             max_memory: DEFAULT_MAX_MEMORY,
+            include_path: Vec::new(),
             allow_files: false,
             allow_network: false,
             allow_listen: false,
@@ -266,8 +281,19 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
             let v = value.unwrap_or_default();
             match name.as_str() {
                 "--max-steps" => cfg.max_steps = parse_u64(&name, &v, 1, MAX_MAX_STEPS)?,
+                "--max-work" => cfg.max_work = parse_u64(&name, &v, 1, MAX_MAX_WORK)?,
                 "--max-time" => cfg.max_time = Some(parse_time(&v)?),
                 "--max-memory" => cfg.max_memory = parse_memory(&v)?,
+                "--include-path" => {
+                    if cfg.include_path.len() >= MAX_INCLUDE_PATHS {
+                        return Err(format!("too many --include-path options (limit is {MAX_INCLUDE_PATHS})"));
+                    }
+                    let dir = std::fs::canonicalize(&v)
+                        .ok()
+                        .filter(|d| d.is_dir())
+                        .ok_or_else(|| format!("--include-path takes an existing directory, got \"{v}\""))?;
+                    cfg.include_path.push(dir);
+                }
                 "--allow-files" => cfg.allow_files = true,
                 "--allow-network" => cfg.allow_network = true,
                 "--allow-listen" => cfg.allow_listen = true,
@@ -377,6 +403,10 @@ mod tests {
         assert!(p(&["--max-steps", "0", "x"]).is_err());
         assert!(p(&["--max-steps", "100000000", "x"]).is_ok());
         assert!(p(&["--max-steps", "100000001", "x"]).is_err());
+        assert_eq!(p(&["--max-work", "10000000000000", "x"]).unwrap().0.max_work, MAX_MAX_WORK);
+        for bad in ["0", "-1", "1e9", "x", "10000000000001", ""] {
+            assert!(p(&["--max-work", bad, "x"]).is_err(), "--max-work {bad}");
+        }
         assert!(p(&["--max-memory", "1M", "x"]).is_ok());
         assert!(p(&["--max-memory", "1048575", "x"]).is_err());
         assert!(p(&["--max-memory", "64G", "x"]).is_ok());

@@ -10,6 +10,7 @@
 //! root = "/srv/www"                 # scripts must resolve inside it (required)
 //! interpreter = "/usr/local/bin/leash"
 //! max_steps = 1000000
+//! max_work = 2000000000
 //! max_time_ms = 10000
 //! max_memory = "256M"
 //! max_output_bytes = 16777216
@@ -91,6 +92,7 @@ pub struct Config {
     /// The `leash` binary; `None`: the `leash` beside `leash-cgi`.
     pub interpreter: Option<PathBuf>,
     pub max_steps: u64,
+    pub max_work: u64,
     pub max_time_ms: u64,
     pub max_memory: u64,
     pub max_output_bytes: u64,
@@ -105,6 +107,7 @@ const KEYS: &[&str] = &[
     "root",
     "interpreter",
     "max_steps",
+    "max_work",
     "max_time_ms",
     "max_memory",
     "max_output_bytes",
@@ -207,6 +210,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         }
     };
     let max_steps = int_key(&t, "max_steps", DEFAULT_MAX_STEPS, 1, MAX_MAX_STEPS)?;
+    let max_work = int_key(&t, "max_work", DEFAULT_MAX_WORK, 1, MAX_MAX_WORK)?;
     let max_time_ms = int_key(&t, "max_time_ms", CGI_DEFAULT_MAX_TIME_MS, 1, CGI_MAX_MAX_TIME_MS)?;
     let max_memory = match t.get("max_memory") {
         None => DEFAULT_MAX_MEMORY,
@@ -264,6 +268,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         root,
         interpreter,
         max_steps,
+        max_work,
         max_time_ms,
         max_memory,
         max_output_bytes,
@@ -310,7 +315,8 @@ pub enum Script {
     Found(PathBuf),
     /// 404: nothing there (and where it would be is inside the root).
     NotFound(String),
-    /// 403: outside the root (symlinks followed), not a `.lsh` file, or unreadable.
+    /// 403: outside the root (symlinks followed), not a `.lsh` file (neither the name asked
+    /// for nor the file it resolves to may end otherwise), or unreadable.
     Forbidden(String),
 }
 
@@ -347,6 +353,10 @@ pub fn resolve_script(root: &Path, requested: &Path) -> Script {
         Ok(c) => {
             if !c.starts_with(root) {
                 return Script::Forbidden(format!("resolves outside root, to {}", c.display()));
+            }
+            // `x.lsh -> notes.txt`: what runs is the file the name resolves to.
+            if c.extension() != Some(OsStr::new("lsh")) {
+                return Script::Forbidden(format!("not a .lsh script: resolves to {}", c.display()));
             }
             match std::fs::metadata(&c) {
                 Ok(m) if m.is_file() => Script::Found(c),
@@ -471,12 +481,17 @@ pub fn worker_args(cfg: &Config, allow: Allow, script: &Path) -> Vec<OsString> {
         "--stats".into(),
         "--max-steps".into(),
         cfg.max_steps.to_string().into(),
+        "--max-work".into(),
+        cfg.max_work.to_string().into(),
         "--max-time".into(),
         format!("{secs}").into(),
         "--max-memory".into(),
         cfg.max_memory.to_string().into(),
     ];
     v.extend(allow.flags().into_iter().map(OsString::from));
+    // Includes may come from anywhere beneath the root (SPEC 5), not only beside the script.
+    v.push("--include-path".into());
+    v.push(cfg.root.as_os_str().to_owned());
     v.push("--".into());
     v.push(script.as_os_str().to_owned());
     v
@@ -532,8 +547,11 @@ pub fn response_status(out: &[u8]) -> Result<u16, String> {
         if name.is_empty() || !name.iter().all(token) {
             return Err(format!("malformed header name: {:?}", String::from_utf8_lossy(&name[..name.len().min(80)])));
         }
-        if line[colon + 1..].iter().any(|&c| c == b'\r' || c == 0) {
-            return Err("a header value holds a CR or NUL".into());
+        if let Some(&c) = line[colon + 1..].iter().find(|&&c| is_control(c)) {
+            return Err(format!(
+                "the value of header {} holds a control character ({c:#04x})",
+                String::from_utf8_lossy(&name[..name.len().min(80)])
+            ));
         }
         let value = String::from_utf8_lossy(&line[colon + 1..]).trim().to_string();
         fields += 1;
@@ -552,6 +570,12 @@ pub fn response_status(out: &[u8]) -> Result<u16, String> {
         return Err("the response has no header lines".into());
     }
     Ok(status.unwrap_or(if location { 302 } else { 200 }))
+}
+
+/// A control character that a header value must not hold: all of them but tab (RFC 9110,
+/// section 5.5: a field value is visible characters, spaces, tabs and obs-text).
+pub fn is_control(c: u8) -> bool {
+    (c < 0x20 && c != b'\t') || c == 0x7f
 }
 
 /// What the worker's `--stats` line and last diagnostic (both on stderr, JSON) say.
@@ -644,6 +668,7 @@ mod tests {
         let c = parse_config(&format!("root = \"{}\"\n", d.display())).unwrap();
         assert_eq!(c.root, *d);
         assert_eq!(c.max_steps, DEFAULT_MAX_STEPS);
+        assert_eq!(c.max_work, DEFAULT_MAX_WORK);
         assert_eq!(c.max_time_ms, CGI_DEFAULT_MAX_TIME_MS);
         assert_eq!(c.max_memory, DEFAULT_MAX_MEMORY);
         assert_eq!(c.allow, Allow::default());
@@ -659,6 +684,8 @@ mod tests {
         assert!(c.dirs[0].allow.listen && c.dirs[0].allow.network && !c.dirs[0].allow.files);
         for (bad, want) in [
             ("max_steps = 0", "max_steps"),
+            ("max_work = 0", "max_work"),
+            ("max_work = 10000000000001", "max_work"),
             ("max_stepz = 1", "unknown key `max_stepz`"),
             ("allow = [\"shell\"]", "unknown capability"),
             ("allow = [\"listen\"]", "needs \"network\""),
@@ -701,6 +728,13 @@ mod tests {
         assert!(matches!(resolve_script(&root, &root.join("../none.lsh")), Script::Forbidden(_)));
         assert!(matches!(resolve_script(&root, &root.join("a.txt")), Script::Forbidden(_)));
         assert!(matches!(resolve_script(&root, &root.join("dir.lsh")), Script::Forbidden(_)));
+        std::fs::write(root.join("notes.txt"), "").unwrap();
+        std::os::unix::fs::symlink(root.join("notes.txt"), root.join("notes.lsh")).unwrap();
+        std::os::unix::fs::symlink(root.join("a.lsh"), root.join("a.txt.lsh")).unwrap();
+        assert!(
+            matches!(resolve_script(&root, &root.join("notes.lsh")), Script::Forbidden(m) if m.contains("not a .lsh"))
+        );
+        assert_eq!(resolve_script(&root, &root.join("a.txt.lsh")), Script::Found(root.join("a.lsh")));
         assert!(matches!(resolve_script(&root, Path::new("a.lsh")), Script::NotFound(_)));
     }
 
@@ -760,6 +794,12 @@ mod tests {
         assert!(response_status(b"Status: 99\n\n").is_err());
         assert!(response_status(b"Status: 2000\n\n").is_err());
         assert!(response_status(b"Bad Name: x\n\n").is_err());
+        assert_eq!(response_status(b"X: a\tb\x80\r\n\r\n"), Ok(200));
+        for c in (0u8..0x20).filter(|&c| c != b'\t' && c != b'\n').chain([0x7f]) {
+            let head = [b"X: a".as_slice(), &[c], b"b\r\n\r\n"].concat();
+            let e = response_status(&head).unwrap_err();
+            assert!(e.contains("control character"), "{c:#04x}: {e}");
+        }
         let r = read_report(
             b"hello\n{\"error\":\"limit\",\"kind\":\"time\",\"message\":\"x\"}\n{\"stats\":{\"steps\":42,\"x\":1}}\n",
         );

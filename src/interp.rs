@@ -19,6 +19,7 @@ use crate::budget::{Budgets, Output};
 use crate::builtins::{Builtin, Cap, Imp};
 use crate::diag::ErrKind;
 use crate::limits::*;
+use crate::meter::Meter;
 use crate::program::*;
 use crate::value::*;
 
@@ -59,6 +60,7 @@ pub enum Flow {
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub max_steps: u64,
+    pub max_work: u64,
     pub deadline: Option<Instant>,
     pub max_memory: u64,
     pub seed: Option<u32>,
@@ -77,6 +79,7 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             max_steps: DEFAULT_MAX_STEPS,
+            max_work: DEFAULT_MAX_WORK,
             deadline: None,
             max_memory: DEFAULT_MAX_MEMORY,
             seed: None,
@@ -94,6 +97,7 @@ impl Default for RunConfig {
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
     pub steps: u64,
+    pub work: u64,
     pub max_call_depth: usize,
     pub peak_frame_bytes: usize,
     /// The larger of peak accounted storage and the peak heap the checks saw.
@@ -121,10 +125,8 @@ pub struct Interp<'p> {
     depth: usize,
     max_depth: usize,
 
-    steps: u64,
-    max_steps: u64,
-    /// When `steps` passes this, `step_slow` looks at the step limit and the clock.
-    step_check: u64,
+    /// Steps, work and the deadline: the one place anything is charged (meter.rs).
+    pub(crate) meter: Meter,
     pub(crate) deadline: Option<Instant>,
     /// The value of the `return` being carried out.
     ret: Value,
@@ -162,11 +164,21 @@ pub struct SnapshotDir {
     pub update: bool,
 }
 
+/// `a + k * st` for a `for` loop whose `k * st` overflowed: computed at half scale and
+/// doubled back (halving and doubling are exact here), so the term is the one the plain
+/// sum would give with an unbounded exponent: finite when it is within range.
+fn range_term_wide(a: f64, k: f64, st: f64) -> f64 {
+    if !a.is_finite() {
+        return a;
+    }
+    (a / 2.0 + k * (st / 2.0)) * 2.0
+}
+
 impl<'p> Interp<'p> {
     pub fn new(prog: &'p Program, cfg: &RunConfig) -> Self {
         let mut out = Output::default();
         out.hold = cfg.cgi;
-        let mut it = Interp {
+        Interp {
             prog,
             stack: Vec::with_capacity(256),
             base: 0,
@@ -174,9 +186,7 @@ impl<'p> Interp<'p> {
             func: MAIN_FN,
             depth: 1,
             max_depth: 1,
-            steps: 0,
-            max_steps: cfg.max_steps,
-            step_check: 0,
+            meter: Meter::new(cfg.max_steps, cfg.max_work, cfg.deadline),
             deadline: cfg.deadline,
             ret: Value::Nil,
             gbytes: 0,
@@ -199,14 +209,7 @@ impl<'p> Interp<'p> {
             net: crate::builtins::net::NetSlot::new(&cfg.net),
             db: Default::default(),
             snapshots: cfg.snapshots.clone(),
-        };
-        it.step_check = it.next_check();
-        it
-    }
-
-    fn next_check(&self) -> u64 {
-        let t = if self.deadline.is_some() { self.steps + TIME_CHECK_INTERVAL } else { u64::MAX };
-        t.min(self.max_steps)
+        }
     }
 
     /// Run main. The caller turns the result into an exit status.
@@ -228,17 +231,17 @@ impl<'p> Interp<'p> {
         self.globals = snap.0.clone();
     }
 
-    /// Call function `fi` without arguments, with a fresh step budget (`leash test`).
+    /// Call function `fi` without arguments, with a fresh step and work budget (`leash test`).
     pub fn call_test(&mut self, fi: usize) -> R<()> {
-        self.steps = 0;
-        self.step_check = self.next_check();
+        self.meter.reset();
         self.call(fi, &[])?;
         Ok(())
     }
 
     pub fn stats(&self) -> Stats {
         Stats {
-            steps: self.steps,
+            steps: self.meter.steps,
+            work: self.meter.work,
             max_call_depth: self.max_depth,
             peak_frame_bytes: self.peak_frame,
             peak_memory_bytes: self.peak_mem.max(self.heap.peak()),
@@ -283,53 +286,42 @@ impl<'p> Interp<'p> {
     }
 
     // ------------------------------------------------------------------
-    // The step charge
+    // The step and work charges (the meter, meter.rs)
     // ------------------------------------------------------------------
 
     /// Charge one step for the line at `pos`.
     #[inline(always)]
     pub fn step(&mut self, pos: Pos) -> R<()> {
-        self.steps += 1;
-        if self.steps > self.step_check {
-            return self.step_slow().map_err(|e| located(e, pos));
-        }
+        self.meter.step().map_err(|e| located(e, pos))?;
         self.check_memory().map_err(|e| located(e, pos))
     }
 
-    #[cold]
-    fn step_slow(&mut self) -> R<()> {
-        if self.steps > self.max_steps {
-            self.steps = self.max_steps;
-            return Err(self.limit(LimitKind::Steps, format!("step limit of {} reached", self.max_steps)));
-        }
-        self.check_time()?;
-        self.step_check = self.next_check();
-        Ok(())
+    /// Charge `n` units of work (the one work charge: builtins, operators, copies, I/O
+    /// and SQLite all come here). Past the budget, the `work` limit.
+    #[inline(always)]
+    pub fn work(&mut self, n: u64) -> R<()> {
+        self.meter.work(n)
     }
 
     /// Charge `n` steps at once, for work done outside the evaluator (SQLite's virtual
     /// machine, metered by its progress handler). Past the budget, the `steps` limit.
     pub fn charge_steps(&mut self, n: u64) -> R<()> {
-        self.steps = self.steps.saturating_add(n);
-        if self.steps > self.step_check {
-            return self.step_slow();
-        }
-        Ok(())
+        self.meter.steps_n(n)
     }
 
     /// Steps left before the `steps` limit (what outside work may still be charged).
     pub fn steps_left(&self) -> u64 {
-        self.max_steps.saturating_sub(self.steps)
+        self.meter.steps_left()
+    }
+
+    /// Work left before the `work` limit.
+    pub fn work_left(&self) -> u64 {
+        self.meter.work_left()
     }
 
     /// Stop if the deadline has passed.
     pub fn check_time(&self) -> R<()> {
-        if let Some(d) = self.deadline {
-            if Instant::now() >= d {
-                return Err(self.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"));
-            }
-        }
-        Ok(())
+        self.meter.check_time()
     }
 
     // ------------------------------------------------------------------
@@ -406,6 +398,16 @@ impl<'p> Interp<'p> {
     #[inline(never)]
     fn str_too_long(&self) -> Fail {
         self.limit(LimitKind::String, format!("string of more than {MAX_STRING_BYTES} bytes"))
+    }
+
+    /// Charge the copy that a copy-on-write change of `rc` is about to make: nothing
+    /// when it is not shared, else its items or bytes (the one place copies are charged).
+    #[inline]
+    pub fn cow<T: CopyCost>(&mut self, rc: &Rc<T>) -> R<()> {
+        if Rc::strong_count(rc) > 1 {
+            return self.work(rc.copy_work());
+        }
+        Ok(())
     }
 
     /// Build a list value from items, within the list and frame limits.
@@ -694,8 +696,16 @@ impl<'p> Interp<'p> {
         }
         let mut k: f64 = 0.0;
         loop {
-            let i = a + k * st;
-            if !i.is_finite() || (st > 0.0 && i > b) || (st < 0.0 && i < b) {
+            let mut i = a + k * st;
+            if !i.is_finite() {
+                // `k * st` may overflow where `a + k * st` does not (1e308 to -1e308 step
+                // -1e308): the same sum at half scale, off the hot path.
+                i = range_term_wide(a, k, st);
+                if !i.is_finite() {
+                    break;
+                }
+            }
+            if (st > 0.0 && i > b) || (st < 0.0 && i < b) {
                 break;
             }
             match self.slot_mut(var) {
@@ -812,6 +822,7 @@ impl<'p> Interp<'p> {
         match v {
             Value::List(rc) => {
                 let i = self.index(k, rc.len())?;
+                self.cow(rc)?;
                 Rc::make_mut(rc).with_item(i, |item| self.nav_mut(item, rest, leaf))
             }
             Value::Map(rc) => {
@@ -819,6 +830,7 @@ impl<'p> Interp<'p> {
                 if !rc.contains(key) {
                     return Err(self.missing_key(key));
                 }
+                self.cow(rc)?;
                 Rc::make_mut(rc).with_value(key, |item| self.nav_mut(item, rest, leaf)).expect("key present")
             }
             other => Err(self.err(ErrKind::Type, format!("cannot index a {}", other.type_name()))),
@@ -855,17 +867,17 @@ impl<'p> Interp<'p> {
                     if rc.len() >= MAX_MAP_ENTRIES && !rc.contains(&k) {
                         Err(self.limit(LimitKind::Map, format!("map of more than {MAX_MAP_ENTRIES} entries")))
                     } else {
-                        Rc::make_mut(rc).insert(k, v);
-                        Ok(())
+                        self.cow(rc).map(|_| {
+                            Rc::make_mut(rc).insert(k, v);
+                        })
                     }
                 }
                 other => Err(self.err(ErrKind::Type, format!("map keys are strings, got {}", other.type_name()))),
             },
             Value::List(rc) => match self.index(&key, rc.len()) {
-                Ok(i) => {
+                Ok(i) => self.cow(rc).map(|_| {
                     Rc::make_mut(rc).set(i, v);
-                    Ok(())
-                }
+                }),
                 Err(e) => Err(e),
             },
             Value::Unset => Err(self.unset(slot)),
@@ -886,6 +898,7 @@ impl<'p> Interp<'p> {
             match container {
                 Value::List(rc) => {
                     let i = this.index(last, rc.len())?;
+                    this.cow(rc)?;
                     Rc::make_mut(rc).set(i, v);
                 }
                 Value::Map(rc) => {
@@ -897,6 +910,7 @@ impl<'p> Interp<'p> {
                         Value::Str(s) => s.clone(),
                         _ => unreachable!(),
                     };
+                    this.cow(rc)?;
                     Rc::make_mut(rc).insert(key, v);
                 }
                 other => {
@@ -968,10 +982,12 @@ impl<'p> Interp<'p> {
     }
 
     /// `s ..= v` on a string: in place when the string is not shared.
-    fn append_str(&self, rc: &mut Bytes, v: &Value) -> R<()> {
+    fn append_str(&mut self, rc: &mut Bytes, v: &Value) -> R<()> {
+        self.cow(rc)?;
         match v {
             Value::Str(t) => {
                 self.check_str_len(rc.len() + t.len())?;
+                self.work(concat_work(t.len()))?;
                 let s = Rc::make_mut(rc);
                 reserve_str(s, t.len());
                 s.extend_from_slice(t);
@@ -980,6 +996,7 @@ impl<'p> Interp<'p> {
                 let mut tmp = Vec::with_capacity(24);
                 fmt_num(*n, &mut tmp);
                 self.check_str_len(rc.len() + tmp.len())?;
+                self.work(concat_work(tmp.len()))?;
                 let s = Rc::make_mut(rc);
                 reserve_str(s, tmp.len());
                 s.extend_from_slice(&tmp);
@@ -987,6 +1004,7 @@ impl<'p> Interp<'p> {
             other => {
                 let t = self.to_text(other, MAX_STRING_BYTES)?;
                 self.check_str_len(rc.len() + t.len())?;
+                self.work(concat_work(t.len()))?;
                 let s = Rc::make_mut(rc);
                 reserve_str(s, t.len());
                 s.extend_from_slice(&t);
@@ -996,20 +1014,27 @@ impl<'p> Interp<'p> {
     }
 
     /// `str(v)` as bytes, within `cap` bytes (the string limit unless said otherwise).
-    pub fn to_text(&self, v: &Value, cap: usize) -> R<Vec<u8>> {
+    pub fn to_text(&mut self, v: &Value, cap: usize) -> R<Vec<u8>> {
         let mut out = Vec::new();
         self.write_text(v, &mut out, cap)?;
         Ok(out)
     }
 
     /// Append `str(v)`; the text must stay within `cap` bytes (the string limit).
-    pub fn write_text(&self, v: &Value, out: &mut Vec<u8>, cap: usize) -> R<()> {
+    pub fn write_text(&mut self, v: &Value, out: &mut Vec<u8>, cap: usize) -> R<()> {
         self.write_text_as(v, out, cap, LimitKind::String)
     }
 
     /// Append `str(v)`; growing past `cap` is the limit `kind`.
-    pub fn write_text_as(&self, v: &Value, out: &mut Vec<u8>, cap: usize, kind: LimitKind) -> R<()> {
-        match write_str(v, out, cap) {
+    /// The text of a list or map is charged as work by the bytes written, also when it
+    /// stops at the cap (it did that much).
+    pub fn write_text_as(&mut self, v: &Value, out: &mut Vec<u8>, cap: usize, kind: LimitKind) -> R<()> {
+        let start = out.len();
+        let r = write_str(v, out, cap);
+        if matches!(v, Value::List(_) | Value::Map(_)) {
+            self.work(crate::meter::scaled((out.len() - start) as u64, WORK_TEXT_BYTE_X256))?;
+        }
+        match r {
             Ok(()) => Ok(()),
             Err(TextError::InvalidUtf8) => {
                 Err(self.err(ErrKind::Value, "a string inside the value is not valid UTF-8"))
@@ -1024,7 +1049,7 @@ impl<'p> Interp<'p> {
 
     /// A number operation on two numbers (the fast path of arithmetic and comparison).
     #[inline(always)]
-    fn num_op(&self, op: BinOp, p: f64, q: f64) -> R<Value> {
+    fn num_op(&mut self, op: BinOp, p: f64, q: f64) -> R<Value> {
         let r = match op {
             BinOp::Add => p + q,
             BinOp::Sub => p - q,
@@ -1286,6 +1311,7 @@ impl<'p> Interp<'p> {
                     self.check_str_len(out.len())?;
                     self.check_memory_after(out.len())?;
                 }
+                self.work(WORK_CONCAT_BASE + crate::meter::scaled(out.len() as u64, WORK_INTERP_BYTE_X256))?;
                 Ok(Value::str(out))
             }
             _ => unreachable!("hot expressions are evaluated by eval"),
@@ -1315,7 +1341,7 @@ impl<'p> Interp<'p> {
 
     /// Binary operators (SPEC 3).
     #[inline(never)]
-    pub fn binop(&self, op: BinOp, x: Value, y: Value) -> R<Value> {
+    pub fn binop(&mut self, op: BinOp, x: Value, y: Value) -> R<Value> {
         use BinOp::*;
         match op {
             Add | Sub | Mul | Div | Mod | Pow => {
@@ -1366,9 +1392,11 @@ impl<'p> Interp<'p> {
                 }
             }
             Concat => {
-                // Exactly one allocation for the common string and number operands.
-                let joined = |a: &[u8], b: &[u8]| -> R<Value> {
+                // Exactly one allocation for the common string and number operands; the
+                // bytes it produces are charged before they are copied.
+                let mut joined = |a: &[u8], b: &[u8]| -> R<Value> {
                     self.check_str_len(a.len() + b.len())?;
+                    self.work(concat_work(a.len() + b.len()))?;
                     let mut out = LStr::with_capacity(a.len() + b.len());
                     out.extend_from_slice(a);
                     out.extend_from_slice(b);
@@ -1385,12 +1413,17 @@ impl<'p> Interp<'p> {
                         self.write_text(&y, &mut out, MAX_STRING_BYTES)?;
                         self.check_str_len(out.len())?;
                         self.check_memory_after(out.len())?;
+                        self.work(concat_work(out.len()))?;
                         Ok(Value::str(out))
                     }
                 }
             }
-            Eq => Ok(Value::Bool(equals(&x, &y))),
-            Ne => Ok(Value::Bool(!equals(&x, &y))),
+            Eq | Ne => {
+                let mut n = EqCount::default();
+                let same = equals_counted(&x, &y, &mut n);
+                self.work(n.units())?;
+                Ok(Value::Bool(same == (op == Eq)))
+            }
             Lt | Le | Gt | Ge => {
                 let ord = match (&x, &y) {
                     (Value::Num(a), Value::Num(b)) => a.partial_cmp(b),
@@ -1413,13 +1446,24 @@ impl<'p> Interp<'p> {
             }
             In | NotIn => {
                 let found = match &y {
-                    Value::List(l) => l.items().iter().any(|v| equals(v, &x)),
+                    Value::List(l) => {
+                        let mut n = EqCount::default();
+                        let found = l.items().iter().any(|v| equals_counted(v, &x, &mut n));
+                        self.work(n.units())?;
+                        found
+                    }
                     Value::Map(m) => match &x {
-                        Value::Str(k) => m.contains(k),
+                        Value::Str(k) => {
+                            self.work(crate::meter::scaled(k.len() as u64, WORK_EQ_BYTE_X256))?;
+                            m.contains(k)
+                        }
                         _ => false,
                     },
                     Value::Str(s) => match &x {
-                        Value::Str(sub) => find_bytes(s, sub).is_some(),
+                        Value::Str(sub) => {
+                            self.work(find_work(s.len(), sub.len()))?;
+                            find_bytes(s, sub).is_some()
+                        }
                         other => {
                             return Err(self.err(
                                 ErrKind::Type,
@@ -1587,17 +1631,26 @@ impl<'p> Interp<'p> {
         Ok(())
     }
 
+    /// Call a builtin: its arguments' work by its cost rule is charged before it runs
+    /// (so a refused call does nothing), its result's after.
     #[inline(never)]
     fn call_builtin(&mut self, b: &'static Builtin, args: &'p [Expr]) -> R<Value> {
         self.check_cap(b)?;
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         self.eval_args_into(b, args, &mut vals)?;
-        let v = match b.imp {
-            Imp::Plain(f) => f(self, &mut vals)?,
+        let cost = b.cost;
+        self.work(cost.before(&vals))?;
+        let r = match b.imp {
+            Imp::Plain(f) => f(self, &mut vals),
             Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
         };
+        if cost.measures_result() {
+            if let Ok(v) = &r {
+                self.work(cost.after(v))?;
+            }
+        }
         self.check_memory()?;
-        Ok(v)
+        r
     }
 
     fn call_builtin_place(&mut self, b: &'static Builtin, place: &'p Place, args: &'p [Expr]) -> R<Value> {
@@ -1606,9 +1659,21 @@ impl<'p> Interp<'p> {
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         self.eval_args_into(b, args, &mut vals)?;
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
-        let v = self.modify_place(place, &keys, &mut |this, target| f(this, target, &mut vals))?;
+        let cost = b.cost;
+        self.work(cost.before(&vals))?;
+        let r = self.modify_place(place, &keys, &mut |this, target| {
+            if cost.measures_target() {
+                this.work(cost.target(target))?;
+            }
+            f(this, target, &mut vals)
+        });
+        if cost.measures_result() {
+            if let Ok(v) = &r {
+                self.work(cost.after(v))?;
+            }
+        }
         self.check_memory()?;
-        Ok(v)
+        r
     }
 }
 
@@ -1659,15 +1724,44 @@ fn int_mod(a: f64, b: f64) -> Option<f64> {
     None
 }
 
-/// Byte-substring search.
+/// Byte-substring search, linear in the subject (memchr's Two-Way/SIMD searcher).
 pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() {
-        return Some(0);
+    memchr::memmem::find(hay, needle)
+}
+
+/// Work of producing `n` bytes by concatenation or interpolation.
+#[inline]
+pub fn concat_work(n: usize) -> u64 {
+    WORK_CONCAT_BASE + crate::meter::scaled(n as u64, WORK_CONCAT_BYTE_X256)
+}
+
+/// Work of searching `hay` for a needle of `needle` bytes.
+#[inline]
+pub fn find_work(hay: usize, needle: usize) -> u64 {
+    crate::meter::scaled((hay + needle) as u64, WORK_FIND_BYTE_X256)
+}
+
+/// What a copy-on-write copy costs (SPEC 8.1: copies are charged when they happen).
+pub trait CopyCost {
+    fn copy_work(&self) -> u64;
+}
+
+impl CopyCost for List {
+    fn copy_work(&self) -> u64 {
+        crate::meter::scaled(self.len() as u64, WORK_COPY_ITEM_X256)
     }
-    if needle.len() > hay.len() {
-        return None;
+}
+
+impl CopyCost for Map {
+    fn copy_work(&self) -> u64 {
+        crate::meter::scaled(self.len() as u64, WORK_COPY_ENTRY_X256)
     }
-    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+impl CopyCost for LStr {
+    fn copy_work(&self) -> u64 {
+        crate::meter::scaled(self.len() as u64, WORK_COPY_BYTE_X256)
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod interp;
 pub mod lexer;
 pub mod limits;
 pub mod memory;
+pub mod meter;
 pub mod parser;
 pub mod program;
 pub mod resolve;
@@ -32,20 +33,32 @@ use diag::{Class, Diagnostic};
 use interp::{Interp, RunConfig, Stats, Unwind};
 use program::Program;
 
-/// Load and validate a program within a heap budget (`--max-memory`, which the run then
-/// shares): a load that would hold more is a load error of kind `memory`.
+/// `load_with` within a heap budget (`--max-memory`, which the run then shares): a load
+/// that would hold more is a load error of kind `memory`.
 pub fn load_within(
     name: &str,
     text: Vec<u8>,
     path: Option<&Path>,
+    area: &source::IncludeArea,
     budget: memory::Budget,
 ) -> Result<Program, Vec<Diagnostic>> {
-    memory::with_load_budget(budget, || load(name, text, path))
+    memory::with_load_budget(budget, || load_with(name, text, path, area))
 }
 
 /// Load and validate a program: every file, every function, before anything runs.
+/// Includes may come only from beneath the entry script's directory.
 pub fn load(name: &str, text: Vec<u8>, path: Option<&Path>) -> Result<Program, Vec<Diagnostic>> {
-    let (loaded, mut errors) = source::Loader::new().load_main(name, text, path);
+    load_with(name, text, path, &source::IncludeArea::default())
+}
+
+/// `load`, with includes also allowed from `area` (`--include-path`, read grants).
+pub fn load_with(
+    name: &str,
+    text: Vec<u8>,
+    path: Option<&Path>,
+    area: &source::IncludeArea,
+) -> Result<Program, Vec<Diagnostic>> {
+    let (loaded, mut errors) = source::Loader::with_area(area.clone()).load_main(name, text, path);
     ast::clear_names();
     // Validate even after parse errors, so that one run reports as many as it can.
     if !errors.stop {

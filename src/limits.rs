@@ -13,6 +13,7 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LimitKind {
     Steps,
+    Work,
     Time,
     Memory,
     CallDepth,
@@ -52,6 +53,7 @@ impl LimitKind {
         use LimitKind::*;
         match self {
             Steps => "steps",
+            Work => "work",
             Time => "time",
             Memory => "memory",
             CallDepth => "call_depth",
@@ -100,6 +102,11 @@ pub const MIB: usize = 1024 * 1024;
 pub const DEFAULT_MAX_STEPS: u64 = 1_000_000;
 /// Largest `--max-steps`: keeps any single run to a few seconds of CPU.
 pub const MAX_MAX_STEPS: u64 = 100_000_000;
+/// Default work budget (`--max-work`, SPEC 8.1): one unit is about a nanosecond of CPU
+/// on the benchmark machine, so this is about two seconds of builtin and operator work.
+pub const DEFAULT_MAX_WORK: u64 = 2_000_000_000;
+/// Largest `--max-work` (10^13, a few hours of CPU): beyond it a budget means nothing.
+pub const MAX_MAX_WORK: u64 = 10_000_000_000_000;
 /// Default accounted-storage cap (`--max-memory`).
 pub const DEFAULT_MAX_MEMORY: u64 = 256 * MIB as u64;
 /// Smallest `--max-memory`: below this even small scripts cannot run.
@@ -130,6 +137,9 @@ pub const MAX_FUNCTIONS: usize = 4096;
 pub const MAX_PARAMS: usize = 1024;
 /// Include files active at once (the include chain's depth).
 pub const MAX_ACTIVE_INCLUDES: usize = 32;
+/// `--include-path` options on one command line: every include is checked against each
+/// directory, and no real layout needs more than a handful.
+pub const MAX_INCLUDE_PATHS: usize = 64;
 /// Block nesting (if/while/for/try bodies): bounds the parser's and evaluator's recursion.
 pub const MAX_NESTING: usize = 128;
 /// Bytes of one expression, measured as its tokens joined by single spaces.
@@ -259,9 +269,62 @@ pub const DB_MAX_SQL_BYTES: usize = 256 * KIB;
 /// lower it). It is apart from `--max-memory`, which accounts Leash values; an
 /// allocation past it fails inside SQLite and stops the run with the `memory` limit.
 pub const DB_HEAP_LIMIT: usize = 64 * MIB;
-/// How long SQLite waits for another connection's lock before `database is locked`,
-/// in milliseconds (never past the `--max-time` deadline).
+/// How long a call waits for another connection's lock before `database is locked`
+/// when the run has no deadline, in milliseconds; with `--max-time` (always, under the
+/// CGI gateway) it waits until the deadline.
 pub const DB_BUSY_TIMEOUT_MS: u64 = 5_000;
+/// Longest sleep between two tries for a lock, in milliseconds (the first sleeps are 1, 2,
+/// 4 and 8 ms, each shortened by up to half at random). SQLite's own busy timeout sleeps
+/// up to 100 ms, so that under many writers the lock is often free while every waiter
+/// sleeps, and a waiter can lose it for seconds; short tries keep it busy.
+pub const DB_BUSY_MAX_SLEEP_MS: u64 = 10;
+
+// ---------------------------------------------------------------------------
+// Work (SPEC 8.1): the cost constants of operators, copies and outside work.
+// Builtins carry theirs in their tables' cost column. One unit is meant to be about one
+// nanosecond of CPU on the benchmark machine; `bench/work.py` measures each rule and
+// bench/README.md has the table. Rates ending in `_X256` are in 1/256 units per byte or
+// item, so that rates below one unit stay exact integer arithmetic.
+// ---------------------------------------------------------------------------
+
+/// `..` and interpolation, per byte produced (an allocation and a copy).
+pub const WORK_CONCAT_BYTE_X256: u32 = 16;
+/// Interpolation, per byte produced (written part by part into a growing buffer).
+pub const WORK_INTERP_BYTE_X256: u32 = 192;
+/// `..` and interpolation, per operation (the allocation).
+pub const WORK_CONCAT_BASE: u64 = 20;
+/// `==`, `!=`, `in` on lists and maps (and `index_of`, `assert_eq`): per value visited.
+pub const WORK_EQ_ITEM_X256: u32 = 1152;
+/// ... and per string byte compared (memcmp).
+pub const WORK_EQ_BYTE_X256: u32 = 7;
+/// `in` on strings: per byte of the subject searched (memchr::memmem).
+pub const WORK_FIND_BYTE_X256: u32 = 6;
+/// `str` of a list or map (also print, `..` and interpolation of one), JSON text written:
+/// per byte of text.
+pub const WORK_TEXT_BYTE_X256: u32 = 768;
+/// A copy-on-write copy of a shared list, per item (cloning its values).
+pub const WORK_COPY_ITEM_X256: u32 = 1900;
+/// A copy-on-write copy of a shared map, per entry (cloning keys and values, rebuilding
+/// the hash index).
+pub const WORK_COPY_ENTRY_X256: u32 = 8 * 256;
+/// A copy-on-write copy of a shared string, per byte.
+pub const WORK_COPY_BYTE_X256: u32 = 32;
+/// Regular expressions: NFA states per extra unit of work per subject byte. The engine
+/// runs a lazy DFA (about a nanosecond a byte whatever the pattern) but falls back to
+/// simulating the NFA, whose cost per byte grows with the pattern's states, when the DFA's
+/// cache thrashes; the charge grows with the states so that a large pattern over a long
+/// subject is refused before it runs.
+pub const WORK_REGEX_STATES_PER_UNIT: u64 = 32;
+/// Regular expressions: work per match (or piece) produced: each is a new string value.
+pub const WORK_REGEX_MATCH: u64 = 180;
+/// SQLite's virtual machine: work per progress-handler call (every `DB_OPS_PER_STEP`
+/// instructions, about a microsecond of SQLite work here).
+pub const WORK_DB_TICK: u64 = 1_000;
+
+/// How often (in work units, about a millisecond of CPU) the wall-clock deadline is
+/// looked at by the work charge, so a builtin that charges as it goes (copies, JSON,
+/// CSV, SQLite) meets the deadline within about a millisecond too.
+pub const WORK_TIME_CHECK: u64 = 1 << 20;
 
 // ---------------------------------------------------------------------------
 // Run time: the live-bytes bound (`memory.rs`)
@@ -339,6 +402,16 @@ pub const CGI_MAX_LOG_BYTES: usize = 64 * KIB;
 pub const CGI_REPORT_TAIL_BYTES: usize = 8 * KIB;
 /// The header section of a worker's response.
 pub const CGI_MAX_HEADER_BYTES: usize = 64 * KIB;
+/// Bytes of a request body the gateway reads: what it may pass to the worker (at most
+/// `max_body_bytes`, itself at most 16 MiB) and what it reads and drops (a body the script
+/// left unread, one over `max_body_bytes`, a chunked one), so that the server finishes
+/// writing it and reads the response. Past this it stops reading and the server drops the
+/// rest itself; reading 32 MiB from a pipe or a local socket takes some tens of ms.
+pub const CGI_MAX_DRAIN_BYTES: u64 = 32 * MIB as u64;
+/// After it stops reading a body (past `CGI_MAX_DRAIN_BYTES`, or at the deadline), how
+/// long the gateway waits for the bytes already queued on a socket (at most its buffer,
+/// some hundreds of KiB) to be read before it exits.
+pub const CGI_DRAIN_CLOSE_MS: u64 = 200;
 
 // ---------------------------------------------------------------------------
 // Run time: network: http.* (limit kind `http`), net.* (kind `sockets`)

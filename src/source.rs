@@ -51,6 +51,55 @@ pub struct Loaded {
     pub map: SourceMap,
 }
 
+/// Where `include` may read from (SPEC 5). An include must resolve (every symlink and
+/// `..` resolved, checked on the descriptor actually opened) beneath the entry script's
+/// directory (the working directory for `-e` and stdin programs), beneath one of `dirs`
+/// (the operator's `--include-path DIR`; `root` under leash-cgi), or inside a read grant.
+#[derive(Debug, Clone, Default)]
+pub struct IncludeArea {
+    /// Canonical directories beside the entry script's own (`--include-path`).
+    pub dirs: Vec<PathBuf>,
+    /// A read grant covers every path: `--allow-files` today. Hook for issue 14: a scoped
+    /// `--allow-read=PATH,...` / `--allow-files=PATH,...` adds its canonical paths to
+    /// `dirs` (a file scope covers that file), and only an unscoped flag sets this.
+    pub everywhere: bool,
+}
+
+impl IncludeArea {
+    /// Is the canonical path `p` inside the area, given the entry directory `entry`?
+    fn covers(&self, entry: Option<&Path>, p: &Path) -> bool {
+        self.everywhere || entry.is_some_and(|e| p.starts_with(e)) || self.dirs.iter().any(|d| p.starts_with(d))
+    }
+}
+
+/// The path the kernel really opened for `f` (from /proc), when the system tells it.
+fn opened_path(f: &std::fs::File) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).ok()
+}
+
+/// Open a regular file for reading without blocking (a FIFO or device is refused at
+/// once, never waited on); the descriptor is checked with fstat before any byte moves.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty())
+        .map_err(|e| std::io::Error::from_raw_os_error(e.raw_os_error()))?;
+    let f = std::fs::File::from(fd);
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(if meta.is_dir() { "is a directory" } else { "not a regular file" }));
+    }
+    Ok(f)
+}
+
+/// Read at most `max` bytes (plus one, to see that there was more) of an open file.
+fn read_open(f: std::fs::File, max: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    f.take(max as u64 + 1).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
 /// Where a load was asked for: a file and line, for diagnostics.
 type At = Option<(String, u32)>;
 
@@ -64,6 +113,9 @@ pub struct Loader {
     active: Vec<PathBuf>,
     /// 1 when the main script is a file (and so sits at the bottom of `active`).
     main_active: usize,
+    /// Where includes may come from, and the entry script's canonical directory.
+    area: IncludeArea,
+    entry_dir: Option<PathBuf>,
 }
 
 impl Default for Loader {
@@ -74,32 +126,14 @@ impl Default for Loader {
 
 /// Read at most `max` bytes of a file (a device or pipe cannot make the loader read
 /// more than the source budget allows). With `regular_only`, anything but a regular
-/// file is refused without blocking (includes); the main script may be a pipe that the
-/// operator chose (`leash <(...)`).
+/// file is refused without blocking (scripts, test files, includes: a FIFO would block
+/// the open forever, even past `--max-time`); `leash - < <(...)` still runs a pipe.
 pub fn read_bounded(path: &Path, max: usize, regular_only: bool) -> std::io::Result<Vec<u8>> {
-    let f = if regular_only {
-        use rustix::fs::{Mode, OFlags};
-        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let fd = rustix::fs::open(path, flags, Mode::empty())
-            .map_err(|e| std::io::Error::from_raw_os_error(e.raw_os_error()))?;
-        let f = std::fs::File::from(fd);
-        if !f.metadata()?.is_file() {
-            return Err(std::io::Error::other(if f.metadata()?.is_dir() {
-                "is a directory"
-            } else {
-                "not a regular file"
-            }));
-        }
-        f
-    } else {
-        std::fs::File::open(path)?
-    };
+    let f = if regular_only { open_regular(path)? } else { std::fs::File::open(path)? };
     if f.metadata()?.is_dir() {
         return Err(std::io::Error::other("is a directory"));
     }
-    let mut buf = Vec::new();
-    f.take(max as u64 + 1).read_to_end(&mut buf)?;
-    Ok(buf)
+    read_open(f, max)
 }
 
 pub fn io_reason(e: &std::io::Error) -> String {
@@ -122,7 +156,15 @@ impl Loader {
             loaded: HashSet::new(),
             active: Vec::new(),
             main_active: 0,
+            area: IncludeArea::default(),
+            entry_dir: None,
         }
+    }
+
+    /// A loader whose includes must come from inside `area` (besides the entry script's
+    /// own directory).
+    pub fn with_area(area: IncludeArea) -> Self {
+        Loader { area, ..Self::new() }
     }
 
     fn err(&mut self, kind: LoadKind, msg: impl Into<String>, at: &At) {
@@ -138,6 +180,10 @@ impl Loader {
     /// relative to it and cycle detection; None for `-e` and stdin programs).
     pub fn load_main(mut self, name: &str, text: Vec<u8>, path: Option<&Path>) -> (Loaded, LoadErrors) {
         let dir = path.and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
+        // The directory includes are relative to, canonical: the script's own, or the
+        // working directory for `-e` and stdin programs.
+        let here = if dir.as_os_str().is_empty() { Path::new(".") } else { &dir };
+        self.entry_dir = std::fs::canonicalize(here).ok();
         let canon = path.and_then(|p| std::fs::canonicalize(p).ok());
         if let Some(c) = &canon {
             self.loaded.insert(c.clone());
@@ -239,13 +285,30 @@ impl Loader {
         let rel = String::from_utf8_lossy(raw).into_owned();
         let path = dir.join(&rel);
         let name = path.to_string_lossy().into_owned();
+        let outside = |c: &Path| {
+            format!(
+                "cannot include \"{rel}\": {} is outside the script's directory and every --include-path \
+                 (no read grant covers it)",
+                c.display()
+            )
+        };
         let canon = match std::fs::canonicalize(&path) {
             Ok(c) => c,
             Err(e) => {
-                self.err(LoadKind::Include, format!("cannot include \"{rel}\": {}", io_reason(&e)), at);
+                // Say "outside" rather than "missing" when the nearest existing folder is
+                // outside the area, so that a refused include tells nothing of what is there.
+                let msg = match self.nearest_existing(&path) {
+                    Some(c) if !self.area.covers(self.entry_dir.as_deref(), &c) => outside(&path),
+                    _ => format!("cannot include \"{rel}\": {}", io_reason(&e)),
+                };
+                self.err(LoadKind::Include, msg, at);
                 return None;
             }
         };
+        if !self.area.covers(self.entry_dir.as_deref(), &canon) {
+            self.err(LoadKind::Include, outside(&canon), at);
+            return None;
+        }
         if self.active.contains(&canon) {
             self.err(LoadKind::Include, format!("include cycle: \"{rel}\" is already being loaded"), at);
             return None;
@@ -264,7 +327,22 @@ impl Loader {
             self.errors.stop = true;
             return None;
         }
-        let text = match read_bounded(&path, MAX_SOURCE_BYTES.saturating_sub(self.bytes), true) {
+        let file = match open_regular(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                self.err(LoadKind::Include, format!("cannot include \"{rel}\": {}", io_reason(&e)), at);
+                return None;
+            }
+        };
+        // Check what was really opened, not only what the path named a moment ago: a
+        // symlink swapped in between cannot smuggle in a file from outside the area.
+        if let Some(real) = opened_path(&file) {
+            if !self.area.covers(self.entry_dir.as_deref(), &real) {
+                self.err(LoadKind::Include, outside(&real), at);
+                return None;
+            }
+        }
+        let text = match read_open(file, MAX_SOURCE_BYTES.saturating_sub(self.bytes)) {
             Ok(t) => t,
             Err(e) => {
                 self.err(LoadKind::Include, format!("cannot include \"{rel}\": {}", io_reason(&e)), at);
@@ -277,6 +355,14 @@ impl Loader {
         let stmts = self.load_text(&name, text, &sub_dir, None, at);
         self.active.pop();
         Some(stmts)
+    }
+
+    /// The canonical form of the nearest ancestor of `path` that exists.
+    fn nearest_existing(&self, path: &Path) -> Option<PathBuf> {
+        path.ancestors().skip(1).find_map(|a| {
+            let a = if a.as_os_str().is_empty() { Path::new(".") } else { a };
+            std::fs::canonicalize(a).ok()
+        })
     }
 
     fn import(&mut self, m: &str, at: &At) {

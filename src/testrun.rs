@@ -19,6 +19,8 @@ pub struct Summary {
     pub passed: usize,
     pub failed: usize,
     pub load_errors: bool,
+    /// Set when a result line could not be written to stdout (the run stops there).
+    pub output: Option<std::io::Error>,
 }
 
 impl Summary {
@@ -78,6 +80,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> std::io::Result<()>
 pub fn run_file(
     path: &Path,
     cfg: &RunConfig,
+    area: &crate::source::IncludeArea,
     filter: Option<&str>,
     update: bool,
     summary: &mut Summary,
@@ -85,7 +88,8 @@ pub fn run_file(
 ) {
     let name = path.to_string_lossy().into_owned();
     let budget = crate::memory::Budget::start(cfg.max_memory);
-    let text = match crate::source::read_bounded(path, crate::limits::MAX_SOURCE_BYTES, false) {
+    // A regular file only, opened without blocking (a FIFO named directly must not hang).
+    let text = match crate::source::read_bounded(path, crate::limits::MAX_SOURCE_BYTES, true) {
         Ok(t) => t,
         Err(e) => {
             let mut d = crate::diag::LoadError::new(
@@ -101,7 +105,7 @@ pub fn run_file(
             return;
         }
     };
-    let prog = match crate::load_within(&name, text, Some(path), budget) {
+    let prog = match crate::load_within(&name, text, Some(path), area, budget) {
         Ok(p) => p,
         Err(ds) => {
             ds.iter().for_each(&mut *report);
@@ -117,20 +121,29 @@ pub fn run_file(
         update,
     });
     let mut it = Interp::new(&prog, &cfg);
-    let say = |it: &mut Interp<'_>, line: String| {
+    // One result line, after the test's own output. False when stdout failed: the
+    // failure is kept in the summary and the file's remaining tests are not run.
+    let say = |it: &mut Interp<'_>, summary: &mut Summary, line: String| -> bool {
         let _ = it.out.flush();
         let mut o = std::io::stdout().lock();
-        let _ = writeln!(o, "{line}");
-        let _ = o.flush();
+        match writeln!(o, "{line}").and_then(|_| o.flush()) {
+            Ok(()) => true,
+            Err(e) => {
+                summary.output = Some(e);
+                false
+            }
+        }
     };
     if let Err(u) = it.run_main() {
         let (_, d) = crate::failure(&prog, *u);
         let msg = d.as_ref().map(|d| d.message.clone()).unwrap_or_else(|| "exit during the top level".into());
-        say(&mut it, format!("FAIL {name}: {msg}"));
-        if let Some(d) = d {
-            report(&d);
-        }
         summary.failed += 1;
+        if say(&mut it, summary, format!("FAIL {name}: {msg}")) {
+            if let Some(d) = d {
+                report(&d);
+            }
+        }
+        finish(&mut it);
         return;
     }
     let snap = it.snapshot_globals();
@@ -144,15 +157,19 @@ pub fn run_file(
             continue;
         }
         if f.nparams != 0 {
-            say(&mut it, format!("FAIL {}: a test function takes no arguments", f.name));
             summary.failed += 1;
+            if !say(&mut it, summary, format!("FAIL {}: a test function takes no arguments", f.name)) {
+                break;
+            }
             continue;
         }
         it.restore_globals(&snap);
         match it.call_test(fi) {
             Ok(()) => {
-                say(&mut it, format!("ok {}", f.name));
                 summary.passed += 1;
+                if !say(&mut it, summary, format!("ok {}", f.name)) {
+                    break;
+                }
             }
             Err(u) => {
                 let (status, d) = crate::failure(&prog, *u);
@@ -160,16 +177,124 @@ pub fn run_file(
                     Some(d) => d.message.clone(),
                     None => format!("exit({status}) called"),
                 };
-                say(&mut it, format!("FAIL {}: {msg}", f.name));
+                summary.failed += 1;
+                if !say(&mut it, summary, format!("FAIL {}: {msg}", f.name)) {
+                    break;
+                }
                 if let Some(d) = d {
                     report(&d);
                 }
-                summary.failed += 1;
             }
         }
     }
+    finish(&mut it);
+}
+
+/// The end of a file's tests: its output out, its handles closed.
+fn finish(it: &mut Interp<'_>) {
     let _ = it.out.flush();
     it.files.close_all();
     it.net.close_all();
     it.db.close_all();
+}
+
+/// Snapshot files (`assert_snapshot`): `DIR/__snapshots__/STEM/NAME.snap`, where DIR is
+/// the test file's directory.
+///
+/// Safety rules (issue 10): the two folders on the way are opened one component at a time
+/// without following symlinks (a planted `__snapshots__ -> /elsewhere` or `STEM -> ..` is
+/// an `io` error), so every snapshot stays inside its `__snapshots__` folder; a snapshot
+/// is read only when it is a regular file (opened O_NOFOLLOW and non-blocking, checked
+/// with fstat: a symlink, FIFO or device is refused at once); it is written to a new
+/// temporary file beside it and renamed into place, so a planted symlink or hard link is
+/// replaced, never written through. The caller charges the bytes written to the
+/// `file_writes` budget before `write` is called.
+pub mod snapshot {
+    use std::io::{Read, Write};
+    use std::os::fd::OwnedFd;
+    use std::path::Path;
+
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    use rustix::io::Errno;
+
+    fn io(e: Errno) -> std::io::Error {
+        std::io::Error::from_raw_os_error(e.raw_os_error())
+    }
+
+    /// A stem that names a folder inside `__snapshots__` (not itself, not its parent).
+    pub fn usable_stem(stem: &str) -> bool {
+        !stem.is_empty() && stem != "." && stem != ".." && !stem.contains('/')
+    }
+
+    /// Open `name` in `dir` as a folder, never through a symlink; with `create`, make it
+    /// when missing. Ok(None): missing (and not created).
+    fn folder(dir: &OwnedFd, name: &str, create: bool) -> std::io::Result<Option<OwnedFd>> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        for _ in 0..2 {
+            match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+                Ok(fd) => return Ok(Some(fd)),
+                Err(Errno::NOENT) if create => match rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(0o777)) {
+                    Ok(()) | Err(Errno::EXIST) => continue,
+                    Err(e) => return Err(io(e)),
+                },
+                Err(Errno::NOENT) => return Ok(None),
+                Err(Errno::LOOP) | Err(Errno::NOTDIR) => {
+                    return Err(std::io::Error::other(format!("{name} is a symbolic link or not a folder")))
+                }
+                Err(e) => return Err(io(e)),
+            }
+        }
+        Err(std::io::Error::other(format!("{name} keeps changing")))
+    }
+
+    /// The folder `DIR/__snapshots__/STEM`, opened (and with `create`, made).
+    pub fn open_folder(dir: &Path, stem: &str, create: bool) -> std::io::Result<Option<OwnedFd>> {
+        let base = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let base = rustix::fs::open(base, flags, Mode::empty()).map_err(io)?;
+        let Some(snaps) = folder(&base, "__snapshots__", create)? else { return Ok(None) };
+        folder(&snaps, stem, create)
+    }
+
+    /// The stored snapshot `file` in `folder`, at most `max` bytes (plus one, to see that
+    /// there was more). Ok(None): there is none.
+    pub fn read(folder: &OwnedFd, file: &str, max: usize) -> std::io::Result<Option<Vec<u8>>> {
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(folder, file, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) => return Err(std::io::Error::other("it is a symbolic link")),
+            Err(e) => return Err(io(e)),
+        };
+        let f = std::fs::File::from(fd);
+        let meta = f.metadata()?;
+        if !meta.is_file() {
+            return Err(std::io::Error::other(if meta.is_dir() { "is a directory" } else { "not a regular file" }));
+        }
+        let mut buf = Vec::new();
+        f.take(max as u64 + 1).read_to_end(&mut buf)?;
+        Ok(Some(buf))
+    }
+
+    /// Replace (or create) the snapshot `file` in `folder` with `bytes`.
+    pub fn write(folder: &OwnedFd, file: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let tmp = format!(".{file}.tmp{}", std::process::id());
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mode = Mode::from_raw_mode(0o666);
+        let fd = match rustix::fs::openat(folder, &tmp, flags, mode) {
+            Err(Errno::EXIST) => {
+                // Left by a run that died: remove the entry itself (never what it names).
+                rustix::fs::unlinkat(folder, &tmp, AtFlags::empty()).map_err(io)?;
+                rustix::fs::openat(folder, &tmp, flags, mode).map_err(io)?
+            }
+            r => r.map_err(io)?,
+        };
+        let mut f = std::fs::File::from(fd);
+        let r = f.write_all(bytes).and_then(|_| f.flush());
+        let r = r.and_then(|_| rustix::fs::renameat(folder, &tmp, folder, file).map_err(io));
+        if r.is_err() {
+            let _ = rustix::fs::unlinkat(folder, &tmp, AtFlags::empty());
+        }
+        r
+    }
 }

@@ -491,6 +491,48 @@ pub fn equals(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// What a structural comparison touched, for its work charge: values visited and string
+/// bytes compared.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EqCount {
+    pub items: u64,
+    pub bytes: u64,
+}
+
+impl EqCount {
+    /// The work units this comparison costs.
+    pub fn units(&self) -> u64 {
+        crate::meter::scaled(self.items, WORK_EQ_ITEM_X256)
+            .saturating_add(crate::meter::scaled(self.bytes, WORK_EQ_BYTE_X256))
+    }
+}
+
+/// `equals`, counting what it touched into `n`.
+pub fn equals_counted(a: &Value, b: &Value, n: &mut EqCount) -> bool {
+    n.items += 1;
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => {
+            if x.len() == y.len() {
+                n.bytes += x.len() as u64;
+            }
+            x == y
+        }
+        (Value::List(x), Value::List(y)) => {
+            Rc::ptr_eq(x, y)
+                || (x.len() == y.len() && x.items().iter().zip(y.items()).all(|(p, q)| equals_counted(p, q, n)))
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            Rc::ptr_eq(x, y)
+                || (x.len() == y.len()
+                    && x.iter().all(|(k, v)| {
+                        n.bytes += k.len() as u64;
+                        y.get(k).is_some_and(|w| equals_counted(v, w, n))
+                    }))
+        }
+        _ => equals(a, b),
+    }
+}
+
 /// Write a number as Leash prints it: integers below 2^53 without a fraction, others in
 /// the shortest form that reads back exactly, laid out as JavaScript lays it out.
 pub fn fmt_num(x: f64, out: &mut Vec<u8>) {

@@ -1,16 +1,23 @@
 """CGI: the `cgi` stdlib module under `leash --cgi`, the `leash-cgi` gateway run directly
 as a CGI program with a crafted environment (no web server needed), and both behind a
-real Apache (skipped, saying why, when apache2 is not installed or cannot start).
+real Apache, once under prefork with mod_cgi and once under event with mod_cgid (skipped,
+saying why, when apache2 is not installed or cannot start).
 
 `leash-cgi` is looked for beside the `leash` under test (LEASH_BIN or target/release).
 """
+import concurrent.futures
+import hashlib
 import os
 import pathlib
+import re
 import shutil
 import signal
 import socket
+import sqlite3
+import struct
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -176,6 +183,34 @@ def test_truncated_or_malformed_body_is_a_500(tmp_path):
     assert r.out_bytes == b"Status: 400 Bad Request\r\nContent-Type: text/plain\r\n\r\nvalue\n"
 
 
+@pytest.mark.parametrize("n", [(1 << 20) - 1, 1 << 20])
+def test_body_and_form_up_to_one_mib(tmp_path, n):
+    # The largest bodies cgi.body() and cgi.form() take (the default max_body_bytes of the
+    # gateway): read in one piece, held once (joining pieces held it twice: frame_storage).
+    data = (bytes(range(256)) * 4097)[:n]
+    env = {"REQUEST_METHOD": "POST", "CONTENT_TYPE": "application/octet-stream", "CONTENT_LENGTH": str(n)}
+    r = cgi_run(tmp_path, "import cgi\nb = cgi.body()\ncgi.headers({})\nprint(len(b), hash.sha256(b))\n", env, data)
+    assert r.status == 0, r
+    assert parse_cgi(r.out_bytes)[2] == f"{n} {hashlib.sha256(data).hexdigest()}\n".encode()
+    env["CONTENT_TYPE"] = "application/x-www-form-urlencoded"
+    r = cgi_run(tmp_path, "import cgi\nf = cgi.form()\ncgi.headers({})\nprint(len(f.a))\n", env, b"a=" + b"x" * (n - 2))
+    assert r.status == 0, r
+    assert parse_cgi(r.out_bytes)[2] == f"{n - 2}\n".encode()
+    env["CONTENT_LENGTH"] = str((1 << 20) + 1)
+    r = cgi_run(tmp_path, "import cgi\nb = cgi.body()\n", env, data + b"x")
+    assert r.status == 1 and "over the 1 MiB" in r.diag["message"], r
+
+
+@pytest.mark.parametrize("c", [b"\x0b", b"\x0c", b"\x7f", b"\x01", b"\x1f"])
+def test_header_values_refuse_control_characters(tmp_path, c):
+    code = 'import cgi\ncgi.headers({"X-Note": "a' + "\\x%02x" % c[0] + 'b"})\n'
+    r = cgi_run(tmp_path, code)
+    assert r.status == 1 and r.diag["kind"] == "value" and "control character" in r.diag["message"], r
+    assert parse_cgi(r.out_bytes)[0] == 500 and b"X-Note" not in r.out_bytes
+    r = cgi_run(tmp_path, 'import cgi\ncgi.headers({"X-Note": "a\\tb"})\n')
+    assert r.status == 0 and b"X-Note: a\tb\r\n" in r.out_bytes, r
+
+
 def test_cookies(tmp_path):
     r = cgi_run(tmp_path, "import cgi\nprint(cgi.cookies())\n", {"HTTP_COOKIE": 'a=1; b="x%20y"; a=2'})
     assert r.out.strip() == '{"a":"1","b":"x y"}', r
@@ -202,6 +237,7 @@ case "$FAKE" in
   orphan) sleep 20 & echo $! > "$FAKE_PIDFILE"; exec sleep 20 ;;
   segv) kill -SEGV $$ ;;
   abort) kill -ABRT $$ ;;
+  vt) printf 'Content-Type: text/plain\r\nX-Note: a\013b\r\n\r\nbody' ;;
   show)
     printf 'Content-Type: text/plain\r\n\r\n'
     echo "argv: $*"
@@ -324,15 +360,17 @@ def test_gateway_environment_is_the_cgi_one(gw):
 def test_gateway_worker_argv_limits_and_cwd(gw):
     gw.fake()
     gw.page("sub/x.lsh", "")
-    gw.settings.update({"max_steps": 1234, "max_time_ms": 2500, "max_memory": "64M", "allow": ["files"]})
+    gw.settings.update(
+        {"max_steps": 1234, "max_work": 5678, "max_time_ms": 2500, "max_memory": "64M", "allow": ["files"]}
+    )
     gw.settings["max_file_size"] = 1048576
     r = gw.request("sub/x.lsh", {"FAKE": "show", "SECRET": "x"})
     assert r.status == 200, r.log
     text = r.body.decode()
     script = gw.root / "sub" / "x.lsh"
     assert (
-        f"argv: --cgi --error-format json --stats --max-steps 1234 --max-time 2.5 --max-memory 67108864 "
-        f"--allow-files -- {script}" in text
+        f"argv: --cgi --error-format json --stats --max-steps 1234 --max-work 5678 --max-time 2.5 --max-memory 67108864 "
+        f"--allow-files --include-path {gw.root} -- {script}" in text
     )
     assert f"cwd: {gw.root / 'sub'}" in text
     limits = {}
@@ -363,6 +401,7 @@ def test_gateway_worker_argv_limits_and_cwd(gw):
         ("symlink", "uplink/outside.lsh", 403, "outside root"),
         ("", "notes.txt", 403, "not a .lsh script"),
         ("", "folder.lsh", 403, "not a regular file"),
+        ("symlink", "notes.lsh", 403, "not a .lsh script"),
     ],
 )
 def test_gateway_404_and_403(gw, setup, path, status, note):
@@ -374,6 +413,7 @@ def test_gateway_404_and_403(gw, setup, path, status, note):
     if setup == "symlink":
         (gw.root / "link.lsh").symlink_to(outside)
         (gw.root / "uplink").symlink_to(gw.base)
+        (gw.root / "notes.lsh").symlink_to(gw.root / "notes.txt")
     r = gw.request(path)
     assert r.status == status, r.log
     assert note in r.summary, r.summary
@@ -443,6 +483,14 @@ def test_gateway_step_limit_is_a_500(gw):
     assert r.status == 500 and "limit error [steps]" in r.summary and "steps=1000 " in r.summary, r.log
 
 
+def test_gateway_work_limit_is_a_500(gw):
+    # max_work reaches the worker: a loop of builtin work ends with the work limit.
+    gw.page("work.lsh", 'x = repeat("x", 200000)\nwhile true\n  h = hash.sha256(x)\nend\n')
+    gw.settings.update({"max_steps": 100000000, "max_work": 5000000})
+    r = gw.request("work.lsh")
+    assert r.status == 500 and "limit error [work]" in r.summary, r.log
+
+
 def test_gateway_time_limit_is_a_504(gw):
     gw.page("loop.lsh", "while true\nend\n")
     gw.settings.update({"max_steps": 100000000, "max_time_ms": 300})
@@ -510,6 +558,165 @@ def test_gateway_request_body(gw):
     assert r.status == 400, r.log
 
 
+def test_gateway_body_of_exactly_max_body_bytes(gw):
+    # The default max_body_bytes (1 MiB) works to its last byte; one more is the 413.
+    gw.page("body.lsh", 'import cgi\nb = cgi.body()\ncgi.headers({"Content-Type": "text/plain"})\nprint(len(b))\n')
+    env = {"REQUEST_METHOD": "POST", "CONTENT_TYPE": "application/octet-stream"}
+    n = 1 << 20
+    r = gw.request("body.lsh", {**env, "CONTENT_LENGTH": str(n)}, input=b"b" * n)
+    assert r.status == 200 and r.body == b"1048576\n", r.log
+    r = gw.request("body.lsh", {**env, "CONTENT_LENGTH": str(n + 1)}, input=b"b" * (n + 1))
+    assert r.status == 413 and "max_body_bytes (1048576)" in r.summary, r.log
+
+
+def test_gateway_refuses_a_control_character_in_a_response_header(gw):
+    gw.fake()
+    gw.page("x.lsh", "")
+    r = gw.request("x.lsh", {"FAKE": "vt"})
+    assert r.status == 500 and "control character (0x0b)" in r.summary, r.log
+    assert b"X-Note" not in r.proc.stdout
+
+
+def _gateway_env(gw, path, env):
+    gw.write_config()
+    e = {
+        "GATEWAY_INTERFACE": "CGI/1.1",
+        "REQUEST_METHOD": "GET",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "LEASH_CGI_CONFIG": str(gw.config),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PATH_TRANSLATED": str(gw.root / path),
+        "PATH_INFO": "/" + path,
+    }
+    e.update(env)
+    return e
+
+
+def _like_apache(gw, path, env, body, stdio):
+    """Run leash-cgi as Apache does: the whole body written before the response is read
+    (mod_cgi: pipes; mod_cgid: one Unix socket for stdin and stdout), its first 60 kB
+    already there when the gateway starts -> (the writer finished in time, the response
+    bytes or None when the socket was reset, stderr text)."""
+    e = _gateway_env(gw, path, env)
+    first, rest = body[:60000], body[60000:]
+    if stdio == "socket":
+        ours, theirs = socket.socketpair()
+        ours.settimeout(10)
+        ours.sendall(first)
+        proc = subprocess.Popen([str(LEASH_CGI)], env=e, stdin=theirs, stdout=theirs, stderr=subprocess.PIPE)
+        theirs.close()
+
+        def write():
+            try:
+                ours.sendall(rest)
+            except OSError:
+                pass  # the gateway refused the rest: mod_cgid then drops it and reads on
+            ours.shutdown(socket.SHUT_WR)
+
+        def read():
+            out = b""
+            try:
+                while d := ours.recv(65536):
+                    out += d
+            except ConnectionResetError:
+                return None
+            return out
+    else:
+        r, w = os.pipe()
+        os.write(w, first)
+        proc = subprocess.Popen([str(LEASH_CGI)], env=e, stdin=r, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(r)
+        sink = os.fdopen(w, "wb")
+
+        def write():
+            try:
+                sink.write(rest)
+                sink.close()
+            except OSError:
+                pass  # EPIPE: mod_cgi then drops the rest and reads on
+
+        def read():
+            return proc.stdout.read()
+
+    try:
+        t = threading.Thread(target=write, daemon=True)
+        t.start()
+        t.join(10)
+        written = not t.is_alive()
+        if not written:
+            proc.kill()  # stuck: Apache would wait for its Timeout
+        out = read()
+        err = proc.stderr.read().decode(errors="replace")
+    finally:
+        proc.kill()
+        proc.wait(10)
+        if stdio == "socket":
+            ours.close()
+    return written, out, err
+
+
+@pytest.mark.parametrize("stdio", ["pipes", "socket"])
+def test_gateway_reads_an_unread_body_while_it_answers(gw, stdio):
+    # The script ignores a 400 kB body and writes 300 kB: the gateway reads (and drops)
+    # the body while it answers, so a server that writes the whole body first gets it all
+    # written, then the whole response (neither fits in a pipe or a socket buffer).
+    gw.page("unread.lsh", 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nfor i = 1 to 300\n  print(repeat("z", 999))\nend\n')
+    env = {"REQUEST_METHOD": "POST", "CONTENT_LENGTH": "400000", "CONTENT_TYPE": "application/octet-stream"}
+    written, out, err = _like_apache(gw, "unread.lsh", env, b"u" * 400_000, stdio)
+    assert written, f"the gateway stopped reading the body: {err}"
+    assert out is not None, f"the socket was reset: {err}"
+    status, _, body = parse_cgi(out)
+    assert status == 200 and len(body) == 300_000, err
+
+
+@pytest.mark.parametrize("stdio", ["pipes", "socket"])
+@pytest.mark.parametrize("size", [20_000, 40 << 20])
+def test_gateway_413_with_the_body_drained_or_refused(gw, stdio, size):
+    # Over max_body_bytes: the 413 comes whole, the body drained (20 kB) or, past the
+    # 32 MiB the gateway reads, refused (the socket's reading side shut, the pipe closed).
+    gw.page("x.lsh", HELLO)
+    gw.settings["max_body_bytes"] = 10000
+    env = {"REQUEST_METHOD": "POST", "CONTENT_LENGTH": str(size), "CONTENT_TYPE": "application/octet-stream"}
+    t0 = time.monotonic()
+    written, out, err = _like_apache(gw, "x.lsh", env, b"v" * size, stdio)
+    assert written and out is not None, err
+    assert parse_cgi(out)[0] == 413 and out.endswith(b"Content Too Large\n"), (out[:200], err)
+    assert time.monotonic() - t0 < 5
+
+
+def test_gateway_drops_a_body_without_content_length(gw):
+    # A chunked request reaches a CGI as a body without CONTENT_LENGTH: read and dropped.
+    gw.page("unread.lsh", 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nfor i = 1 to 300\n  print(repeat("z", 999))\nend\n')
+    env = {"REQUEST_METHOD": "POST", "HTTP_TRANSFER_ENCODING": "chunked"}
+    written, out, err = _like_apache(gw, "unread.lsh", env, b"c" * 400_000, "pipes")
+    assert written and parse_cgi(out)[0] == 200, err
+    assert "(chunked) is read and dropped" in err
+
+
+def test_gateway_log_lines_are_one_write_each_and_come_first(gw, tmp_path):
+    # Each log line is one write(2) with its newline; the summary goes out before the
+    # response (a client that leaves mid-response can take the log's pipe with it).
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed")
+    gw.page("fail.lsh", 'import cgi\neprint("one")\neprint("two")\nx = 1 / 0\n')
+    log = tmp_path / "strace.log"
+    e = _gateway_env(gw, "fail.lsh", {})
+    p = subprocess.run(
+        ["strace", "-qq", "-e", "trace=write", "-s", "100000", "-o", str(log), str(LEASH_CGI)],
+        env=e, input=b"", capture_output=True, timeout=TIMEOUT,
+    )
+    if p.returncode != 0 or not log.exists():
+        pytest.skip(f"strace not usable here: {p.stderr[:200]!r}")
+    calls = re.findall(r'^write\((\d+), "(.*)", \d+\) += \d+$', log.read_text(), re.M)
+    to_log = [text for fd, text in calls if fd == "2"]
+    assert len(to_log) == 4, calls  # the worker's diagnostic, its two lines, the summary
+    for text in to_log:
+        assert text.endswith("\\n") and text.count("\\n") == 1 and text.startswith("leash-cgi: "), text
+    fds = [fd for fd, _ in calls]
+    assert fds.index("1") > max(i for i, fd in enumerate(fds) if fd == "2"), calls
+    assert 'status=500' in to_log[-1]
+
+
 def test_gateway_per_directory_allow(gw):
     reader = 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nwrite(file.read("data.txt"))\n'
     gw.page("files/read.lsh", reader)
@@ -574,7 +781,8 @@ def test_gateway_check_config(gw):
 
 
 # ---------------------------------------------------------------------------
-# Behind a real Apache (mod_cgi + mod_actions)
+# Behind a real Apache (mod_actions, with mod_cgi under prefork and with mod_cgid under
+# event: the two set-ups the README describes; every Apache test runs under both)
 # ---------------------------------------------------------------------------
 
 APACHE_MODULES = pathlib.Path("/usr/lib/apache2/modules")
@@ -610,17 +818,15 @@ ErrorLog "{base}/logs/error.log"
 LogLevel warn
 ServerName 127.0.0.1
 {user}
-LoadModule mpm_prefork_module {mods}/mod_mpm_prefork.so
+{setup}
 LoadModule authz_core_module {mods}/mod_authz_core.so
 LoadModule mime_module {mods}/mod_mime.so
 LoadModule alias_module {mods}/mod_alias.so
 LoadModule env_module {mods}/mod_env.so
-LoadModule cgi_module {mods}/mod_cgi.so
 LoadModule actions_module {mods}/mod_actions.so
-StartServers 2
-MinSpareServers 1
-MaxSpareServers 4
+LoadModule reqtimeout_module {mods}/mod_reqtimeout.so
 Timeout 30
+RequestReadTimeout header=10 body=3
 TypesConfig /dev/null
 DocumentRoot "{base}/www"
 ScriptAlias /cgi-bin/ "{base}/cgi-bin/"
@@ -632,10 +838,33 @@ AddHandler leash-script .lsh
 <Directory />
   Require all granted
 </Directory>
+# Scripts under /roomy/ run with the gateway's default budgets (1 MiB bodies, 16 MiB pages).
+<Location "/cgi-bin/leash-cgi/roomy/">
+  SetEnv LEASH_CGI_CONFIG "{base}/roomy.toml"
+</Location>
 """
+
+# The MPM and CGI module of each set-up (Debian pairs mod_cgi with prefork and mod_cgid
+# with the threaded MPMs).
+APACHE_SETUPS = {
+    "mod_cgi": (
+        "mod_cgi.so",
+        "LoadModule mpm_prefork_module {mods}/mod_mpm_prefork.so\n"
+        "LoadModule cgi_module {mods}/mod_cgi.so\n"
+        "StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\n",
+    ),
+    "mod_cgid": (
+        "mod_cgid.so",
+        "LoadModule mpm_event_module {mods}/mod_mpm_event.so\n"
+        "LoadModule cgid_module {mods}/mod_cgid.so\n"
+        'ScriptSock "{base}/run/cgid.sock"\n'
+        "StartServers 1\n",
+    ),
+}
 
 GATEWAY_CONF = """root = "{base}/www/app"
 max_steps = 100000000
+max_work = 10000000000000
 max_time_ms = 1500
 max_output_bytes = 100000
 max_body_bytes = 10000
@@ -644,6 +873,34 @@ env_pass = ["LEASH_TEST_PASS"]
 [[dir]]
 path = "files"
 allow = ["files"]
+"""
+
+# The defaults but for the time (max_body_bytes 1 MiB, max_output_bytes 16 MiB).
+ROOMY_CONF = """root = "{base}/www/roomy"
+max_time_ms = 5000
+
+[[dir]]
+path = "db"
+allow = ["db"]
+"""
+
+# One request of the concurrent-writer test: `n` rows to MODE.db, each in a transaction
+# that reads then writes (BEGIN IMMEDIATE, as UTILITIES.md advises), or in autocommit.
+DB_WRITER = """import cgi
+q = cgi.query()
+h = db.open(q.mode .. ".db")
+for i = 1 to num(q.n)
+  if q.mode == "immediate"
+    db.exec(h, "BEGIN IMMEDIATE")
+    seen = db.query(h, "SELECT count(*) AS c FROM t")[0].c
+    db.exec(h, "INSERT INTO t (who, i, seen) VALUES (?, ?, ?)", [q.who, i, seen])
+    db.exec(h, "COMMIT")
+  else
+    db.exec(h, "INSERT INTO t (who, i, seen) VALUES (?, ?, 0)", [q.who, i])
+  end
+end
+cgi.headers({"Content-Type": "text/plain"})
+print("wrote", q.n)
 """
 
 PAGES = {
@@ -669,12 +926,23 @@ PAGES = {
     "app/files/read.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nwrite(file.read("data.txt"))\n',
     "app/files/data.txt": "files-dir data\n",
     "other/outside.lsh": HELLO,
+    # Valid Leash, but not a .lsh file: reached through the symlink notes.lsh.
+    "app/notes.txt": HELLO,
+    "app/vt.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain", "X-Note": "a\\x0bb"})\nprint("no")\n',
+    "roomy/db/write.lsh": DB_WRITER,
+    "roomy/body.lsh": (
+        'import cgi\nb = cgi.body()\ncgi.headers({"Content-Type": "text/plain"})\nprint(len(b), hash.sha256(b))\n'
+    ),
+    # 300,000 bytes, more than a pipe holds, and the request body left unread.
+    "roomy/unread.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nfor i = 1 to 300\n  print(repeat("z", 999))\nend\n',
+    # 4 MiB: more than the pipes and socket buffers between the gateway and the client hold.
+    "roomy/huge.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nfor i = 1 to 4096\n  print(repeat("h", 1023))\nend\n',
 }
 
 
 class Apache:
-    def __init__(self, base, port, proc):
-        self.base, self.port, self.proc = base, port, proc
+    def __init__(self, base, port, proc, setup):
+        self.base, self.port, self.proc, self.setup = base, port, proc, setup
         self.log_path = base / "logs" / "error.log"
 
     def url(self, path):
@@ -716,22 +984,25 @@ def fetch(url, data=None, headers=None, timeout=TIMEOUT):
     return out
 
 
-@pytest.fixture(scope="module")
-def apache():
+@pytest.fixture(scope="module", params=sorted(APACHE_SETUPS))
+def apache(request):
+    setup = request.param
+    module, setup_conf = APACHE_SETUPS[setup]
     exe = shutil.which("apache2") or ("/usr/sbin/apache2" if os.path.exists("/usr/sbin/apache2") else None)
     if not exe:
         pytest.skip("apache2 is not installed (scripts/test.sh installs it with apt-get when it can)")
-    if not (APACHE_MODULES / "mod_cgi.so").exists() or not (APACHE_MODULES / "mod_actions.so").exists():
-        pytest.skip(f"mod_cgi / mod_actions not found in {APACHE_MODULES}")
+    for m in [module, "mod_actions.so", "mod_reqtimeout.so"]:
+        if not (APACHE_MODULES / m).exists():
+            pytest.skip(f"{m} not found in {APACHE_MODULES}")
     if not LEASH_CGI.exists():
         pytest.skip(f"{LEASH_CGI} is not built")
     user = _run_user()
     if user is None:
         pytest.skip("running as root but neither www-data nor nobody exists for Apache's children")
     # Not under pytest's tmp_path: Apache's children (www-data) must be able to reach it.
-    base = pathlib.Path(tempfile.mkdtemp(prefix="leash-apache-"))
+    base = pathlib.Path(tempfile.mkdtemp(prefix=f"leash-apache-{setup}-"))
     try:
-        for d in ["run", "logs", "cgi-bin", "www/app", "www/other"]:
+        for d in ["run", "logs", "cgi-bin", "www/app", "www/other", "www/roomy/db"]:
             (base / d).mkdir(parents=True, exist_ok=True)
         shutil.copy2(LEASH_CGI, base / "cgi-bin" / "leash-cgi")
         shutil.copy2(LEASH, base / "cgi-bin" / "leash")  # the default interpreter: beside leash-cgi
@@ -739,23 +1010,29 @@ def apache():
             (base / "www" / rel).parent.mkdir(parents=True, exist_ok=True)
             (base / "www" / rel).write_text(text)
         (base / "www/app/escape.lsh").symlink_to(base / "www/other/outside.lsh")
+        # Inside the root, but what it names is no .lsh script.
+        (base / "www/app/notes.lsh").symlink_to(base / "www/app/notes.txt")
         (base / "leash-cgi.toml").write_text(GATEWAY_CONF.format(base=base))
+        (base / "roomy.toml").write_text(ROOMY_CONF.format(base=base))
         port = _free_port()
         conf = base / "httpd.conf"
-        conf.write_text(APACHE_CONF.format(base=base, port=port, user=user, mods=APACHE_MODULES))
+        setup_text = setup_conf.format(base=base, mods=APACHE_MODULES)
+        conf.write_text(APACHE_CONF.format(base=base, port=port, user=user, mods=APACHE_MODULES, setup=setup_text))
         for dirpath, dirnames, filenames in os.walk(base):
             os.chmod(dirpath, 0o755)
             for f in filenames:
                 p = os.path.join(dirpath, f)
                 if not os.path.islink(p):
                     os.chmod(p, 0o755)
+        # SQLite writes its journal beside the database: the scripts (www-data) need the folder.
+        os.chmod(base / "www/roomy/db", 0o777)
         proc = subprocess.Popen(
             [exe, "-f", str(conf), "-D", "FOREGROUND"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        server = Apache(base, port, proc)
+        server = Apache(base, port, proc, setup)
         deadline = time.monotonic() + 15
         while True:
             if proc.poll() is not None:
@@ -857,3 +1134,194 @@ def test_apache_env_pass(apache):
     status, _, body = fetch(apache.url("app/env.lsh"))
     assert status == 200
     assert body == b"hello-from-apache||/app/env.lsh\n"
+
+
+# ---------------------------------------------------------------------------
+# Behind Apache: bodies, the log, clients that leave, concurrent writers (issue 10)
+# ---------------------------------------------------------------------------
+
+
+def raw_http(port, request, timeout=10):
+    """Send `request` (bytes, from a thread, so that a server that stops reading cannot
+    block the test) and read the reply until the server closes -> (status, or None when
+    the reply is empty; the body, de-chunked)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+
+    def send():
+        try:
+            s.sendall(request)
+        except OSError:
+            pass
+
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except ConnectionResetError:
+        pass
+    finally:
+        t.join(timeout)
+        s.close()
+    if not out:
+        return None, out
+    head, _, body = out.partition(b"\r\n\r\n")
+    if b"\r\ntransfer-encoding: chunked" in head.lower():
+        plain = b""
+        while True:
+            size, _, rest = body.partition(b"\r\n")
+            n = int(size.split(b";")[0], 16)
+            if n == 0:
+                break
+            plain, body = plain + rest[:n], rest[n + 2 :]
+        body = plain
+    return int(out.split(b" ", 2)[1]), body
+
+
+def test_apache_symlink_to_a_file_that_is_no_script_is_403(apache):
+    # notes.lsh -> notes.txt: the name asked for ends in .lsh, the file it names does not.
+    status, _, body = fetch(apache.url("app/notes.lsh"))
+    assert status == 403 and b"hello" not in body, apache.log()
+    assert apache.wait_log("not a .lsh script"), apache.log()
+
+
+def test_apache_header_value_with_a_control_character_is_a_500(apache):
+    status, headers, body = fetch(apache.url("app/vt.lsh"))
+    assert status == 500 and "X-Note" not in headers and b"no" not in body, apache.log()
+    assert apache.wait_log("control character"), apache.log()
+
+
+@pytest.mark.parametrize("n, want", [((1 << 20) - 1, 200), (1 << 20, 200), ((1 << 20) + 1, 413)])
+def test_apache_body_up_to_exactly_max_body_bytes(apache, n, want):
+    data = (bytes(range(256)) * 4097)[:n]
+    status, _, body = fetch(apache.url("roomy/body.lsh"), data=data, headers={"Content-Type": "application/octet-stream"})
+    assert status == want, apache.log()[-2000:]
+    if want == 200:
+        assert body == f"{n} {hashlib.sha256(data).hexdigest()}\n".encode()
+
+
+def test_apache_unread_body_and_a_page_bigger_than_a_pipe(apache):
+    # 400 kB of body that the script never reads, 300 kB of page: neither fits in a pipe.
+    t0 = time.monotonic()
+    status, _, body = fetch(apache.url("roomy/unread.lsh"), data=b"u" * 400_000, timeout=10)
+    assert status == 200 and len(body) == 300_000, apache.log()[-2000:]
+    assert time.monotonic() - t0 < 5
+
+
+def test_apache_chunked_body_is_drained(apache):
+    # No Content-Length: Apache passes the decoded body on stdin without CONTENT_LENGTH;
+    # the gateway does not hand it to the script, and must not stall on it either.
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in [b"c" * 65536] * 6) + b"0\r\n\r\n"
+    head = b"POST /roomy/unread.lsh HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    t0 = time.monotonic()
+    status, body = raw_http(apache.port, head + chunks)
+    assert status == 200 and body == (b"z" * 999 + b"\n") * 300, (body[:300], apache.log()[-2000:])
+    assert time.monotonic() - t0 < 5
+    assert apache.wait_log("(chunked) is read and dropped"), apache.log()[-2000:]
+
+
+@pytest.mark.parametrize("size", [20_000, 40 << 20])
+def test_apache_413_reaches_the_client(apache, size):
+    # Over max_body_bytes (10000 here): the gateway answers at once without running the
+    # script; the body is drained (the 20 kB one) or refused (40 MiB, past what the
+    # gateway reads), and either way the 413 arrives whole, every time.
+    head = (
+        f"POST /app/form.lsh HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        f"Content-Length: {size}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    body = b"a=" + b"b" * (size - 2)
+    for _ in range(5 if size < 1 << 20 else 1):
+        status, reply = raw_http(apache.port, head + body)
+        assert status == 413 and reply == b"Content Too Large\n", (status, reply[:300], apache.log()[-2000:])
+
+
+def gateway_log(apache):
+    """The lines the gateway wrote to stderr, as they reached the error log: mod_cgi
+    logs each line read from the script's stderr as "AH01215: stderr from PATH: LINE";
+    under mod_cgid the script's stderr is the error log itself."""
+    out = []
+    for line in apache.log().splitlines():
+        if "AH01215: " in line:
+            out.append(re.sub(r"^stderr from \S+: ", "", line.split("AH01215: ", 1)[1]))
+        elif not line.startswith("["):
+            out.append(line)
+    return out
+
+
+def test_apache_log_lines_are_whole(apache):
+    # One write per line: no empty entries, no line split or glued to another.
+    def summaries():
+        return [e for e in gateway_log(apache) if 'hello.lsh" status=' in e]
+
+    before = len(summaries())
+    n = 48
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        statuses = list(ex.map(lambda i: fetch(apache.url(f"app/hello.lsh?who=n{i}"))[0], range(n)))
+    assert statuses == [200] * n
+    end = time.monotonic() + 10
+    while len(summaries()) < before + n and time.monotonic() < end:
+        time.sleep(0.05)
+    whole = re.compile(r'^leash-cgi: time=\S+Z script="[^"]*/hello\.lsh" status=200 duration_ms=\d+ steps=\d+$')
+    got = summaries()
+    assert len(got) == before + n, apache.log()[-3000:]
+    bad = [e for e in got if not whole.search(e)]
+    assert not bad, bad[:5]
+    bad = [e for e in gateway_log(apache) if not re.search(r"^leash-cgi: \S", e) or e.count("leash-cgi: ") != 1]
+    assert not bad, bad[:5]
+
+
+def test_apache_summary_is_logged_when_the_client_leaves(apache):
+    # A 4 MiB page to a client that reads the status line and resets the connection:
+    # the request's summary line is in the log all the same.
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect(("127.0.0.1", apache.port))
+    s.sendall(b"GET /roomy/huge.lsh HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    assert s.recv(64).startswith(b"HTTP/1.1 200")
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    assert apache.wait_log('huge.lsh" status=200 ', timeout=10), apache.log()[-3000:]
+
+
+def test_apache_sixteen_concurrent_writers(apache):
+    # 16 requests at once, each writing 5 rows to one SQLite file: every row is written,
+    # with the default (rollback) journal and with WAL. With BEGIN IMMEDIATE the
+    # read-then-write transactions are serialized: each saw a different count.
+    for mode in ["immediate", "auto", "wal"]:
+        path = apache.base / f"www/roomy/db/{mode}.db"
+        con = sqlite3.connect(path)
+        if mode == "wal":
+            con.execute("PRAGMA journal_mode=WAL")
+        con.execute("CREATE TABLE t (who TEXT, i INTEGER, seen INTEGER)")
+        con.commit()
+        con.close()
+        os.chmod(path, 0o666)
+        urls = [apache.url(f"roomy/db/write.lsh?mode={mode}&who={mode}{k}&n=5") for k in range(16)]
+        with concurrent.futures.ThreadPoolExecutor(16) as ex:
+            replies = list(ex.map(lambda u: fetch(u, timeout=20), urls))
+        assert [r[0] for r in replies] == [200] * 16, apache.log()[-3000:]
+        con = sqlite3.connect(path)
+        rows = con.execute("SELECT who, i, seen FROM t").fetchall()
+        con.close()
+        assert sorted((w, i) for w, i, _ in rows) == sorted((f"{mode}{k}", i) for k in range(16) for i in range(1, 6))
+        if mode == "immediate":
+            assert sorted(s for _, _, s in rows) == list(range(80))
+
+
+def test_apache_slow_body_meets_mod_reqtimeout(apache):
+    # A client that promises 1000 bytes and sends 10: Apache reads the body itself before
+    # the script's answer, so the gateway's 504 never reaches it; mod_reqtimeout (body=3
+    # here, as the README advises) ends it with Apache's 408 instead of after Timeout (30 s).
+    head = (
+        b"POST /roomy/body.lsh HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n"
+        + b"0123456789"
+    )
+    t0 = time.monotonic()
+    status, reply = raw_http(apache.port, head, timeout=20)
+    assert status == 408, reply[:300]
+    assert time.monotonic() - t0 < 10

@@ -6,6 +6,7 @@ value limits on results (checked while rows are read), 16 open databases (`datab
 SQLite's heap (`memory`), lengths (1 MiB strings; a `db` error inside SQLite).
 """
 import sqlite3
+import threading
 import time
 
 import pytest
@@ -562,6 +563,55 @@ def test_a_locked_database_waits_no_longer_than_the_deadline(script, tmp_path):
         r = limit(script, 'h = db.open("locked.db")\ndb.exec(h, "INSERT INTO t VALUES (1)")\n', "time",
                   opts=["--max-time", "0.5"])
         assert time.monotonic() - start < 4, r
+    finally:
+        con.close()
+
+
+def test_a_lock_is_waited_for_until_the_deadline_not_just_five_seconds(script, tmp_path):
+    # With a deadline (always under the CGI gateway) a call waits for another
+    # connection's lock until the deadline, not only DB_BUSY_TIMEOUT_MS (5 s): a lock
+    # held for 5.5 s is waited out.
+    con = sqlite3.connect(tmp_path / "held.db", isolation_level=None, check_same_thread=False)
+    con.execute("CREATE TABLE t(a)")
+    con.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(5.5, lambda: con.execute("COMMIT"))
+    release.start()
+    try:
+        start = time.monotonic()
+        out = ok(script, 'h = db.open("held.db")\ndb.exec(h, "INSERT INTO t VALUES (1)")\nprint("in")\n',
+                 opts=["--max-time", "15"], timeout=30)
+        assert out == "in\n" and time.monotonic() - start > 5.4
+    finally:
+        release.join()
+        con.close()
+    assert sqlite3.connect(tmp_path / "held.db").execute("SELECT count(*) FROM t").fetchone() == (1,)
+
+
+def test_a_read_then_write_transaction_is_refused_at_once_with_advice(script, tmp_path):
+    # Another connection is writing (it holds the RESERVED lock). A deferred transaction
+    # that has read cannot wait for it (SQLite's deadlock avoidance): refused at once,
+    # and the message says what to do. BEGIN IMMEDIATE waits instead, and goes through.
+    con = sqlite3.connect(tmp_path / "rw.db", isolation_level=None, check_same_thread=False)
+    con.execute("CREATE TABLE t(a)")
+    con.execute("BEGIN IMMEDIATE")
+    con.execute("INSERT INTO t VALUES (0)")
+    try:
+        code = (
+            'h = db.open("rw.db")\ndb.exec(h, "BEGIN")\nprint(db.query(h, "SELECT count(*) AS n FROM t")[0].n)\n'
+            + caught('db.exec(h, "INSERT INTO t VALUES (1)")')
+        )
+        start = time.monotonic()
+        kind, msg = err_of(db(script, code, opts=["--max-time", "10"]))
+        assert time.monotonic() - start < 3
+        assert kind == "db" and msg.startswith("db.exec: database is locked (") and "BEGIN IMMEDIATE" in msg, msg
+        release = threading.Timer(0.5, lambda: con.execute("COMMIT"))
+        release.start()
+        code = (
+            'h = db.open("rw.db")\ndb.exec(h, "BEGIN IMMEDIATE")\nn = db.query(h, "SELECT count(*) AS n FROM t")[0].n\n'
+            'db.exec(h, "INSERT INTO t VALUES (?)", [n + 1])\ndb.exec(h, "COMMIT")\nprint(n)\n'
+        )
+        assert ok(script, code, opts=["--max-time", "10"]) == "1\n"
+        release.join()
     finally:
         con.close()
 

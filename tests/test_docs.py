@@ -10,7 +10,7 @@ def builtin_table():
     r = run(["--builtins"])
     assert r.status == 0, r
     rows = [line.split("\t") for line in r.out.splitlines()]
-    assert all(len(row) == 5 for row in rows), rows
+    assert all(len(row) == 6 for row in rows), rows
     return rows
 
 
@@ -21,12 +21,20 @@ def test_every_builtin_is_documented():
 
 
 def test_cost_rules_are_known():
-    for name, _sig, _arity, _cap, cost in builtin_table():
-        assert cost in {"const", "bytes", "items", "sort", "io"}, name
+    for name, _sig, _arity, _cap, cost, formula in builtin_table():
+        assert cost in {"const", "bytes", "items", "bytes+items", "sort", "io", "out", "custom"}, name
+        assert formula.startswith(cost + ": "), (name, formula)
+
+
+def test_every_cost_rule_is_documented():
+    """UTILITIES.md's cost table lists each builtin with the formula the table charges."""
+    doc = (ROOT / "UTILITIES.md").read_text()
+    missing = [(name, formula) for name, *_, formula in builtin_table() if f"| `{name}` | {formula} |" not in doc]
+    assert not missing, f"cost rules not in UTILITIES.md: {missing}"
 
 
 def test_gates_match_the_namespaces():
-    for name, _sig, _arity, cap, _cost in builtin_table():
+    for name, _sig, _arity, cap, _cost, _formula in builtin_table():
         ns = name.split(".")[0] if "." in name else ""
         if ns in {"file", "dir"} or name in {"csv.open", "csv.next", "csv.close"}:
             assert cap == "--allow-files", name

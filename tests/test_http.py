@@ -103,6 +103,12 @@ def test_value_errors(script, http_server):
         f'http.get("{u}/hello", {{body: "x"}})': "unknown option",
         f'http.get("{u}/hello", {{headers: {{"bad name": "v"}}}})': "invalid header name",
         f'http.get("{u}/hello", {{headers: {{"X": "a\\nb"}}}})': "invalid value",
+        # Every control character but tab (VT, FF, DEL, ...) is refused in a header value.
+        f'http.get("{u}/hello", {{headers: {{"X": "a\\x0bb"}}}})': "invalid value",
+        f'http.get("{u}/hello", {{headers: {{"X": "a\\x0cb"}}}})': "invalid value",
+        f'http.get("{u}/hello", {{headers: {{"X": "a\\x7fb"}}}})': "invalid value",
+        f'http.get("{u}/hello", {{headers: {{"X": "a\\x01b"}}}})': "invalid value",
+        f'http.get("{u}/hello", {{headers: {{"X": "a\\x00b"}}}})': "invalid value",
         f'http.request("GE T", "{u}/hello")': "invalid method",
         f'http.get("{u}/hello", {{headers: {{"Content-Length": "5"}}}})': "set from the body",
         f'http.post("{u}/echo", "x", {{headers: {{"transfer-encoding": "chunked"}}}})': "set from the body",

@@ -7,7 +7,17 @@
 //! and a wall-clock deadline. The worker's response goes to the client only when the run
 //! succeeded and the response is well formed; otherwise the client gets a generic status
 //! (404, 403, 413, 500, 502, 504) and the reason goes to stderr (the server's error log),
-//! always ending with one summary line per request.
+//! always ending with one summary line per request, written before the response (a client
+//! that leaves mid-response can take the log's pipe with it), each line in one write.
+//!
+//! The request body is read on a thread of its own for the whole request, whatever the
+//! script does with it: the first CONTENT_LENGTH bytes go to the worker while it takes
+//! them, the rest is read and dropped, up to `CGI_MAX_DRAIN_BYTES` and the deadline, after
+//! which the gateway stops reading (see `stop_reading`). The server, which writes the
+//! whole body before it reads the response (Apache's mod_cgi and mod_cgid both do), is so
+//! never left blocked writing it while the gateway writes a page bigger than a pipe, and
+//! mod_cgid's socket is never closed with unread bytes (which would reset it and lose the
+//! response).
 //!
 //! The policy (configuration, paths, environment, response checks) is in the library,
 //! `leash::gateway`; this file does the process work.
@@ -15,10 +25,12 @@
 #![forbid(unsafe_code)]
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -60,6 +72,13 @@ impl Entry {
     }
 }
 
+/// What a request leaves for after the response: the body still being read, and until when.
+struct Pending {
+    input: Option<Input>,
+    /// Until when the rest of the body is waited for: the request's deadline.
+    until: Instant,
+}
+
 fn main() {
     let started = Instant::now();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -69,17 +88,119 @@ fn main() {
         std::process::exit(command(&args));
     }
     let mut entry = Entry { started, script: "-".into(), status: 500, steps: None, note: None };
-    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(&mut entry)));
+    let mut pending = Pending { input: None, until: deadline(started, CGI_DEFAULT_MAX_TIME_MS) };
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(&mut entry, &mut pending)));
     let response = match served {
         Ok(r) => r,
         Err(_) => entry.fail(500, "internal error in leash-cgi (a bug)"),
     };
+    // A request answered without a worker still has its body read (and dropped).
+    let input = pending.input.take().unwrap_or_else(|| Input::start(None, 0));
+    log_line(&entry.line());
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(&response).and_then(|_| out.flush()) {
-        let n = entry.note.take().map(|n| format!("{n}; ")).unwrap_or_default();
-        entry.note = Some(format!("{n}the response could not be sent: {e}"));
+        log_line(&format!("leash-cgi: script={:?}: the response could not be sent: {e}", entry.script));
     }
-    let _ = writeln!(std::io::stderr().lock(), "{}", entry.line());
+    drop(out);
+    input.finish(pending.until);
+}
+
+/// The end of a request that started at `t` with `max_time_ms`: when its worker is killed.
+fn deadline(t: Instant, max_time_ms: u64) -> Instant {
+    t + Duration::from_millis(max_time_ms.saturating_add(CGI_KILL_GRACE_MS))
+}
+
+/// One line to the log (stderr), newline included, in one write: stderr is unbuffered, and
+/// text and newline written apart reach the server as two reads, which it logs as two
+/// entries (one of them empty) or glues to another process's line.
+fn log_line(text: &str) {
+    let mut line = String::with_capacity(text.len() + 1);
+    line.push_str(text);
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+// ---------------------------------------------------------------------------
+// The request body
+// ---------------------------------------------------------------------------
+
+/// The thread that reads the request body (see the module's doc).
+struct Input {
+    ended: mpsc::Receiver<()>,
+}
+
+impl Input {
+    /// Start reading stdin: its first `pass` bytes go to `worker` while it takes them.
+    fn start(worker: Option<ChildStdin>, pass: u64) -> Input {
+        let (tx, ended) = mpsc::channel();
+        // A terminal (someone trying the gateway by hand) sends no body.
+        if !std::io::stdin().is_terminal() {
+            std::thread::spawn(move || {
+                pump(worker, pass);
+                let _ = tx.send(());
+            });
+        }
+        Input { ended }
+    }
+
+    /// Wait, until `until`, for the body to end; then stop reading it, and give the bytes
+    /// already queued a moment to be read.
+    fn finish(self, until: Instant) {
+        let left = until.saturating_duration_since(Instant::now());
+        if !matches!(self.ended.recv_timeout(left), Err(RecvTimeoutError::Timeout)) {
+            return;
+        }
+        stop_reading();
+        let _ = self.ended.recv_timeout(Duration::from_millis(CGI_DRAIN_CLOSE_MS));
+    }
+}
+
+/// Read stdin to its end: the first `pass` bytes to the worker (until it stops taking
+/// them), everything else dropped; past `CGI_MAX_DRAIN_BYTES`, stop reading.
+fn pump(mut worker: Option<ChildStdin>, mut pass: u64) {
+    let mut input = std::io::stdin().lock();
+    let mut buf = vec![0u8; 64 * KIB];
+    let mut total = 0u64;
+    let mut stopped = false;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        total += n as u64;
+        if let Some(w) = worker.as_mut() {
+            let k = (n as u64).min(pass);
+            pass -= k;
+            // A worker that exited or closed its stdin ends the copy (EPIPE); all of the
+            // body passed, it gets its end of input.
+            if w.write_all(&buf[..k as usize]).is_err() || pass == 0 {
+                worker = None;
+            }
+        }
+        if total >= CGI_MAX_DRAIN_BYTES && !stopped {
+            // What is queued on a socket is still read below, then the end comes.
+            stop_reading();
+            stopped = true;
+        }
+    }
+}
+
+/// Stop reading the request body. A socket (mod_cgid) has its reading side shut: the
+/// server's writes then fail at once, it drops the rest of the body and reads the
+/// response, and what was already queued is read to the end, so that closing the socket
+/// does not reset it. A pipe (mod_cgi) is closed, /dev/null put in its place: the
+/// server's writes fail (EPIPE) and it does the same.
+fn stop_reading() {
+    if let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() {
+        if UnixStream::from(fd).shutdown(std::net::Shutdown::Read).is_ok() {
+            return;
+        }
+    }
+    if let Ok(null) = std::fs::File::open("/dev/null") {
+        let _ = rustix::stdio::dup2_stdin(&null);
+    }
 }
 
 /// `leash-cgi --help`, `--version`, `--check-config [FILE]`: for the operator's shell.
@@ -111,13 +232,13 @@ fn command(args: &[OsString]) -> i32 {
                     0
                 }
                 Err(m) => {
-                    eprintln!("leash-cgi: configuration: {m}");
+                    log_line(&format!("leash-cgi: configuration: {m}"));
                     1
                 }
             }
         }
         _ => {
-            eprintln!("leash-cgi: unknown arguments (see leash-cgi --help)");
+            log_line("leash-cgi: unknown arguments (see leash-cgi --help)");
             2
         }
     }
@@ -125,11 +246,12 @@ fn command(args: &[OsString]) -> i32 {
 
 fn describe(c: &Config) -> String {
     let mut s = format!(
-        "root = {}\ninterpreter = {}\nmax_steps = {}\nmax_time_ms = {}\nmax_memory = {}\n\
+        "root = {}\ninterpreter = {}\nmax_steps = {}\nmax_work = {}\nmax_time_ms = {}\nmax_memory = {}\n\
          max_output_bytes = {}\nmax_body_bytes = {}\nmax_file_size = {}\nenv_pass = {:?}\nallow = {}\n",
         c.root.display(),
         interpreter(c).display(),
         c.max_steps,
+        c.max_work,
         c.max_time_ms,
         c.max_memory,
         c.max_output_bytes,
@@ -151,7 +273,7 @@ fn interpreter(c: &Config) -> PathBuf {
     })
 }
 
-fn serve(e: &mut Entry) -> Vec<u8> {
+fn serve(e: &mut Entry, pending: &mut Pending) -> Vec<u8> {
     let requested = std::env::var_os("PATH_TRANSLATED").filter(|p| !p.is_empty());
     if let Some(p) = &requested {
         e.script = p.to_string_lossy().into_owned();
@@ -160,6 +282,7 @@ fn serve(e: &mut Entry) -> Vec<u8> {
         Ok(c) => c,
         Err(m) => return e.fail(500, format!("configuration: {m}")),
     };
+    pending.until = deadline(e.started, cfg.max_time_ms);
     let Some(requested) = requested else {
         return e.fail(404, "no script: PATH_TRANSLATED is not set");
     };
@@ -177,10 +300,15 @@ fn serve(e: &mut Entry) -> Vec<u8> {
         return e
             .fail(413, format!("request body of {body_len} bytes is over max_body_bytes ({})", cfg.max_body_bytes));
     }
+    if std::env::var_os("CONTENT_LENGTH").is_none_or(|v| v.is_empty())
+        && std::env::var_os("HTTP_TRANSFER_ENCODING").is_some()
+    {
+        e.note = Some("a request body without CONTENT_LENGTH (chunked) is read and dropped, not passed on".into());
+    }
     let (allow, _) = gateway::allow_for(&cfg, &script);
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let env = gateway::worker_env(&vars, &cfg.env_pass, &script);
-    supervise(&cfg, allow, &script, env, body_len, e)
+    supervise(&cfg, allow, &script, env, body_len, e, pending)
 }
 
 // ---------------------------------------------------------------------------
@@ -316,15 +444,16 @@ fn forward_stderr(err: &Stderr, stats_line: bool) {
             lines.remove(i);
         }
     }
-    let mut o = std::io::stderr().lock();
     for l in lines {
         let clean: String =
             l.chars().map(|c| if c.is_control() && c != '\t' { char::REPLACEMENT_CHARACTER } else { c }).collect();
-        let _ = writeln!(o, "leash-cgi: worker: {clean}");
+        log_line(&format!("leash-cgi: worker: {clean}"));
     }
     if err.total > err.head.len() as u64 {
-        let _ =
-            writeln!(o, "leash-cgi: worker: ({} more bytes of stderr not logged)", err.total - err.head.len() as u64);
+        log_line(&format!(
+            "leash-cgi: worker: ({} more bytes of stderr not logged)",
+            err.total - err.head.len() as u64
+        ));
     }
 }
 
@@ -335,6 +464,7 @@ fn supervise(
     env: Vec<(OsString, OsString)>,
     body_len: u64,
     e: &mut Entry,
+    pending: &mut Pending,
 ) -> Vec<u8> {
     let interp = interpreter(cfg);
     let mut cmd = Command::new(&interp);
@@ -361,15 +491,9 @@ fn supervise(
         notes.push(m);
     }
 
+    // The request body: at most CONTENT_LENGTH bytes of it to the worker.
+    pending.input = Some(Input::start(child.stdin.take(), body_len));
     let (tx, rx) = mpsc::channel();
-    if let Some(mut w) = child.stdin.take() {
-        // The request body, at most CONTENT_LENGTH bytes; a worker that stops reading
-        // ends the copy (EPIPE).
-        std::thread::spawn(move || {
-            let mut input = std::io::stdin().lock().take(body_len);
-            let _ = std::io::copy(&mut input, &mut w);
-        });
-    }
     let mut out = child.stdout.take().expect("stdout is piped");
     let max_out = cfg.max_output_bytes;
     let tx_out = tx.clone();

@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::rc::Rc;
 
-use super::{b, place, Builtin, Cost, VARIADIC};
+use super::{b, place, Builtin, Cost, CALL_WORK, VARIADIC};
 use crate::diag::ErrKind;
 use crate::interp::{find_bytes, Interp, R};
 use crate::limits::*;
@@ -71,6 +71,7 @@ fn push(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Value>
     let l = target_list(it, "push", target)?;
     it.check_list_len(l.len() + 1)?;
     let v = std::mem::take(&mut args[0]);
+    it.cow(l)?;
     Rc::make_mut(l).push(v);
     Ok(Value::Nil)
 }
@@ -80,6 +81,7 @@ fn pop(it: &mut Interp<'_>, target: &mut Value, _: &mut [Value]) -> R<Value> {
     if l.is_empty() {
         return Err(it.err(ErrKind::Index, "pop: the list is empty"));
     }
+    it.cow(l)?;
     Ok(Rc::make_mut(l).pop().unwrap_or(Value::Nil))
 }
 
@@ -96,6 +98,7 @@ fn insert(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Valu
     }
     it.check_list_len(l.len() + 1)?;
     let v = std::mem::take(&mut args[1]);
+    it.cow(l)?;
     Rc::make_mut(l).insert(i as usize, v);
     Ok(Value::Nil)
 }
@@ -104,6 +107,7 @@ fn remove(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Valu
     match target {
         Value::List(l) => {
             let i = it.index(&args[0], l.len())?;
+            it.cow(l)?;
             Ok(Rc::make_mut(l).remove(i))
         }
         Value::Map(m) => {
@@ -111,6 +115,7 @@ fn remove(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Valu
             if !m.contains(k) {
                 return Err(it.err(ErrKind::Key, format!("remove: key \"{}\" not found", String::from_utf8_lossy(k))));
             }
+            it.cow(m)?;
             Ok(Rc::make_mut(m).remove(k).unwrap_or(Value::Nil))
         }
         other => Err(it.type_err("remove", 0, "a list or map", other)),
@@ -209,15 +214,24 @@ fn reverse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 fn index_of(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let i = match &args[0] {
-        Value::List(l) => l.items().iter().position(|v| equals(v, &args[1])),
+        Value::List(l) => {
+            let mut n = EqCount::default();
+            let i = l.items().iter().position(|v| equals_counted(v, &args[1], &mut n));
+            it.work(n.units())?;
+            i
+        }
         Value::Str(s) => {
             let sub = it.arg_str("index_of", args, 1)?;
+            it.work(crate::interp::find_work(s.len(), sub.len()))?;
             find_bytes(s, sub)
         }
         other => return Err(it.type_err("index_of", 0, "a list or string", other)),
     };
     Ok(Value::Num(i.map(|i| i as f64).unwrap_or(-1.0)))
 }
+
+/// range: the items of the result, charged before it is built.
+const RANGE: Cost = Cost::custom(0.0, 4.0);
 
 fn range(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (a, e) = if args.len() == 1 {
@@ -234,6 +248,7 @@ fn range(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     if count > MAX_LIST_ITEMS as f64 {
         return Err(it.limit(LimitKind::List, format!("range of more than {MAX_LIST_ITEMS} items")));
     }
+    it.work(RANGE.units(0, count as u64))?;
     let items = (0..count as usize).map(|k| Value::Num(a + k as f64 * st)).collect();
     it.make_list(items)
 }
@@ -282,9 +297,23 @@ fn max(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     min_max(it, "max", args, |a, b| if b > a { b } else { a })
 }
 
+/// join: the items, and the bytes of the result (strings and separators), charged
+/// before it is built; items that are lists or maps are charged as their text is written.
+const JOIN: Cost = Cost::custom(0.5, 20.0);
+
 fn join(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let l = it.arg_list("join", args, 0)?;
     let sep = it.arg_str("join", args, 1)?;
+    let n = l.len() as u64;
+    let text: u64 = l
+        .items()
+        .iter()
+        .map(|v| match v {
+            Value::Str(s) => s.len() as u64,
+            _ => 0,
+        })
+        .sum();
+    it.work(JOIN.units(text + n.saturating_sub(1) * sep.len() as u64, n))?;
     let mut out = Vec::new();
     for (i, v) in l.items().iter().enumerate() {
         if i > 0 {
@@ -308,8 +337,9 @@ fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     };
     let mut parts = Vec::new();
     let mut rest: &[u8] = s;
+    let finder = memchr::memmem::Finder::new(sep.as_slice());
     while parts.len() < max {
-        let Some(i) = find_bytes(rest, sep) else { break };
+        let Some(i) = finder.find(rest) else { break };
         parts.push(Value::str(rest[..i].to_vec()));
         rest = &rest[i + sep.len()..];
         it.check_list_len(parts.len() + 1)?;
@@ -337,24 +367,24 @@ fn lines(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("len", "len(v)", 1, 1, Cost::Const, len),
-    b("keys", "keys(map)", 1, 1, Cost::Items, keys),
-    b("values", "values(map)", 1, 1, Cost::Items, values),
-    b("get", "get(collection, key[, default])", 2, 3, Cost::Const, get),
-    place("push", "push(PLACE, v)", 2, 2, Cost::Const, push),
-    place("pop", "pop(PLACE)", 1, 1, Cost::Const, pop),
-    place("insert", "insert(PLACE, i, v)", 3, 3, Cost::Items, insert),
-    place("remove", "remove(PLACE, index_or_key)", 2, 2, Cost::Items, remove),
-    b("slice", "slice(v, start[, end])", 2, 3, Cost::Items, slice),
-    b("sort", "sort(list)", 1, 1, Cost::Sort, sort),
-    b("sort_by", "sort_by(list_of_maps, key)", 2, 2, Cost::Sort, sort_by),
-    b("reverse", "reverse(v)", 1, 1, Cost::Items, reverse),
-    b("index_of", "index_of(v, x)", 2, 2, Cost::Items, index_of),
-    b("range", "range([a, ]b[, step])", 1, 3, Cost::Items, range),
-    b("sum", "sum(list)", 1, 1, Cost::Items, sum),
-    b("min", "min(list) | min(a, b, ...)", 1, VARIADIC, Cost::Items, min),
-    b("max", "max(list) | max(a, b, ...)", 1, VARIADIC, Cost::Items, max),
-    b("join", "join(list, sep)", 2, 2, Cost::Bytes, join),
-    b("split", "split(s, sep[, max])", 2, 3, Cost::Bytes, split),
-    b("lines", "lines(s)", 1, 1, Cost::Bytes, lines),
+    b("len", "len(v)", 1, 1, Cost::konst(CALL_WORK), len),
+    b("keys", "keys(map)", 1, 1, Cost::items(7.0), keys),
+    b("values", "values(map)", 1, 1, Cost::items(8.0), values),
+    b("get", "get(collection, key[, default])", 2, 3, Cost::konst(CALL_WORK), get),
+    place("push", "push(PLACE, v)", 2, 2, Cost::konst(CALL_WORK), push),
+    place("pop", "pop(PLACE)", 1, 1, Cost::konst(CALL_WORK), pop),
+    place("insert", "insert(PLACE, i, v)", 3, 3, Cost::items(2.0), insert),
+    place("remove", "remove(PLACE, index_or_key)", 2, 2, Cost::items(2.0), remove),
+    b("slice", "slice(v, start[, end])", 2, 3, Cost::out(0.25, 9.0), slice),
+    b("sort", "sort(list)", 1, 1, Cost::sort(0.4, 5.0), sort),
+    b("sort_by", "sort_by(list_of_maps, key)", 2, 2, Cost::sort(0.4, 10.0), sort_by),
+    b("reverse", "reverse(v)", 1, 1, Cost::bytes_items(1.0, 5.5), reverse),
+    b("index_of", "index_of(v, x)", 2, 2, Cost::konst(CALL_WORK), index_of),
+    b("range", "range([a, ]b[, step])", 1, 3, RANGE, range),
+    b("sum", "sum(list)", 1, 1, Cost::items(2.0), sum),
+    b("min", "min(list) | min(a, b, ...)", 1, VARIADIC, Cost::items(2.0), min),
+    b("max", "max(list) | max(a, b, ...)", 1, VARIADIC, Cost::items(2.0), max),
+    b("join", "join(list, sep)", 2, 2, JOIN, join),
+    b("split", "split(s, sep[, max])", 2, 3, Cost::bytes_items(0.5, 85.0), split),
+    b("lines", "lines(s)", 1, 1, Cost::bytes_items(0.5, 100.0), lines),
 ];

@@ -2,14 +2,15 @@
 
 use std::io::Write;
 
-use super::{b, Builtin, Cost, VARIADIC};
+use super::{b, Builtin, Cost, CALL_WORK, VARIADIC};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, Unwind, R};
 use crate::limits::*;
+use crate::testrun::snapshot;
 use crate::value::*;
 
 /// Join the `str` of each argument with `sep` into one print's text (within 1 MiB).
-fn joined(it: &Interp<'_>, args: &[Value], sep: &[u8]) -> R<Vec<u8>> {
+fn joined(it: &mut Interp<'_>, args: &[Value], sep: &[u8]) -> R<Vec<u8>> {
     let mut out = Vec::new();
     for (i, a) in args.iter().enumerate() {
         if i > 0 {
@@ -201,7 +202,10 @@ pub fn repr(v: &Value) -> String {
 }
 
 fn assert_eq(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    if equals(&args[0], &args[1]) {
+    let mut n = EqCount::default();
+    let same = equals_counted(&args[0], &args[1], &mut n);
+    it.work(n.units())?;
+    if same {
         return Ok(Value::Nil);
     }
     let mut msg = format!("expected {}, got {}", repr(&args[1]), repr(&args[0]));
@@ -230,25 +234,40 @@ fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let Some(dir) = it.snapshots.clone() else {
         return Err(it.err(ErrKind::Value, "assert_snapshot needs a script file (not -e or stdin)"));
     };
+    if !snapshot::usable_stem(&dir.stem) {
+        return Err(it.err(
+            ErrKind::Value,
+            format!("assert_snapshot: the script's name gives no snapshot folder (stem {:?})", dir.stem),
+        ));
+    }
     let text = it.to_text(&args[1], MAX_STRING_BYTES)?;
-    let folder = dir.dir.join("__snapshots__").join(&dir.stem);
-    let file = folder.join(format!("{name}.snap"));
+    let file_name = format!("{name}.snap");
+    let file = dir.dir.join("__snapshots__").join(&dir.stem).join(&file_name);
     let io = |it: &Interp<'_>, what: &str, e: std::io::Error| {
         it.err(
             ErrKind::Io,
             format!("assert_snapshot: cannot {what} {}: {}", file.display(), crate::source::io_reason(&e)),
         )
     };
+    let folder = snapshot::open_folder(&dir.dir, &dir.stem, dir.update).map_err(|e| io(it, "open the folder of", e))?;
+    let stored = match &folder {
+        Some(f) => snapshot::read(f, &file_name, MAX_STRING_BYTES).map_err(|e| io(it, "read", e))?,
+        None => None,
+    };
     if dir.update {
-        std::fs::create_dir_all(&folder).map_err(|e| io(it, "create the folder of", e))?;
-        if std::fs::read(&file).ok().as_deref() != Some(&text[..]) {
-            std::fs::write(&file, &text).map_err(|e| io(it, "write", e))?;
+        let Some(folder) = folder else {
+            return Err(io(it, "create the folder of", std::io::Error::from(std::io::ErrorKind::NotFound)));
+        };
+        if stored.as_deref() != Some(&text[..]) {
+            // Charged before anything reaches the disk, like file.write.
+            it.budgets.file_writes.charge(text.len() as u64).map_err(|e| it.budget_fail(e))?;
+            snapshot::write(&folder, &file_name, &text).map_err(|e| io(it, "write", e))?;
         }
         return Ok(Value::Nil);
     }
-    match crate::source::read_bounded(&file, MAX_STRING_BYTES, true) {
-        Ok(stored) if stored == text => Ok(Value::Nil),
-        Ok(stored) => Err(it.err(
+    match stored {
+        Some(stored) if stored == text => Ok(Value::Nil),
+        Some(stored) => Err(it.err(
             ErrKind::Assert,
             format!(
                 "snapshot {name} differs: expected {}, got {} (run with --update-snapshots to accept)",
@@ -256,11 +275,10 @@ fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 repr(&Value::str(text))
             ),
         )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        None => {
             Err(it
                 .err(ErrKind::Assert, format!("snapshot {name} is missing (run with --update-snapshots to write it)")))
         }
-        Err(e) => Err(io(it, "read", e)),
     }
 }
 
@@ -285,22 +303,22 @@ fn fail(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 /// Builtins that only stdlib modules can call: a bare name in a module resolves here
 /// after the public table; in a script these names are free for user functions.
-pub const MODULE_ONLY: &[Builtin] = &[b("fail", "fail(kind, message)", 2, 2, Cost::Const, fail)];
+pub const MODULE_ONLY: &[Builtin] = &[b("fail", "fail(kind, message)", 2, 2, Cost::konst(CALL_WORK), fail)];
 
 pub const TABLE: &[Builtin] = &[
-    b("print", "print(...)", 0, VARIADIC, Cost::Bytes, print),
-    b("write", "write(...)", 0, VARIADIC, Cost::Bytes, write),
-    b("eprint", "eprint(...)", 0, VARIADIC, Cost::Bytes, eprint),
-    b("type", "type(v)", 1, 1, Cost::Const, type_),
-    b("str", "str(v)", 1, 1, Cost::Bytes, str_),
-    b("num", "num(s)", 1, 1, Cost::Bytes, num),
-    b("int", "int(v)", 1, 1, Cost::Bytes, int),
-    b("bool", "bool(v)", 1, 1, Cost::Const, bool_),
-    b("args", "args()", 0, 0, Cost::Items, args_),
-    b("exit", "exit([status])", 0, 1, Cost::Const, exit),
-    b("assert", "assert(cond[, message])", 1, 2, Cost::Const, assert),
-    b("assert_eq", "assert_eq(actual, expected[, message])", 2, 3, Cost::Items, assert_eq),
-    b("assert_snapshot", "assert_snapshot(name, value)", 2, 2, Cost::Bytes, assert_snapshot),
+    b("print", "print(...)", 0, VARIADIC, Cost::bytes(1.0), print),
+    b("write", "write(...)", 0, VARIADIC, Cost::bytes(1.0), write),
+    b("eprint", "eprint(...)", 0, VARIADIC, Cost::bytes(1.0), eprint),
+    b("type", "type(v)", 1, 1, Cost::konst(CALL_WORK), type_),
+    b("str", "str(v)", 1, 1, Cost::konst(CALL_WORK), str_),
+    b("num", "num(s)", 1, 1, Cost::bytes(1.0), num),
+    b("int", "int(v)", 1, 1, Cost::bytes(1.0), int),
+    b("bool", "bool(v)", 1, 1, Cost::konst(CALL_WORK), bool_),
+    b("args", "args()", 0, 0, Cost::items(2.0), args_),
+    b("exit", "exit([status])", 0, 1, Cost::konst(CALL_WORK), exit),
+    b("assert", "assert(cond[, message])", 1, 2, Cost::konst(CALL_WORK), assert),
+    b("assert_eq", "assert_eq(actual, expected[, message])", 2, 3, Cost::konst(CALL_WORK), assert_eq),
+    b("assert_snapshot", "assert_snapshot(name, value)", 2, 2, Cost::bytes(1.0), assert_snapshot),
 ];
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use chrono::format::{Item, Parsed, StrftimeItems};
 use chrono::{DateTime, Datelike, FixedOffset, NaiveDateTime, NaiveTime, Timelike, Utc};
 
-use super::{b, Builtin, Cost};
+use super::{b, Builtin, Cost, CALL_WORK};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::limits::*;
@@ -22,13 +22,22 @@ fn now(_: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
     Ok(Value::Num(d.as_secs_f64()))
 }
 
-/// A time as microseconds since the epoch, if chrono can represent it.
+/// A time, to the microsecond, if chrono can represent it. Whole seconds and the
+/// fraction are taken apart before any scaling (`t * 1e6` is not exact past 2^53
+/// microseconds, about year 2255, and turned `8210266876799` into `...:58.999552`):
+/// `t - floor(t)` is exact for whole and half seconds at every magnitude, so a whole
+/// second always stays whole.
 fn to_datetime(t: f64) -> Option<DateTime<Utc>> {
-    let micros = (t * 1e6).round();
-    if micros.is_nan() || micros.abs() >= 9.2e18 {
+    if !t.is_finite() || t.abs() >= 9.2e18 {
         return None;
     }
-    DateTime::from_timestamp_micros(micros as i64)
+    let mut secs = t.floor();
+    let mut micros = ((t - secs) * 1e6).round();
+    if micros >= 1e6 {
+        secs += 1.0;
+        micros = 0.0;
+    }
+    DateTime::from_timestamp(secs as i64, micros as u32 * 1000)
 }
 
 fn time_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<DateTime<Utc>> {
@@ -218,10 +227,10 @@ fn parts(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("date.now", "date.now()", 0, 0, Cost::Const, now),
-    b("date.parse", "date.parse(s[, format])", 1, 2, Cost::Bytes, parse),
-    b("date.format", "date.format(t[, format[, utc_offset]])", 1, 3, Cost::Bytes, format),
-    b("date.parts", "date.parts(t[, utc_offset])", 1, 2, Cost::Const, parts),
+    b("date.now", "date.now()", 0, 0, Cost::konst(CALL_WORK), now),
+    b("date.parse", "date.parse(s[, format])", 1, 2, Cost::bytes(1.0), parse),
+    b("date.format", "date.format(t[, format[, utc_offset]])", 1, 3, Cost::bytes(12.0), format),
+    b("date.parts", "date.parts(t[, utc_offset])", 1, 2, Cost::konst(CALL_WORK), parts),
 ];
 
 #[cfg(test)]
@@ -249,6 +258,10 @@ mod tests {
         assert_eq!(rfc(0.0, -(5 * 3600 + 30 * 60)), "1969-12-31T18:30:00-05:30");
         assert_eq!(rfc(-62135596800.0, 0), "0001-01-01T00:00:00Z");
         assert_eq!(rfc(253402300800.0, 0), "+10000-01-01T00:00:00Z");
+        assert_eq!(rfc(8210266876799.0, 0), "+262142-12-31T23:59:59Z");
+        assert_eq!(rfc(8210266876799.5, 0), "+262142-12-31T23:59:59.5Z");
+        assert_eq!(rfc(-0.9999996, 0), "1969-12-31T23:59:59Z");
+        assert_eq!(rfc(0.9999996, 0), "1970-01-01T00:00:01Z");
         assert!(to_datetime(1e13).is_none());
         assert!(to_datetime(-1e13).is_none());
     }

@@ -16,6 +16,11 @@
 //!   capped process-wide (`PRAGMA hard_heap_limit`), and query results are built within
 //!   the value limits while the rows are read (a row past the list limit, or rows past
 //!   the frame-storage limit, stop the run before more is read).
+//! - Locks: a call that needs a lock another connection holds waits for it (a busy
+//!   handler that tries again every few ms) until the `--max-time` deadline, or for
+//!   `DB_BUSY_TIMEOUT_MS` without one. A transaction that has read and then wants to
+//!   write is refused at once by SQLite while another connection writes (waiting could
+//!   deadlock); its `database is locked` error says to begin it with `BEGIN IMMEDIATE`.
 //! - At most `MAX_DB_OPEN` databases are open at once; all are closed at the end of a
 //!   run (an open transaction is rolled back by SQLite then).
 
@@ -23,9 +28,9 @@ use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::config::DbConfig;
 use rusqlite::fallible_iterator::FallibleIterator;
@@ -34,7 +39,7 @@ use rusqlite::limits::Limit;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Batch, Connection, ErrorCode, OpenFlags, Statement};
 
-use super::{gated, Builtin, Cap, Cost};
+use super::{gated, Builtin, Cap, Cost, CALL_WORK};
 use crate::diag::ErrKind;
 use crate::interp::{Fail, Interp, R};
 use crate::limits::*;
@@ -61,6 +66,8 @@ struct Meter {
     allowance: AtomicU64,
     stop: AtomicU8,
     denied: AtomicU8,
+    /// The busy handler gave up waiting for a lock during the current call.
+    busy_gave_up: AtomicBool,
     deadline: Option<Instant>,
 }
 
@@ -81,6 +88,24 @@ impl Meter {
         false
     }
 
+    /// The busy handler: SQLite calls it while a lock this call needs is held by another
+    /// connection, `count` times before in this wait. It sleeps a little and says to try
+    /// again (true), until the deadline (without one, `DB_BUSY_TIMEOUT_MS` after the wait
+    /// began, kept in `until`).
+    fn busy(&self, until: &mut Option<Instant>, count: i32) -> bool {
+        let now = Instant::now();
+        if count == 0 || until.is_none() {
+            *until = Some(self.deadline.unwrap_or(now + Duration::from_millis(DB_BUSY_TIMEOUT_MS)));
+        }
+        let end = until.unwrap_or(now);
+        if now >= end {
+            self.busy_gave_up.store(true, Relaxed);
+            return false;
+        }
+        std::thread::sleep(busy_sleep(count, jitter()).min(end - now));
+        true
+    }
+
     /// The authorizer, called while SQL is prepared.
     fn authorize(&self, ctx: AuthContext<'_>) -> Authorization {
         let denied = match ctx.action {
@@ -94,6 +119,19 @@ impl Meter {
         self.denied.store(denied, Relaxed);
         Authorization::Deny
     }
+}
+
+/// The sleep before try `count + 1` for a lock: 1, 2, 4, 8, then `DB_BUSY_MAX_SLEEP_MS`
+/// ms, less up to half of it by `jitter` (any number), so that waiters do not try in step.
+fn busy_sleep(count: i32, jitter: u64) -> Duration {
+    let full = (1000u64 << count.clamp(0, 4)).min(DB_BUSY_MAX_SLEEP_MS * 1000);
+    Duration::from_micros(full - jitter % (full / 2 + 1))
+}
+
+/// A number that differs between processes and moments (the clock's microseconds).
+fn jitter() -> u64 {
+    let t = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    u64::from(t.subsec_micros()) ^ u64::from(std::process::id()).wrapping_mul(2_654_435_761)
 }
 
 /// Open databases.
@@ -147,7 +185,19 @@ fn db_err(it: &Interp<'_>, name: &str, m: &Meter, e: rusqlite::Error) -> Fail {
         DENIED_EXTENSION => "extension loading is refused: ",
         _ => "",
     };
-    it.err(ErrKind::Db, format!("{name}: {refused}{msg}"))
+    let busy = matches!(&e, rusqlite::Error::SqliteFailure(f, _) if f.code == ErrorCode::DatabaseBusy);
+    let why = if !busy {
+        String::new()
+    } else if m.busy_gave_up.load(Relaxed) {
+        format!(" (another connection held the lock for {DB_BUSY_TIMEOUT_MS} ms)")
+    } else {
+        // SQLite refuses without waiting: a transaction that has read cannot wait for the
+        // write lock of a connection that waits for that read to end.
+        " (another connection is writing, and a transaction that has read cannot wait for it: \
+         begin a transaction that reads and then writes with BEGIN IMMEDIATE)"
+            .to_string()
+    };
+    it.err(ErrKind::Db, format!("{name}: {refused}{msg}{why}"))
 }
 
 fn limit_setup(conn: &Connection) -> rusqlite::Result<()> {
@@ -158,30 +208,28 @@ fn limit_setup(conn: &Connection) -> rusqlite::Result<()> {
     conn.set_limit(Limit::SQLITE_LIMIT_WORKER_THREADS, 0)?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
-    conn.busy_timeout(Duration::from_millis(DB_BUSY_TIMEOUT_MS))?;
     Ok(())
 }
 
-/// Get ready for a call into SQLite on `conn`: reset the meter to the steps left.
-fn begin(it: &Interp<'_>, conn: &Connection, name: &str) -> R<Arc<Meter>> {
+/// Get ready for a call into SQLite: reset the meter to the steps (and work) left.
+fn begin(it: &Interp<'_>) -> R<Arc<Meter>> {
     it.check_time()?;
     let m = it.db.meter.clone().expect("a database is open, so the meter exists");
     m.used.store(0, Relaxed);
     m.stop.store(STOP_NONE, Relaxed);
     m.denied.store(DENIED_NONE, Relaxed);
-    m.allowance.store(it.steps_left(), Relaxed);
-    if let Some(d) = it.deadline {
-        // Waiting for another connection's lock runs no instruction: bound it by the
-        // deadline too.
-        let left = d.saturating_duration_since(Instant::now()).min(Duration::from_millis(DB_BUSY_TIMEOUT_MS));
-        conn.busy_timeout(left).map_err(|e| db_err(it, name, &m, e))?;
-    }
+    m.busy_gave_up.store(false, Relaxed);
+    // Each progress-handler call is one step and WORK_DB_TICK units of work: SQLite
+    // stops at whichever budget runs out first.
+    m.allowance.store(it.steps_left().min(it.work_left() / WORK_DB_TICK), Relaxed);
     Ok(m)
 }
 
-/// After a call into SQLite: charge the steps it used, then the deadline.
+/// After a call into SQLite: charge the steps and work it used, then the deadline.
 fn finish(it: &mut Interp<'_>, m: &Meter) -> R<()> {
-    it.charge_steps(m.used.load(Relaxed))?;
+    let used = m.used.load(Relaxed);
+    it.charge_steps(used)?;
+    it.work(used.saturating_mul(WORK_DB_TICK))?;
     if m.stop.load(Relaxed) == STOP_TIME {
         return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"));
     }
@@ -460,6 +508,7 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 allowance: AtomicU64::new(0),
                 stop: AtomicU8::new(STOP_NONE),
                 denied: AtomicU8::new(DENIED_NONE),
+                busy_gave_up: AtomicBool::new(false),
                 deadline,
             })
         })
@@ -483,10 +532,12 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let mut conn =
         Connection::open_with_flags(Path::new(std::ffi::OsStr::from_bytes(&path)), flags).map_err(|e| fail(it, e))?;
     limit_setup(&conn).map_err(|e| fail(it, e))?;
-    let (pm, am) = (m.clone(), m.clone());
+    let (pm, am, bm) = (m.clone(), m.clone(), m.clone());
     conn.progress_handler(DB_OPS_PER_STEP, Some(move || pm.tick())).map_err(|e| fail(it, e))?;
     conn.authorizer(Some(move |ctx: AuthContext<'_>| am.authorize(ctx))).map_err(|e| fail(it, e))?;
-    begin(it, &conn, NAME)?;
+    let mut until = None;
+    conn.busy_handler(Some(move |count| bm.busy(&mut until, count))).map_err(|e| fail(it, e))?;
+    begin(it)?;
     let r = (|| {
         if first {
             // Process-wide; SQL can only lower it afterwards.
@@ -509,7 +560,7 @@ fn exec(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let sql = it.arg_text(NAME, args, 1)?;
     let p = params_of(it, NAME, args, 2)?;
     let conn = &it.db.conns[&id];
-    let m = begin(it, conn, NAME)?;
+    let m = begin(it)?;
     let r = exec_in(it, NAME, &m, conn, sql, &p);
     finish(it, &m)?;
     Ok(Value::Num(r? as f64))
@@ -521,7 +572,7 @@ fn query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let sql = it.arg_text(NAME, args, 1)?;
     let p = params_of(it, NAME, args, 2)?;
     let conn = &it.db.conns[&id];
-    let m = begin(it, conn, NAME)?;
+    let m = begin(it)?;
     let r = query_in(it, NAME, &m, conn, sql, &p);
     finish(it, &m)?;
     r
@@ -541,10 +592,10 @@ fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 const D: Cap = Cap::Db;
 
 pub const TABLE: &[Builtin] = &[
-    gated("db.open", "db.open(path)", 1, 1, D, Cost::Const, open),
-    gated("db.exec", "db.exec(db, sql[, params])", 2, 3, D, Cost::Io, exec),
-    gated("db.query", "db.query(db, sql[, params])", 2, 3, D, Cost::Items, query),
-    gated("db.close", "db.close(db)", 1, 1, D, Cost::Const, close),
+    gated("db.open", "db.open(path)", 1, 1, D, Cost::konst(CALL_WORK), open),
+    gated("db.exec", "db.exec(db, sql[, params])", 2, 3, D, Cost::io(1.0), exec),
+    gated("db.query", "db.query(db, sql[, params])", 2, 3, D, Cost::items(2.0), query),
+    gated("db.close", "db.close(db)", 1, 1, D, Cost::konst(CALL_WORK), close),
 ];
 
 #[cfg(test)]
@@ -582,6 +633,7 @@ mod tests {
             allowance: AtomicU64::new(3),
             stop: AtomicU8::new(STOP_NONE),
             denied: AtomicU8::new(DENIED_NONE),
+            busy_gave_up: AtomicBool::new(false),
             deadline: None,
         };
         assert!(!m.tick() && !m.tick() && !m.tick());
@@ -592,5 +644,41 @@ mod tests {
         m.stop.store(STOP_NONE, Relaxed);
         let ticks = (0..DB_TIME_CHECK_EVERY).filter(|_| m.tick()).count();
         assert_eq!((ticks, m.stop.load(Relaxed)), (1, STOP_TIME));
+    }
+
+    #[test]
+    fn busy_sleeps_are_short_and_spread() {
+        let ms = |count, jitter| busy_sleep(count, jitter).as_micros() as u64;
+        assert_eq!([0, 1, 2, 3, 4, 9].map(|c| ms(c, 0)), [1000, 2000, 4000, 8000, 10_000, 10_000]);
+        assert!((0..10_000).all(|j| (5000..=10_000).contains(&ms(7, j))));
+        assert!((0..10_000).all(|j| (500..=1000).contains(&ms(0, j))));
+        assert_ne!(ms(4, 1), ms(4, 2));
+    }
+
+    #[test]
+    fn the_busy_handler_waits_until_the_deadline_and_no_longer() {
+        let m = Meter {
+            used: AtomicU64::new(0),
+            allowance: AtomicU64::new(0),
+            stop: AtomicU8::new(STOP_NONE),
+            denied: AtomicU8::new(DENIED_NONE),
+            busy_gave_up: AtomicBool::new(false),
+            deadline: Some(Instant::now() + Duration::from_millis(30)),
+        };
+        let (start, mut until, mut count) = (Instant::now(), None, 0);
+        while m.busy(&mut until, count) {
+            count += 1;
+        }
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(30) && waited < Duration::from_millis(500), "{waited:?}");
+        assert!(count >= 4 && m.busy_gave_up.load(Relaxed), "{count}");
+        assert_eq!(until, m.deadline);
+        // Without a deadline each wait has its own DB_BUSY_TIMEOUT_MS.
+        let m = Meter { deadline: None, ..m };
+        let mut until = None;
+        assert!(m.busy(&mut until, 0));
+        let end = until.expect("set by the first call");
+        let want = Instant::now() + Duration::from_millis(DB_BUSY_TIMEOUT_MS);
+        assert!(end <= want && end + Duration::from_millis(200) > want);
     }
 }

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use rustix::fs::{Mode, OFlags};
 
-use super::{gated, Builtin, Cap, Cost};
+use super::{gated, Builtin, Cap, Cost, CALL_WORK};
 use crate::budget::NextLine;
 use crate::diag::ErrKind;
 use crate::interp::{Fail, Interp, R};
@@ -197,6 +197,9 @@ fn copy(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     r.map(|_| Value::Nil)
 }
 
+/// file.copy: the bytes read and written, charged chunk by chunk.
+const COPY: Cost = Cost::custom(0.25, 0.0);
+
 fn copy_chunks(it: &mut Interp<'_>, from: &mut File, to: &mut File, src: &[u8], dst: &[u8]) -> R<()> {
     let mut chunk = vec![0u8; COPY_CHUNK];
     loop {
@@ -207,6 +210,7 @@ fn copy_chunks(it: &mut Interp<'_>, from: &mut File, to: &mut File, src: &[u8], 
             Err(e) => return Err(io_err(it, "file.copy", "read", src, &e)),
         };
         charge_write(it, n)?;
+        it.work(COPY.units(2 * n as u64, 0))?;
         to.write_all(&chunk[..n]).map_err(|e| io_err(it, "file.copy", "write", dst, &e))?;
         it.check_time()?;
     }
@@ -412,19 +416,19 @@ fn dir_remove(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 const F: Cap = Cap::Files;
 
 pub const TABLE: &[Builtin] = &[
-    gated("file.read", "file.read(path)", 1, 1, F, Cost::Io, read),
-    gated("file.write", "file.write(path, text)", 2, 2, F, Cost::Io, write),
-    gated("file.append", "file.append(path, text)", 2, 2, F, Cost::Io, append),
-    gated("file.exists", "file.exists(path)", 1, 1, F, Cost::Const, exists),
-    gated("file.remove", "file.remove(path)", 1, 1, F, Cost::Const, remove),
-    gated("file.copy", "file.copy(from, to)", 2, 2, F, Cost::Io, copy),
-    gated("file.rename", "file.rename(from, to)", 2, 2, F, Cost::Const, rename),
-    gated("file.size", "file.size(path)", 1, 1, F, Cost::Const, size),
-    gated("file.stat", "file.stat(path)", 1, 1, F, Cost::Const, stat),
-    gated("file.open", "file.open(path)", 1, 1, F, Cost::Const, open),
-    gated("file.read_line", "file.read_line(reader)", 1, 1, F, Cost::Io, read_line),
-    gated("file.close", "file.close(reader)", 1, 1, F, Cost::Const, close),
-    gated("dir.list", "dir.list(path)", 1, 1, F, Cost::Items, dir_list),
-    gated("dir.create", "dir.create(path)", 1, 1, F, Cost::Const, dir_create),
-    gated("dir.remove", "dir.remove(path)", 1, 1, F, Cost::Const, dir_remove),
+    gated("file.read", "file.read(path)", 1, 1, F, Cost::io(0.1), read),
+    gated("file.write", "file.write(path, text)", 2, 2, F, Cost::io(0.5), write),
+    gated("file.append", "file.append(path, text)", 2, 2, F, Cost::io(0.5), append),
+    gated("file.exists", "file.exists(path)", 1, 1, F, Cost::konst(CALL_WORK), exists),
+    gated("file.remove", "file.remove(path)", 1, 1, F, Cost::konst(CALL_WORK), remove),
+    gated("file.copy", "file.copy(from, to)", 2, 2, F, COPY, copy),
+    gated("file.rename", "file.rename(from, to)", 2, 2, F, Cost::konst(CALL_WORK), rename),
+    gated("file.size", "file.size(path)", 1, 1, F, Cost::konst(CALL_WORK), size),
+    gated("file.stat", "file.stat(path)", 1, 1, F, Cost::konst(CALL_WORK), stat),
+    gated("file.open", "file.open(path)", 1, 1, F, Cost::konst(CALL_WORK), open),
+    gated("file.read_line", "file.read_line(reader)", 1, 1, F, Cost::io(1.0), read_line),
+    gated("file.close", "file.close(reader)", 1, 1, F, Cost::konst(CALL_WORK), close),
+    gated("dir.list", "dir.list(path)", 1, 1, F, Cost::items(2.0), dir_list),
+    gated("dir.create", "dir.create(path)", 1, 1, F, Cost::konst(CALL_WORK), dir_create),
+    gated("dir.remove", "dir.remove(path)", 1, 1, F, Cost::konst(CALL_WORK), dir_remove),
 ];

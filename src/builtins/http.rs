@@ -281,6 +281,9 @@ fn failed(it: &Interp<'_>, what: &str, why: String) -> Fail {
     it.err(ErrKind::Network, format!("{what}: {why}"))
 }
 
+/// http.*: the bytes of the request's arguments (URL, body) and of the response body.
+const HTTP: Cost = Cost::io(1.0);
+
 fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: Option<Bytes>, o: Opts) -> R<Value> {
     let (uri, text) = check_url(it, name, url)?;
     let what = format!("{name}: {method} {}", shown_url(&text));
@@ -352,6 +355,8 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
         return Err(failed(it, &what, format!("reading the body: {}", io_reason(&e, o.timeout_ms))));
     }
     it.net.http.bodies.charge(data.len() as u64).map_err(|e| it.budget_fail(e))?;
+    // The body received (the request's own body is charged with the arguments).
+    it.work(HTTP.units(data.len() as u64, 0))?;
     if data.len() > o.max_body {
         return Err(
             it.err(ErrKind::Network, format!("{what}: response body longer than max_body ({} bytes)", o.max_body))
@@ -394,7 +399,7 @@ fn http_post(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 const N: Cap = Cap::Network;
 
 pub const TABLE: &[Builtin] = &[
-    gated("http.request", "http.request(method, url[, opts])", 2, 3, N, Cost::Io, http_request),
-    gated("http.get", "http.get(url[, opts])", 1, 2, N, Cost::Io, http_get),
-    gated("http.post", "http.post(url, body[, opts])", 2, 3, N, Cost::Io, http_post),
+    gated("http.request", "http.request(method, url[, opts])", 2, 3, N, HTTP, http_request),
+    gated("http.get", "http.get(url[, opts])", 1, 2, N, HTTP, http_get),
+    gated("http.post", "http.post(url, body[, opts])", 2, 3, N, HTTP, http_post),
 ];

@@ -658,14 +658,22 @@ fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     };
     match stringify(&args[0], &indent) {
         Ok(out) => Ok(Value::str(out)),
-        Err(WriteError::Value(m)) => Err(it.err(ErrKind::Value, format!("{NAME}: {m}"))),
+        Err(WriteError::Value(m)) => {
+            // It failed part way through: charge the value's accounted size, a bound on
+            // what it wrote before it stopped.
+            it.work(STRINGIFY.units(args[0].acct() as u64, 0))?;
+            Err(it.err(ErrKind::Value, format!("{NAME}: {m}")))
+        }
         Err(WriteError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{NAME}: {m}"))),
     }
 }
 
+/// json.stringify: the bytes of the text written.
+const STRINGIFY: Cost = Cost::bytes(5.0);
+
 pub const TABLE: &[Builtin] = &[
-    b("json.parse", "json.parse(s)", 1, 1, Cost::Bytes, json_parse),
-    b("json.stringify", "json.stringify(v[, indent])", 1, 2, Cost::Bytes, json_stringify),
+    b("json.parse", "json.parse(s)", 1, 1, Cost::bytes(20.0), json_parse),
+    b("json.stringify", "json.stringify(v[, indent])", 1, 2, STRINGIFY, json_stringify),
 ];
 
 #[cfg(test)]

@@ -49,31 +49,213 @@ impl Cap {
     }
 }
 
-/// How a builtin's work grows with its input: the rule the planned work meter
-/// (`--max-work`, SPEC 8) will charge by.
+/// What a builtin's generic work charge measures (SPEC 8.1): the sizes of its arguments,
+/// charged before it runs, and of its result, charged after. A string counts its bytes;
+/// a list or map its items (top level: the items' own contents are what the builtin's
+/// own charges, for the few that look inside, add).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cost {
-    /// Constant work.
+pub enum Rule {
+    /// The base charge only.
     Const,
-    /// Proportional to the bytes read or produced.
+    /// Bytes of string arguments and result.
     Bytes,
-    /// Proportional to the items of the collections read or produced.
+    /// Items of list and map arguments and result (and of a place's target).
     Items,
-    /// n log n in the items (sorting).
+    /// Bytes and items, each at its own rate.
+    BytesItems,
+    /// Sorting the list argument of n items: n * ceil(log2 n) at the item rate, and its
+    /// strings' bytes times ceil(log2 n) at the byte rate (each comparison reads at most
+    /// the shorter string).
     Sort,
-    /// Proportional to the bytes moved by I/O.
+    /// Bytes moved by I/O (arguments written, results read; the builtin charges what
+    /// moves without passing through a value, like a file copy).
     Io,
+    /// Only the result's bytes and items (the work is in what is produced: `slice`).
+    Out,
+    /// The base here; the builtin charges its own measure (documented with it) through
+    /// `Interp::work` at its rates, before the work where the size is known in advance
+    /// (`repeat`, `range`, `join`), as it goes otherwise.
+    Custom,
+}
+
+/// A builtin's cost rule: `base + byte_rate * bytes + item_rate * items` work units,
+/// the sizes measured as its `rule` says. Rates are kept in 1/256 units, so that a rate
+/// below one unit (a memchr scan) is exact integer arithmetic; every charge is
+/// deterministic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cost {
+    pub rule: Rule,
+    pub base: u32,
+    pub byte_x256: u32,
+    pub item_x256: u32,
+}
+
+/// Sorting: each string item counts this many bytes more than its length, for the cost
+/// of a string comparison beyond its bytes (calibrated with short strings).
+pub const SORT_STRING_BYTES: u64 = 24;
+
+/// Work charged by every builtin call besides its rule (about what a call of a cheap
+/// builtin costs beyond the line's step).
+pub const CALL_WORK: u32 = 20;
+
+const fn x256(r: f64) -> u32 {
+    (r * 256.0) as u32
 }
 
 impl Cost {
+    pub const fn new(rule: Rule, base: u32, byte: f64, item: f64) -> Cost {
+        Cost { rule, base, byte_x256: x256(byte), item_x256: x256(item) }
+    }
+    /// Constant work: the call's base.
+    pub const fn konst(base: u32) -> Cost {
+        Cost::new(Rule::Const, base, 0.0, 0.0)
+    }
+    pub const fn bytes(byte: f64) -> Cost {
+        Cost::new(Rule::Bytes, CALL_WORK, byte, 0.0)
+    }
+    pub const fn items(item: f64) -> Cost {
+        Cost::new(Rule::Items, CALL_WORK, 0.0, item)
+    }
+    pub const fn bytes_items(byte: f64, item: f64) -> Cost {
+        Cost::new(Rule::BytesItems, CALL_WORK, byte, item)
+    }
+    pub const fn sort(byte: f64, item: f64) -> Cost {
+        Cost::new(Rule::Sort, CALL_WORK, byte, item)
+    }
+    pub const fn io(byte: f64) -> Cost {
+        Cost::new(Rule::Io, CALL_WORK, byte, 0.0)
+    }
+    pub const fn out(byte: f64, item: f64) -> Cost {
+        Cost::new(Rule::Out, CALL_WORK, byte, item)
+    }
+    pub const fn custom(byte: f64, item: f64) -> Cost {
+        Cost::new(Rule::Custom, CALL_WORK, byte, item)
+    }
+
     pub fn name(self) -> &'static str {
-        match self {
-            Cost::Const => "const",
-            Cost::Bytes => "bytes",
-            Cost::Items => "items",
-            Cost::Sort => "sort",
-            Cost::Io => "io",
+        match self.rule {
+            Rule::Const => "const",
+            Rule::Bytes => "bytes",
+            Rule::Items => "items",
+            Rule::BytesItems => "bytes+items",
+            Rule::Sort => "sort",
+            Rule::Io => "io",
+            Rule::Out => "out",
+            Rule::Custom => "custom",
         }
+    }
+
+    /// The rule with its constants, as `leash --builtins` and UTILITIES.md show it:
+    /// `bytes: 20 + 0.5/byte`.
+    pub fn describe(self) -> String {
+        let rate = |x: u32| {
+            let r = x as f64 / 256.0;
+            let mut t = format!("{r:.3}");
+            while t.ends_with('0') {
+                t.pop();
+            }
+            if t.ends_with('.') {
+                t.pop();
+            }
+            t
+        };
+        let mut s = format!("{}: {}", self.name(), self.base);
+        let (byte, item) = match self.rule {
+            Rule::Sort => ("/byte*log2(n)", "/item*log2(n)"),
+            _ => ("/byte", "/item"),
+        };
+        if self.byte_x256 > 0 {
+            s.push_str(&format!(" + {}{byte}", rate(self.byte_x256)));
+        }
+        if self.item_x256 > 0 {
+            s.push_str(&format!(" + {}{item}", rate(self.item_x256)));
+        }
+        s
+    }
+}
+
+/// The size of one value as the generic charge measures it: (bytes, items).
+#[inline]
+fn measure(v: &Value) -> (u64, u64) {
+    match v {
+        Value::Str(s) => (s.len() as u64, 0),
+        Value::List(l) => (0, l.len() as u64),
+        Value::Map(m) => (0, m.len() as u64),
+        _ => (0, 0),
+    }
+}
+
+/// ceil(log2 n), at least 1.
+fn log2_ceil(n: u64) -> u64 {
+    (64 - n.saturating_sub(1).leading_zeros() as u64).max(1)
+}
+
+impl Cost {
+    /// `byte_rate * bytes + item_rate * items`, rounded up (what `Custom` builtins charge).
+    #[inline]
+    pub fn units(self, bytes: u64, items: u64) -> u64 {
+        crate::meter::scaled(bytes, self.byte_x256).saturating_add(crate::meter::scaled(items, self.item_x256))
+    }
+
+    /// Work charged before the builtin runs: its base and its arguments' sizes.
+    #[inline(always)]
+    pub fn before(self, args: &[Value]) -> u64 {
+        match self.rule {
+            Rule::Const | Rule::Custom | Rule::Out => self.base as u64,
+            _ => self.before_sized(args),
+        }
+    }
+
+    #[inline(never)]
+    fn before_sized(self, args: &[Value]) -> u64 {
+        let base = self.base as u64;
+        if self.rule == Rule::Sort {
+            let Some(Value::List(l)) = args.first() else { return base };
+            let n = l.len() as u64;
+            let log = log2_ceil(n);
+            let bytes: u64 = l
+                .items()
+                .iter()
+                .map(|v| match v {
+                    Value::Str(s) => s.len() as u64 + SORT_STRING_BYTES,
+                    _ => 0,
+                })
+                .sum();
+            return base.saturating_add(self.units(bytes.saturating_mul(log), n.saturating_mul(log)));
+        }
+        let (mut bytes, mut items) = (0, 0);
+        for a in args {
+            let (b, i) = measure(a);
+            bytes += b;
+            items += i;
+        }
+        base.saturating_add(self.units(bytes, items))
+    }
+
+    /// Whether the rule also measures a place builtin's target (`insert`, `remove`: the
+    /// items they shift).
+    #[inline(always)]
+    pub fn measures_target(self) -> bool {
+        self.rule == Rule::Items
+    }
+
+    /// Work for a place builtin's target.
+    pub fn target(self, target: &Value) -> u64 {
+        let (b, i) = measure(target);
+        self.units(b, i)
+    }
+
+    /// Whether the rule measures the result.
+    #[inline(always)]
+    pub fn measures_result(self) -> bool {
+        !matches!(self.rule, Rule::Const | Rule::Sort | Rule::Custom)
+    }
+
+    /// Work charged after the builtin returned: its result's size.
+    #[inline(never)]
+    pub fn after(self, result: &Value) -> u64 {
+        let (b, i) = measure(result);
+        self.units(b, i)
     }
 }
 

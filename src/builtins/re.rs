@@ -30,7 +30,25 @@ const CACHE_ENTRIES: usize = 16;
 pub struct Compiled {
     text: Regex,
     bytes: Rc<OnceCell<bytes::Regex>>,
+    /// States of the pattern's Thompson NFA: what one byte of subject can cost when the
+    /// engine falls back from its lazy DFA to simulating the NFA (the work charge).
+    states: u64,
 }
+
+/// The states of `pat`'s NFA as the engine compiles it (its own size bound applies).
+fn nfa_states(pat: &str) -> u64 {
+    use regex_automata::nfa::thompson;
+    thompson::Compiler::new()
+        .configure(thompson::Config::new().nfa_size_limit(Some(MAX_REGEX_PROGRAM)))
+        .build(pat)
+        .map(|nfa| nfa.states().len() as u64)
+        .unwrap_or(MAX_REGEX_PROGRAM as u64)
+}
+
+/// re.*: the subject's bytes at the byte rate, times (1 + the pattern's NFA states /
+/// `WORK_REGEX_STATES_PER_UNIT`), charged before the search (its size is known), and
+/// `WORK_REGEX_MATCH` per match or piece produced, as they are found.
+const RE: Cost = Cost::custom(0.08, 0.0);
 
 impl Compiled {
     fn bytes(&self) -> &bytes::Regex {
@@ -109,7 +127,7 @@ pub fn compile(pat: &str) -> Result<Compiled, PatternError> {
                     other => PatternError::Syntax(other.to_string()),
                 },
             )?;
-        let re = Compiled { text, bytes: Rc::new(OnceCell::new()) };
+        let re = Compiled { text, bytes: Rc::new(OnceCell::new()), states: nfa_states(pat) };
         if c.map.len() >= CACHE_ENTRIES {
             if let Some(old) = c.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone()) {
                 c.map.remove(&old);
@@ -121,10 +139,12 @@ pub fn compile(pat: &str) -> Result<Compiled, PatternError> {
 }
 
 /// The pattern (argument 0, compiled) and the subject (argument 1).
-fn pat_subject<'a>(it: &Interp<'_>, name: &str, args: &'a [Value]) -> R<(Compiled, &'a [u8])> {
+fn pat_subject<'a>(it: &mut Interp<'_>, name: &str, args: &'a [Value]) -> R<(Compiled, &'a [u8])> {
     let pat = it.arg_text(name, args, 0)?;
     let s = it.arg_str(name, args, 1)?;
     let re = compile(pat).map_err(|e| it.err(ErrKind::Value, format!("{name}: {e}")))?;
+    let weight = 1 + re.states / WORK_REGEX_STATES_PER_UNIT;
+    it.work(RE.units((s.len() as u64).saturating_mul(weight), 0))?;
     Ok((re, s.as_slice()))
 }
 
@@ -157,9 +177,10 @@ fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// Collect the pieces an iterator yields into a list, within the list limit.
-fn collect<'a>(it: &Interp<'_>, name: &str, what: &str, pieces: impl Iterator<Item = &'a [u8]>) -> R<Value> {
+fn collect<'a>(it: &mut Interp<'_>, name: &str, what: &str, pieces: impl Iterator<Item = &'a [u8]>) -> R<Value> {
     let mut items = Vec::new();
     for p in pieces {
+        it.work(WORK_REGEX_MATCH)?;
         if items.len() == MAX_LIST_ITEMS {
             return Err(it.limit(LimitKind::List, format!("{name}: more than {MAX_LIST_ITEMS} {what}")));
         }
@@ -200,6 +221,7 @@ fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 out.extend_from_slice(piece.as_bytes());
                 last = m.end();
                 it.check_str_len(out.len())?;
+                it.work(WORK_REGEX_MATCH)?;
             }
         }
         _ => {
@@ -209,6 +231,7 @@ fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 caps.expand(with, &mut out);
                 last = m.end();
                 it.check_str_len(out.len())?;
+                it.work(WORK_REGEX_MATCH)?;
             }
         }
     }
@@ -217,11 +240,11 @@ fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("re.test", "re.test(pattern, s)", 2, 2, Cost::Bytes, test),
-    b("re.match", "re.match(pattern, s)", 2, 2, Cost::Bytes, match_),
-    b("re.find_all", "re.find_all(pattern, s)", 2, 2, Cost::Bytes, find_all),
-    b("re.replace", "re.replace(pattern, s, with)", 3, 3, Cost::Bytes, replace),
-    b("re.split", "re.split(pattern, s)", 2, 2, Cost::Bytes, split),
+    b("re.test", "re.test(pattern, s)", 2, 2, RE, test),
+    b("re.match", "re.match(pattern, s)", 2, 2, RE, match_),
+    b("re.find_all", "re.find_all(pattern, s)", 2, 2, RE, find_all),
+    b("re.replace", "re.replace(pattern, s, with)", 3, 3, RE, replace),
+    b("re.split", "re.split(pattern, s)", 2, 2, RE, split),
 ];
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use super::{b, Builtin, Cost};
 use crate::budget::{next_line, NextLine};
+use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::limits::*;
 use crate::value::*;
@@ -20,11 +21,17 @@ pub struct StdinState {
     buf: Vec<u8>,
     pos: usize,
     eof: bool,
-    rx: Option<Receiver<Vec<u8>>>,
+    /// Why reading stdin failed (stdin is a directory, an I/O error): once the input read
+    /// before the failure is used up, every read fails this way.
+    failed: Option<String>,
+    rx: Option<Receiver<Chunk>>,
 }
 
-fn start_reader() -> Receiver<Vec<u8>> {
-    let (tx, rx) = sync_channel::<Vec<u8>>(2);
+/// What the reader thread sends: input, or the error that ended it.
+type Chunk = Result<Vec<u8>, String>;
+
+fn start_reader() -> Receiver<Chunk> {
+    let (tx, rx) = sync_channel::<Chunk>(2);
     std::thread::spawn(move || {
         let mut input = std::io::stdin();
         loop {
@@ -33,19 +40,25 @@ fn start_reader() -> Receiver<Vec<u8>> {
                 Ok(0) => break,
                 Ok(n) => {
                     chunk.truncate(n);
-                    if tx.send(chunk).is_err() {
+                    if tx.send(Ok(chunk)).is_err() {
                         break;
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
+                Err(e) => {
+                    // Not the end of input: a read that failed (EISDIR when stdin is a
+                    // directory, EIO) is an `io` error for the script.
+                    let _ = tx.send(Err(format!("cannot read stdin: {}", crate::source::io_reason(&e))));
+                    break;
+                }
             }
         }
     });
     rx
 }
 
-/// Wait for more input. Returns false at the end of input.
+/// Wait for more input. Returns false at the end of input, and when reading failed
+/// (`failed` is set then: see `at_end`).
 fn fill(it: &mut Interp<'_>) -> R<bool> {
     if it.stdin.eof {
         return Ok(false);
@@ -64,7 +77,12 @@ fn fill(it: &mut Interp<'_>) -> R<bool> {
     };
     let st = &mut it.stdin;
     match got {
-        Some(chunk) => {
+        Some(Err(m)) => {
+            st.failed = Some(m);
+            st.eof = true;
+            Ok(false)
+        }
+        Some(Ok(chunk)) => {
             if st.pos > 0 && st.pos * 2 >= st.buf.len() {
                 st.buf.drain(..st.pos);
                 st.pos = 0;
@@ -76,6 +94,15 @@ fn fill(it: &mut Interp<'_>) -> R<bool> {
             st.eof = true;
             Ok(false)
         }
+    }
+}
+
+/// What a read returns once nothing is left: nil at the end of input, an `io` error
+/// when reading stdin failed (the input read before the failure is returned first).
+fn at_end(it: &Interp<'_>) -> R<Value> {
+    match &it.stdin.failed {
+        Some(m) => Err(it.err(ErrKind::Io, m.clone())),
+        None => Ok(Value::Nil),
     }
 }
 
@@ -100,7 +127,7 @@ fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
                 consume(it, consumed)?;
                 return Ok(v);
             }
-            NextLine::End => return Ok(Value::Nil),
+            NextLine::End => return at_end(it),
             NextLine::TooLong => return Err(line_limit(it)),
             NextLine::More => {
                 searched = avail.len();
@@ -120,7 +147,7 @@ fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     let avail = &it.stdin.buf[it.stdin.pos..];
     if avail.is_empty() {
-        return Ok(Value::Nil);
+        return at_end(it);
     }
     let take = avail.len().min(n);
     let v = Value::str(avail[..take].to_vec());
@@ -129,6 +156,6 @@ fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("stdin.read_line", "stdin.read_line()", 0, 0, Cost::Io, read_line),
-    b("stdin.read", "stdin.read(max_bytes)", 1, 1, Cost::Io, read),
+    b("stdin.read_line", "stdin.read_line()", 0, 0, Cost::io(1.0), read_line),
+    b("stdin.read", "stdin.read(max_bytes)", 1, 1, Cost::io(1.0), read),
 ];

@@ -2,7 +2,7 @@
 //! `lower`, `trim`, `chars`, `reverse`, `pad_*`, `ord`) read valid UTF-8 as Unicode and
 //! fall back to ASCII rules (or refuse, where characters are the point) otherwise.
 
-use super::{b, Builtin, Cost};
+use super::{b, Builtin, Cost, CALL_WORK};
 use crate::diag::ErrKind;
 use crate::interp::{find_bytes, Interp, R};
 use crate::limits::*;
@@ -90,8 +90,9 @@ fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let mut out = Vec::with_capacity(s.len());
     let mut rest: &[u8] = s;
     let mut done = 0;
+    let finder = memchr::memmem::Finder::new(from.as_slice());
     while done < count {
-        let Some(i) = find_bytes(rest, from) else { break };
+        let Some(i) = finder.find(rest) else { break };
         out.extend_from_slice(&rest[..i]);
         out.extend_from_slice(to);
         rest = &rest[i + from.len()..];
@@ -102,16 +103,23 @@ fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.make_str(out)
 }
 
+/// starts_with, ends_with: the bytes of the affix compared.
+const AFFIX: Cost = Cost::custom(0.02, 0.0);
+
 fn starts_with(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("starts_with", args, 0)?;
     let p = it.arg_str("starts_with", args, 1)?;
-    Ok(Value::Bool(s.starts_with(p)))
+    let r = s.starts_with(p);
+    it.work(AFFIX.units(p.len() as u64, 0))?;
+    Ok(Value::Bool(r))
 }
 
 fn ends_with(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("ends_with", args, 0)?;
     let p = it.arg_str("ends_with", args, 1)?;
-    Ok(Value::Bool(s.ends_with(p)))
+    let r = s.ends_with(p);
+    it.work(AFFIX.units(p.len() as u64, 0))?;
+    Ok(Value::Bool(r))
 }
 
 fn find(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
@@ -120,6 +128,9 @@ fn find(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Num(find_bytes(s, sub).map(|i| i as f64).unwrap_or(-1.0)))
 }
 
+/// repeat: the bytes of the result, charged before it is built.
+const REPEAT: Cost = Cost::custom(0.035, 0.0);
+
 fn repeat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("repeat", args, 0)?;
     let n = it.arg_int("repeat", args, 1, 0.0, 9_007_199_254_740_991.0)? as u64;
@@ -127,6 +138,8 @@ fn repeat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     if total > MAX_STRING_BYTES as u64 {
         return Err(it.limit(LimitKind::String, format!("string of more than {MAX_STRING_BYTES} bytes")));
     }
+    // Charged before the string is built (its size is known).
+    it.work(REPEAT.units(total, 0))?;
     Ok(Value::str(s.repeat(n as usize)))
 }
 
@@ -203,19 +216,19 @@ fn pad_right(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("upper", "upper(s)", 1, 1, Cost::Bytes, upper),
-    b("lower", "lower(s)", 1, 1, Cost::Bytes, lower),
-    b("trim", "trim(s)", 1, 1, Cost::Bytes, trim),
-    b("trim_start", "trim_start(s)", 1, 1, Cost::Bytes, trim_start),
-    b("trim_end", "trim_end(s)", 1, 1, Cost::Bytes, trim_end),
-    b("replace", "replace(s, from, to[, count])", 3, 4, Cost::Bytes, replace),
-    b("starts_with", "starts_with(s, prefix)", 2, 2, Cost::Bytes, starts_with),
-    b("ends_with", "ends_with(s, suffix)", 2, 2, Cost::Bytes, ends_with),
-    b("find", "find(s, sub)", 2, 2, Cost::Bytes, find),
-    b("repeat", "repeat(s, n)", 2, 2, Cost::Bytes, repeat),
-    b("chars", "chars(s)", 1, 1, Cost::Bytes, chars),
-    b("ord", "ord(c)", 1, 1, Cost::Const, ord),
-    b("chr", "chr(n)", 1, 1, Cost::Const, chr),
-    b("pad_left", "pad_left(s, width[, fill])", 2, 3, Cost::Bytes, pad_left),
-    b("pad_right", "pad_right(s, width[, fill])", 2, 3, Cost::Bytes, pad_right),
+    b("upper", "upper(s)", 1, 1, Cost::bytes(0.0625), upper),
+    b("lower", "lower(s)", 1, 1, Cost::bytes(0.0625), lower),
+    b("trim", "trim(s)", 1, 1, Cost::bytes(0.03), trim),
+    b("trim_start", "trim_start(s)", 1, 1, Cost::bytes(0.03), trim_start),
+    b("trim_end", "trim_end(s)", 1, 1, Cost::bytes(0.03), trim_end),
+    b("replace", "replace(s, from, to[, count])", 3, 4, Cost::bytes(1.5), replace),
+    b("starts_with", "starts_with(s, prefix)", 2, 2, AFFIX, starts_with),
+    b("ends_with", "ends_with(s, suffix)", 2, 2, AFFIX, ends_with),
+    b("find", "find(s, sub)", 2, 2, Cost::bytes(0.025), find),
+    b("repeat", "repeat(s, n)", 2, 2, REPEAT, repeat),
+    b("chars", "chars(s)", 1, 1, Cost::bytes_items(1.0, 50.0), chars),
+    b("ord", "ord(c)", 1, 1, Cost::konst(CALL_WORK), ord),
+    b("chr", "chr(n)", 1, 1, Cost::konst(CALL_WORK), chr),
+    b("pad_left", "pad_left(s, width[, fill])", 2, 3, Cost::bytes(0.0625), pad_left),
+    b("pad_right", "pad_right(s, width[, fill])", 2, 3, Cost::bytes(0.0625), pad_right),
 ];

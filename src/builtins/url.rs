@@ -265,11 +265,11 @@ fn url_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("url.encode", "url.encode(s)", 1, 1, Cost::Bytes, url_encode),
-    b("url.decode", "url.decode(s)", 1, 1, Cost::Bytes, url_decode),
-    b("url.parse", "url.parse(s)", 1, 1, Cost::Bytes, url_parse),
-    b("url.parse_query", "url.parse_query(s)", 1, 1, Cost::Bytes, parse_query),
-    b("url.build_query", "url.build_query(m)", 1, 1, Cost::Bytes, build_query),
+    b("url.encode", "url.encode(s)", 1, 1, Cost::bytes(1.0), url_encode),
+    b("url.decode", "url.decode(s)", 1, 1, Cost::bytes(1.0), url_decode),
+    b("url.parse", "url.parse(s)", 1, 1, Cost::bytes(1.0), url_parse),
+    b("url.parse_query", "url.parse_query(s)", 1, 1, Cost::bytes(15.0), parse_query),
+    b("url.build_query", "url.build_query(m)", 1, 1, Cost::bytes(1.0), build_query),
 ];
 
 #[cfg(test)]

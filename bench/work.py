@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""Calibrate the work meter (SPEC 8.1): nanoseconds of CPU per work unit, per cost rule.
+
+    /usr/bin/python3 bench/work.py [--reps N] [--only NAME[,NAME..]] [--markdown] [--leash PATH]
+
+For every cost rule (each builtin whose work grows with its input, and the operators,
+copies and I/O the meter charges) it runs a Leash loop that repeats the operation K
+times on an input of size S, at three sizes, and once more with K = 0 (the same set-up,
+no loop). The difference gives the CPU time and the work of the K operations; the slope
+between the smallest and the largest size gives nanoseconds per work unit with the
+per-iteration cost of the loop line itself (charged as a step, not as work) cancelled
+out. Each figure is the minimum CPU time (user + sys, from wait4) over --reps runs.
+
+A work unit is meant to be about one nanosecond: every rule should land within 0.5 to
+2 ns per unit. The table is printed (Markdown with --markdown, for bench/README.md);
+the exit status is 1 when a rule is outside that band. Standard library only.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+
+# (name, set-up lines using N, the operation, sizes N, iterations K). The set-up runs
+# in both the measured run and the K = 0 run; only the loop differs.
+WORDS = 'w = repeat("abcdefg ", N / 8)'
+CASES = [
+    # strings
+    ("upper", 'w = repeat("abcdefgh", N / 8)', "x = upper(w)", [65536, 262144, 917504], 300),
+    ("lower", 'w = repeat("ABCDEFGH", N / 8)', "x = lower(w)", [65536, 262144, 917504], 300),
+    ("trim", 'w = " " .. repeat("abcdefgh", N / 8) .. " "', "x = trim(w)", [65536, 262144, 917504], 300),
+    ("replace", WORDS, 'x = replace(w, "a", "bc")', [65536, 262144, 786432], 200),
+    ("find", WORDS, 'x = find(w, "zq")', [65536, 262144, 917504], 2000),
+    ("repeat", "", 'x = repeat("ab", N / 2)', [65536, 262144, 917504], 500),
+    ("chars", 'w = repeat("abcdefgh", N / 8)', "x = chars(w)", [2048, 8192, 16384], 300),
+    ("reverse (string)", 'w = repeat("abcdefgh", N / 8)', "x = reverse(w)", [65536, 262144, 917504], 100),
+    ("pad_left", "", 'x = pad_left("a", N)', [65536, 262144, 917504], 500),
+    ("starts_with", 'w = repeat("ab", N / 2)', "x = starts_with(w, w)", [65536, 262144, 917504], 3000),
+    ("split", WORDS, 'x = split(w, " ")', [16384, 65536, 122880], 300),
+    ("lines", 'w = repeat("abcdefg\\n", N / 8)', "x = lines(w)", [16384, 65536, 122880], 300),
+    ("join", WORDS + '\nl = split(w, " ")', 'x = join(l, ",")', [16384, 65536, 122880], 300),
+    ("html.escape", 'w = repeat("a<b&c\\"d", N / 8)', "x = html.escape(w)", [65536, 131072, 262144], 100),
+    ("url.encode", 'w = repeat("a b/c?d=", N / 8)', "x = url.encode(w)", [65536, 131072, 262144], 100),
+    ("url.decode", 'w = repeat("a%20b%2F", N / 8)', "x = url.decode(w)", [65536, 262144, 917504], 100),
+    ("base64.encode", 'w = repeat("abcdefgh", N / 8)', "x = base64.encode(w)", [65536, 262144, 655360], 100),
+    ("base64.decode", 'w = base64.encode(repeat("abcdefgh", N / 8))', "x = base64.decode(w)", [65536, 262144, 655360], 100),
+    ("hash.sha256", 'w = repeat("abcdefgh", N / 8)', "x = hash.sha256(w)", [65536, 262144, 917504], 50),
+    # collections
+    ("range", "", "x = range(N)", [2048, 8192, 16384], 300),
+    ("keys", "m = {}\nfor i = 1 to N\n  m[str(i)] = i\nend", "x = keys(m)", [1024, 4096, 8192], 300),
+    ("values", "m = {}\nfor i = 1 to N\n  m[str(i)] = i\nend", "x = values(m)", [1024, 4096, 8192], 300),
+    ("slice", "l = range(N)", "x = slice(l, 0, N)", [2048, 8192, 16384], 300),
+    ("reverse (list)", "l = range(N)", "x = reverse(l)", [2048, 8192, 16384], 300),
+    ("sum", "l = range(N)", "x = sum(l)", [2048, 8192, 16384], 3000),
+    ("min", "l = range(N)", "x = min(l)", [2048, 8192, 16384], 3000),
+    ("index_of", "l = range(N)", "x = index_of(l, -1)", [2048, 8192, 16384], 300),
+    ("sort (numbers)", "l = []\nfor i = 1 to N\n  push(l, (i * 7919) % 10007)\nend", "x = sort(l)", [2048, 8192, 16384], 50),
+    ("sort (strings)", "l = []\nfor i = 1 to N\n  push(l, str((i * 7919) % 10007))\nend", "x = sort(l)", [2048, 8192, 16384], 50),
+    ("sort_by", "l = []\nfor i = 1 to N\n  push(l, {k: (i * 7919) % 10007})\nend", 'x = sort_by(l, "k")', [512, 2048, 4096], 30),
+    ("rand.shuffle", "l = range(N)", "x = rand.shuffle(l)", [2048, 8192, 16384], 300),
+    # data
+    ("json.parse", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend\nt = json.stringify(l)', "x = json.parse(t)", [256, 1024, 2000], 50),
+    ("json.stringify", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend', "x = json.stringify(l)", [256, 1024, 2000], 500),
+    ("csv.parse", 't = repeat("abc,\\"d,e\\",12\\n", int(int(N / 14)))', "x = csv.parse(t)", [8192, 32768, 65536], 50),
+    ("csv.stringify", 'rows = csv.parse(repeat("abc,\\"d,e\\",12\\n", int(int(N / 14))))', "x = csv.stringify(rows)", [8192, 32768, 65536], 50),
+    ("url.parse_query", 'w = repeat("a=b&cd=e%20f&", int(N / 12))', "x = url.parse_query(w)", [4096, 16384, 65536], 50),
+    ("re.test", 'w = repeat("abcdefgh", N / 8)', 'x = re.test("[0-9]+x", w)', [65536, 262144, 917504], 100),
+    ("re.find_all", WORDS, 'x = re.find_all("[a-z]+", w)', [16384, 65536, 122880], 50),
+    ("re.replace", WORDS, 'x = re.replace("b(c)", w, "$1$1")', [65536, 262144, 524288], 50),
+    ("re.split", WORDS, 'x = re.split(" +", w)', [16384, 65536, 122880], 50),
+    ("date.format", 'f = repeat("%Y-%m-%d ", int(N / 9))', "x = date.format(0, f)", [4096, 16384, 65536], 100),
+    # operators, copies and text
+    ("concat ..", 'w = repeat("ab", N / 4)', "x = w .. w", [16384, 32768, 61440], 20000),
+    ("interpolation", 'w = repeat("ab", N / 4)', 'x = "${w}-${w}"', [65536, 262144, 524288], 500),
+    ("== (lists)", "l = range(N)\nm = range(N)", "x = l == m", [2048, 8192, 16384], 300),
+    ("== (strings)", 'w = repeat("ab", N / 2)\nv = repeat("ab", N / 2)', "x = w == v", [65536, 262144, 917504], 3000),
+    ("in (list)", "l = range(N)", "x = -1 in l", [2048, 8192, 16384], 300),
+    ("in (string)", WORDS, 'x = "zq" in w', [65536, 262144, 917504], 2000),
+    ("str (list)", "l = range(N)", "x = str(l)", [2048, 8192, 16384], 300),
+    ("copy-on-write (list)", "l = range(N)", "y = l\ny[0] = 1", [2048, 8192, 16384], 300),
+    ("copy-on-write (map)", "m = {}\nfor i = 1 to N\n  m[str(i)] = i\nend", 'y = m\ny["1"] = 0', [1024, 4096, 8192], 100),
+    # I/O
+    ("file.write", 'w = repeat("abcdefgh", N / 8)\np = "{tmp}/w.txt"', "file.write(p, w)", [65536, 262144, 917504], 16),
+    ("csv.next", 'p = "{tmp}/c.csv"\nrow = repeat("ab,", int(N / 3)) .. "z\\n"\nfile.write(p, "")\nfor j = 1 to 1010\n  file.append(p, row)\nend\nh = csv.open(p)',
+     "x = csv.next(h)", [256, 1024, 3000], 1000),
+    ("file.read_line", 'p = "{tmp}/l.txt"\nrow = repeat("a", N) .. "\\n"\nfile.write(p, "")\nfor j = 1 to 1010\n  file.append(p, row)\nend\nh = file.open(p)',
+     "x = file.read_line(h)", [1024, 4096, 12000], 1000),
+    ("file.read", 'p = "{tmp}/r.txt"\nfile.write(p, repeat("abcdefgh", N / 8))', "x = file.read(p)", [65536, 262144, 917504], 200),
+]
+
+
+def leash_bin(arg):
+    if arg:
+        return arg
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    return os.path.join(ROOT, "target", "release", "leash")
+
+
+def program(setup, op, loop):
+    lines = ["N = num(args()[0])", "K = num(args()[1])", setup]
+    if loop:
+        lines += ["for i = 1 to K"] + ["  " + l for l in op.splitlines()] + ["end"]
+    return "\n".join(l for l in lines if l) + "\n"
+
+
+def run_once(leash, path, n, k):
+    proc = subprocess.Popen(
+        [leash, "--stats", "--allow-files", "--max-steps", "100000000", "--max-work", "10000000000000",
+         "--max-memory", "1G", path, str(n), str(k)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read().decode()
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = status
+    if status != 0:
+        raise RuntimeError(f"{path} N={n} K={k} failed: {err[-400:]}")
+    stats = json.loads([l for l in err.splitlines() if l.startswith('{"stats"')][-1])["stats"]
+    return (ru.ru_utime + ru.ru_stime) * 1e9, stats["work"]
+
+
+def measure(leash, tmp, case, reps):
+    name, setup, op, sizes, k = case
+    setup = setup.replace("{tmp}", tmp)
+    loop_p = os.path.join(tmp, "loop.lsh")
+    base_p = os.path.join(tmp, "base.lsh")
+    with open(loop_p, "w") as f:
+        f.write(program(setup, op, True))
+    with open(base_p, "w") as f:
+        f.write(program(setup, op, False))
+    points = []
+    for n in sizes:
+        best_loop = min((run_once(leash, loop_p, n, k) for _ in range(reps)), key=lambda t: t[0])
+        best_base = min((run_once(leash, base_p, n, k) for _ in range(reps)), key=lambda t: t[0])
+        points.append((n, best_loop[0] - best_base[0], best_loop[1] - best_base[1]))
+    (_, t0, w0), (_, t1, w1) = points[0], points[-1]
+    slope = (t1 - t0) / (w1 - w0) if w1 > w0 else float("nan")
+    per_unit = [t / w if w else float("nan") for _, t, w in points]
+    return {"name": name, "points": points, "slope": slope, "per_unit": per_unit, "k": k}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--leash", default="")
+    ap.add_argument("--json", default="", help="also write the results to this file")
+    a = ap.parse_args()
+    leash = leash_bin(a.leash)
+    only = {s.strip() for s in a.only.split(",") if s.strip()}
+    results = []
+    bad = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            if only and case[0] not in only:
+                continue
+            try:
+                r = measure(leash, tmp, case, a.reps)
+            except RuntimeError as e:
+                print(f"{case[0]:<22} ERROR {e}", flush=True)
+                bad.append(case[0])
+                continue
+            results.append(r)
+            ok = 0.5 <= r["slope"] <= 2.0
+            if not ok:
+                bad.append(r["name"])
+            if not a.markdown:
+                pts = "  ".join(f"{n}:{w / r['k']:.0f}u" for n, _, w in r["points"])
+                print(f"{r['name']:<22} {r['slope']:6.2f} ns/unit  {'ok ' if ok else 'OUT'}  "
+                      f"(per op: {pts}; ns/unit at each size "
+                      + ", ".join(f"{x:.2f}" for x in r["per_unit"]) + ")", flush=True)
+    if a.markdown:
+        print("| rule | sizes | work per op (largest) | ns per unit (slope) | in 0.5..2 |")
+        print("|---|---|---|---|---|")
+        for r in results:
+            n, _, w = r["points"][-1]
+            sizes = ", ".join(str(p[0]) for p in r["points"])
+            ok = "yes" if 0.5 <= r["slope"] <= 2.0 else "**no**"
+            print(f"| {r['name']} | {sizes} | {w / r['k']:.0f} | {r['slope']:.2f} | {ok} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    if bad:
+        print("outside 0.5..2 ns per unit: " + ", ".join(bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

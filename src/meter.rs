@@ -1,0 +1,216 @@
+//! The meters: steps, work and the wall-clock deadline (SPEC 8 and 8.1).
+//!
+//! This is the one place anything is charged to a run's CPU budgets:
+//! - [`Meter::step`]: one step per executed line (exact, deterministic);
+//! - [`Meter::work`]: work units for everything whose cost grows with the size of what
+//!   it touches (builtins by their cost rule, `..` and interpolation, comparisons of
+//!   containers, copy-on-write copies, SQLite's virtual machine, bytes moved by I/O).
+//!   One unit is meant to be about one nanosecond of CPU on the benchmark machine
+//!   (`bench/work.py` calibrates the constants);
+//! - the deadline (`--max-time`), looked at every `TIME_CHECK_INTERVAL` steps and every
+//!   `WORK_TIME_CHECK` units of work, so a long builtin that charges as it goes looks at
+//!   the clock too.
+//!
+//! Both counters are a plain add and compare on the hot path; the limits and the clock
+//! are looked at only when a counter passes its next check point.
+
+use std::time::Instant;
+
+use crate::interp::NO_POS;
+use crate::interp::{Fail, Unwind, R};
+use crate::limits::*;
+
+#[derive(Debug, Clone)]
+pub struct Meter {
+    pub steps: u64,
+    pub max_steps: u64,
+    /// When `steps` passes this, `step_slow` looks at the step limit and the clock.
+    step_check: u64,
+    pub work: u64,
+    pub max_work: u64,
+    /// When `work` passes this, `work_slow` looks at the work limit and the clock.
+    work_check: u64,
+    pub deadline: Option<Instant>,
+}
+
+fn limit(kind: LimitKind, message: String) -> Fail {
+    Box::new(Unwind::Limit { kind, message, pos: NO_POS })
+}
+
+impl Meter {
+    pub fn new(max_steps: u64, max_work: u64, deadline: Option<Instant>) -> Self {
+        let mut m = Meter { steps: 0, max_steps, step_check: 0, work: 0, max_work, work_check: 0, deadline };
+        m.rearm();
+        m
+    }
+
+    /// Start a fresh step and work budget (each test of `leash test`).
+    pub fn reset(&mut self) {
+        self.steps = 0;
+        self.work = 0;
+        self.rearm();
+    }
+
+    fn rearm(&mut self) {
+        self.step_check = self.next_step_check();
+        self.work_check = self.next_work_check();
+    }
+
+    fn next_step_check(&self) -> u64 {
+        let t = if self.deadline.is_some() { self.steps + TIME_CHECK_INTERVAL } else { u64::MAX };
+        t.min(self.max_steps)
+    }
+
+    fn next_work_check(&self) -> u64 {
+        let t = if self.deadline.is_some() { self.work.saturating_add(WORK_TIME_CHECK) } else { u64::MAX };
+        t.min(self.max_work)
+    }
+
+    // ------------------------------------------------------------------
+    // Steps
+    // ------------------------------------------------------------------
+
+    /// Charge one step.
+    #[inline(always)]
+    pub fn step(&mut self) -> R<()> {
+        self.steps += 1;
+        if self.steps > self.step_check {
+            return self.step_slow();
+        }
+        Ok(())
+    }
+
+    /// Charge `n` steps at once, for work done outside the evaluator (SQLite's virtual
+    /// machine, metered by its progress handler).
+    pub fn steps_n(&mut self, n: u64) -> R<()> {
+        self.steps = self.steps.saturating_add(n);
+        if self.steps > self.step_check {
+            return self.step_slow();
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn step_slow(&mut self) -> R<()> {
+        if self.steps > self.max_steps {
+            self.steps = self.max_steps;
+            return Err(limit(LimitKind::Steps, format!("step limit of {} reached", self.max_steps)));
+        }
+        self.check_time()?;
+        self.step_check = self.next_step_check();
+        Ok(())
+    }
+
+    /// Steps left before the `steps` limit.
+    pub fn steps_left(&self) -> u64 {
+        self.max_steps.saturating_sub(self.steps)
+    }
+
+    // ------------------------------------------------------------------
+    // Work
+    // ------------------------------------------------------------------
+
+    /// Charge `n` units of work. Past the budget: the `work` limit, and the work used
+    /// stays at the budget (the refused charge is not counted, and the work it stands
+    /// for is not done when the charge comes first).
+    #[inline(always)]
+    pub fn work(&mut self, n: u64) -> R<()> {
+        let w = self.work.saturating_add(n);
+        if w > self.work_check {
+            return self.work_slow(w);
+        }
+        self.work = w;
+        Ok(())
+    }
+
+    #[cold]
+    fn work_slow(&mut self, w: u64) -> R<()> {
+        if w > self.max_work {
+            self.work = self.max_work;
+            return Err(limit(LimitKind::Work, format!("work limit of {} reached (--max-work)", self.max_work)));
+        }
+        self.work = w;
+        self.check_time()?;
+        self.work_check = self.next_work_check();
+        Ok(())
+    }
+
+    /// Work left before the `work` limit.
+    pub fn work_left(&self) -> u64 {
+        self.max_work.saturating_sub(self.work)
+    }
+
+    // ------------------------------------------------------------------
+    // The deadline
+    // ------------------------------------------------------------------
+
+    /// Stop if the deadline has passed.
+    pub fn check_time(&self) -> R<()> {
+        if let Some(d) = self.deadline {
+            if Instant::now() >= d {
+                return Err(limit(LimitKind::Time, "wall-clock deadline (--max-time) reached".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `n * rate / 256`, rounded up: a charge at a rate given in 1/256 units per item.
+#[inline(always)]
+pub fn scaled(n: u64, rate_x256: u32) -> u64 {
+    (n.saturating_mul(rate_x256 as u64)).saturating_add(255) >> 8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(r: R<()>) -> Option<&'static str> {
+        match r {
+            Ok(()) => None,
+            Err(e) => match *e {
+                Unwind::Limit { kind, .. } => Some(kind.name()),
+                _ => Some("other"),
+            },
+        }
+    }
+
+    #[test]
+    fn work_is_exact_at_the_budget() {
+        let mut m = Meter::new(10, 100, None);
+        assert_eq!(kind(m.work(60)), None);
+        assert_eq!(kind(m.work(40)), None);
+        assert_eq!(m.work, 100);
+        assert_eq!(kind(m.work(1)), Some("work"));
+        assert_eq!(m.work, 100);
+        m.reset();
+        assert_eq!(m.work, 0);
+        assert_eq!(kind(m.work(u64::MAX)), Some("work"));
+    }
+
+    #[test]
+    fn steps_are_exact_at_the_budget() {
+        let mut m = Meter::new(3, 100, None);
+        for _ in 0..3 {
+            assert_eq!(kind(m.step()), None);
+        }
+        assert_eq!(kind(m.step()), Some("steps"));
+        assert_eq!(m.steps, 3);
+    }
+
+    #[test]
+    fn a_passed_deadline_stops_work_charges() {
+        let past = Instant::now();
+        let mut m = Meter::new(1000, u64::MAX / 2, Some(past));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert_eq!(kind(m.work(WORK_TIME_CHECK + 1)), Some("time"));
+    }
+
+    #[test]
+    fn scaled_rounds_up() {
+        assert_eq!(scaled(0, 256), 0);
+        assert_eq!(scaled(1, 1), 1);
+        assert_eq!(scaled(512, 128), 256);
+        assert_eq!(scaled(3, 256), 3);
+    }
+}
