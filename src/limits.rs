@@ -326,6 +326,10 @@ pub const WORK_DB_TICK: u64 = 1_000;
 /// CSV, SQLite) meets the deadline within about a millisecond too.
 pub const WORK_TIME_CHECK: u64 = 1 << 20;
 
+/// Long builtins (JSON, CSV, sorting) look at the deadline every this many items, so a
+/// call never runs far past `--max-time` (SPEC 8.1: at least every 4,096 items).
+pub const LONG_OP_CHECK_ITEMS: usize = 4096;
+
 // ---------------------------------------------------------------------------
 // Run time: the live-bytes bound (`memory.rs`)
 // ---------------------------------------------------------------------------

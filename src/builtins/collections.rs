@@ -148,6 +148,34 @@ fn slice(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
+/// A sort's look at the deadline: every `LONG_OP_CHECK_ITEMS` comparisons; once it has
+/// passed, every comparison says "equal" so the sort finishes at once (its result is then
+/// thrown away for the `time` limit).
+struct SortDeadline {
+    deadline: Option<std::time::Instant>,
+    n: usize,
+    passed: bool,
+}
+
+impl SortDeadline {
+    fn new(deadline: Option<std::time::Instant>) -> Self {
+        SortDeadline { deadline, n: 0, passed: false }
+    }
+
+    #[inline]
+    fn cmp(&mut self, f: impl FnOnce() -> Option<Ordering>) -> Ordering {
+        if self.passed {
+            return Ordering::Equal;
+        }
+        self.n += 1;
+        if self.n.is_multiple_of(LONG_OP_CHECK_ITEMS) && super::json::past(self.deadline) {
+            self.passed = true;
+            return Ordering::Equal;
+        }
+        f().unwrap_or(Ordering::Equal)
+    }
+}
+
 /// Order two sort keys: numbers numerically, strings bytewise, nothing else.
 fn order(a: &Value, b: &Value) -> Option<Ordering> {
     match (a, b) {
@@ -177,7 +205,9 @@ fn sort(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         Value::List(rc) => Rc::try_unwrap(rc).map(List::into_vec).unwrap_or_else(|rc| rc.items().to_vec()),
         _ => unreachable!(),
     };
-    items.sort_by(|a, b| order(a, b).unwrap_or(Ordering::Equal));
+    let mut tick = SortDeadline::new(it.deadline);
+    items.sort_by(|a, b| tick.cmp(|| order(a, b)));
+    it.check_time()?;
     it.make_list(items)
 }
 
@@ -197,7 +227,9 @@ fn sort_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         keyed.push((k.clone(), item.clone()));
     }
     sortable(it, "sort_by", &keyed.iter().map(|(k, _)| k).collect::<Vec<_>>())?;
-    keyed.sort_by(|a, b| order(&a.0, &b.0).unwrap_or(Ordering::Equal));
+    let mut tick = SortDeadline::new(it.deadline);
+    keyed.sort_by(|a, b| tick.cmp(|| order(&a.0, &b.0)));
+    it.check_time()?;
     it.make_list(keyed.into_iter().map(|(_, v)| v).collect())
 }
 

@@ -284,11 +284,16 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let mut rows: Vec<Value> = Vec::new();
     let mut acct = ACCT_LIST_HEADER;
     let mut rec = ByteRecord::new();
+    let mut read = 0usize;
     loop {
         match rd.read_byte_record(&mut rec) {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => return Err(it.err(ErrKind::Parse, format!("{NAME}: {e}"))),
+        }
+        read += 1;
+        if read.is_multiple_of(LONG_OP_CHECK_ITEMS) {
+            it.check_time()?;
         }
         let line = rec.position().map(|p| p.line()).unwrap_or(0);
         let n = rec.len();

@@ -32,12 +32,16 @@ pub enum ParseError {
     Syntax(String, usize),
     /// A JSON limit (depth, nodes, bytes).
     Limit(String),
+    /// The run's deadline passed while parsing.
+    Time,
 }
 
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
     nodes: usize,
+    /// The run's deadline, looked at every `LONG_OP_CHECK_ITEMS` values.
+    deadline: Option<std::time::Instant>,
     /// Scratch buffer for strings with escapes.
     buf: Vec<u8>,
     /// Object keys seen so far (those without escapes), shared between objects: records
@@ -55,13 +59,19 @@ type PR<T> = Result<T, ParseError>;
 
 /// Parse JSON text into a value, within the JSON limits.
 pub fn parse(text: &[u8]) -> PR<Value> {
+    parse_until(text, None)
+}
+
+/// `parse`, stopping with `ParseError::Time` once `deadline` has passed.
+pub fn parse_until(text: &[u8], deadline: Option<std::time::Instant>) -> PR<Value> {
     if text.len() > MAX_JSON_BYTES {
         return Err(ParseError::Limit(format!("JSON text of more than {MAX_JSON_BYTES} bytes")));
     }
     if let Err(e) = std::str::from_utf8(text) {
         return Err(ParseError::Syntax("invalid UTF-8".into(), e.valid_up_to()));
     }
-    let mut p = Parser { s: text, i: 0, nodes: 0, buf: Vec::new(), keys: HashMap::default(), pairs: Vec::new() };
+    let mut p =
+        Parser { s: text, i: 0, nodes: 0, deadline, buf: Vec::new(), keys: HashMap::default(), pairs: Vec::new() };
     p.ws();
     let v = p.value(0)?;
     p.ws();
@@ -104,6 +114,9 @@ impl<'a> Parser<'a> {
         self.nodes += 1;
         if self.nodes > MAX_JSON_NODES {
             return Err(ParseError::Limit(format!("JSON document of more than {MAX_JSON_NODES} values")));
+        }
+        if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) && past(self.deadline) {
+            return Err(ParseError::Time);
         }
         Ok(())
     }
@@ -457,12 +470,20 @@ pub enum WriteError {
     Value(String),
     /// A JSON limit (depth, nodes, bytes).
     Limit(String),
+    /// The run's deadline passed while writing.
+    Time,
 }
 
 struct Writer<'a> {
     out: Vec<u8>,
     indent: &'a [u8],
     nodes: usize,
+    deadline: Option<std::time::Instant>,
+}
+
+/// Whether `deadline` has passed (long operations look every `LONG_OP_CHECK_ITEMS`).
+pub fn past(deadline: Option<std::time::Instant>) -> bool {
+    deadline.is_some_and(|d| std::time::Instant::now() >= d)
 }
 
 type WR = Result<(), WriteError>;
@@ -470,7 +491,12 @@ type WR = Result<(), WriteError>;
 /// Write `v` as JSON text: compact when `indent` is empty, else laid out as
 /// JavaScript's `JSON.stringify(v, null, indent)`.
 pub fn stringify(v: &Value, indent: &[u8]) -> Result<Vec<u8>, WriteError> {
-    let mut w = Writer { out: Vec::new(), indent, nodes: 0 };
+    stringify_until(v, indent, None)
+}
+
+/// `stringify`, stopping with `WriteError::Time` once `deadline` has passed.
+pub fn stringify_until(v: &Value, indent: &[u8], deadline: Option<std::time::Instant>) -> Result<Vec<u8>, WriteError> {
+    let mut w = Writer { out: Vec::new(), indent, nodes: 0, deadline };
     w.value(v, 0)?;
     if w.out.len() > MAX_JSON_BYTES {
         return Err(too_long());
@@ -533,6 +559,9 @@ impl Writer<'_> {
         self.nodes += 1;
         if self.nodes > MAX_JSON_NODES {
             return Err(WriteError::Limit(format!("JSON document of more than {MAX_JSON_NODES} values")));
+        }
+        if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) && past(self.deadline) {
+            return Err(WriteError::Time);
         }
         if self.out.len() > MAX_JSON_BYTES {
             return Err(too_long());
@@ -625,12 +654,13 @@ impl Writer<'_> {
 
 fn json_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("json.parse", args, 0)?;
-    match parse(s) {
+    match parse_until(s, it.deadline) {
         Ok(v) => {
             it.check_value(&v)?;
             Ok(v)
         }
         Err(ParseError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("json.parse: {m}"))),
+        Err(ParseError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
         Err(ParseError::Syntax(m, at)) => {
             let (line, col) = line_col(s, at);
             Err(it.err(ErrKind::Parse, format!("json.parse: {m} at line {line}, column {col}")))
@@ -656,7 +686,7 @@ fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
         Some(other) => return Err(it.type_err(NAME, 1, "a number or a string", other)),
     };
-    match stringify(&args[0], &indent) {
+    match stringify_until(&args[0], &indent, it.deadline) {
         Ok(out) => Ok(Value::str(out)),
         Err(WriteError::Value(m)) => {
             // It failed part way through: charge the value's accounted size, a bound on
@@ -665,6 +695,7 @@ fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             Err(it.err(ErrKind::Value, format!("{NAME}: {m}")))
         }
         Err(WriteError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{NAME}: {m}"))),
+        Err(WriteError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
     }
 }
 
@@ -679,6 +710,17 @@ pub const TABLE: &[Builtin] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_parses_and_writes_look_at_the_deadline() {
+        let doc = format!("[{}0]", "0,".repeat(10_000));
+        let past = Some(std::time::Instant::now());
+        assert!(matches!(parse_until(doc.as_bytes(), past), Err(ParseError::Time)));
+        let v = parse(doc.as_bytes()).unwrap();
+        assert!(matches!(stringify_until(&v, b"", past), Err(WriteError::Time)));
+        // Below one check interval, the clock is not looked at.
+        assert!(parse_until(b"[1,2,3]", past).is_ok());
+    }
 
     fn ok(s: &str) -> Value {
         parse(s.as_bytes()).unwrap_or_else(|e| panic!("{s:?}: {e:?}"))
