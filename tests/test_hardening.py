@@ -118,13 +118,11 @@ def test_cli_output_failure_keeps_a_worse_status(cli_cases):
     assert "internal" not in err
 
 
-def test_test_runner_piped_to_head_is_never_70(tmp_path):
-    # More result lines than a pipe holds, read by a consumer that stops after one.
-    names = [f"test_{i:04d}_{'x' * 60}" for i in range(3000)]
-    write(tmp_path / "many_test.lsh", "".join(f"fn {n}()\nend\n" for n in names))
+def first_line_then_close(args, cwd):
+    """Run leash, read one line of its stdout, then close the pipe (as `| head -1` does):
+    (first line, the finished process, its stderr)."""
     p = subprocess.Popen(
-        [str(LEASH), "test", "many_test.lsh"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
+        [str(LEASH), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
     )
     first = p.stdout.readline()
     p.stdout.close()
@@ -133,6 +131,14 @@ def test_test_runner_piped_to_head_is_never_70(tmp_path):
         p.wait(timeout=30)
     finally:
         p.kill()
+    return first, p, err
+
+
+def test_test_runner_piped_to_head_is_never_70(tmp_path):
+    # More result lines than a pipe holds, read by a consumer that stops after one.
+    names = [f"test_{i:04d}_{'x' * 60}" for i in range(3000)]
+    write(tmp_path / "many_test.lsh", "".join(f"fn {n}()\nend\n" for n in names))
+    first, p, err = first_line_then_close(["test", "many_test.lsh"], tmp_path)
     assert first == f"ok {names[0]}\n".encode()
     assert p.returncode == 1, (p.returncode, err)
     assert b"internal" not in err and err == b"", err
@@ -142,17 +148,7 @@ def test_check_of_many_scripts_piped_to_head_is_never_70(tmp_path):
     paths = []
     for i in range(2000):
         paths.append(write(tmp_path / f"script_{i:04d}_{'y' * 40}.lsh", "x = 1\n").name)
-    p = subprocess.Popen(
-        [str(LEASH), "check", *paths], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-    )
-    first = p.stdout.readline()
-    p.stdout.close()
-    try:
-        err = p.stderr.read()
-        p.wait(timeout=30)
-    finally:
-        p.kill()
+    first, p, err = first_line_then_close(["check", *paths], tmp_path)
     assert first == f"{paths[0]}: capabilities: none\n".encode()
     assert p.returncode == 1 and err == b"", (p.returncode, err)
 

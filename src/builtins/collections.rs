@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::rc::Rc;
 
-use super::{b, place, Builtin, Cost, CALL_WORK, VARIADIC};
+use super::{b, place, Builtin, Cost, CONST, VARIADIC};
 use crate::diag::ErrKind;
 use crate::interp::{find_bytes, Interp, R};
 use crate::limits::*;
@@ -399,19 +399,19 @@ fn lines(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("len", "len(v)", 1, 1, Cost::konst(CALL_WORK), len),
+    b("len", "len(v)", 1, 1, CONST, len),
     b("keys", "keys(map)", 1, 1, Cost::items(7.0), keys),
     b("values", "values(map)", 1, 1, Cost::items(8.0), values),
-    b("get", "get(collection, key[, default])", 2, 3, Cost::konst(CALL_WORK), get),
-    place("push", "push(PLACE, v)", 2, 2, Cost::konst(CALL_WORK), push),
-    place("pop", "pop(PLACE)", 1, 1, Cost::konst(CALL_WORK), pop),
+    b("get", "get(collection, key[, default])", 2, 3, CONST, get),
+    place("push", "push(PLACE, v)", 2, 2, CONST, push),
+    place("pop", "pop(PLACE)", 1, 1, CONST, pop),
     place("insert", "insert(PLACE, i, v)", 3, 3, Cost::items(2.0), insert),
     place("remove", "remove(PLACE, index_or_key)", 2, 2, Cost::items(2.0), remove),
     b("slice", "slice(v, start[, end])", 2, 3, Cost::out(0.25, 9.0), slice),
     b("sort", "sort(list)", 1, 1, Cost::sort(0.4, 5.0), sort),
     b("sort_by", "sort_by(list_of_maps, key)", 2, 2, Cost::sort(0.4, 10.0), sort_by),
     b("reverse", "reverse(v)", 1, 1, Cost::bytes_items(1.0, 5.5), reverse),
-    b("index_of", "index_of(v, x)", 2, 2, Cost::konst(CALL_WORK), index_of),
+    b("index_of", "index_of(v, x)", 2, 2, CONST, index_of),
     b("range", "range([a, ]b[, step])", 1, 3, RANGE, range),
     b("sum", "sum(list)", 1, 1, Cost::items(2.0), sum),
     b("min", "min(list) | min(a, b, ...)", 1, VARIADIC, Cost::items(2.0), min),

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use super::{b, Builtin, Cost, CALL_WORK, VARIADIC};
+use super::{b, Builtin, Cost, CONST, VARIADIC};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, Unwind, R};
 use crate::limits::*;
@@ -303,21 +303,21 @@ fn fail(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 /// Builtins that only stdlib modules can call: a bare name in a module resolves here
 /// after the public table; in a script these names are free for user functions.
-pub const MODULE_ONLY: &[Builtin] = &[b("fail", "fail(kind, message)", 2, 2, Cost::konst(CALL_WORK), fail)];
+pub const MODULE_ONLY: &[Builtin] = &[b("fail", "fail(kind, message)", 2, 2, CONST, fail)];
 
 pub const TABLE: &[Builtin] = &[
     b("print", "print(...)", 0, VARIADIC, Cost::bytes(1.0), print),
     b("write", "write(...)", 0, VARIADIC, Cost::bytes(1.0), write),
     b("eprint", "eprint(...)", 0, VARIADIC, Cost::bytes(1.0), eprint),
-    b("type", "type(v)", 1, 1, Cost::konst(CALL_WORK), type_),
-    b("str", "str(v)", 1, 1, Cost::konst(CALL_WORK), str_),
+    b("type", "type(v)", 1, 1, CONST, type_),
+    b("str", "str(v)", 1, 1, CONST, str_),
     b("num", "num(s)", 1, 1, Cost::bytes(1.0), num),
     b("int", "int(v)", 1, 1, Cost::bytes(1.0), int),
-    b("bool", "bool(v)", 1, 1, Cost::konst(CALL_WORK), bool_),
+    b("bool", "bool(v)", 1, 1, CONST, bool_),
     b("args", "args()", 0, 0, Cost::items(2.0), args_),
-    b("exit", "exit([status])", 0, 1, Cost::konst(CALL_WORK), exit),
-    b("assert", "assert(cond[, message])", 1, 2, Cost::konst(CALL_WORK), assert),
-    b("assert_eq", "assert_eq(actual, expected[, message])", 2, 3, Cost::konst(CALL_WORK), assert_eq),
+    b("exit", "exit([status])", 0, 1, CONST, exit),
+    b("assert", "assert(cond[, message])", 1, 2, CONST, assert),
+    b("assert_eq", "assert_eq(actual, expected[, message])", 2, 3, CONST, assert_eq),
     b("assert_snapshot", "assert_snapshot(name, value)", 2, 2, Cost::bytes(1.0), assert_snapshot),
 ];
 

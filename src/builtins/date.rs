@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use chrono::format::{Item, Parsed, StrftimeItems};
 use chrono::{DateTime, Datelike, FixedOffset, NaiveDateTime, NaiveTime, Timelike, Utc};
 
-use super::{b, Builtin, Cost, CALL_WORK};
+use super::{b, Builtin, Cost, CONST};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::limits::*;
@@ -227,10 +227,10 @@ fn parts(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("date.now", "date.now()", 0, 0, Cost::konst(CALL_WORK), now),
+    b("date.now", "date.now()", 0, 0, CONST, now),
     b("date.parse", "date.parse(s[, format])", 1, 2, Cost::bytes(1.0), parse),
     b("date.format", "date.format(t[, format[, utc_offset]])", 1, 3, Cost::bytes(12.0), format),
-    b("date.parts", "date.parts(t[, utc_offset])", 1, 2, Cost::konst(CALL_WORK), parts),
+    b("date.parts", "date.parts(t[, utc_offset])", 1, 2, CONST, parts),
 ];
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ use rusqlite::limits::Limit;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Batch, Connection, ErrorCode, OpenFlags, Statement};
 
-use super::{gated, Builtin, Cap, Cost, CALL_WORK};
+use super::{gated, Builtin, Cap, Cost, CONST};
 use crate::diag::ErrKind;
 use crate::interp::{Fail, Interp, R};
 use crate::limits::*;
@@ -592,10 +592,10 @@ fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 const D: Cap = Cap::Db;
 
 pub const TABLE: &[Builtin] = &[
-    gated("db.open", "db.open(path)", 1, 1, D, Cost::konst(CALL_WORK), open),
+    gated("db.open", "db.open(path)", 1, 1, D, CONST, open),
     gated("db.exec", "db.exec(db, sql[, params])", 2, 3, D, Cost::io(1.0), exec),
     gated("db.query", "db.query(db, sql[, params])", 2, 3, D, Cost::items(2.0), query),
-    gated("db.close", "db.close(db)", 1, 1, D, Cost::konst(CALL_WORK), close),
+    gated("db.close", "db.close(db)", 1, 1, D, CONST, close),
 ];
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::{b, Builtin, Cost, CALL_WORK};
+use super::{b, Builtin, Cost, CONST};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::limits::*;
@@ -87,7 +87,7 @@ fn all(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("env.get", "env.get(name[, default])", 1, 2, Cost::konst(CALL_WORK), get),
+    b("env.get", "env.get(name[, default])", 1, 2, CONST, get),
     b("env.set", "env.set(name, value)", 2, 2, Cost::bytes(1.0), set),
     b("env.all", "env.all()", 0, 0, Cost::items(2.0), all),
 ];

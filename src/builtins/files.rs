@@ -18,7 +18,7 @@ use std::path::Path;
 
 use rustix::fs::{Mode, OFlags};
 
-use super::{gated, Builtin, Cap, Cost, CALL_WORK};
+use super::{gated, Builtin, Cap, Cost, CONST};
 use crate::budget::NextLine;
 use crate::diag::ErrKind;
 use crate::interp::{Fail, Interp, R};
@@ -419,16 +419,16 @@ pub const TABLE: &[Builtin] = &[
     gated("file.read", "file.read(path)", 1, 1, F, Cost::io(0.1), read),
     gated("file.write", "file.write(path, text)", 2, 2, F, Cost::io(0.5), write),
     gated("file.append", "file.append(path, text)", 2, 2, F, Cost::io(0.5), append),
-    gated("file.exists", "file.exists(path)", 1, 1, F, Cost::konst(CALL_WORK), exists),
-    gated("file.remove", "file.remove(path)", 1, 1, F, Cost::konst(CALL_WORK), remove),
+    gated("file.exists", "file.exists(path)", 1, 1, F, CONST, exists),
+    gated("file.remove", "file.remove(path)", 1, 1, F, CONST, remove),
     gated("file.copy", "file.copy(from, to)", 2, 2, F, COPY, copy),
-    gated("file.rename", "file.rename(from, to)", 2, 2, F, Cost::konst(CALL_WORK), rename),
-    gated("file.size", "file.size(path)", 1, 1, F, Cost::konst(CALL_WORK), size),
-    gated("file.stat", "file.stat(path)", 1, 1, F, Cost::konst(CALL_WORK), stat),
-    gated("file.open", "file.open(path)", 1, 1, F, Cost::konst(CALL_WORK), open),
+    gated("file.rename", "file.rename(from, to)", 2, 2, F, CONST, rename),
+    gated("file.size", "file.size(path)", 1, 1, F, CONST, size),
+    gated("file.stat", "file.stat(path)", 1, 1, F, CONST, stat),
+    gated("file.open", "file.open(path)", 1, 1, F, CONST, open),
     gated("file.read_line", "file.read_line(reader)", 1, 1, F, Cost::io(1.0), read_line),
-    gated("file.close", "file.close(reader)", 1, 1, F, Cost::konst(CALL_WORK), close),
+    gated("file.close", "file.close(reader)", 1, 1, F, CONST, close),
     gated("dir.list", "dir.list(path)", 1, 1, F, Cost::items(2.0), dir_list),
-    gated("dir.create", "dir.create(path)", 1, 1, F, Cost::konst(CALL_WORK), dir_create),
-    gated("dir.remove", "dir.remove(path)", 1, 1, F, Cost::konst(CALL_WORK), dir_remove),
+    gated("dir.create", "dir.create(path)", 1, 1, F, CONST, dir_create),
+    gated("dir.remove", "dir.remove(path)", 1, 1, F, CONST, dir_remove),
 ];

@@ -98,6 +98,9 @@ pub const SORT_STRING_BYTES: u64 = 24;
 /// builtin costs beyond the line's step).
 pub const CALL_WORK: u32 = 20;
 
+/// The rule of constant-time builtins: the call's base only.
+pub const CONST: Cost = Cost::konst(CALL_WORK);
+
 const fn x256(r: f64) -> u32 {
     (r * 256.0) as u32
 }

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec};
 
 use super::netcfg::{self, Dns, LookupError, NetSettings, Tls};
-use super::{gated, Builtin, Cap, Cost, CALL_WORK};
+use super::{gated, Builtin, Cap, Cost, CONST};
 use crate::budget::{Budget, NextLine};
 use crate::diag::ErrKind;
 use crate::interp::{Fail, Interp, R};
@@ -895,13 +895,13 @@ const N: Cap = Cap::Network;
 const L: Cap = Cap::Listen;
 
 pub const TABLE: &[Builtin] = &[
-    gated("net.connect", "net.connect(host, port[, opts])", 2, 3, N, Cost::konst(CALL_WORK), connect),
-    gated("net.listen", "net.listen(host, port)", 2, 2, L, Cost::konst(CALL_WORK), listen),
-    gated("net.accept", "net.accept(listener[, timeout_ms])", 1, 2, L, Cost::konst(CALL_WORK), accept),
+    gated("net.connect", "net.connect(host, port[, opts])", 2, 3, N, CONST, connect),
+    gated("net.listen", "net.listen(host, port)", 2, 2, L, CONST, listen),
+    gated("net.accept", "net.accept(listener[, timeout_ms])", 1, 2, L, CONST, accept),
     gated("net.send", "net.send(socket, data)", 2, 2, N, Cost::io(1.0), send),
     gated("net.recv", "net.recv(socket, max_bytes[, timeout_ms])", 2, 3, N, Cost::io(1.0), recv),
     gated("net.read_line", "net.read_line(socket[, timeout_ms])", 1, 2, N, Cost::io(1.0), read_line),
-    gated("net.close", "net.close(handle)", 1, 1, N, Cost::konst(CALL_WORK), close),
-    gated("net.addr", "net.addr(handle)", 1, 1, N, Cost::konst(CALL_WORK), addr),
+    gated("net.close", "net.close(handle)", 1, 1, N, CONST, close),
+    gated("net.addr", "net.addr(handle)", 1, 1, N, CONST, addr),
     gated("net.resolve", "net.resolve(name)", 1, 1, N, Cost::items(2.0), resolve),
 ];

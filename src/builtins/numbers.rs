@@ -1,7 +1,7 @@
 //! Number builtins and the `math` namespace. Every result must be finite: a result
 //! that is not (`sqrt(-1)`, `math.log(0)`, overflow) is an `arith` error.
 
-use super::{b, Builtin, Cost, CALL_WORK};
+use super::{b, Builtin, CONST};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::value::*;
@@ -69,17 +69,17 @@ fn pow(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("abs", "abs(x)", 1, 1, Cost::konst(CALL_WORK), abs),
-    b("floor", "floor(x)", 1, 1, Cost::konst(CALL_WORK), floor),
-    b("ceil", "ceil(x)", 1, 1, Cost::konst(CALL_WORK), ceil),
-    b("round", "round(x[, digits])", 1, 2, Cost::konst(CALL_WORK), round),
-    b("sqrt", "sqrt(x)", 1, 1, Cost::konst(CALL_WORK), sqrt),
-    b("math.sin", "math.sin(x)", 1, 1, Cost::konst(CALL_WORK), sin),
-    b("math.cos", "math.cos(x)", 1, 1, Cost::konst(CALL_WORK), cos),
-    b("math.tan", "math.tan(x)", 1, 1, Cost::konst(CALL_WORK), tan),
-    b("math.atan2", "math.atan2(y, x)", 2, 2, Cost::konst(CALL_WORK), atan2),
-    b("math.log", "math.log(x)", 1, 1, Cost::konst(CALL_WORK), log),
-    b("math.log10", "math.log10(x)", 1, 1, Cost::konst(CALL_WORK), log10),
-    b("math.exp", "math.exp(x)", 1, 1, Cost::konst(CALL_WORK), exp),
-    b("math.pow", "math.pow(x, y)", 2, 2, Cost::konst(CALL_WORK), pow),
+    b("abs", "abs(x)", 1, 1, CONST, abs),
+    b("floor", "floor(x)", 1, 1, CONST, floor),
+    b("ceil", "ceil(x)", 1, 1, CONST, ceil),
+    b("round", "round(x[, digits])", 1, 2, CONST, round),
+    b("sqrt", "sqrt(x)", 1, 1, CONST, sqrt),
+    b("math.sin", "math.sin(x)", 1, 1, CONST, sin),
+    b("math.cos", "math.cos(x)", 1, 1, CONST, cos),
+    b("math.tan", "math.tan(x)", 1, 1, CONST, tan),
+    b("math.atan2", "math.atan2(y, x)", 2, 2, CONST, atan2),
+    b("math.log", "math.log(x)", 1, 1, CONST, log),
+    b("math.log10", "math.log10(x)", 1, 1, CONST, log10),
+    b("math.exp", "math.exp(x)", 1, 1, CONST, exp),
+    b("math.pow", "math.pow(x, y)", 2, 2, CONST, pow),
 ];

@@ -1,7 +1,7 @@
 //! `rand`: a seeded generator (xoshiro256** seeded through splitmix64), so that a run
 //! with `--seed N` or after `rand.seed(N)` draws the same numbers on every machine.
 
-use super::{b, Builtin, Cost, CALL_WORK};
+use super::{b, Builtin, Cost, CONST};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::value::*;
@@ -107,9 +107,9 @@ fn shuffle(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("rand.int", "rand.int(lo, hi)", 2, 2, Cost::konst(CALL_WORK), int),
-    b("rand.float", "rand.float()", 0, 0, Cost::konst(CALL_WORK), float),
-    b("rand.seed", "rand.seed(n)", 1, 1, Cost::konst(CALL_WORK), seed),
-    b("rand.choice", "rand.choice(list)", 1, 1, Cost::konst(CALL_WORK), choice),
+    b("rand.int", "rand.int(lo, hi)", 2, 2, CONST, int),
+    b("rand.float", "rand.float()", 0, 0, CONST, float),
+    b("rand.seed", "rand.seed(n)", 1, 1, CONST, seed),
+    b("rand.choice", "rand.choice(list)", 1, 1, CONST, choice),
     b("rand.shuffle", "rand.shuffle(list)", 1, 1, Cost::items(8.0), shuffle),
 ];

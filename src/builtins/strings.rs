@@ -2,7 +2,7 @@
 //! `lower`, `trim`, `chars`, `reverse`, `pad_*`, `ord`) read valid UTF-8 as Unicode and
 //! fall back to ASCII rules (or refuse, where characters are the point) otherwise.
 
-use super::{b, Builtin, Cost, CALL_WORK};
+use super::{b, Builtin, Cost, CONST};
 use crate::diag::ErrKind;
 use crate::interp::{find_bytes, Interp, R};
 use crate::limits::*;
@@ -227,8 +227,8 @@ pub const TABLE: &[Builtin] = &[
     b("find", "find(s, sub)", 2, 2, Cost::bytes(0.025), find),
     b("repeat", "repeat(s, n)", 2, 2, REPEAT, repeat),
     b("chars", "chars(s)", 1, 1, Cost::bytes_items(1.0, 50.0), chars),
-    b("ord", "ord(c)", 1, 1, Cost::konst(CALL_WORK), ord),
-    b("chr", "chr(n)", 1, 1, Cost::konst(CALL_WORK), chr),
+    b("ord", "ord(c)", 1, 1, CONST, ord),
+    b("chr", "chr(n)", 1, 1, CONST, chr),
     b("pad_left", "pad_left(s, width[, fill])", 2, 3, Cost::bytes(0.0625), pad_left),
     b("pad_right", "pad_right(s, width[, fill])", 2, 3, Cost::bytes(0.0625), pad_right),
 ];
