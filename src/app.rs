@@ -166,6 +166,7 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
             }
             say(&text).map_or_else(|e| output_failed(&e, 0, json), |_| 0)
         }
+        Command::Limits => say(&crate::limits::limits_text()).map_or_else(|e| output_failed(&e, 0, json), |_| 0),
         Command::Check { scripts } => check(&cfg, &scripts, started),
         Command::Test { paths } => test(&cfg, &paths, started),
         Command::Run { program, args } => run(&cfg, &program, args, started),
@@ -216,6 +217,7 @@ fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant, heap: crate::m
         max_work: cfg.max_work,
         deadline: cfg.max_time.map(|t| started + Duration::from_secs_f64(t)),
         max_memory: cfg.max_memory,
+        limits: cfg.limits,
         seed: cfg.seed,
         caps: granted(cfg),
         args,

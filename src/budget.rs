@@ -46,14 +46,14 @@ pub struct Budgets {
     pub file_reads: Budget,
 }
 
-impl Default for Budgets {
-    fn default() -> Self {
+impl Budgets {
+    pub fn new(lim: &Limits) -> Self {
         Budgets {
-            stdout: Budget::new(LimitKind::Stdout, MAX_STDOUT_BYTES, "bytes written to stdout"),
-            stderr: Budget::new(LimitKind::Stderr, MAX_STDERR_BYTES, "bytes written to stderr"),
-            stdin: Budget::new(LimitKind::Stdin, MAX_STDIN_BYTES, "bytes read from stdin"),
-            file_writes: Budget::new(LimitKind::FileWrites, MAX_FILE_WRITE_BYTES, "bytes written to files"),
-            file_reads: Budget::new(LimitKind::FileReads, MAX_FILE_READ_BYTES, "bytes read by streaming readers"),
+            stdout: Budget::new(LimitKind::Stdout, lim.get(L::Stdout), "bytes written to stdout"),
+            stderr: Budget::new(LimitKind::Stderr, lim.get(L::Stderr), "bytes written to stderr"),
+            stdin: Budget::new(LimitKind::Stdin, lim.get(L::Stdin), "bytes read from stdin"),
+            file_writes: Budget::new(LimitKind::FileWrites, lim.get(L::FileWrites), "bytes written to files"),
+            file_reads: Budget::new(LimitKind::FileReads, lim.get(L::FileReads), "bytes read by streaming readers"),
         }
     }
 }

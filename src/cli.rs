@@ -29,6 +29,11 @@ pub const OPTIONS: &[Opt] = &[
         help: "bound on all memory held for the script, 1M..64G; K, M, G (default 256M)",
     },
     Opt {
+        name: "--limit",
+        value: Some("NAME=VALUE"),
+        help: "move one run-time limit (repeatable; the list below, and leash --limits)",
+    },
+    Opt {
         name: "--include-path",
         value: Some("DIR"),
         help: "a directory besides the script's own that include may load from (repeatable)",
@@ -47,6 +52,7 @@ pub const OPTIONS: &[Opt] = &[
     Opt { name: "--error-format", value: Some("text|json"), help: "how diagnostics are written to stderr" },
     Opt { name: "--stats", value: None, help: "at exit, write one JSON line of usage figures to stderr" },
     Opt { name: "--cgi", value: None, help: "CGI mode: hold output; on failure send a generic 500" },
+    Opt { name: "--limits", value: None, help: "list every run-time limit: name, default, ceiling, unit, kind, bound" },
     Opt { name: "--builtins", value: None, help: "list every builtin: signature, arity, capability, cost rule" },
     Opt { name: "--filter", value: Some("TEXT"), help: "leash test: run only tests whose names contain TEXT" },
     Opt { name: "--update-snapshots", value: None, help: "leash test: write snapshots instead of comparing" },
@@ -58,6 +64,8 @@ pub struct Config {
     pub max_work: u64,
     pub max_time: Option<f64>,
     pub max_memory: u64,
+    /// The run-time limits, moved by `--limit NAME=VALUE` (SPEC 8.2).
+    pub limits: Limits,
     /// `--include-path` directories, canonical.
     pub include_path: Vec<PathBuf>,
     pub allow_files: bool,
@@ -81,6 +89,7 @@ impl Default for Config {
             max_work: DEFAULT_MAX_WORK,
             max_time: None,
             max_memory: DEFAULT_MAX_MEMORY,
+            limits: Limits::default(),
             include_path: Vec::new(),
             allow_files: false,
             allow_network: false,
@@ -113,6 +122,7 @@ pub enum Command {
     Help,
     Version,
     Builtins,
+    Limits,
 }
 
 pub fn help_text() -> String {
@@ -123,7 +133,7 @@ pub fn help_text() -> String {
          leash [OPTIONS] -e CODE [ARG...]    run CODE given inline\n  \
          leash check [OPTIONS] SCRIPT...     load and validate only; print the capabilities each needs\n  \
          leash test [OPTIONS] [PATH...]      run test functions of *_test.lsh files\n  \
-         leash --version | --help | --builtins\n\noptions:\n",
+         leash --version | --help | --builtins | --limits\n\noptions:\n",
     );
     for o in OPTIONS {
         let head = match o.value {
@@ -131,6 +141,11 @@ pub fn help_text() -> String {
             None => o.name.to_string(),
         };
         s.push_str(&format!("  {head:<28} {}\n", o.help));
+    }
+    s.push_str("\nrun-time limits (--limit NAME=VALUE; bytes take K, M, G; floor 1; see leash --limits):\n");
+    for d in LIMITS {
+        let head = format!("{} ({})", d.name, d.unit.name());
+        s.push_str(&format!("  {head:<28} default {}, up to {}\n", show(d.default, d.unit), d.ceiling_text()));
     }
     s.push_str(
         "\nexit status: 0 success, 1 uncaught runtime error, 2 usage error, 3 load error,\n\
@@ -221,6 +236,7 @@ fn text(v: &OsString) -> Result<String, String> {
 /// Parse the command line (without the program name).
 pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
     let mut cfg = Config::default();
+    let mut given: Vec<L> = Vec::new();
     let mut i = 0;
     let mut sub: Option<&str> = None;
     let mut positional: Vec<OsString> = Vec::new();
@@ -245,6 +261,9 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
         }
         if s == b"--builtins" {
             return Ok((cfg, Command::Builtins));
+        }
+        if s == b"--limits" {
+            return Ok((cfg, Command::Limits));
         }
         if s == b"-e" {
             if sub.is_some() {
@@ -284,6 +303,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                 "--max-work" => cfg.max_work = parse_u64(&name, &v, 1, MAX_MAX_WORK)?,
                 "--max-time" => cfg.max_time = Some(parse_time(&v)?),
                 "--max-memory" => cfg.max_memory = parse_memory(&v)?,
+                "--limit" => given.push(cfg.limits.apply(&v).map_err(|m| format!("--limit: {m}"))?),
                 "--include-path" => {
                     if cfg.include_path.len() >= MAX_INCLUDE_PATHS {
                         return Err(format!("too many --include-path options (limit is {MAX_INCLUDE_PATHS})"));
@@ -334,6 +354,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
         positional.push(a.clone());
         i += 1;
     }
+    cfg.limits.check_memory(cfg.max_memory, &given, "--max-memory").map_err(|m| format!("--limit: {m}"))?;
     if cfg.allow_listen && !cfg.allow_network {
         return Err("--allow-listen needs --allow-network".into());
     }

@@ -18,9 +18,13 @@
 //! max_file_size = 67108864
 //! env_pass = ["TZ"]
 //! allow = []
+//! [limits]                          # run-time limits (SPEC 8.2), the names of --limit
+//! string = "2M"
 //! [[dir]]
 //! path = "admin"                    # relative to root
 //! allow = ["files"]
+//! [dir.limits]                      # moves these on top of [limits] for this dir
+//! frame_storage = "32M"
 //! ```
 
 use std::ffi::{OsStr, OsString};
@@ -81,7 +85,10 @@ impl Allow {
 pub struct DirRule {
     /// Relative to the root, as written (no `..`, not absolute).
     pub path: PathBuf,
-    pub allow: Allow,
+    /// None: the default `allow` (a `[[dir]]` that only moves limits).
+    pub allow: Option<Allow>,
+    /// `[dir.limits]`: moved on top of the top-level `[limits]`.
+    pub limits: Vec<(L, u64)>,
 }
 
 /// The operator configuration.
@@ -100,6 +107,8 @@ pub struct Config {
     pub max_file_size: u64,
     pub env_pass: Vec<String>,
     pub allow: Allow,
+    /// `[limits]`: the run-time limits moved for every script, as `--limit` would.
+    pub limits: Vec<(L, u64)>,
     pub dirs: Vec<DirRule>,
 }
 
@@ -115,8 +124,46 @@ const KEYS: &[&str] = &[
     "max_file_size",
     "env_pass",
     "allow",
+    "limits",
     "dir",
 ];
+
+/// A `[limits]` table: names and values as `--limit` takes them (numbers, or strings
+/// with K, M, G for bytes), each within its floor and ceiling; the limits whose ceiling
+/// is `--max-memory` within `max_memory`.
+fn parse_limits(v: &toml::Value, what: &str, max_memory: u64) -> Result<Vec<(L, u64)>, String> {
+    let toml::Value::Table(t) = v else {
+        return Err(format!("`{what}` must be a table, got {}", v.type_str()));
+    };
+    let mut out: Vec<(L, u64)> = Vec::new();
+    for (name, value) in t {
+        let d = crate::limits::lookup(name).map_err(|m| format!("`{what}`: {m}"))?;
+        let text = match value {
+            toml::Value::Integer(n) => n.to_string(),
+            toml::Value::String(s) => s.clone(),
+            other => return Err(format!("`{what}`: {name} must be a number or a string, got {}", other.type_str())),
+        };
+        let n = crate::limits::parse_value(d, &text, Some(max_memory)).map_err(|m| {
+            let m = if d.ceiling == Ceiling::MaxMemory { m.replace("(--max-memory)", "(max_memory)") } else { m };
+            format!("`{what}`: {m}")
+        })?;
+        out.push((d.id, n));
+    }
+    Ok(out)
+}
+
+/// The run-time limits a script runs under: `[limits]`, then the `[dir.limits]` of the
+/// most specific `[[dir]]` that holds it. Only moved limits are listed.
+pub fn limits_for(cfg: &Config, script: &Path) -> Vec<(L, u64)> {
+    let mut out = cfg.limits.clone();
+    if let Some(rule) = rule_for(cfg, script) {
+        for &(l, v) in &rule.limits {
+            out.retain(|(k, _)| *k != l);
+            out.push((l, v));
+        }
+    }
+    out
+}
 
 fn int_key(t: &toml::Table, key: &str, default: u64, lo: u64, hi: u64) -> Result<u64, String> {
     match t.get(key) {
@@ -220,8 +267,12 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         Some(toml::Value::String(s)) => crate::cli::parse_memory(s).map_err(|_| bad_memory(s))?,
         Some(v) => return Err(bad_memory(&show(v))),
     };
-    let max_output_bytes = int_key(&t, "max_output_bytes", CGI_DEFAULT_MAX_OUTPUT_BYTES, 1, MAX_STDOUT_BYTES)?;
-    let max_body_bytes = int_key(&t, "max_body_bytes", CGI_DEFAULT_MAX_BODY_BYTES, 0, MAX_STDIN_BYTES)?;
+    let max_output_bytes = int_key(&t, "max_output_bytes", CGI_DEFAULT_MAX_OUTPUT_BYTES, 1, CGI_MAX_MAX_OUTPUT_BYTES)?;
+    let max_body_bytes = int_key(&t, "max_body_bytes", CGI_DEFAULT_MAX_BODY_BYTES, 0, CGI_MAX_MAX_BODY_BYTES)?;
+    let limits = match t.get("limits") {
+        None => Vec::new(),
+        Some(v) => parse_limits(v, "limits", max_memory)?,
+    };
     let max_file_size =
         int_key(&t, "max_file_size", CGI_DEFAULT_MAX_FILE_SIZE, CGI_MIN_MAX_FILE_SIZE, CGI_MAX_MAX_FILE_SIZE)?;
     let env_pass = match t.get("env_pass") {
@@ -245,7 +296,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
                     return Err(format!("{what} must be a table"));
                 };
                 for k in d.keys() {
-                    if k != "path" && k != "allow" {
+                    if k != "path" && k != "allow" && k != "limits" {
                         return Err(format!("{what}: unknown key `{k}`"));
                     }
                 }
@@ -258,8 +309,16 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
                         path.display()
                     ));
                 }
-                let allow = parse_allow(d.get("allow").ok_or(format!("{what}: `allow` is required"))?, "allow")?;
-                dirs.push(DirRule { path, allow });
+                let limits = match d.get("limits") {
+                    None => Vec::new(),
+                    Some(v) => parse_limits(v, &format!("{what} limits"), max_memory)?,
+                };
+                let allow = match d.get("allow") {
+                    Some(a) => Some(parse_allow(a, "allow")?),
+                    None if d.contains_key("limits") => None,
+                    None => return Err(format!("{what}: `allow` or `limits` is required")),
+                };
+                dirs.push(DirRule { path, allow, limits });
             }
         }
         Some(_) => return Err("`dir` must be written as [[dir]] tables".into()),
@@ -276,6 +335,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         max_file_size,
         env_pass,
         allow,
+        limits,
         dirs,
     })
 }
@@ -379,6 +439,14 @@ pub fn resolve_script(root: &Path, requested: &Path) -> Script {
 /// The capabilities for a script (canonical path): those of the most specific `[[dir]]`
 /// whose directory (canonicalized now) holds it, else the default `allow`.
 pub fn allow_for(cfg: &Config, script: &Path) -> (Allow, Option<PathBuf>) {
+    match rule_for(cfg, script) {
+        Some(rule) => (rule.allow.unwrap_or(cfg.allow), Some(rule.path.clone())),
+        None => (cfg.allow, None),
+    }
+}
+
+/// The most specific `[[dir]]` whose directory (canonicalized now) holds the script.
+fn rule_for<'c>(cfg: &'c Config, script: &Path) -> Option<&'c DirRule> {
     let mut best: Option<(usize, &DirRule)> = None;
     for rule in &cfg.dirs {
         let Ok(dir) = std::fs::canonicalize(cfg.root.join(&rule.path)) else { continue };
@@ -390,10 +458,7 @@ pub fn allow_for(cfg: &Config, script: &Path) -> (Allow, Option<PathBuf>) {
             best = Some((depth, rule));
         }
     }
-    match best {
-        Some((_, rule)) => (rule.allow, Some(rule.path.clone())),
-        None => (cfg.allow, None),
-    }
+    best.map(|(_, rule)| rule)
 }
 
 // ---------------------------------------------------------------------------
@@ -471,6 +536,29 @@ pub fn worker_env(vars: &[(OsString, OsString)], env_pass: &[String], script: &P
     out
 }
 
+/// `[limits]` as `--check-config` shows it: `string=2M list=50000`, or `(defaults)`.
+pub fn describe_limits(limits: &[(L, u64)]) -> String {
+    if limits.is_empty() {
+        return "(defaults)".into();
+    }
+    let parts: Vec<String> = limits
+        .iter()
+        .map(|&(l, n)| format!("{}={}", LIMITS[l as usize].name, crate::limits::show(n, LIMITS[l as usize].unit)))
+        .collect();
+    parts.join(" ")
+}
+
+/// RLIMIT_NOFILE of a worker: `CGI_WORKER_NOFILE` holds the default readers, sockets and
+/// databases with room to spare; raised ones add their descriptors (a database can hold
+/// three: the file, its journal or WAL, and the shared-memory index).
+pub fn worker_nofile(limits: &[(L, u64)]) -> u64 {
+    let extra = |l: L, per: u64| {
+        let n = limits.iter().rev().find(|(k, _)| *k == l).map_or(0, |&(_, n)| n);
+        n.saturating_sub(LIMITS[l as usize].default).saturating_mul(per)
+    };
+    CGI_WORKER_NOFILE + extra(L::Readers, 1) + extra(L::SocketsOpen, 1) + extra(L::Databases, 3)
+}
+
 /// The worker's arguments (after the interpreter's path).
 pub fn worker_args(cfg: &Config, allow: Allow, script: &Path) -> Vec<OsString> {
     let secs = cfg.max_time_ms as f64 / 1000.0;
@@ -489,6 +577,10 @@ pub fn worker_args(cfg: &Config, allow: Allow, script: &Path) -> Vec<OsString> {
         cfg.max_memory.to_string().into(),
     ];
     v.extend(allow.flags().into_iter().map(OsString::from));
+    for (l, n) in limits_for(cfg, script) {
+        v.push("--limit".into());
+        v.push(format!("{}={n}", LIMITS[l as usize].name).into());
+    }
     // Includes may come from anywhere beneath the root (SPEC 5), not only beside the script.
     v.push("--include-path".into());
     v.push(cfg.root.as_os_str().to_owned());

@@ -63,6 +63,8 @@ pub struct RunConfig {
     pub max_work: u64,
     pub deadline: Option<Instant>,
     pub max_memory: u64,
+    /// The run-time limits (`--limit`, the gateway's `[limits]`).
+    pub limits: Limits,
     pub seed: Option<u32>,
     pub caps: Caps,
     pub args: Vec<Vec<u8>>,
@@ -82,6 +84,7 @@ impl Default for RunConfig {
             max_work: DEFAULT_MAX_WORK,
             deadline: None,
             max_memory: DEFAULT_MAX_MEMORY,
+            limits: Limits::default(),
             seed: None,
             caps: Caps::default(),
             args: vec![],
@@ -141,6 +144,8 @@ pub struct Interp<'p> {
     pub(crate) heap: crate::memory::HeapMeter,
 
     pub(crate) caps: Caps,
+    /// The run-time limits this run is held to (SPEC 8.2): every reader of one asks here.
+    pub(crate) lim: Limits,
     pub(crate) budgets: Budgets,
     pub(crate) out: Output,
     pub(crate) script_args: Vec<Vec<u8>>,
@@ -178,6 +183,7 @@ impl<'p> Interp<'p> {
     pub fn new(prog: &'p Program, cfg: &RunConfig) -> Self {
         let mut out = Output::default();
         out.hold = cfg.cgi;
+        crate::value::set_growth_limits(&cfg.limits);
         Interp {
             prog,
             stack: Vec::with_capacity(256),
@@ -199,14 +205,15 @@ impl<'p> Interp<'p> {
                 cfg.heap.unwrap_or_else(|| crate::memory::Budget::start(cfg.max_memory)),
             ),
             caps: cfg.caps,
-            budgets: Budgets::default(),
+            lim: cfg.limits,
+            budgets: Budgets::new(&cfg.limits),
             out,
             script_args: cfg.args.clone(),
             rng: crate::builtins::rand::Rng::new(cfg.seed),
             env: Default::default(),
             stdin: Default::default(),
             files: Default::default(),
-            net: crate::builtins::net::NetSlot::new(&cfg.net),
+            net: crate::builtins::net::NetSlot::new(&cfg.net, &cfg.limits),
             db: Default::default(),
             snapshots: cfg.snapshots.clone(),
         }
@@ -346,10 +353,14 @@ impl<'p> Interp<'p> {
             if self.mem > self.peak_mem {
                 self.peak_mem = self.mem;
             }
-            if f > MAX_FRAME_BYTES {
-                return Err(
-                    self.limit(LimitKind::FrameStorage, format!("frame storage exceeds {MAX_FRAME_BYTES} bytes"))
-                );
+            if f > self.lim.n(L::FrameStorage) {
+                return Err(self.limit(
+                    LimitKind::FrameStorage,
+                    format!(
+                        "frame storage exceeds {max_frame_bytes} bytes",
+                        max_frame_bytes = self.lim.n(L::FrameStorage)
+                    ),
+                ));
             }
             if self.mem > self.max_mem {
                 return Err(self.limit(
@@ -363,41 +374,71 @@ impl<'p> Interp<'p> {
 
     /// Refuse to build a value whose accounted size exceeds one frame.
     pub fn check_value(&self, v: &Value) -> R<()> {
-        if v.acct() > MAX_FRAME_BYTES {
+        if v.acct() > self.lim.n(L::FrameStorage) {
             return Err(self.limit(
                 LimitKind::FrameStorage,
-                format!("a value of {} accounted bytes exceeds the frame limit of {MAX_FRAME_BYTES}", v.acct()),
+                format!(
+                    "a value of {} accounted bytes exceeds the frame limit of {max_frame_bytes}",
+                    v.acct(),
+                    max_frame_bytes = self.lim.n(L::FrameStorage)
+                ),
             ));
         }
         Ok(())
     }
 
     pub fn check_list_len(&self, n: usize) -> R<()> {
-        if n > MAX_LIST_ITEMS {
-            return Err(self.limit(LimitKind::List, format!("list of more than {MAX_LIST_ITEMS} items")));
+        if n > self.lim.n(L::List) {
+            return Err(self.limit(
+                LimitKind::List,
+                format!("list of more than {max_list_items} items", max_list_items = self.lim.n(L::List)),
+            ));
         }
         Ok(())
     }
 
     pub fn check_map_len(&self, n: usize) -> R<()> {
-        if n > MAX_MAP_ENTRIES {
-            return Err(self.limit(LimitKind::Map, format!("map of more than {MAX_MAP_ENTRIES} entries")));
+        if n > self.lim.n(L::Map) {
+            return Err(self.limit(
+                LimitKind::Map,
+                format!("map of more than {max_map_entries} entries", max_map_entries = self.lim.n(L::Map)),
+            ));
         }
         Ok(())
     }
 
     #[inline(always)]
     pub fn check_str_len(&self, n: usize) -> R<()> {
-        if n > MAX_STRING_BYTES {
+        if n > self.lim.n(L::String) {
             return Err(self.str_too_long());
         }
         Ok(())
     }
 
+    /// The longest line a line reader may return under line limit `l`: a line is a
+    /// string, so a raised line limit does not lift the string limit.
+    #[inline]
+    pub fn line_cap(&self, l: L) -> usize {
+        self.lim.n(l).min(self.lim.n(L::String))
+    }
+
+    /// The failure of a line past `line_cap(l)`: the line limit's own, or the string
+    /// limit's when that is the lower.
+    pub fn line_too_long(&self, l: L, own: impl FnOnce() -> Fail) -> Fail {
+        if self.lim.n(L::String) < self.lim.n(l) {
+            self.str_too_long()
+        } else {
+            own()
+        }
+    }
+
     #[cold]
     #[inline(never)]
-    fn str_too_long(&self) -> Fail {
-        self.limit(LimitKind::String, format!("string of more than {MAX_STRING_BYTES} bytes"))
+    pub(crate) fn str_too_long(&self) -> Fail {
+        self.limit(
+            LimitKind::String,
+            format!("string of more than {max_string_bytes} bytes", max_string_bytes = self.lim.n(L::String)),
+        )
     }
 
     /// Charge the copy that a copy-on-write change of `rc` is about to make: nothing
@@ -614,7 +655,7 @@ impl<'p> Interp<'p> {
                 self.step(s.pos)?;
                 let v = self.eval(e)?;
                 let mut text = Vec::new();
-                let message = match write_str(&v, &mut text, MAX_STRING_BYTES) {
+                let message = match write_str(&v, &mut text, self.lim.n(L::String)) {
                     Ok(()) => String::from_utf8_lossy(&text).into_owned(),
                     Err(_) => format!("a thrown {}", v.type_name()),
                 };
@@ -864,8 +905,11 @@ impl<'p> Interp<'p> {
         let r = match &mut cur {
             Value::Map(rc) => match key {
                 Value::Str(k) => {
-                    if rc.len() >= MAX_MAP_ENTRIES && !rc.contains(&k) {
-                        Err(self.limit(LimitKind::Map, format!("map of more than {MAX_MAP_ENTRIES} entries")))
+                    if rc.len() >= self.lim.n(L::Map) && !rc.contains(&k) {
+                        Err(self.limit(
+                            LimitKind::Map,
+                            format!("map of more than {max_map_entries} entries", max_map_entries = self.lim.n(L::Map)),
+                        ))
                     } else {
                         self.cow(rc).map(|_| {
                             Rc::make_mut(rc).insert(k, v);
@@ -1002,7 +1046,7 @@ impl<'p> Interp<'p> {
                 s.extend_from_slice(&tmp);
             }
             other => {
-                let t = self.to_text(other, MAX_STRING_BYTES)?;
+                let t = self.to_text(other, self.lim.n(L::String))?;
                 self.check_str_len(rc.len() + t.len())?;
                 self.work(concat_work(t.len()))?;
                 let s = Rc::make_mut(rc);
@@ -1305,7 +1349,7 @@ impl<'p> Interp<'p> {
                         IPart::Lit(b) => out.extend_from_slice(b),
                         IPart::Expr(e) => {
                             let v = self.eval(e)?;
-                            self.write_text(&v, &mut out, MAX_STRING_BYTES)?;
+                            self.write_text(&v, &mut out, self.lim.n(L::String))?;
                         }
                     }
                     self.check_str_len(out.len())?;
@@ -1409,8 +1453,8 @@ impl<'p> Interp<'p> {
                     (Value::Num(n), Value::Str(b)) => with_num_text(*n, |t| joined(t, b)),
                     _ => {
                         let mut out = Vec::new();
-                        self.write_text(&x, &mut out, MAX_STRING_BYTES)?;
-                        self.write_text(&y, &mut out, MAX_STRING_BYTES)?;
+                        self.write_text(&x, &mut out, self.lim.n(L::String))?;
+                        self.write_text(&y, &mut out, self.lim.n(L::String))?;
                         self.check_str_len(out.len())?;
                         self.check_memory_after(out.len())?;
                         self.work(concat_work(out.len()))?;
@@ -1503,7 +1547,7 @@ impl<'p> Interp<'p> {
                     arg_heap += v.heap();
                     self.stack.push(v);
                     // Checked while collecting, so that no call holds much past the limit.
-                    if arg_heap > MAX_CALL_ARG_BYTES {
+                    if arg_heap > self.lim.n(L::CallArgs) {
                         self.stack.truncate(new_base);
                         return Err(self.call_refused(f, arg_heap));
                     }
@@ -1514,7 +1558,7 @@ impl<'p> Interp<'p> {
                 }
             }
         }
-        if arg_heap + args.len() * ACCT_SLOT > MAX_CALL_ARG_BYTES || self.depth >= MAX_CALL_DEPTH {
+        if arg_heap + args.len() * ACCT_SLOT > self.lim.n(L::CallArgs) || self.depth >= self.lim.n(L::CallDepth) {
             self.stack.truncate(new_base);
             return Err(self.call_refused(f, arg_heap + args.len() * ACCT_SLOT));
         }
@@ -1533,7 +1577,7 @@ impl<'p> Interp<'p> {
         let fb = f.base_bytes + arg_heap;
         self.fbytes = fb;
         self.mem += fb;
-        let r = if fb > MAX_FRAME_BYTES || self.mem > self.max_mem {
+        let r = if fb > self.lim.n(L::FrameStorage) || self.mem > self.max_mem {
             self.fbytes = 0;
             self.mem -= fb;
             self.charge(false, fb as isize).map(|_| Flow::Normal)
@@ -1564,13 +1608,20 @@ impl<'p> Interp<'p> {
 
     #[cold]
     fn call_refused(&self, f: &Function, arg_bytes: usize) -> Fail {
-        if arg_bytes > MAX_CALL_ARG_BYTES {
+        if arg_bytes > self.lim.n(L::CallArgs) {
             self.limit(
                 LimitKind::CallArgs,
-                format!("arguments of `{}` exceed {MAX_CALL_ARG_BYTES} accounted bytes", f.name),
+                format!(
+                    "arguments of `{}` exceed {max_call_arg_bytes} accounted bytes",
+                    f.name,
+                    max_call_arg_bytes = self.lim.n(L::CallArgs)
+                ),
             )
         } else {
-            self.limit(LimitKind::CallDepth, format!("more than {MAX_CALL_DEPTH} active calls"))
+            self.limit(
+                LimitKind::CallDepth,
+                format!("more than {max_call_depth} active calls", max_call_depth = self.lim.n(L::CallDepth)),
+            )
         }
     }
 
@@ -1621,10 +1672,14 @@ impl<'p> Interp<'p> {
                     vals.push(v.clone());
                 }
             }
-            if bytes > MAX_CALL_ARG_BYTES {
+            if bytes > self.lim.n(L::CallArgs) {
                 return Err(self.limit(
                     LimitKind::CallArgs,
-                    format!("arguments of `{}` exceed {MAX_CALL_ARG_BYTES} accounted bytes", b.name),
+                    format!(
+                        "arguments of `{}` exceed {max_call_arg_bytes} accounted bytes",
+                        b.name,
+                        max_call_arg_bytes = self.lim.n(L::CallArgs)
+                    ),
                 ));
             }
         }

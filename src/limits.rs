@@ -93,6 +93,555 @@ impl LimitKind {
 pub const KIB: usize = 1024;
 pub const MIB: usize = 1024 * 1024;
 
+pub const GIB: u64 = 1024 * 1024 * 1024;
+pub const TIB: u64 = 1024 * GIB;
+
+// ---------------------------------------------------------------------------
+// Run-time limits the operator moves (SPEC 8.2): `--limit NAME=VALUE`, `leash --limits`,
+// the gateway's `[limits]`. One row per limit: its name, default, floor, ceiling, unit and
+// what it bounds. The parser, `--limits`, `--help`, the usage errors and the docs table
+// (UTILITIES.md, generated from `leash --limits`) all read this table. A run holds its
+// values in a `Limits`, which every reader of a limit consults (`it.lim.n(L::String)`).
+// ---------------------------------------------------------------------------
+
+/// One movable run-time limit. Index into `LIMITS` and `Limits` with `L::X as usize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum L {
+    String,
+    List,
+    Map,
+    FrameStorage,
+    CallArgs,
+    CallDepth,
+    Env,
+    EnvBytes,
+    Stdout,
+    StdoutPrint,
+    Stderr,
+    FileWrites,
+    FileWritesValue,
+    Stdin,
+    StdinLine,
+    FileReads,
+    FileReadsLine,
+    Readers,
+    Json,
+    JsonDepth,
+    JsonNodes,
+    Dir,
+    DirBytes,
+    Databases,
+    HttpRequests,
+    HttpTimeouts,
+    HttpBodies,
+    SocketsOpen,
+    SocketsConnects,
+    SocketsAccepts,
+    SocketsSent,
+    SocketsReceived,
+    SocketsLine,
+    SocketsLookups,
+    SocketsAddrs,
+}
+
+/// The unit of a limit's value: byte limits take K, M, G suffixes (KiB, MiB, GiB).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Bytes,
+    Items,
+    Entries,
+    Calls,
+    Keys,
+    Levels,
+    Values,
+    Handles,
+    Requests,
+    Ms,
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Bytes => "bytes",
+            Unit::Items => "items",
+            Unit::Entries => "entries",
+            Unit::Calls => "calls",
+            Unit::Keys => "keys",
+            Unit::Levels => "levels",
+            Unit::Values => "values",
+            Unit::Handles => "handles",
+            Unit::Requests => "count",
+            Unit::Ms => "ms",
+        }
+    }
+}
+
+/// The largest value a limit may be given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ceiling {
+    /// A fixed number.
+    Fixed(u64),
+    /// The run's `--max-memory` (or the gateway's `max_memory`): a frame or a call's
+    /// arguments cannot usefully hold more than all storage together.
+    MaxMemory,
+}
+
+/// One row of the table.
+#[derive(Clone, Copy, Debug)]
+pub struct LimitDef {
+    pub id: L,
+    /// The `--limit` name: the limit kind of its diagnostics, or `KIND_SUB` for a second
+    /// bound of the same kind (`json_depth`, `stdin_line`, `http_requests`).
+    pub name: &'static str,
+    /// The kind its diagnostics carry.
+    pub kind: LimitKind,
+    pub default: u64,
+    pub floor: u64,
+    pub ceiling: Ceiling,
+    pub unit: Unit,
+    pub what: &'static str,
+}
+
+/// Call depth's ceiling: as deep as the interpreter thread's native stack
+/// (`INTERP_STACK_BYTES`) allows, with a margin. Measured (WORKLOG 2026-12-01): the
+/// deepest stack one Leash call can use is a call made from inside the deepest nesting
+/// the load-time limits allow (blocks 128 deep, an expression 128 deep), about
+/// `CALL_FRAME_WORST` bytes in the quick and release builds; the ceiling leaves half the stack
+/// unused.
+pub const CALL_FRAME_WORST: usize = 64 * KIB;
+pub const MAX_CALL_DEPTH_CEILING: u64 = (INTERP_STACK_BYTES / 2 / CALL_FRAME_WORST) as u64;
+
+/// JSON depth's ceiling: `json.parse` and `json.stringify` recurse once per level, and so
+/// do `str`, `==` and dropping the nested value they produce; measured far below a KiB of
+/// stack a level, so 16,384 levels leave most of the stack unused.
+pub const MAX_JSON_DEPTH_CEILING: u64 = 16_384;
+
+const fn row(
+    id: L,
+    name: &'static str,
+    kind: LimitKind,
+    default: u64,
+    ceiling: u64,
+    unit: Unit,
+    what: &'static str,
+) -> LimitDef {
+    LimitDef { id, name, kind, default, floor: 1, ceiling: Ceiling::Fixed(ceiling), unit, what }
+}
+
+const M: u64 = MIB as u64;
+const K: u64 = KIB as u64;
+/// Items of the largest list or map, JSON nodes, directory entries: 16,777,216.
+const MAX_ITEMS: u64 = 1 << 24;
+/// The largest single string any limit lets a run build: 256 MiB.
+const MAX_BYTES_ONE: u64 = 256 * M;
+/// Ceiling of per-run byte budgets (stdin, streaming reads, outputs, sockets): 1 TiB.
+const MAX_BYTES_RUN: u64 = TIB;
+/// Ceiling of per-run counts (requests, connects, accepts, lookups).
+const MAX_COUNT_RUN: u64 = 1_000_000;
+
+use LimitKind as Kd;
+
+/// Every run-time limit, in the order of `L`.
+pub const LIMITS: &[LimitDef] = &[
+    row(L::String, "string", Kd::String, M, MAX_BYTES_ONE, Unit::Bytes, "bytes of one string value"),
+    row(L::List, "list", Kd::List, 16_384, MAX_ITEMS, Unit::Items, "items of one list"),
+    row(L::Map, "map", Kd::Map, 16_384, MAX_ITEMS, Unit::Entries, "entries of one map"),
+    LimitDef {
+        id: L::FrameStorage,
+        name: "frame_storage",
+        kind: Kd::FrameStorage,
+        default: 2 * M,
+        floor: 1,
+        ceiling: Ceiling::MaxMemory,
+        unit: Unit::Bytes,
+        what: "accounted storage of one frame (variables, values, arguments, for snapshots), and of any one value",
+    },
+    LimitDef {
+        id: L::CallArgs,
+        name: "call_args",
+        kind: Kd::CallArgs,
+        default: 2 * M,
+        floor: 1,
+        ceiling: Ceiling::MaxMemory,
+        unit: Unit::Bytes,
+        what: "accounted storage of the arguments of one call",
+    },
+    row(
+        L::CallDepth,
+        "call_depth",
+        Kd::CallDepth,
+        64,
+        MAX_CALL_DEPTH_CEILING,
+        Unit::Calls,
+        "active calls, main included",
+    ),
+    row(L::Env, "env", Kd::Env, 4096, 1 << 20, Unit::Keys, "changed keys of the environment overlay"),
+    row(
+        L::EnvBytes,
+        "env_bytes",
+        Kd::Env,
+        2 * M,
+        MAX_BYTES_ONE,
+        Unit::Bytes,
+        "key and value bytes of the environment overlay",
+    ),
+    row(L::Stdout, "stdout", Kd::Stdout, 16 * M, MAX_BYTES_RUN, Unit::Bytes, "bytes written to stdout per run"),
+    row(
+        L::StdoutPrint,
+        "stdout_print",
+        Kd::Stdout,
+        M,
+        MAX_BYTES_ONE,
+        Unit::Bytes,
+        "bytes of one print or write call (newline excluded)",
+    ),
+    row(
+        L::Stderr,
+        "stderr",
+        Kd::Stderr,
+        16 * M,
+        MAX_BYTES_RUN,
+        Unit::Bytes,
+        "bytes the script writes to stderr per run",
+    ),
+    row(
+        L::FileWrites,
+        "file_writes",
+        Kd::FileWrites,
+        16 * M,
+        MAX_BYTES_RUN,
+        Unit::Bytes,
+        "bytes written by file.write, file.append and file.copy per run",
+    ),
+    row(
+        L::FileWritesValue,
+        "file_writes_value",
+        Kd::FileWrites,
+        M,
+        MAX_BYTES_ONE,
+        Unit::Bytes,
+        "bytes of one value written to a file",
+    ),
+    row(
+        L::Stdin,
+        "stdin",
+        Kd::Stdin,
+        16 * M,
+        MAX_BYTES_RUN,
+        Unit::Bytes,
+        "bytes consumed from stdin per run, line endings included",
+    ),
+    row(
+        L::StdinLine,
+        "stdin_line",
+        Kd::Stdin,
+        64 * K,
+        MAX_BYTES_ONE,
+        Unit::Bytes,
+        "bytes of one stdin line, ending excluded",
+    ),
+    row(
+        L::FileReads,
+        "file_reads",
+        Kd::FileReads,
+        16 * M,
+        MAX_BYTES_RUN,
+        Unit::Bytes,
+        "bytes consumed by all streaming readers together per run",
+    ),
+    row(
+        L::FileReadsLine,
+        "file_reads_line",
+        Kd::FileReads,
+        64 * K,
+        MAX_BYTES_ONE,
+        Unit::Bytes,
+        "bytes of one line of a streaming reader, ending excluded",
+    ),
+    row(L::Readers, "readers", Kd::Readers, 32, 1024, Unit::Handles, "streaming file readers open at once"),
+    row(L::Json, "json", Kd::Json, M, MAX_BYTES_ONE, Unit::Bytes, "bytes of JSON text parsed or written"),
+    row(
+        L::JsonDepth,
+        "json_depth",
+        Kd::Json,
+        64,
+        MAX_JSON_DEPTH_CEILING,
+        Unit::Levels,
+        "nesting of JSON arrays and objects ([] is depth 1)",
+    ),
+    row(L::JsonNodes, "json_nodes", Kd::Json, 16_384, MAX_ITEMS, Unit::Values, "values (nodes) of one JSON document"),
+    row(L::Dir, "dir", Kd::Dir, 16_384, MAX_ITEMS, Unit::Entries, "entries of one directory listing"),
+    row(L::DirBytes, "dir_bytes", Kd::Dir, M, MAX_BYTES_ONE, Unit::Bytes, "name bytes of one directory listing"),
+    row(L::Databases, "databases", Kd::Databases, 16, 64, Unit::Handles, "SQLite databases open at once"),
+    row(L::HttpRequests, "http_requests", Kd::Http, 64, MAX_COUNT_RUN, Unit::Requests, "HTTP requests per run"),
+    row(
+        L::HttpTimeouts,
+        "http_timeouts",
+        Kd::Http,
+        60_000,
+        30 * 86_400 * 1000,
+        Unit::Ms,
+        "HTTP timeouts summed over the run (each request reserves its timeout_ms)",
+    ),
+    row(
+        L::HttpBodies,
+        "http_bodies",
+        Kd::Http,
+        16 * M,
+        MAX_BYTES_RUN,
+        Unit::Bytes,
+        "HTTP request and response bodies together per run",
+    ),
+    row(L::SocketsOpen, "sockets_open", Kd::Sockets, 16, 1024, Unit::Handles, "sockets and listeners open at once"),
+    row(
+        L::SocketsConnects,
+        "sockets_connects",
+        Kd::Sockets,
+        64,
+        MAX_COUNT_RUN,
+        Unit::Requests,
+        "net.connect calls per run (failed ones too)",
+    ),
+    row(
+        L::SocketsAccepts,
+        "sockets_accepts",
+        Kd::Sockets,
+        64,
+        MAX_COUNT_RUN,
+        Unit::Requests,
+        "connections accepted per run",
+    ),
+    row(
+        L::SocketsSent,
+        "sockets_sent",
+        Kd::Sockets,
+        16 * M,
+        MAX_BYTES_RUN,
+        Unit::Bytes,
+        "bytes sent on sockets per run",
+    ),
+    row(
+        L::SocketsReceived,
+        "sockets_received",
+        Kd::Sockets,
+        16 * M,
+        MAX_BYTES_RUN,
+        Unit::Bytes,
+        "bytes received on sockets per run, line endings included",
+    ),
+    row(
+        L::SocketsLine,
+        "sockets_line",
+        Kd::Sockets,
+        64 * K,
+        MAX_BYTES_ONE,
+        Unit::Bytes,
+        "bytes of one net.read_line line, ending excluded",
+    ),
+    row(
+        L::SocketsLookups,
+        "sockets_lookups",
+        Kd::Sockets,
+        256,
+        MAX_COUNT_RUN,
+        Unit::Requests,
+        "name lookups per run (net.resolve, net.connect to a name)",
+    ),
+    row(L::SocketsAddrs, "sockets_addrs", Kd::Sockets, 8, 64, Unit::Requests, "addresses one net.connect tries"),
+];
+
+/// Number of movable limits.
+pub const N_LIMITS: usize = L::SocketsAddrs as usize + 1;
+
+/// Limit kinds that have their own flags, and load-time kinds: named in usage errors.
+pub const OWN_FLAGS: &[(&str, &str)] =
+    &[("steps", "--max-steps"), ("work", "--max-work"), ("memory", "--max-memory"), ("time", "--max-time")];
+pub const LOAD_TIME_NAMES: &[&str] = &[
+    "source_bytes",
+    "source_lines",
+    "line_bytes",
+    "tokens",
+    "functions",
+    "params",
+    "includes",
+    "nesting",
+    "expr_bytes",
+    "expr_depth",
+    "identifier",
+    "locals",
+];
+
+impl LimitDef {
+    /// The ceiling under `--max-memory` `max_memory`.
+    pub fn ceiling_for(&self, max_memory: u64) -> u64 {
+        match self.ceiling {
+            Ceiling::Fixed(n) => n,
+            Ceiling::MaxMemory => max_memory,
+        }
+    }
+
+    /// The ceiling as `leash --limits` prints it.
+    pub fn ceiling_text(&self) -> String {
+        match self.ceiling {
+            Ceiling::Fixed(n) => show(n, self.unit),
+            Ceiling::MaxMemory => "--max-memory".into(),
+        }
+    }
+}
+
+/// A value as the docs write it: bytes with the largest exact suffix (`64K`, `16M`).
+pub fn show(n: u64, unit: Unit) -> String {
+    if unit == Unit::Bytes {
+        for (suffix, size) in [("T", TIB), ("G", GIB), ("M", M), ("K", K)] {
+            if n >= size && n.is_multiple_of(size) {
+                return format!("{}{suffix}", n / size);
+            }
+        }
+    }
+    n.to_string()
+}
+
+/// The row of `name`.
+pub fn find(name: &str) -> Option<&'static LimitDef> {
+    LIMITS.iter().find(|d| d.name == name)
+}
+
+/// The values a run's limits have: the defaults, moved by `--limit` or `[limits]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    v: [u64; N_LIMITS],
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        let mut v = [0; N_LIMITS];
+        for d in LIMITS {
+            v[d.id as usize] = d.default;
+        }
+        Limits { v }
+    }
+}
+
+impl Limits {
+    /// The value as a byte or item count.
+    #[inline(always)]
+    pub fn n(&self, l: L) -> usize {
+        self.v[l as usize].min(usize::MAX as u64) as usize
+    }
+
+    /// The value as it was given.
+    #[inline(always)]
+    pub fn get(&self, l: L) -> u64 {
+        self.v[l as usize]
+    }
+
+    pub fn set(&mut self, l: L, value: u64) {
+        self.v[l as usize] = value;
+    }
+
+    /// Apply one `NAME=VALUE` (the text after `--limit`), returning which limit it set.
+    /// The limits whose ceiling is `--max-memory` are checked against it by
+    /// `check_memory` once every option is read.
+    pub fn apply(&mut self, spec: &str) -> Result<L, String> {
+        let Some((name, value)) = spec.split_once('=') else {
+            return Err(format!("takes NAME=VALUE, got \"{spec}\" (leash --limits lists the names)"));
+        };
+        let d = lookup(name)?;
+        self.v[d.id as usize] = parse_value(d, value, None)?;
+        Ok(d.id)
+    }
+
+    /// The limits in `given` whose ceiling is `--max-memory`, checked against its final
+    /// value (`flag` names it: `--max-memory`, or the gateway's `max_memory`). Defaults
+    /// are not checked: `--max-memory 1M` alone stays valid, and the memory limit is
+    /// then the one met first.
+    pub fn check_memory(&self, max_memory: u64, given: &[L], flag: &str) -> Result<(), String> {
+        for d in LIMITS.iter().filter(|d| d.ceiling == Ceiling::MaxMemory && given.contains(&d.id)) {
+            let v = self.v[d.id as usize];
+            if v > max_memory {
+                return Err(format!(
+                    "{} takes bytes from {} to {flag} ({}), got {}",
+                    d.name,
+                    d.floor,
+                    show(max_memory, Unit::Bytes),
+                    show(v, Unit::Bytes)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The row named `name`, or a usage error saying why there is none.
+pub fn lookup(name: &str) -> Result<&'static LimitDef, String> {
+    if let Some(d) = find(name) {
+        return Ok(d);
+    }
+    if let Some((_, flag)) = OWN_FLAGS.iter().find(|(n, _)| *n == name) {
+        return Err(format!("{name} has its own option, {flag}"));
+    }
+    if LOAD_TIME_NAMES.contains(&name) {
+        return Err(format!("{name} is a load-time limit and cannot be moved"));
+    }
+    if name == "http" || name == "sockets" {
+        let subs: Vec<&str> = LIMITS.iter().filter(|d| d.name.starts_with(name)).map(|d| d.name).collect();
+        return Err(format!("{name} is moved by its sub-budgets: {}", subs.join(", ")));
+    }
+    Err(format!("unknown limit \"{name}\" (leash --limits lists them)"))
+}
+
+/// Parse `value` for limit `d`: a whole number, with a K, M or G suffix for bytes, in
+/// floor..ceiling (the ceiling under `max_memory` when known).
+pub fn parse_value(d: &LimitDef, value: &str, max_memory: Option<u64>) -> Result<u64, String> {
+    let ceiling = match (d.ceiling, max_memory) {
+        (Ceiling::MaxMemory, None) => MAX_MAX_MEMORY,
+        _ => d.ceiling_for(max_memory.unwrap_or(MAX_MAX_MEMORY)),
+    };
+    let range = || {
+        let top = match d.ceiling {
+            Ceiling::MaxMemory => format!("{} (--max-memory)", show(ceiling, d.unit)),
+            Ceiling::Fixed(_) => show(ceiling, d.unit),
+        };
+        if d.unit == Unit::Bytes {
+            format!("{} takes bytes from {} to {top} (suffixes K, M, G), got \"{value}\"", d.name, d.floor)
+        } else {
+            format!("{} takes a whole number of {} from {} to {top}, got \"{value}\"", d.name, d.unit.name(), d.floor)
+        }
+    };
+    let (digits, mult) = match (d.unit, value.as_bytes().last()) {
+        (Unit::Bytes, Some(b'K' | b'k')) => (&value[..value.len() - 1], K),
+        (Unit::Bytes, Some(b'M' | b'm')) => (&value[..value.len() - 1], M),
+        (Unit::Bytes, Some(b'G' | b'g')) => (&value[..value.len() - 1], GIB),
+        _ => (value, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(range());
+    }
+    let n = digits.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)).ok_or_else(range)?;
+    if n < d.floor || n > ceiling {
+        return Err(range());
+    }
+    Ok(n)
+}
+
+/// `leash --limits`: one line per limit, tab-separated: name, default, ceiling, unit,
+/// kind, what it bounds.
+pub fn limits_text() -> String {
+    let mut s = String::from("name\tdefault\tceiling\tunit\tkind\tbounds\n");
+    for d in LIMITS {
+        s.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\n",
+            d.name,
+            show(d.default, d.unit),
+            d.ceiling_text(),
+            d.unit.name(),
+            d.kind.name(),
+            d.what
+        ));
+    }
+    s
+}
+
 // ---------------------------------------------------------------------------
 // Command line
 // ---------------------------------------------------------------------------
@@ -158,19 +707,6 @@ pub const MAX_LOAD_ERRORS: usize = 20;
 // Run time: values, frames, calls
 // ---------------------------------------------------------------------------
 
-/// Active calls, main included: bounds the evaluator's recursion.
-pub const MAX_CALL_DEPTH: usize = 64;
-/// Bytes of one string value.
-pub const MAX_STRING_BYTES: usize = MIB;
-/// Items of one list.
-pub const MAX_LIST_ITEMS: usize = 16_384;
-/// Entries of one map.
-pub const MAX_MAP_ENTRIES: usize = 16_384;
-/// Accounted storage of one frame; also the largest accounted size of any single value.
-pub const MAX_FRAME_BYTES: usize = 2 * MIB;
-/// Accounted size of the arguments of one call.
-pub const MAX_CALL_ARG_BYTES: usize = 2 * MIB;
-
 // Accounting constants (bytes). They are conservative: at least the heap the value
 // really uses on a 64-bit build. A slot is one `Value` (16 bytes).
 /// One value slot (a variable, a list item, a map value).
@@ -191,47 +727,12 @@ pub const ACCT_SNAPSHOT: usize = 16;
 // Run time: input and output budgets
 // ---------------------------------------------------------------------------
 
-/// Bytes written to stdout over the whole run.
-pub const MAX_STDOUT_BYTES: u64 = 16 * MIB as u64;
-/// Bytes written by one `print` / `write` call (its joined text, newline excluded).
-pub const MAX_PRINT_BYTES: usize = MIB;
-/// Bytes written to stderr by the script over the whole run (diagnostics excluded).
-pub const MAX_STDERR_BYTES: u64 = 16 * MIB as u64;
-/// One line read from stdin, its ending excluded.
-pub const MAX_STDIN_LINE: usize = 64 * KIB;
-/// Bytes consumed from stdin over the whole run, line endings included.
-pub const MAX_STDIN_BYTES: u64 = 16 * MIB as u64;
-/// Changed keys of the environment overlay.
-pub const MAX_ENV_KEYS: usize = 4096;
-/// Key and value bytes of the environment overlay.
-pub const MAX_ENV_BYTES: usize = 2 * MIB;
-
 // ---------------------------------------------------------------------------
 // Run time: files (issue 3) and data (issue 4)
 // ---------------------------------------------------------------------------
 
-/// Bytes written by file.write, file.append and file.copy over the run.
-pub const MAX_FILE_WRITE_BYTES: u64 = 16 * MIB as u64;
-/// Bytes of one value written to a file.
-pub const MAX_FILE_WRITE_VALUE: usize = MIB;
-/// One line of a streaming reader, its ending excluded.
-pub const MAX_READ_LINE: usize = 64 * KIB;
-/// Bytes consumed by all streaming readers together over the run.
-pub const MAX_FILE_READ_BYTES: u64 = 16 * MIB as u64;
-/// Open streaming readers at once.
-pub const MAX_READERS: usize = 32;
-/// Entries of one directory listing.
-pub const MAX_DIR_ENTRIES: usize = 16_384;
-/// Name bytes of one directory listing.
-pub const MAX_DIR_NAME_BYTES: usize = MIB;
 /// Chunk size for file copies: a copy never holds more than this in memory.
 pub const COPY_CHUNK: usize = 64 * KIB;
-/// JSON text in and out.
-pub const MAX_JSON_BYTES: usize = MIB;
-/// JSON nesting of arrays and objects (`[]` is depth 1).
-pub const MAX_JSON_DEPTH: usize = 64;
-/// JSON values (nodes) in one document.
-pub const MAX_JSON_NODES: usize = 16_384;
 /// Bytes of a regular expression pattern.
 pub const MAX_REGEX_PATTERN: usize = 4 * KIB;
 /// Compiled size of a regular expression program.
@@ -244,9 +745,6 @@ pub const MAX_REGEX_DFA_CACHE: usize = MIB;
 // Run time: SQLite (`db.*`, behind --allow-db)
 // ---------------------------------------------------------------------------
 
-/// Databases open at once (`db.open`): each connection holds a page cache (about 2 MiB
-/// by default) and file descriptors, so the count is bounded like the file readers.
-pub const MAX_DB_OPEN: usize = 16;
 /// SQLite virtual-machine instructions per step. SQLite's progress handler runs every
 /// this many instructions and charges one step. 100 instructions are about 1 us of
 /// SQLite work here, so the default budget (1,000,000 steps) stops a runaway query after
@@ -256,11 +754,11 @@ pub const DB_OPS_PER_STEP: i32 = 100;
 /// Progress-handler calls between looks at the wall-clock deadline (every 1,600
 /// instructions, some microseconds of work: the clock read is kept off the hot path).
 pub const DB_TIME_CHECK_EVERY: u64 = 16;
-/// SQLITE_LIMIT_LENGTH: the largest string, blob or table row SQLite will build. SQLite
-/// applies it to whole rows too, so it is the string limit plus 64 KiB, room for a row
-/// holding one string at the Leash limit and a few other columns; a value of more than
-/// 1 MiB coming out of a query is the `string` limit when it is read.
-pub const DB_MAX_LENGTH: usize = MAX_STRING_BYTES + 64 * KIB;
+/// SQLITE_LIMIT_LENGTH, the largest string, blob or table row SQLite will build, is the
+/// run's `string` limit plus this. SQLite applies it to whole rows too, so this leaves
+/// room for a row holding one string at the Leash limit and a few other columns; a value
+/// longer than the string limit coming out of a query is the `string` limit when it is read.
+pub const DB_LENGTH_SLACK: usize = 64 * KIB;
 /// SQLITE_LIMIT_SQL_LENGTH: bytes of one SQL text. Preparing SQL runs no virtual-machine
 /// instruction (so charges no step); this bounds that unmetered parse work.
 pub const DB_MAX_SQL_BYTES: usize = 256 * KIB;
@@ -368,7 +866,11 @@ pub const CGI_DEFAULT_MAX_TIME_MS: u64 = 10_000;
 pub const CGI_MAX_MAX_TIME_MS: u64 = 30 * 86_400 * 1000;
 /// Default `max_output_bytes`: the interpreter's own stdout budget (so by default only
 /// that budget applies); at most that too, since no worker can write more.
-pub const CGI_DEFAULT_MAX_OUTPUT_BYTES: u64 = MAX_STDOUT_BYTES;
+pub const CGI_DEFAULT_MAX_OUTPUT_BYTES: u64 = 16 * MIB as u64;
+/// Largest `max_output_bytes`: the gateway holds a response whole before it sends it.
+pub const CGI_MAX_MAX_OUTPUT_BYTES: u64 = 16 * MIB as u64;
+/// Largest `max_body_bytes`: the default stdin budget of the worker.
+pub const CGI_MAX_MAX_BODY_BYTES: u64 = 16 * MIB as u64;
 /// Default `max_body_bytes`: the most `cgi.form()` / `cgi.body()` can hold as one string.
 pub const CGI_DEFAULT_MAX_BODY_BYTES: u64 = MIB as u64;
 /// Default `max_file_size` (RLIMIT_FSIZE of the worker): above the 16 MiB a run may
@@ -434,26 +936,7 @@ pub const MAX_HTTP_BODY: usize = MIB;
 pub const MAX_HTTP_HEADER_BYTES: usize = 64 * KIB;
 /// Request headers given in `opts.headers` (names and values together).
 pub const MAX_HTTP_REQUEST_HEADER_BYTES: usize = 64 * KIB;
-/// HTTP requests per run.
-pub const MAX_HTTP_REQUESTS: u64 = 64;
-/// Requested timeouts summed over the run; each request reserves its `timeout_ms`
-/// before it starts, so a run spends at most this long waiting on HTTP.
-pub const MAX_HTTP_TIMEOUT_TOTAL_MS: u64 = 60_000;
-/// Request and response bodies together over the run.
-pub const MAX_HTTP_BODY_BYTES: u64 = 16 * MIB as u64;
 
-/// Sockets and listeners open at once: each holds a descriptor and kernel buffers.
-pub const MAX_OPEN_SOCKETS: usize = 16;
-/// `net.connect` calls per run (failed ones too: each one sends packets).
-pub const MAX_CONNECTS: u64 = 64;
-/// Connections accepted by `net.accept` per run.
-pub const MAX_ACCEPTS: u64 = 64;
-/// Bytes sent by `net.send` over the run (charged before they are sent).
-pub const MAX_NET_SEND_BYTES: u64 = 16 * MIB as u64;
-/// Bytes received by `net.recv` and `net.read_line` over the run, line endings included.
-pub const MAX_NET_RECV_BYTES: u64 = 16 * MIB as u64;
-/// Resolved addresses `net.connect` tries, in order, under its one deadline.
-pub const MAX_CONNECT_ADDRS: usize = 8;
 /// Default deadline of `net.connect` (resolution, connects and TLS handshake together).
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 5_000;
 /// Largest `net.connect` `timeout_ms` (as for http.*).
@@ -463,15 +946,10 @@ pub const MAX_CONNECT_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_NET_WAIT_MS: u64 = 600_000;
 /// How long `net.send` waits for the peer to take more data before it fails.
 pub const NET_SEND_STALL_MS: u64 = 30_000;
-/// One line read by `net.read_line`, its ending excluded (as for stdin).
-pub const MAX_NET_LINE: usize = 64 * KIB;
 /// Largest `max_bytes` of `net.recv` (one string value).
 pub const MAX_NET_RECV: usize = MIB;
 /// Bytes read from a socket per system call.
 pub const NET_CHUNK: usize = 64 * KIB;
-/// Name lookups per run (`net.resolve`, and `net.connect` to a name): bounds the DNS
-/// traffic a script can cause.
-pub const MAX_DNS_LOOKUPS: u64 = 256;
 /// How long `net.resolve` waits for an answer.
 pub const DNS_TIMEOUT_MS: u64 = 5_000;
 /// Bytes of a host name given to net.* (a DNS name is at most 253 bytes).

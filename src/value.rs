@@ -12,6 +12,7 @@ use indexmap::IndexMap;
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use crate::limits::*;
 
@@ -210,12 +211,26 @@ pub fn str_heap(s: &LStr) -> usize {
     ACCT_STRING_HEADER + s.acct_bytes()
 }
 
+/// The run's `string`, `list` and `map` limits, for growth by doubling: a value grown to
+/// its limit carries no capacity past it, so that a value at the limit is accounted at the
+/// limit (its capacity). Set once per run by `Interp::new`; a stale value could only make
+/// growth less tidy, never let a value past its limit (the limits are checked apart).
+static GROW_STRING: AtomicUsize = AtomicUsize::new(LIMITS[L::String as usize].default as usize);
+static GROW_LIST: AtomicUsize = AtomicUsize::new(LIMITS[L::List as usize].default as usize);
+static GROW_MAP: AtomicUsize = AtomicUsize::new(LIMITS[L::Map as usize].default as usize);
+
+pub fn set_growth_limits(lim: &Limits) {
+    GROW_STRING.store(lim.n(L::String), Relaxed);
+    GROW_LIST.store(lim.n(L::List), Relaxed);
+    GROW_MAP.store(lim.n(L::Map), Relaxed);
+}
+
 /// Grow `v` so it can hold `extra` more bytes: doubling, but never past the string limit,
 /// so a string at the limit never carries more than the limit in capacity.
 pub fn reserve_str(v: &mut LStr, extra: usize) {
     let need = v.len() + extra;
     if need > v.capacity() {
-        let target = need.max(v.capacity() * 2).max(16).min(MAX_STRING_BYTES.max(need));
+        let target = need.max(v.capacity() * 2).max(16).min(GROW_STRING.load(Relaxed).max(need));
         v.reserve_exact(target - v.len());
     }
 }
@@ -260,7 +275,7 @@ impl List {
 
     pub fn push(&mut self, v: Value) {
         if self.items.len() == self.items.capacity() {
-            let target = (self.items.capacity() * 2).clamp(4, MAX_LIST_ITEMS.max(self.items.len() + 1));
+            let target = (self.items.capacity() * 2).clamp(4, GROW_LIST.load(Relaxed).max(self.items.len() + 1));
             self.items.reserve_exact(target - self.items.len());
         }
         self.heap += v.heap();
@@ -327,7 +342,7 @@ impl Map {
     /// A map with room for exactly `n` entries (for maps built to a known size, so that
     /// small maps are not accounted at the default growth capacity).
     pub fn with_capacity(n: usize) -> Self {
-        Map { entries: MapInner::with_capacity_and_hasher(n.min(MAX_MAP_ENTRIES), Default::default()), heap: 0 }
+        Map { entries: MapInner::with_capacity_and_hasher(n.min(GROW_MAP.load(Relaxed)), Default::default()), heap: 0 }
     }
 
     #[inline]
@@ -374,7 +389,7 @@ impl Map {
     pub fn insert(&mut self, k: Bytes, v: Value) -> Option<Value> {
         self.heap += v.heap();
         if self.entries.len() == self.entries.capacity() && !self.entries.contains_key(k.as_slice()) {
-            let target = (self.entries.capacity() * 2).clamp(4, MAX_MAP_ENTRIES.max(self.entries.len() + 1));
+            let target = (self.entries.capacity() * 2).clamp(4, GROW_MAP.load(Relaxed).max(self.entries.len() + 1));
             self.entries.reserve_exact(target - self.entries.len());
         }
         match self.entries.entry(Key(k)) {

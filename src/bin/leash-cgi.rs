@@ -260,8 +260,13 @@ fn describe(c: &Config) -> String {
         c.env_pass,
         c.allow.describe()
     );
+    s.push_str(&format!("limits = {}\n", gateway::describe_limits(&c.limits)));
     for d in &c.dirs {
-        s.push_str(&format!("dir {} allow = {}\n", d.path.display(), d.allow.describe()));
+        let allow = d.allow.map_or_else(|| "(default)".to_string(), |a| a.describe());
+        s.push_str(&format!("dir {} allow = {}\n", d.path.display(), allow));
+        if !d.limits.is_empty() {
+            s.push_str(&format!("dir {} limits = {}\n", d.path.display(), gateway::describe_limits(&d.limits)));
+        }
     }
     s
 }
@@ -316,12 +321,12 @@ fn serve(e: &mut Entry, pending: &mut Pending) -> Vec<u8> {
 // ---------------------------------------------------------------------------
 
 /// The limits a worker runs under, each at most the gateway's own hard limit.
-fn worker_limits(cfg: &Config) -> Vec<(Resource, u64)> {
+fn worker_limits(cfg: &Config, script: &Path) -> Vec<(Resource, u64)> {
     let cpu = cfg.max_time_ms.div_ceil(1000) + CGI_CPU_GRACE_SECS;
     let wanted = [
         (Resource::Data, CGI_DATA_BASE.saturating_add(cfg.max_memory).saturating_add(MEMORY_OVERHEAD)),
         (Resource::Cpu, cpu),
-        (Resource::Nofile, CGI_WORKER_NOFILE),
+        (Resource::Nofile, gateway::worker_nofile(&gateway::limits_for(cfg, script))),
         (Resource::Fsize, cfg.max_file_size),
         (Resource::Core, 0),
     ];
@@ -476,7 +481,7 @@ fn supervise(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let limits = worker_limits(cfg);
+    let limits = worker_limits(cfg, script);
     let saved = lower_own(&limits);
     let spawned = cmd.spawn();
     restore_own(saved);

@@ -277,8 +277,11 @@ fn range(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     let count = ((e - a) / st).ceil();
     let count = if count.is_finite() && count > 0.0 { count } else { 0.0 };
-    if count > MAX_LIST_ITEMS as f64 {
-        return Err(it.limit(LimitKind::List, format!("range of more than {MAX_LIST_ITEMS} items")));
+    if count > it.lim.n(L::List) as f64 {
+        return Err(it.limit(
+            LimitKind::List,
+            format!("range of more than {max_list_items} items", max_list_items = it.lim.n(L::List)),
+        ));
     }
     it.work(RANGE.units(0, count as u64))?;
     let items = (0..count as usize).map(|k| Value::Num(a + k as f64 * st)).collect();
@@ -351,7 +354,7 @@ fn join(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         if i > 0 {
             out.extend_from_slice(sep);
         }
-        it.write_text(v, &mut out, MAX_STRING_BYTES)?;
+        it.write_text(v, &mut out, it.lim.n(L::String))?;
         it.check_str_len(out.len())?;
     }
     Ok(Value::str(out))
@@ -365,7 +368,7 @@ fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     let max = match it.opt(args, 2) {
         None => usize::MAX,
-        Some(_) => it.arg_int("split", args, 2, 0.0, MAX_LIST_ITEMS as f64)? as usize,
+        Some(_) => it.arg_int("split", args, 2, 0.0, it.lim.n(L::List) as f64)? as usize,
     };
     let mut parts = Vec::new();
     let mut rest: &[u8] = s;

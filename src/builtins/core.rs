@@ -16,10 +16,13 @@ fn joined(it: &mut Interp<'_>, args: &[Value], sep: &[u8]) -> R<Vec<u8>> {
         if i > 0 {
             out.extend_from_slice(sep);
         }
-        it.write_text_as(a, &mut out, MAX_PRINT_BYTES, LimitKind::Stdout)?;
+        it.write_text_as(a, &mut out, it.lim.n(L::StdoutPrint), LimitKind::Stdout)?;
     }
-    if out.len() > MAX_PRINT_BYTES {
-        return Err(it.limit(LimitKind::Stdout, format!("one print of more than {MAX_PRINT_BYTES} bytes")));
+    if out.len() > it.lim.n(L::StdoutPrint) {
+        return Err(it.limit(
+            LimitKind::Stdout,
+            format!("one print of more than {max_print_bytes} bytes", max_print_bytes = it.lim.n(L::StdoutPrint)),
+        ));
     }
     Ok(out)
 }
@@ -60,7 +63,7 @@ fn str_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     if let Value::Str(_) = &args[0] {
         return Ok(std::mem::take(&mut args[0]));
     }
-    Ok(Value::str(it.to_text(&args[0], MAX_STRING_BYTES)?))
+    Ok(Value::str(it.to_text(&args[0], it.lim.n(L::String))?))
 }
 
 /// Parse number text: optional sign, decimal (digits, fraction, exponent) or `0x` hex,
@@ -173,7 +176,7 @@ fn assert(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         return Ok(Value::Nil);
     }
     let msg = match args.get(1) {
-        Some(m) => String::from_utf8_lossy(&it.to_text(m, MAX_STRING_BYTES)?).into_owned(),
+        Some(m) => String::from_utf8_lossy(&it.to_text(m, it.lim.n(L::String))?).into_owned(),
         None => "assertion failed".to_string(),
     };
     Err(it.err(ErrKind::Assert, msg))
@@ -210,7 +213,7 @@ fn assert_eq(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     let mut msg = format!("expected {}, got {}", repr(&args[1]), repr(&args[0]));
     if let Some(m) = args.get(2) {
-        let t = it.to_text(m, MAX_STRING_BYTES)?;
+        let t = it.to_text(m, it.lim.n(L::String))?;
         msg = format!("{}: {msg}", String::from_utf8_lossy(&t));
     }
     Err(it.err(ErrKind::Assert, msg))
@@ -240,7 +243,7 @@ fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             format!("assert_snapshot: the script's name gives no snapshot folder (stem {:?})", dir.stem),
         ));
     }
-    let text = it.to_text(&args[1], MAX_STRING_BYTES)?;
+    let text = it.to_text(&args[1], it.lim.n(L::String))?;
     let file_name = format!("{name}.snap");
     let file = dir.dir.join("__snapshots__").join(&dir.stem).join(&file_name);
     let io = |it: &Interp<'_>, what: &str, e: std::io::Error| {
@@ -251,7 +254,7 @@ fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     };
     let folder = snapshot::open_folder(&dir.dir, &dir.stem, dir.update).map_err(|e| io(it, "open the folder of", e))?;
     let stored = match &folder {
-        Some(f) => snapshot::read(f, &file_name, MAX_STRING_BYTES).map_err(|e| io(it, "read", e))?,
+        Some(f) => snapshot::read(f, &file_name, it.lim.n(L::String)).map_err(|e| io(it, "read", e))?,
         None => None,
     };
     if dir.update {

@@ -133,8 +133,14 @@ impl RowBuilder {
     /// The row of record `rec` (read at `line`), or None when it was the header.
     pub fn take(&mut self, it: &Interp<'_>, name: &str, rec: &ByteRecord, line: u64) -> R<Option<Value>> {
         let n = rec.len();
-        if n > MAX_LIST_ITEMS {
-            return Err(it.limit(LimitKind::List, format!("{name}: line {line} has more than {MAX_LIST_ITEMS} fields")));
+        if n > it.lim.n(L::List) {
+            return Err(it.limit(
+                LimitKind::List,
+                format!(
+                    "{name}: line {line} has more than {max_list_items} fields",
+                    max_list_items = it.lim.n(L::List)
+                ),
+            ));
         }
         match self.width {
             None => self.width = Some(n),
@@ -223,10 +229,14 @@ fn next_record(it: &mut Interp<'_>, id: u32, st: &mut CsvStream) -> R<Option<(Ve
                 );
             };
             st.line += 1;
-            if rec.len() + 1 + more.len() > MAX_STRING_BYTES {
-                return Err(
-                    it.limit(LimitKind::FileReads, format!("{NAME}: a record longer than {MAX_STRING_BYTES} bytes"))
-                );
+            if rec.len() + 1 + more.len() > it.lim.n(L::String) {
+                return Err(it.limit(
+                    LimitKind::FileReads,
+                    format!(
+                        "{NAME}: a record longer than {max_string_bytes} bytes",
+                        max_string_bytes = it.lim.n(L::String)
+                    ),
+                ));
             }
             rec.push(b'\n');
             rec.extend_from_slice(&more);
@@ -297,18 +307,30 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
         let line = rec.position().map(|p| p.line()).unwrap_or(0);
         let n = rec.len();
-        if n > MAX_LIST_ITEMS {
-            return Err(it.limit(LimitKind::List, format!("{NAME}: line {line} has more than {MAX_LIST_ITEMS} fields")));
+        if n > it.lim.n(L::List) {
+            return Err(it.limit(
+                LimitKind::List,
+                format!(
+                    "{NAME}: line {line} has more than {max_list_items} fields",
+                    max_list_items = it.lim.n(L::List)
+                ),
+            ));
         }
         let Some(row) = rows_b.take(it, NAME, &rec, line)? else { continue };
-        if rows.len() == MAX_LIST_ITEMS {
-            return Err(it.limit(LimitKind::List, format!("{NAME}: more than {MAX_LIST_ITEMS} rows")));
+        if rows.len() == it.lim.n(L::List) {
+            return Err(it.limit(
+                LimitKind::List,
+                format!("{NAME}: more than {max_list_items} rows", max_list_items = it.lim.n(L::List)),
+            ));
         }
         acct += row.acct();
-        if acct > MAX_FRAME_BYTES {
+        if acct > it.lim.n(L::FrameStorage) {
             return Err(it.limit(
                 LimitKind::FrameStorage,
-                format!("{NAME}: the rows exceed the frame limit of {MAX_FRAME_BYTES} accounted bytes"),
+                format!(
+                    "{NAME}: the rows exceed the frame limit of {max_frame_bytes} accounted bytes",
+                    max_frame_bytes = it.lim.n(L::FrameStorage)
+                ),
             ));
         }
         rows.push(row);

@@ -72,12 +72,13 @@ fn format_items<'a>(it: &Interp<'_>, name: &str, fmt: &'a str) -> R<StrftimeItem
 /// stops at the limit instead of building its whole text first.
 struct Bounded {
     out: String,
+    max: usize,
     over: bool,
 }
 
 impl std::fmt::Write for Bounded {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        if self.out.len() + s.len() > MAX_STRING_BYTES {
+        if self.out.len() + s.len() > self.max {
             self.over = true;
             return Err(std::fmt::Error);
         }
@@ -122,7 +123,7 @@ fn format(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let dt = time_arg(it, NAME, args, 0)?;
     let off = offset_arg(it, NAME, args, 2)?;
     let local = dt.with_timezone(&off);
-    let mut w = Bounded { out: String::new(), over: false };
+    let mut w = Bounded { out: String::new(), max: it.lim.n(L::String), over: false };
     match it.opt(args, 1) {
         None => {
             if off.local_minus_utc() % 60 != 0 {
@@ -140,9 +141,13 @@ fn format(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             for item in format_items(it, NAME, fmt)? {
                 if write!(w, "{}", local.format_with_items(std::iter::once(item))).is_err() {
                     if w.over {
-                        return Err(
-                            it.limit(LimitKind::String, format!("{NAME}: text of more than {MAX_STRING_BYTES} bytes"))
-                        );
+                        return Err(it.limit(
+                            LimitKind::String,
+                            format!(
+                                "{NAME}: text of more than {max_string_bytes} bytes",
+                                max_string_bytes = it.lim.n(L::String)
+                            ),
+                        ));
                     }
                     return Err(it.err(ErrKind::Value, format!("{NAME}: the format cannot be applied to this time")));
                 }
@@ -222,7 +227,7 @@ fn parts(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     put("minute", d.minute() as f64);
     put("second", d.second() as f64 + micros_of(&d) as f64 / 1e6);
     put("weekday", d.weekday().number_from_monday() as f64);
-    debug_assert!(m.len() <= MAX_MAP_ENTRIES);
+    debug_assert!(m.len() <= it.lim.n(L::Map));
     it.make_map(m)
 }
 

@@ -21,7 +21,7 @@
 //!   `DB_BUSY_TIMEOUT_MS` without one. A transaction that has read and then wants to
 //!   write is refused at once by SQLite while another connection writes (waiting could
 //!   deadlock); its `database is locked` error says to begin it with `BEGIN IMMEDIATE`.
-//! - At most `MAX_DB_OPEN` databases are open at once; all are closed at the end of a
+//! - At most `databases` (the limit) databases are open at once; all are closed at the end of a
 //!   run (an open transaction is rolled back by SQLite then).
 
 use std::collections::HashMap;
@@ -200,8 +200,9 @@ fn db_err(it: &Interp<'_>, name: &str, m: &Meter, e: rusqlite::Error) -> Fail {
     it.err(ErrKind::Db, format!("{name}: {refused}{msg}{why}"))
 }
 
-fn limit_setup(conn: &Connection) -> rusqlite::Result<()> {
-    conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, DB_MAX_LENGTH as i32)?;
+fn limit_setup(conn: &Connection, max_string: usize) -> rusqlite::Result<()> {
+    let length = (max_string + DB_LENGTH_SLACK).min(i32::MAX as usize) as i32;
+    conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, length)?;
     conn.set_limit(Limit::SQLITE_LIMIT_SQL_LENGTH, DB_MAX_SQL_BYTES as i32)?;
     conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
     // No helper threads for sorting: all of SQLite's work happens under the meter.
@@ -434,8 +435,11 @@ impl Rows {
 
     /// Room for one more row (checked before the row is built).
     fn room(&self, it: &Interp<'_>, name: &str) -> R<()> {
-        if self.rows.len() >= MAX_LIST_ITEMS {
-            return Err(it.limit(LimitKind::List, format!("{name}: a result of more than {MAX_LIST_ITEMS} rows")));
+        if self.rows.len() >= it.lim.n(L::List) {
+            return Err(it.limit(
+                LimitKind::List,
+                format!("{name}: a result of more than {max_list_items} rows", max_list_items = it.lim.n(L::List)),
+            ));
         }
         Ok(())
     }
@@ -443,10 +447,13 @@ impl Rows {
     fn push(&mut self, it: &Interp<'_>, name: &str, row: Value) -> R<()> {
         self.room(it, name)?;
         self.acct += row.acct();
-        if self.acct > MAX_FRAME_BYTES {
+        if self.acct > it.lim.n(L::FrameStorage) {
             return Err(it.limit(
                 LimitKind::FrameStorage,
-                format!("{name}: the rows exceed the frame limit of {MAX_FRAME_BYTES} accounted bytes"),
+                format!(
+                    "{name}: the rows exceed the frame limit of {max_frame_bytes} accounted bytes",
+                    max_frame_bytes = it.lim.n(L::FrameStorage)
+                ),
             ));
         }
         self.rows.push(row);
@@ -490,8 +497,11 @@ fn query_in(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, sql: &str
 fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "db.open";
     let p = it.arg_str(NAME, args, 0)?.clone();
-    if it.db.conns.len() >= MAX_DB_OPEN {
-        return Err(it.limit(LimitKind::Databases, format!("more than {MAX_DB_OPEN} open databases")));
+    if it.db.conns.len() >= it.lim.n(L::Databases) {
+        return Err(it.limit(
+            LimitKind::Databases,
+            format!("more than {max_db_open} open databases", max_db_open = it.lim.n(L::Databases)),
+        ));
     }
     if p.contains(&0) {
         return Err(it.err(ErrKind::Value, format!("{NAME}: argument 1 contains a NUL byte")));
@@ -531,7 +541,7 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     path.extend_from_slice(&p);
     let mut conn =
         Connection::open_with_flags(Path::new(std::ffi::OsStr::from_bytes(&path)), flags).map_err(|e| fail(it, e))?;
-    limit_setup(&conn).map_err(|e| fail(it, e))?;
+    limit_setup(&conn, it.lim.n(L::String)).map_err(|e| fail(it, e))?;
     let (pm, am, bm) = (m.clone(), m.clone(), m.clone());
     conn.progress_handler(DB_OPS_PER_STEP, Some(move || pm.tick())).map_err(|e| fail(it, e))?;
     conn.authorizer(Some(move |ctx: AuthContext<'_>| am.authorize(ctx))).map_err(|e| fail(it, e))?;

@@ -59,11 +59,17 @@ fn set(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let old = it.env.changed.get(&n).map(|o| size(&n, o));
     let new_bytes = it.env.bytes - old.unwrap_or(0) + size(&n, &v);
     let new_keys = it.env.changed.len() + usize::from(old.is_none());
-    if new_keys > MAX_ENV_KEYS {
-        return Err(it.limit(LimitKind::Env, format!("more than {MAX_ENV_KEYS} changed environment variables")));
+    if new_keys > it.lim.n(L::Env) {
+        return Err(it.limit(
+            LimitKind::Env,
+            format!("more than {max_env_keys} changed environment variables", max_env_keys = it.lim.n(L::Env)),
+        ));
     }
-    if new_bytes > MAX_ENV_BYTES {
-        return Err(it.limit(LimitKind::Env, format!("environment overlay exceeds {MAX_ENV_BYTES} bytes")));
+    if new_bytes > it.lim.n(L::EnvBytes) {
+        return Err(it.limit(
+            LimitKind::Env,
+            format!("environment overlay exceeds {max_env_bytes} bytes", max_env_bytes = it.lim.n(L::EnvBytes)),
+        ));
     }
     it.env.bytes = new_bytes;
     it.env.changed.insert(n, v);

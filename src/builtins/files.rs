@@ -111,13 +111,13 @@ fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let mut f = open_read(path_of(p), false).map_err(|e| io_err(it, "file.read", "read", p, &e))?;
     // Reserve the file's size up front (plus one byte to see the end), so that a file at
     // the string limit is not held in a buffer doubled past it.
-    let size = f.metadata().map(|m| m.len()).unwrap_or(0).min(MAX_STRING_BYTES as u64) as usize;
+    let size = f.metadata().map(|m| m.len()).unwrap_or(0).min(it.lim.n(L::String) as u64) as usize;
     let mut buf = Vec::with_capacity(size + 1);
     (&mut f)
-        .take(MAX_STRING_BYTES as u64 + 1)
+        .take(it.lim.n(L::String) as u64 + 1)
         .read_to_end(&mut buf)
         .map_err(|e| io_err(it, "file.read", "read", p, &e))?;
-    if buf.len() <= MAX_STRING_BYTES {
+    if buf.len() <= it.lim.n(L::String) {
         buf.shrink_to_fit();
     }
     it.make_str(buf)
@@ -131,15 +131,23 @@ fn charge_write(it: &mut Interp<'_>, n: usize) -> R<()> {
 fn write_common(it: &mut Interp<'_>, args: &mut [Value], name: &str, extra: OFlags) -> R<Value> {
     let p = it.arg_str(name, args, 0)?;
     let data = it.arg_str(name, args, 1)?;
-    if data.len() > MAX_FILE_WRITE_VALUE {
-        return Err(
-            it.limit(LimitKind::FileWrites, format!("{name}: a value of more than {MAX_FILE_WRITE_VALUE} bytes"))
-        );
+    if data.len() > it.lim.n(L::FileWritesValue) {
+        return Err(it.limit(
+            LimitKind::FileWrites,
+            format!(
+                "{name}: a value of more than {max_file_write_value} bytes",
+                max_file_write_value = it.lim.n(L::FileWritesValue)
+            ),
+        ));
     }
     if !it.budgets.file_writes.fits(data.len() as u64) {
-        return Err(
-            it.limit(LimitKind::FileWrites, format!("bytes written to files exceed {MAX_FILE_WRITE_BYTES} per run"))
-        );
+        return Err(it.limit(
+            LimitKind::FileWrites,
+            format!(
+                "bytes written to files exceed {max_file_write_bytes} per run",
+                max_file_write_bytes = it.lim.get(L::FileWrites)
+            ),
+        ));
     }
     let mut f = open_write(path_of(p), extra).map_err(|e| io_err(it, name, "write", p, &e))?;
     charge_write(it, data.len())?;
@@ -184,9 +192,13 @@ fn copy(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     })?;
     let size = from.metadata().map(|m| m.len()).unwrap_or(0);
     if !it.budgets.file_writes.fits(size) {
-        return Err(
-            it.limit(LimitKind::FileWrites, format!("bytes written to files exceed {MAX_FILE_WRITE_BYTES} per run"))
-        );
+        return Err(it.limit(
+            LimitKind::FileWrites,
+            format!(
+                "bytes written to files exceed {max_file_write_bytes} per run",
+                max_file_write_bytes = it.lim.get(L::FileWrites)
+            ),
+        ));
     }
     let mut to = open_write(path_of(&dst), OFlags::EXCL).map_err(|e| io_err(it, "file.copy", "create", &dst, &e))?;
     let r = copy_chunks(it, &mut from, &mut to, &src, &dst);
@@ -279,8 +291,11 @@ fn stat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 /// Open a reader over a regular file, within the reader slots.
 pub fn open_reader(it: &mut Interp<'_>, name: &str, p: &[u8], kind: HandleKind) -> R<Handle> {
-    if it.files.readers.len() >= MAX_READERS {
-        return Err(it.limit(LimitKind::Readers, format!("more than {MAX_READERS} open readers")));
+    if it.files.readers.len() >= it.lim.n(L::Readers) {
+        return Err(it.limit(
+            LimitKind::Readers,
+            format!("more than {max_readers} open readers", max_readers = it.lim.n(L::Readers)),
+        ));
     }
     let f = open_read(Path::new(std::ffi::OsStr::from_bytes(p)), false).map_err(|e| io_err(it, name, "open", p, &e))?;
     it.files.next_id += 1;
@@ -307,17 +322,21 @@ pub fn reader_id(it: &Interp<'_>, name: &str, v: &Value, kind: HandleKind) -> R<
 }
 
 fn read_limit(it: &Interp<'_>) -> Fail {
-    it.limit(LimitKind::FileReads, format!("a line longer than {MAX_READ_LINE} bytes"))
+    it.limit(
+        LimitKind::FileReads,
+        format!("a line longer than {max_read_line} bytes", max_read_line = it.lim.n(L::FileReadsLine)),
+    )
 }
 
 /// Read the next line of reader `id`: ending removed, None at the end. Bytes consumed
 /// (endings included) are charged to the shared streaming-read budget.
 pub fn next_line(it: &mut Interp<'_>, name: &str, id: u32) -> R<Option<Vec<u8>>> {
     let mut searched = 0;
+    let cap = it.line_cap(L::FileReadsLine);
     loop {
         let r = it.files.readers.get_mut(&id).expect("checked reader");
         let avail = &r.buf[r.pos..];
-        match crate::budget::next_line(avail, searched, MAX_READ_LINE, r.eof) {
+        match crate::budget::next_line(avail, searched, cap, r.eof) {
             NextLine::Line { len, consumed } => {
                 let line = avail[..len].to_vec();
                 it.budgets.file_reads.charge(consumed as u64).map_err(|e| it.budget_fail(e))?;
@@ -325,7 +344,7 @@ pub fn next_line(it: &mut Interp<'_>, name: &str, id: u32) -> R<Option<Vec<u8>>>
                 return Ok(Some(line));
             }
             NextLine::End => return Ok(None),
-            NextLine::TooLong => return Err(read_limit(it)),
+            NextLine::TooLong => return Err(it.line_too_long(L::FileReadsLine, || read_limit(it))),
             NextLine::More => searched = avail.len(),
         }
         if r.pos > 0 {
@@ -388,11 +407,20 @@ fn dir_list(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         let entry = entry.map_err(|e| io_err(it, "dir.list", "list", p, &e))?;
         let name = entry.file_name().as_bytes().to_vec();
         bytes += name.len();
-        if names.len() == MAX_DIR_ENTRIES {
-            return Err(it.limit(LimitKind::Dir, format!("directory of more than {MAX_DIR_ENTRIES} entries")));
+        if names.len() == it.lim.n(L::Dir) {
+            return Err(it.limit(
+                LimitKind::Dir,
+                format!("directory of more than {max_dir_entries} entries", max_dir_entries = it.lim.n(L::Dir)),
+            ));
         }
-        if bytes > MAX_DIR_NAME_BYTES {
-            return Err(it.limit(LimitKind::Dir, format!("directory names exceed {MAX_DIR_NAME_BYTES} bytes")));
+        if bytes > it.lim.n(L::DirBytes) {
+            return Err(it.limit(
+                LimitKind::Dir,
+                format!(
+                    "directory names exceed {max_dir_name_bytes} bytes",
+                    max_dir_name_bytes = it.lim.n(L::DirBytes)
+                ),
+            ));
         }
         names.push(name);
         it.check_time()?;

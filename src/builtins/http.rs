@@ -41,7 +41,11 @@ impl Default for HttpState {
             agent: None,
             requests: 0,
             reserved_ms: 0,
-            bodies: Budget::new(LimitKind::Http, MAX_HTTP_BODY_BYTES, "HTTP request and response bodies"),
+            bodies: Budget::new(
+                LimitKind::Http,
+                Limits::default().get(L::HttpBodies),
+                "HTTP request and response bodies",
+            ),
         }
     }
 }
@@ -290,16 +294,22 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
     let body = body.or(o.body);
     // The run budgets, before anything is sent.
     let st = &it.net.http;
-    if st.requests >= MAX_HTTP_REQUESTS {
-        return Err(it.limit(LimitKind::Http, format!("more than {MAX_HTTP_REQUESTS} HTTP requests per run")));
+    if st.requests >= it.lim.get(L::HttpRequests) {
+        return Err(it.limit(
+            LimitKind::Http,
+            format!(
+                "more than {max_http_requests} HTTP requests per run",
+                max_http_requests = it.lim.get(L::HttpRequests)
+            ),
+        ));
     }
-    if st.reserved_ms + o.timeout_ms > MAX_HTTP_TIMEOUT_TOTAL_MS {
+    if st.reserved_ms + o.timeout_ms > it.lim.get(L::HttpTimeouts) {
         let reserved = st.reserved_ms;
         return Err(it.limit(
             LimitKind::Http,
             format!(
-                "requested HTTP timeouts exceed {MAX_HTTP_TIMEOUT_TOTAL_MS} ms per run ({reserved} ms reserved, {} ms asked)",
-                o.timeout_ms
+                "requested HTTP timeouts exceed {max_http_timeout_total_ms} ms per run ({reserved} ms reserved, {} ms asked)",
+                o.timeout_ms, max_http_timeout_total_ms = it.lim.get(L::HttpTimeouts)
             ),
         ));
     }

@@ -2,8 +2,8 @@
 //! (SPEC 8) enforced while the text is read or written, never after an unbounded value
 //! has been built.
 //!
-//! - Input and output: at most `MAX_JSON_BYTES`; nesting at most `MAX_JSON_DEPTH`
-//!   (`[]` is depth 1); at most `MAX_JSON_NODES` values, every container and scalar
+//! - Input and output: at most the `json` limit in bytes; nesting at most `json_depth`
+//!   (`[]` is depth 1); at most `json_nodes` values, every container and scalar
 //!   counted. Exceeding any is the `json` limit (fatal). The same three bounds hold in
 //!   both directions, so whatever `json.stringify` writes, `json.parse` reads back.
 //! - Malformed text is a `parse` error naming line and column: invalid UTF-8, a byte
@@ -36,7 +36,28 @@ pub enum ParseError {
     Time,
 }
 
+/// The JSON limits of a run (`json`, `json_depth`, `json_nodes`).
+#[derive(Clone, Copy, Debug)]
+pub struct JsonLimits {
+    pub bytes: usize,
+    pub depth: usize,
+    pub nodes: usize,
+}
+
+impl JsonLimits {
+    pub fn of(l: &Limits) -> Self {
+        JsonLimits { bytes: l.n(L::Json), depth: l.n(L::JsonDepth), nodes: l.n(L::JsonNodes) }
+    }
+}
+
+impl Default for JsonLimits {
+    fn default() -> Self {
+        JsonLimits::of(&Limits::default())
+    }
+}
+
 struct Parser<'a> {
+    lim: JsonLimits,
     s: &'a [u8],
     i: usize,
     nodes: usize,
@@ -59,19 +80,19 @@ type PR<T> = Result<T, ParseError>;
 
 /// Parse JSON text into a value, within the JSON limits.
 pub fn parse(text: &[u8]) -> PR<Value> {
-    parse_until(text, None)
+    parse_until(text, None, JsonLimits::default())
 }
 
 /// `parse`, stopping with `ParseError::Time` once `deadline` has passed.
-pub fn parse_until(text: &[u8], deadline: Option<std::time::Instant>) -> PR<Value> {
-    if text.len() > MAX_JSON_BYTES {
-        return Err(ParseError::Limit(format!("JSON text of more than {MAX_JSON_BYTES} bytes")));
+pub fn parse_until(text: &[u8], deadline: Option<std::time::Instant>, lim: JsonLimits) -> PR<Value> {
+    if text.len() > lim.bytes {
+        return Err(ParseError::Limit(format!("JSON text of more than {} bytes", lim.bytes)));
     }
     if let Err(e) = std::str::from_utf8(text) {
         return Err(ParseError::Syntax("invalid UTF-8".into(), e.valid_up_to()));
     }
     let mut p =
-        Parser { s: text, i: 0, nodes: 0, deadline, buf: Vec::new(), keys: HashMap::default(), pairs: Vec::new() };
+        Parser { s: text, i: 0, nodes: 0, lim, deadline, buf: Vec::new(), keys: HashMap::default(), pairs: Vec::new() };
     p.ws();
     let v = p.value(0)?;
     p.ws();
@@ -112,8 +133,8 @@ impl<'a> Parser<'a> {
     #[inline]
     fn count(&mut self) -> PR<()> {
         self.nodes += 1;
-        if self.nodes > MAX_JSON_NODES {
-            return Err(ParseError::Limit(format!("JSON document of more than {MAX_JSON_NODES} values")));
+        if self.nodes > self.lim.nodes {
+            return Err(ParseError::Limit(format!("JSON document of more than {} values", self.lim.nodes)));
         }
         if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) && past(self.deadline) {
             return Err(ParseError::Time);
@@ -156,8 +177,8 @@ impl<'a> Parser<'a> {
     }
 
     fn enter(&mut self, depth: usize) -> PR<()> {
-        if depth > MAX_JSON_DEPTH {
-            return Err(ParseError::Limit(format!("JSON nested more than {MAX_JSON_DEPTH} deep")));
+        if depth > self.lim.depth {
+            return Err(ParseError::Limit(format!("JSON nested more than {} deep", self.lim.depth)));
         }
         self.count()
     }
@@ -475,6 +496,7 @@ pub enum WriteError {
 }
 
 struct Writer<'a> {
+    lim: JsonLimits,
     out: Vec<u8>,
     indent: &'a [u8],
     nodes: usize,
@@ -491,21 +513,26 @@ type WR = Result<(), WriteError>;
 /// Write `v` as JSON text: compact when `indent` is empty, else laid out as
 /// JavaScript's `JSON.stringify(v, null, indent)`.
 pub fn stringify(v: &Value, indent: &[u8]) -> Result<Vec<u8>, WriteError> {
-    stringify_until(v, indent, None)
+    stringify_until(v, indent, None, JsonLimits::default())
 }
 
 /// `stringify`, stopping with `WriteError::Time` once `deadline` has passed.
-pub fn stringify_until(v: &Value, indent: &[u8], deadline: Option<std::time::Instant>) -> Result<Vec<u8>, WriteError> {
-    let mut w = Writer { out: Vec::new(), indent, nodes: 0, deadline };
+pub fn stringify_until(
+    v: &Value,
+    indent: &[u8],
+    deadline: Option<std::time::Instant>,
+    lim: JsonLimits,
+) -> Result<Vec<u8>, WriteError> {
+    let mut w = Writer { out: Vec::new(), indent, nodes: 0, lim, deadline };
     w.value(v, 0)?;
-    if w.out.len() > MAX_JSON_BYTES {
-        return Err(too_long());
+    if w.out.len() > lim.bytes {
+        return Err(too_long(lim.bytes));
     }
     Ok(w.out)
 }
 
-fn too_long() -> WriteError {
-    WriteError::Limit(format!("JSON text of more than {MAX_JSON_BYTES} bytes"))
+fn too_long(max: usize) -> WriteError {
+    WriteError::Limit(format!("JSON text of more than {max} bytes"))
 }
 
 /// Bytes that need escaping in a JSON string: controls, quote, backslash.
@@ -557,21 +584,21 @@ impl Writer<'_> {
     #[inline]
     fn count(&mut self) -> WR {
         self.nodes += 1;
-        if self.nodes > MAX_JSON_NODES {
-            return Err(WriteError::Limit(format!("JSON document of more than {MAX_JSON_NODES} values")));
+        if self.nodes > self.lim.nodes {
+            return Err(WriteError::Limit(format!("JSON document of more than {} values", self.lim.nodes)));
         }
         if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) && past(self.deadline) {
             return Err(WriteError::Time);
         }
-        if self.out.len() > MAX_JSON_BYTES {
-            return Err(too_long());
+        if self.out.len() > self.lim.bytes {
+            return Err(too_long(self.lim.bytes));
         }
         Ok(())
     }
 
     fn text(&mut self, s: &[u8], what: &str) -> WR {
-        if self.out.len() + s.len() + 2 > MAX_JSON_BYTES {
-            return Err(too_long());
+        if self.out.len() + s.len() + 2 > self.lim.bytes {
+            return Err(too_long(self.lim.bytes));
         }
         if std::str::from_utf8(s).is_err() {
             return Err(WriteError::Value(format!("{what} is not valid UTF-8")));
@@ -601,8 +628,8 @@ impl Writer<'_> {
                 return Err(WriteError::Value(format!("a {} handle cannot be written as JSON", h.kind.name())))
             }
             Value::List(l) => {
-                if depth + 1 > MAX_JSON_DEPTH {
-                    return Err(WriteError::Limit(format!("JSON nested more than {MAX_JSON_DEPTH} deep")));
+                if depth + 1 > self.lim.depth {
+                    return Err(WriteError::Limit(format!("JSON nested more than {} deep", self.lim.depth)));
                 }
                 self.out.push(b'[');
                 if l.is_empty() {
@@ -620,8 +647,8 @@ impl Writer<'_> {
                 self.out.push(b']');
             }
             Value::Map(m) => {
-                if depth + 1 > MAX_JSON_DEPTH {
-                    return Err(WriteError::Limit(format!("JSON nested more than {MAX_JSON_DEPTH} deep")));
+                if depth + 1 > self.lim.depth {
+                    return Err(WriteError::Limit(format!("JSON nested more than {} deep", self.lim.depth)));
                 }
                 self.out.push(b'{');
                 if m.is_empty() {
@@ -654,7 +681,7 @@ impl Writer<'_> {
 
 fn json_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("json.parse", args, 0)?;
-    match parse_until(s, it.deadline) {
+    match parse_until(s, it.deadline, JsonLimits::of(&it.lim)) {
         Ok(v) => {
             it.check_value(&v)?;
             Ok(v)
@@ -686,7 +713,7 @@ fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
         Some(other) => return Err(it.type_err(NAME, 1, "a number or a string", other)),
     };
-    match stringify_until(&args[0], &indent, it.deadline) {
+    match stringify_until(&args[0], &indent, it.deadline, JsonLimits::of(&it.lim)) {
         Ok(out) => Ok(Value::str(out)),
         Err(WriteError::Value(m)) => {
             // It failed part way through: charge the value's accounted size, a bound on
@@ -709,6 +736,10 @@ pub const TABLE: &[Builtin] = &[
 
 #[cfg(test)]
 mod tests {
+    const MAX_JSON_BYTES: usize = LIMITS[L::Json as usize].default as usize;
+    const MAX_JSON_DEPTH: usize = LIMITS[L::JsonDepth as usize].default as usize;
+    const MAX_JSON_NODES: usize = LIMITS[L::JsonNodes as usize].default as usize;
+
     use super::*;
 
     #[test]

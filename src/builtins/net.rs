@@ -79,12 +79,15 @@ pub struct NetSlot {
     state: Option<Box<NetState>>,
     /// The operator's settings, when any were given.
     given: Option<Box<NetSettings>>,
+    /// The per-run byte budgets of the run's limits: sent, received, HTTP bodies.
+    budgets: [u64; 3],
 }
 
 impl NetSlot {
-    pub fn new(settings: &NetSettings) -> Self {
+    pub fn new(settings: &NetSettings, lim: &Limits) -> Self {
         let given = settings.tls_ca_file.is_some() || settings.dns_server.is_some();
-        NetSlot { state: None, given: given.then(|| Box::new(settings.clone())) }
+        let budgets = [lim.get(L::SocketsSent), lim.get(L::SocketsReceived), lim.get(L::HttpBodies)];
+        NetSlot { state: None, given: given.then(|| Box::new(settings.clone())), budgets }
     }
 
     /// Make the state if this is the run's first network call. Every network builtin
@@ -92,7 +95,9 @@ impl NetSlot {
     pub fn ensure(&mut self) {
         if self.state.is_none() {
             let settings = self.given.as_deref().cloned().unwrap_or_default();
-            self.state = Some(Box::new(NetState::new(settings)));
+            let mut st = NetState::new(settings);
+            [st.sent.max, st.received.max, st.http.bodies.max] = self.budgets;
+            self.state = Some(Box::new(st));
         }
     }
 
@@ -148,8 +153,12 @@ impl NetState {
             connects: 0,
             accepts: 0,
             lookups: 0,
-            sent: Budget::new(LimitKind::Sockets, MAX_NET_SEND_BYTES, "bytes sent on sockets"),
-            received: Budget::new(LimitKind::Sockets, MAX_NET_RECV_BYTES, "bytes received on sockets"),
+            sent: Budget::new(LimitKind::Sockets, Limits::default().get(L::SocketsSent), "bytes sent on sockets"),
+            received: Budget::new(
+                LimitKind::Sockets,
+                Limits::default().get(L::SocketsReceived),
+                "bytes received on sockets",
+            ),
         }
     }
 
@@ -484,10 +493,14 @@ fn sock_arg(it: &Interp<'_>, name: &str, args: &[Value]) -> R<u32> {
 }
 
 fn slot_check(it: &Interp<'_>) -> R<()> {
-    if it.net.open_count() >= MAX_OPEN_SOCKETS {
-        return Err(
-            it.limit(LimitKind::Sockets, format!("more than {MAX_OPEN_SOCKETS} sockets and listeners open at once"))
-        );
+    if it.net.open_count() >= it.lim.n(L::SocketsOpen) {
+        return Err(it.limit(
+            LimitKind::Sockets,
+            format!(
+                "more than {max_open_sockets} sockets and listeners open at once",
+                max_open_sockets = it.lim.n(L::SocketsOpen)
+            ),
+        ));
     }
     Ok(())
 }
@@ -499,8 +512,14 @@ fn new_id(it: &mut Interp<'_>) -> u32 {
 
 /// Charge one name lookup to the run's budget.
 fn charge_lookup(it: &mut Interp<'_>) -> R<()> {
-    if it.net.lookups >= MAX_DNS_LOOKUPS {
-        return Err(it.limit(LimitKind::Sockets, format!("more than {MAX_DNS_LOOKUPS} name lookups per run")));
+    if it.net.lookups >= it.lim.get(L::SocketsLookups) {
+        return Err(it.limit(
+            LimitKind::Sockets,
+            format!(
+                "more than {max_dns_lookups} name lookups per run",
+                max_dns_lookups = it.lim.get(L::SocketsLookups)
+            ),
+        ));
     }
     it.net.lookups += 1;
     Ok(())
@@ -556,8 +575,14 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
     }
     slot_check(it)?;
-    if it.net.connects >= MAX_CONNECTS {
-        return Err(it.limit(LimitKind::Sockets, format!("more than {MAX_CONNECTS} net.connect calls per run")));
+    if it.net.connects >= it.lim.get(L::SocketsConnects) {
+        return Err(it.limit(
+            LimitKind::Sockets,
+            format!(
+                "more than {max_connects} net.connect calls per run",
+                max_connects = it.lim.get(L::SocketsConnects)
+            ),
+        ));
     }
     it.net.connects += 1;
     if deadline_passed(it) {
@@ -584,7 +609,7 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     };
     let mut last: Option<std::io::Error> = None;
     let mut tcp = None;
-    for ip in ips.iter().take(MAX_CONNECT_ADDRS) {
+    for ip in ips.iter().take(it.lim.n(L::SocketsAddrs)) {
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
             break;
@@ -677,8 +702,14 @@ fn accept(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let h = handle_arg(it, NAME, args, 0, &[HandleKind::Listener])?;
     let wait = wait_arg(it, NAME, args, 1)?;
     slot_check(it)?;
-    if it.net.accepts >= MAX_ACCEPTS {
-        return Err(it.limit(LimitKind::Sockets, format!("more than {MAX_ACCEPTS} accepted connections per run")));
+    if it.net.accepts >= it.lim.get(L::SocketsAccepts) {
+        return Err(it.limit(
+            LimitKind::Sockets,
+            format!(
+                "more than {max_accepts} accepted connections per run",
+                max_accepts = it.lim.get(L::SocketsAccepts)
+            ),
+        ));
     }
     if deadline_passed(it) {
         return Err(time_limit(it, NAME));
@@ -792,7 +823,10 @@ fn recv(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 fn line_limit(it: &Interp<'_>) -> Fail {
-    it.limit(LimitKind::Sockets, format!("a line longer than {MAX_NET_LINE} bytes from a socket"))
+    it.limit(
+        LimitKind::Sockets,
+        format!("a line longer than {max_net_line} bytes from a socket", max_net_line = it.lim.n(L::SocketsLine)),
+    )
 }
 
 fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
@@ -808,14 +842,14 @@ fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     loop {
         let s = &it.net.socks[&id];
         let avail = &s.buf[s.pos..];
-        match crate::budget::next_line(avail, searched, MAX_NET_LINE, s.eof) {
+        match crate::budget::next_line(avail, searched, it.line_cap(L::SocketsLine), s.eof) {
             NextLine::Line { len, consumed } => {
                 let v = Value::str(avail[..len].to_vec());
                 consume(it, id, consumed)?;
                 return Ok(v);
             }
             NextLine::End => return Ok(Value::Nil),
-            NextLine::TooLong => return Err(line_limit(it)),
+            NextLine::TooLong => return Err(it.line_too_long(L::SocketsLine, || line_limit(it))),
             NextLine::More => searched = avail.len(),
         }
         // The buffer is compacted by `fill`: the search restarts from where it was.

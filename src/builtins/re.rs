@@ -181,8 +181,11 @@ fn collect<'a>(it: &mut Interp<'_>, name: &str, what: &str, pieces: impl Iterato
     let mut items = Vec::new();
     for p in pieces {
         it.work(WORK_REGEX_MATCH)?;
-        if items.len() == MAX_LIST_ITEMS {
-            return Err(it.limit(LimitKind::List, format!("{name}: more than {MAX_LIST_ITEMS} {what}")));
+        if items.len() == it.lim.n(L::List) {
+            return Err(it.limit(
+                LimitKind::List,
+                format!("{name}: more than {max_list_items} {what}", max_list_items = it.lim.n(L::List)),
+            ));
         }
         items.push(Value::str(p.to_vec()));
     }

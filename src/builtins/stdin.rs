@@ -113,7 +113,10 @@ fn consume(it: &mut Interp<'_>, n: usize) -> R<()> {
 }
 
 fn line_limit(it: &Interp<'_>) -> crate::interp::Fail {
-    it.limit(LimitKind::Stdin, format!("a stdin line longer than {MAX_STDIN_LINE} bytes"))
+    it.limit(
+        LimitKind::Stdin,
+        format!("a stdin line longer than {max_stdin_line} bytes", max_stdin_line = it.lim.n(L::StdinLine)),
+    )
 }
 
 fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
@@ -121,14 +124,14 @@ fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
     let mut searched = 0;
     loop {
         let avail = &it.stdin.buf[it.stdin.pos..];
-        match next_line(avail, searched, MAX_STDIN_LINE, it.stdin.eof) {
+        match next_line(avail, searched, it.line_cap(L::StdinLine), it.stdin.eof) {
             NextLine::Line { len, consumed } => {
                 let v = Value::str(avail[..len].to_vec());
                 consume(it, consumed)?;
                 return Ok(v);
             }
             NextLine::End => return at_end(it),
-            NextLine::TooLong => return Err(line_limit(it)),
+            NextLine::TooLong => return Err(it.line_too_long(L::StdinLine, || line_limit(it))),
             NextLine::More => {
                 searched = avail.len();
                 fill(it)?;
@@ -138,7 +141,7 @@ fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
 }
 
 fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let n = it.arg_int("stdin.read", args, 0, 1.0, MAX_STRING_BYTES as f64)? as usize;
+    let n = it.arg_int("stdin.read", args, 0, 1.0, it.lim.n(L::String) as f64)? as usize;
     let _ = it.out.flush();
     while it.stdin.buf.len() - it.stdin.pos < n {
         if !fill(it)? {

@@ -135,8 +135,11 @@ fn repeat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("repeat", args, 0)?;
     let n = it.arg_int("repeat", args, 1, 0.0, 9_007_199_254_740_991.0)? as u64;
     let total = (s.len() as u64).saturating_mul(n);
-    if total > MAX_STRING_BYTES as u64 {
-        return Err(it.limit(LimitKind::String, format!("string of more than {MAX_STRING_BYTES} bytes")));
+    if total > it.lim.n(L::String) as u64 {
+        return Err(it.limit(
+            LimitKind::String,
+            format!("string of more than {max_string_bytes} bytes", max_string_bytes = it.lim.n(L::String)),
+        ));
     }
     // Charged before the string is built (its size is known).
     it.work(REPEAT.units(total, 0))?;
@@ -178,7 +181,7 @@ fn width(s: &[u8]) -> usize {
 
 fn pad(it: &mut Interp<'_>, args: &mut [Value], name: &str, left: bool) -> R<Value> {
     let s = it.arg_str(name, args, 0)?;
-    let w = it.arg_int(name, args, 1, 0.0, MAX_STRING_BYTES as f64)? as usize;
+    let w = it.arg_int(name, args, 1, 0.0, it.lim.n(L::String) as f64)? as usize;
     let fill: Vec<u8> = match it.opt(args, 2) {
         None => b" ".to_vec(),
         Some(_) => {
