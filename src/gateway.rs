@@ -144,7 +144,8 @@ fn parse_limits(v: &toml::Value, what: &str, max_memory: u64) -> Result<Vec<(L, 
             other => return Err(format!("`{what}`: {name} must be a number or a string, got {}", other.type_str())),
         };
         let n = crate::limits::parse_value(d, &text, Some(max_memory)).map_err(|m| {
-            let m = if d.ceiling == Ceiling::MaxMemory { m.replace("(--max-memory)", "(max_memory)") } else { m };
+            let m =
+                if matches!(d.ceiling, Ceiling::MaxMemory(_)) { m.replace("--max-memory", "max_memory") } else { m };
             format!("`{what}`: {m}")
         })?;
         out.push((d.id, n));

@@ -181,9 +181,10 @@ impl Unit {
 pub enum Ceiling {
     /// A fixed number.
     Fixed(u64),
-    /// The run's `--max-memory` (or the gateway's `max_memory`): a frame or a call's
-    /// arguments cannot usefully hold more than all storage together.
-    MaxMemory,
+    /// The run's `--max-memory` (or the gateway's `max_memory`), at most this: a frame or
+    /// a call's arguments cannot usefully hold more than all storage together, and the
+    /// nesting a frame can hold must fit the native stack (`MAX_NESTED_STORAGE`).
+    MaxMemory(u64),
 }
 
 /// One row of the table.
@@ -202,19 +203,33 @@ pub struct LimitDef {
     pub what: &'static str,
 }
 
-/// Call depth's ceiling: as deep as the interpreter thread's native stack
-/// (`INTERP_STACK_BYTES`) allows, with a margin. Measured (WORKLOG 2026-12-01): the
-/// deepest stack one Leash call can use is a call made from inside the deepest nesting
-/// the load-time limits allow (blocks 128 deep, an expression 128 deep), about
-/// `CALL_FRAME_WORST` bytes in the quick and release builds; the ceiling leaves half the stack
-/// unused.
-pub const CALL_FRAME_WORST: usize = 64 * KIB;
-pub const MAX_CALL_DEPTH_CEILING: u64 = (INTERP_STACK_BYTES / 2 / CALL_FRAME_WORST) as u64;
+// The native stack of the interpreter thread (`INTERP_STACK_BYTES`, 256 MiB) is shared
+// out between the three things that recurse, so that at every ceiling together it cannot
+// overflow (measured, WORKLOG 2026-12-01):
+// - Leash calls: a quarter (64 MiB) for `call_depth` calls of the deepest kind;
+// - nested values (`str`, `==`, `in`, dropping): half (128 MiB) for the deepest nesting
+//   a frame can hold at the `frame_storage` and `call_args` ceilings;
+// - the rest for builtins (JSON at `json_depth`, sorting, regex) and the evaluator.
 
-/// JSON depth's ceiling: `json.parse` and `json.stringify` recurse once per level, and so
-/// do `str`, `==` and dropping the nested value they produce; measured far below a KiB of
-/// stack a level, so 16,384 levels leave most of the stack unused.
-pub const MAX_JSON_DEPTH_CEILING: u64 = 16_384;
+/// The most native stack one Leash call uses: a call made from an expression nested 128
+/// deep inside blocks nested 128 deep (the load-time limits) measured 119,700 bytes in
+/// the quick build (a plain `return f(n - 1) + 1` about 1,000).
+pub const CALL_FRAME_WORST: usize = 128 * KIB;
+/// `call_depth`'s ceiling: 512 such calls fill a quarter of the stack.
+pub const MAX_CALL_DEPTH_CEILING: u64 = (INTERP_STACK_BYTES / 4 / CALL_FRAME_WORST) as u64;
+/// The most native stack one level of a nested value costs the deepest recursive value
+/// operation (`str` measured at most 180 bytes a level, dropping and `==` less).
+pub const NEST_LEVEL_STACK_WORST: usize = 256;
+/// The least accounted storage one level of nesting costs (`a = [a]`: a list header and
+/// one slot).
+pub const NEST_LEVEL_ACCT_MIN: usize = ACCT_LIST_HEADER + ACCT_SLOT;
+/// The ceiling of `frame_storage` and `call_args` (below `--max-memory`): the nesting
+/// that fits in it, at `NEST_LEVEL_ACCT_MIN` a level, fills half the stack (32 MiB).
+pub const MAX_NESTED_STORAGE: u64 = (INTERP_STACK_BYTES / 2 / NEST_LEVEL_STACK_WORST * NEST_LEVEL_ACCT_MIN) as u64;
+
+/// `json_depth`'s ceiling: `json.parse` and `json.stringify` recurse once per level
+/// (measured well under a KiB of stack a level), within the builtins' share.
+pub const MAX_JSON_DEPTH_CEILING: u64 = 4096;
 
 const fn row(
     id: L,
@@ -252,7 +267,7 @@ pub const LIMITS: &[LimitDef] = &[
         kind: Kd::FrameStorage,
         default: 2 * M,
         floor: 1,
-        ceiling: Ceiling::MaxMemory,
+        ceiling: Ceiling::MaxMemory(MAX_NESTED_STORAGE),
         unit: Unit::Bytes,
         what: "accounted storage of one frame (variables, values, arguments, for snapshots), and of any one value",
     },
@@ -262,7 +277,7 @@ pub const LIMITS: &[LimitDef] = &[
         kind: Kd::CallArgs,
         default: 2 * M,
         floor: 1,
-        ceiling: Ceiling::MaxMemory,
+        ceiling: Ceiling::MaxMemory(MAX_NESTED_STORAGE),
         unit: Unit::Bytes,
         what: "accounted storage of the arguments of one call",
     },
@@ -476,7 +491,7 @@ impl LimitDef {
     pub fn ceiling_for(&self, max_memory: u64) -> u64 {
         match self.ceiling {
             Ceiling::Fixed(n) => n,
-            Ceiling::MaxMemory => max_memory,
+            Ceiling::MaxMemory(cap) => max_memory.min(cap),
         }
     }
 
@@ -484,7 +499,7 @@ impl LimitDef {
     pub fn ceiling_text(&self) -> String {
         match self.ceiling {
             Ceiling::Fixed(n) => show(n, self.unit),
-            Ceiling::MaxMemory => "--max-memory".into(),
+            Ceiling::MaxMemory(cap) => format!("min(--max-memory,{})", show(cap, Unit::Bytes)),
         }
     }
 }
@@ -556,7 +571,7 @@ impl Limits {
     /// are not checked: `--max-memory 1M` alone stays valid, and the memory limit is
     /// then the one met first.
     pub fn check_memory(&self, max_memory: u64, given: &[L], flag: &str) -> Result<(), String> {
-        for d in LIMITS.iter().filter(|d| d.ceiling == Ceiling::MaxMemory && given.contains(&d.id)) {
+        for d in LIMITS.iter().filter(|d| matches!(d.ceiling, Ceiling::MaxMemory(_)) && given.contains(&d.id)) {
             let v = self.v[d.id as usize];
             if v > max_memory {
                 return Err(format!(
@@ -594,12 +609,12 @@ pub fn lookup(name: &str) -> Result<&'static LimitDef, String> {
 /// floor..ceiling (the ceiling under `max_memory` when known).
 pub fn parse_value(d: &LimitDef, value: &str, max_memory: Option<u64>) -> Result<u64, String> {
     let ceiling = match (d.ceiling, max_memory) {
-        (Ceiling::MaxMemory, None) => MAX_MAX_MEMORY,
+        (Ceiling::MaxMemory(cap), None) => cap,
         _ => d.ceiling_for(max_memory.unwrap_or(MAX_MAX_MEMORY)),
     };
     let range = || {
         let top = match d.ceiling {
-            Ceiling::MaxMemory => format!("{} (--max-memory)", show(ceiling, d.unit)),
+            Ceiling::MaxMemory(_) => format!("{} (and at most --max-memory)", show(ceiling, d.unit)),
             Ceiling::Fixed(_) => show(ceiling, d.unit),
         };
         if d.unit == Unit::Bytes {
