@@ -441,6 +441,23 @@ mod tests {
     }
 
     #[test]
+    fn limits() {
+        let (c, _) = p(&["--limit", "string=2M", "--limit=list=50000", "x"]).unwrap();
+        assert_eq!(c.limits.get(L::String), 2 * MIB as u64);
+        assert_eq!(c.limits.get(L::List), 50_000);
+        assert_eq!(c.limits.get(L::Map), Limits::default().get(L::Map));
+        assert!(p(&["--limit", "string=256M", "x"]).is_ok());
+        for bad in ["string=0", "string=257M", "string", "string=", "=1", "nosuch=1", "nesting=5", "steps=5", "list=1K"]
+        {
+            assert!(p(&["--limit", bad, "x"]).is_err(), "--limit {bad}");
+        }
+        assert!(p(&["--max-memory", "4M", "--limit", "frame_storage=4M", "x"]).is_ok());
+        assert!(p(&["--limit", "frame_storage=5M", "--max-memory", "4M", "x"]).is_err());
+        assert!(p(&["--limit", "frame_storage=33M", "--max-memory", "1G", "x"]).is_err());
+        assert_eq!(p(&["--limits"]).unwrap().1, Command::Limits);
+    }
+
+    #[test]
     fn gates() {
         assert!(p(&["--allow-listen", "x"]).is_err());
         assert!(p(&["--allow-network", "--allow-listen", "x"]).is_ok());

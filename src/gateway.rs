@@ -774,7 +774,8 @@ mod tests {
         assert_eq!(c.max_memory, 64 << 20);
         assert!(c.allow.files && !c.allow.network);
         assert_eq!(c.dirs.len(), 1);
-        assert!(c.dirs[0].allow.listen && c.dirs[0].allow.network && !c.dirs[0].allow.files);
+        let a = c.dirs[0].allow.unwrap();
+        assert!(a.listen && a.network && !a.files);
         for (bad, want) in [
             ("max_steps = 0", "max_steps"),
             ("max_work = 0", "max_work"),
@@ -786,7 +787,7 @@ mod tests {
             ("max_memory = \"1K\"", "max_memory"),
             ("[[dir]]\npath = \"../x\"\nallow = []", "without `..`"),
             ("[[dir]]\npath = \"/x\"\nallow = []", "relative"),
-            ("[[dir]]\npath = \"x\"", "`allow` is required"),
+            ("[[dir]]\npath = \"x\"", "`allow` or `limits` is required"),
         ] {
             let text = format!("root = \"{}\"\n{bad}\n", d.display());
             let e = parse_config(&text).unwrap_err();

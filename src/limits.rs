@@ -971,3 +971,40 @@ pub const DNS_TIMEOUT_MS: u64 = 5_000;
 pub const MAX_HOST_BYTES: usize = 255;
 /// Bytes of the `--tls-ca-file` bundle read (the system bundle is about 220 KiB).
 pub const MAX_CA_FILE_BYTES: usize = 4 * MIB;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_in_the_order_of_l_and_names_are_unique() {
+        assert_eq!(LIMITS.len(), N_LIMITS);
+        for (i, d) in LIMITS.iter().enumerate() {
+            assert_eq!(d.id as usize, i, "{}", d.name);
+            assert!(d.floor == 1 && d.default >= d.floor, "{}", d.name);
+            assert!(d.default <= d.ceiling_for(DEFAULT_MAX_MEMORY), "{}", d.name);
+            assert!(d.name == d.kind.name() || d.name.starts_with(&format!("{}_", d.kind.name())), "{}", d.name);
+            assert_eq!(LIMITS.iter().filter(|e| e.name == d.name).count(), 1, "{}", d.name);
+        }
+        assert_eq!(MAX_CALL_DEPTH_CEILING, 512);
+        assert_eq!(MAX_NESTED_STORAGE, 32 * MIB as u64);
+    }
+
+    #[test]
+    fn values_and_suffixes() {
+        let d = find("string").unwrap();
+        assert_eq!(parse_value(d, "2M", None), Ok(2 * M));
+        assert_eq!(parse_value(d, "64k", None), Ok(64 * K));
+        assert_eq!(parse_value(d, "1", None), Ok(1));
+        for bad in ["", "0", "M", "2MB", "1.5M", "-1", " 1", "257M", "1G", "99999999999999999999999"] {
+            assert!(parse_value(d, bad, None).is_err(), "{bad}");
+        }
+        let d = find("frame_storage").unwrap();
+        assert_eq!(parse_value(d, "32M", None), Ok(32 * M));
+        assert!(parse_value(d, "32M", Some(16 * M)).is_err());
+        assert!(parse_value(d, "33M", None).is_err());
+        assert!(parse_value(find("list").unwrap(), "2K", None).is_err());
+        assert_eq!(show(16 * M, Unit::Bytes), "16M");
+        assert_eq!(show(16_384, Unit::Items), "16384");
+    }
+}

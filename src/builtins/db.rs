@@ -627,13 +627,13 @@ mod tests {
         let prog = crate::load("t", b"print(1)\n".to_vec(), None).unwrap();
         let it = Interp::new(&prog, &RunConfig::default());
         let mut rows = Rows::new();
-        for _ in 0..MAX_LIST_ITEMS {
+        for _ in 0..it.lim.n(L::List) {
             rows.push(&it, "db.query", Value::Nil).unwrap();
         }
         assert_eq!(limit_kind(&rows.room(&it, "db.query").unwrap_err()), LimitKind::List);
         assert_eq!(limit_kind(&rows.push(&it, "db.query", Value::Nil).unwrap_err()), LimitKind::List);
         let v = rows.into_value(&it).unwrap();
-        assert!(matches!(&v, Value::List(l) if l.len() == MAX_LIST_ITEMS));
+        assert!(matches!(&v, Value::List(l) if l.len() == it.lim.n(L::List)));
     }
 
     #[test]

@@ -746,11 +746,11 @@ mod tests {
     fn long_parses_and_writes_look_at_the_deadline() {
         let doc = format!("[{}0]", "0,".repeat(10_000));
         let past = Some(std::time::Instant::now());
-        assert!(matches!(parse_until(doc.as_bytes(), past), Err(ParseError::Time)));
+        assert!(matches!(parse_until(doc.as_bytes(), past, JsonLimits::default()), Err(ParseError::Time)));
         let v = parse(doc.as_bytes()).unwrap();
-        assert!(matches!(stringify_until(&v, b"", past), Err(WriteError::Time)));
+        assert!(matches!(stringify_until(&v, b"", past, JsonLimits::default()), Err(WriteError::Time)));
         // Below one check interval, the clock is not looked at.
-        assert!(parse_until(b"[1,2,3]", past).is_ok());
+        assert!(parse_until(b"[1,2,3]", past, JsonLimits::default()).is_ok());
     }
 
     fn ok(s: &str) -> Value {
