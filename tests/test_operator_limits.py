@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from conftest import LEASH, ROOT, run
+from netfix import dns_server  # noqa: F401 (a fixture)
 
 MIB = 1024 * 1024
 KIB = 1024
@@ -384,9 +385,8 @@ CASES = {
     "sockets_lookups": ("1", NET, 'x = net.resolve("localhost")', 'x = net.resolve("localhost")\nx = net.resolve("localhost")', b""),
 }
 
-# `sockets_addrs` (addresses one net.connect tries) can only be seen with a name that
-# resolves to several addresses of which the first refuses: not covered here (its one
-# reader is `net::connect`'s `take(it.lim.n(L::SocketsAddrs))`).
+# `sockets_addrs` (addresses one net.connect tries) needs a name that resolves to several
+# addresses of which the first refuses: tested apart, through a DNS server (at the end).
 NOT_IN_CASES = {"sockets_addrs"}
 
 
@@ -631,3 +631,14 @@ def test_check_config_shows_the_limits(tmp_path):
     out = p.stdout.decode()
     assert "limits = list=50000 string=2M\n" in out, out
     assert "dir r allow = (default)\n" in out and "dir r limits = readers=64\n" in out, out
+
+
+def test_sockets_addrs_moves_how_many_addresses_connect_tries(script, dns_server):
+    """A name with two addresses, the first refusing: one address tried is not enough."""
+    dns = dns_server({"two.test": ["127.0.0.2", "127.0.0.1"]})
+    code = 'l = net.listen("", 0)\nc = net.connect("two.test", net.addr(l).port)\nprint("connected")\n'
+    opts = ["--allow-network", "--allow-listen", "--dns-server", f"127.0.0.1:{dns.port}"]
+    r = script(code, opts=opts, timeout=30)
+    assert r.status == 0 and r.out == "connected\n", r
+    r = script(code, opts=[*opts, "--limit", "sockets_addrs=1"], timeout=30)
+    assert r.status == 1 and r.diag["kind"] == "network", r
