@@ -317,6 +317,22 @@ pub const WORK_COPY_BYTE_X256: u32 = 32;
 pub const WORK_REGEX_STATES_PER_UNIT: u64 = 32;
 /// Regular expressions: work per match (or piece) produced: each is a new string value.
 pub const WORK_REGEX_MATCH: u64 = 180;
+/// Regular expressions: the PikeVM (the NFA simulation the lazy DFA falls back to, and
+/// the capture-group search), per subject byte per NFA state, charged before it runs.
+pub const WORK_REGEX_PIKE_X256: u32 = 2048;
+/// Regular expressions: the lazy DFA's states, per byte of DFA cache they fill (building
+/// one costs about its size), charged after each search.
+pub const WORK_REGEX_DFA_BYTE_X256: u32 = 1280;
+/// Regular expressions: how many times one call's lazy DFA may clear its cache before it
+/// gives up (deterministically) for the charged PikeVM. Each fill of the cache is some
+/// milliseconds, so a DFA search never runs far past the deadline.
+pub const REGEX_DFA_CLEARS: usize = 3;
+/// Regular expressions: compiling a pattern (on a miss of the per-thread cache of compiled
+/// patterns): a base (the engines' caches) ...
+pub const WORK_REGEX_COMPILE: u64 = 50_000;
+/// ... and per NFA state (Unicode classes are large: `\w{40}` is 12,664 states and
+/// about 15 ms).
+pub const WORK_REGEX_COMPILE_STATE: u64 = 700;
 /// SQLite's virtual machine: work per progress-handler call (every `DB_OPS_PER_STEP`
 /// instructions, about a microsecond of SQLite work here).
 pub const WORK_DB_TICK: u64 = 1_000;
