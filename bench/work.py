@@ -78,6 +78,8 @@ CASES = [
     ("re.split", WORDS, 'x = re.split(" +", w)', [16384, 65536, 122880], 50),
     # a pattern whose lazy DFA thrashes on random a/b: it gives up and the charged PikeVM runs
     ("re (PikeVM)", ABRAND, 'x = re.test("a[ab]{400}[^ab]", w)', [65536, 262144, 524288], 1),
+    # a higher-priority branch outlives each match: every find rescans to the end
+    ("re (rescan)", 'w = repeat("a", N)', 'x = re.replace("[ab]*c|a", w, "")', [4096, 8192, 16384], 5),
     # Unicode \b on non-ASCII text: the lazy DFA cannot, the PikeVM runs
     ("re (Unicode \\b)", 'w = repeat("h\u00e9llo w\u00f6rld ", int(N / 14))', 'x = re.find_all("\\\\b\\\\w+\\\\b", w)', [16384, 49152, 98304], 20),
     ("date.format", 'f = repeat("%Y-%m-%d ", int(N / 9))', "x = date.format(0, f)", [4096, 16384, 65536], 100),

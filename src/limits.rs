@@ -327,6 +327,11 @@ pub const WORK_REGEX_DFA_BYTE_X256: u32 = 1280;
 /// gives up (deterministically) for the charged PikeVM. Each fill of the cache is some
 /// milliseconds, so a DFA search never runs far past the deadline.
 pub const REGEX_DFA_CLEARS: usize = 3;
+/// Regular expressions: lazy-DFA bytes scanned past the pass the up-front charge paid
+/// for (twice the subject), per byte: an iteration rescans when a pattern's
+/// higher-priority branch outlives each match (`[ab]*c|a` over `aaa..` scans to the end
+/// for every `a`), at the DFA's speed, not the prefilter's.
+pub const WORK_REGEX_SCAN_BYTE_X256: u32 = 448;
 /// Regular expressions: compiling a pattern (on a miss of the per-thread cache of compiled
 /// patterns): a base (the engines' caches) ...
 pub const WORK_REGEX_COMPILE: u64 = 50_000;

@@ -249,8 +249,7 @@ impl<'h> Run<'h> {
         self.scanned += scanned;
         let mut units = 0u64;
         if self.scanned > self.paid {
-            let weight = 1 + self.e.states / WORK_REGEX_STATES_PER_UNIT;
-            units += RE.units((self.scanned - self.paid).saturating_mul(weight), 0) / 2;
+            units += crate::meter::scaled(self.scanned - self.paid, WORK_REGEX_SCAN_BYTE_X256);
             self.paid = self.scanned;
         }
         let built = mem1.saturating_sub(mem0) + (clears1 - clears0) * MAX_REGEX_DFA_CACHE;
