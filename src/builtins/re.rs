@@ -25,6 +25,7 @@
 //!    pay, and with `time` if, at that rate, it would end past `--max-time`;
 //! 3. capture groups (`re.match`, `re.replace` with `$` in the replacement): the PikeVM
 //!    anchored on the match's span, charged the same way before it runs.
+//!
 //! A DFA search is bounded by the clear limit (a few cache fills, some milliseconds),
 //! so no step runs far past the deadline.
 
@@ -242,7 +243,13 @@ impl<'h> Run<'h> {
 
     /// Charge what one lazy-DFA search did: bytes scanned past what was paid, and the
     /// states it built (cache bytes; a clear counts the whole cache).
-    fn charge_dfa(&mut self, it: &mut Interp<'_>, span: usize, before: (usize, usize, usize), c: &hybrid::regex::Cache) -> R<()> {
+    fn charge_dfa(
+        &mut self,
+        it: &mut Interp<'_>,
+        span: usize,
+        before: (usize, usize, usize),
+        c: &hybrid::regex::Cache,
+    ) -> R<()> {
         let (mem0, clears0, len0) = before;
         let (mem1, clears1, len1) = dfa_gauge(c);
         let scanned = if clears1 == clears0 { len1.saturating_sub(len0) } else { 2 * span } as u64;
@@ -304,7 +311,7 @@ impl<'h> Run<'h> {
     /// The capture groups of match `m` (the PikeVM anchored on its span).
     fn captures(&mut self, it: &mut Interp<'_>, name: &str, m: Match, caps: &mut Captures) -> R<()> {
         let e = self.e.clone();
-        pike_charge(it, name, pike_units(m.len() as u64, e.threads))?;
+        pike_charge(it, name, WORK_REGEX_CAPTURES + pike_units(m.len() as u64, e.threads))?;
         let input = Input::new(self.hay).span(m.range()).anchored(Anchored::Yes);
         e.pike.search(&mut e.caches.borrow_mut().pike, &input, caps);
         Ok(())
@@ -312,7 +319,12 @@ impl<'h> Run<'h> {
 
     /// Every leftmost-first match, in order (empty matches as the `regex` crate's
     /// iterators report them), each passed to `f`; stops at the first error.
-    fn each(&mut self, it: &mut Interp<'_>, name: &str, mut f: impl FnMut(&mut Interp<'_>, &mut Self, Match) -> R<()>) -> R<()> {
+    fn each(
+        &mut self,
+        it: &mut Interp<'_>,
+        name: &str,
+        mut f: impl FnMut(&mut Interp<'_>, &mut Self, Match) -> R<()>,
+    ) -> R<()> {
         let mut searcher = Searcher::new(Input::new(self.hay));
         let mut fail = None;
         loop {
@@ -329,6 +341,27 @@ impl<'h> Run<'h> {
             match next {
                 Ok(Some(m)) => f(it, self, m)?,
                 _ => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Caches are kept between calls (a loop over one pattern reuses its DFA states), but one
+/// that grew past `KEEP_CACHE` bytes (a thrashing search fills 1 MiB per DFA) is dropped
+/// at the end of its call, so that 16 cached patterns do not hold tens of MiB of the
+/// run's memory budget.
+const KEEP_CACHE: usize = 256 * 1024;
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.e.caches.try_borrow_mut() {
+            if let (Some(hy), Some(hc)) = (self.e.hy.as_ref(), c.hy.as_mut()) {
+                if hc.memory_usage() > KEEP_CACHE {
+                    *hc = hy.create_cache();
+                }
+            }
+            if c.pike.memory_usage() > KEEP_CACHE {
+                c.pike = self.e.pike.create_cache();
             }
         }
     }
@@ -461,7 +494,8 @@ fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     };
     let mut caps = run.e.pike.create_captures();
     run.captures(it, "re.match", m, &mut caps)?;
-    let items: Vec<Value> = caps.iter().map(|g| g.map(|sp| Value::str(s[sp.range()].to_vec())).unwrap_or(Value::Nil)).collect();
+    let items: Vec<Value> =
+        caps.iter().map(|g| g.map(|sp| Value::str(s[sp.range()].to_vec())).unwrap_or(Value::Nil)).collect();
     it.make_list(items)
 }
 
