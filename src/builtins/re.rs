@@ -592,6 +592,18 @@ mod tests {
     #[test]
     fn empty_matches_keep_utf8_whole() {
         let re = compile("").unwrap();
-        assert!(re.engine(b"\xff").is_ok());
+        // The text engine never splits a character with an empty match (the split
+        // around it is ["", "é", ""]); the bytes engine matches anywhere.
+        let e = re.engine("é".as_bytes()).0.unwrap();
+        let mut c = e.pike.create_cache();
+        let at: Vec<_> = e.pike.find_iter(&mut c, "é").map(|m| m.start()).collect();
+        assert_eq!(at, [0, 2]);
+        let hy = e.hy.as_ref().unwrap();
+        let mut hc = hy.create_cache();
+        let at: Vec<_> = hy.find_iter(&mut hc, "é").map(|m| m.start()).collect();
+        assert_eq!(at, [0, 2]);
+        let b = re.engine(b"\xff").0.unwrap();
+        let mut c = b.pike.create_cache();
+        assert_eq!(b.pike.find_iter(&mut c, &b"\xc3\xa9"[..]).count(), 3);
     }
 }
