@@ -29,6 +29,9 @@ ROOT = os.path.dirname(BENCH)
 # (name, set-up lines using N, the operation, sizes N, iterations K). The set-up runs
 # in both the measured run and the K = 0 run; only the loop differs.
 WORDS = 'w = repeat("abcdefg ", N / 8)'
+# N bytes of random a and b (a random 4 KiB block repeated)
+ABRAND = ('rand.seed(7)\nb = ""\nfor j = 1 to 4096\n  if rand.int(0, 1) == 0\n    b = b .. "a"\n  else\n'
+          '    b = b .. "b"\n  end\nend\nw = repeat(b, N / 4096)')
 CASES = [
     # strings
     ("upper", 'w = repeat("abcdefgh", N / 8)', "x = upper(w)", [65536, 262144, 917504], 300),
@@ -73,6 +76,12 @@ CASES = [
     ("re.find_all", WORDS, 'x = re.find_all("[a-z]+", w)', [16384, 65536, 122880], 50),
     ("re.replace", WORDS, 'x = re.replace("b(c)", w, "$1$1")', [65536, 262144, 524288], 50),
     ("re.split", WORDS, 'x = re.split(" +", w)', [16384, 65536, 122880], 50),
+    # a pattern whose lazy DFA thrashes on random a/b: it gives up and the charged PikeVM runs
+    ("re (PikeVM)", ABRAND, 'x = re.test("a[ab]{400}[^ab]", w)', [65536, 262144, 524288], 1),
+    # a higher-priority branch outlives each match: every find rescans to the end
+    ("re (rescan)", 'w = repeat("a", N)', 'x = re.replace("[ab]*c|a", w, "")', [4096, 8192, 16384], 5),
+    # Unicode \b on non-ASCII text: the lazy DFA cannot, the PikeVM runs
+    ("re (Unicode \\b)", 'w = repeat("h\u00e9llo w\u00f6rld ", int(N / 14))', 'x = re.find_all("\\\\b\\\\w+\\\\b", w)', [16384, 49152, 98304], 20),
     ("date.format", 'f = repeat("%Y-%m-%d ", int(N / 9))', "x = date.format(0, f)", [4096, 16384, 65536], 100),
     # operators, copies and text
     ("concat ..", 'w = repeat("ab", N / 4)', "x = w .. w", [16384, 32768, 61440], 20000),

@@ -753,8 +753,9 @@ pub const COPY_CHUNK: usize = 64 * KIB;
 pub const MAX_REGEX_PATTERN: usize = 4 * KIB;
 /// Compiled size of a regular expression program.
 pub const MAX_REGEX_PROGRAM: usize = 2 * MIB;
-/// Lazy-DFA cache of one compiled regular expression: past it the engine falls back to
-/// a slower search that is still linear, so this bounds memory, not correctness.
+/// Lazy-DFA cache of one compiled regular expression (each of its forward and reverse
+/// DFAs): past it the DFA clears it, and after `REGEX_DFA_CLEARS` clears in one call it
+/// gives up for the PikeVM (charged), so this bounds memory, not correctness.
 pub const MAX_REGEX_DFA_CACHE: usize = MIB;
 
 // ---------------------------------------------------------------------------
@@ -823,14 +824,38 @@ pub const WORK_COPY_ITEM_X256: u32 = 1900;
 pub const WORK_COPY_ENTRY_X256: u32 = 8 * 256;
 /// A copy-on-write copy of a shared string, per byte.
 pub const WORK_COPY_BYTE_X256: u32 = 32;
-/// Regular expressions: NFA states per extra unit of work per subject byte. The engine
-/// runs a lazy DFA (about a nanosecond a byte whatever the pattern) but falls back to
-/// simulating the NFA, whose cost per byte grows with the pattern's states, when the DFA's
-/// cache thrashes; the charge grows with the states so that a large pattern over a long
-/// subject is refused before it runs.
+/// Regular expressions: NFA states per extra unit of work per subject byte, in the
+/// up-front charge of the lazy DFA's pass (about a nanosecond a byte whatever the
+/// pattern, less with a literal prefilter; a big pattern's DFA states are bigger). What the
+/// engine does past that pass (DFA states built, rescans, the PikeVM) is charged by the
+/// constants below, step by step (src/builtins/re.rs).
 pub const WORK_REGEX_STATES_PER_UNIT: u64 = 32;
 /// Regular expressions: work per match (or piece) produced: each is a new string value.
 pub const WORK_REGEX_MATCH: u64 = 180;
+/// Regular expressions: the PikeVM (the NFA simulation the lazy DFA falls back to, and
+/// the capture-group search), per subject byte per NFA state, charged before it runs.
+pub const WORK_REGEX_PIKE_X256: u32 = 2048;
+/// Regular expressions: the set-up of one capture-group search (the PikeVM on one match's
+/// span), on top of its bytes.
+pub const WORK_REGEX_CAPTURES: u64 = 150;
+/// Regular expressions: the lazy DFA's states, per byte of DFA cache they fill (building
+/// one costs about its size), charged after each search.
+pub const WORK_REGEX_DFA_BYTE_X256: u32 = 1280;
+/// Regular expressions: how many times one call's lazy DFA may clear its cache before it
+/// gives up (deterministically) for the charged PikeVM. Each fill of the cache is some
+/// milliseconds, so a DFA search never runs far past the deadline.
+pub const REGEX_DFA_CLEARS: usize = 3;
+/// Regular expressions: lazy-DFA bytes scanned past the pass the up-front charge paid
+/// for (twice the subject), per byte: an iteration rescans when a pattern's
+/// higher-priority branch outlives each match (`[ab]*c|a` over `aaa..` scans to the end
+/// for every `a`), at the DFA's speed, not the prefilter's.
+pub const WORK_REGEX_SCAN_BYTE_X256: u32 = 448;
+/// Regular expressions: compiling a pattern (on a miss of the per-thread cache of compiled
+/// patterns): a base (the engines' caches) ...
+pub const WORK_REGEX_COMPILE: u64 = 50_000;
+/// ... and per NFA state (Unicode classes are large: `\w{40}` is 12,664 states and
+/// about 15 ms).
+pub const WORK_REGEX_COMPILE_STATE: u64 = 700;
 /// SQLite's virtual machine: work per progress-handler call (every `DB_OPS_PER_STEP`
 /// instructions, about a microsecond of SQLite work here).
 pub const WORK_DB_TICK: u64 = 1_000;

@@ -168,10 +168,58 @@ def test_cgi_output_to_a_full_device_is_an_io_diagnostic(tmp_path):
     assert status == 1 and [d["kind"] for d in diags(err)] == ["io"], err
 
 
+LEASH_CGI = LEASH.parent / "leash-cgi"
+CGI_COMMANDS = [["--help"], ["--version"], ["--check-config", "gw.toml"]]
+
+
+def run_cgi_to(stdout, args, cwd):
+    """Run leash-cgi with `stdout` (a file descriptor) as its standard output."""
+    try:
+        p = subprocess.run(
+            [str(LEASH_CGI), *map(str, args)], stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            cwd=cwd, timeout=TIMEOUT, env={"PATH": os.environ.get("PATH", "")},
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("leash-cgi hung writing to a broken stdout")
+    return p.returncode, p.stderr.decode("utf-8", "replace")
+
+
+@pytest.fixture
+def cgi_cases(tmp_path):
+    if not LEASH_CGI.exists():
+        pytest.skip(f"{LEASH_CGI} is not built")
+    (tmp_path / "www").mkdir()
+    write(tmp_path / "gw.toml", f'root = "{tmp_path / "www"}"\n')
+    return tmp_path
+
+
+@pytest.mark.parametrize("args", CGI_COMMANDS, ids=" ".join)
+def test_cgi_gateway_output_to_a_closed_pipe_is_quiet(cgi_cases, args):
+    ok, _ = run_cgi_to(subprocess.DEVNULL, args, cgi_cases)
+    assert ok == 0
+    w = closed_pipe()
+    try:
+        status, err = run_cgi_to(w, args, cgi_cases)
+    finally:
+        os.close(w)
+    assert status == 1, (status, err)
+    assert err == "", err
+
+
+@pytest.mark.parametrize("args", CGI_COMMANDS, ids=" ".join)
+def test_cgi_gateway_output_to_a_full_device_is_a_diagnostic(cgi_cases, args):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "wb") as full:
+        status, err = run_cgi_to(full.fileno(), args, cgi_cases)
+    assert status == 1, (status, err)
+    assert err == f"leash-cgi: cannot write to stdout: {os.strerror(28)}\n", err
+
+
 def test_no_print_macros_on_the_cli_paths():
     # print!/println! panic when stdout fails; the CLI writes through checked writes.
     root = ROOT / "src"
-    for name in ["app.rs", "testrun.rs", "main.rs", "cli.rs"]:
+    for name in ["app.rs", "testrun.rs", "main.rs", "cli.rs", "bin/leash-cgi.rs"]:
         text = (root / name).read_text()
         for mac in ["println!", "print!(", "eprintln!", "eprint!("]:
             assert mac not in text, f"{mac} in src/{name}"

@@ -203,34 +203,41 @@ fn stop_reading() {
     }
 }
 
+/// Write the gateway's own output (help, version, the configuration) to stdout, flushed
+/// at once; its status. Never a `print!` macro: those panic when stdout fails. A reader
+/// that went away (EPIPE: `leash-cgi --help | head -c1`) ends it quietly; any other
+/// failure (a full disk) is a diagnostic line. Status 1 either way, as for `leash`.
+fn say(text: &str) -> i32 {
+    let mut o = std::io::stdout().lock();
+    match o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 1,
+        Err(e) => {
+            log_line(&format!("leash-cgi: cannot write to stdout: {}", leash::source::io_reason(&e)));
+            1
+        }
+    }
+}
+
 /// `leash-cgi --help`, `--version`, `--check-config [FILE]`: for the operator's shell.
 fn command(args: &[OsString]) -> i32 {
     let a: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     match a.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        ["--version"] => {
-            println!("leash-cgi {}", env!("CARGO_PKG_VERSION"));
-            0
-        }
-        ["--help"] | ["-h"] => {
-            print!(
-                "leash-cgi: the CGI gateway for Leash scripts\n\n\
-                 usage:\n  leash-cgi                       handle one CGI request (run by the web server)\n  \
-                 leash-cgi --check-config [FILE]  check a configuration (default: ${})\n  \
-                 leash-cgi --version | --help\n",
-                gateway::CONFIG_ENV
-            );
-            0
-        }
+        ["--version"] => say(&format!("leash-cgi {}\n", env!("CARGO_PKG_VERSION"))),
+        ["--help"] | ["-h"] => say(&format!(
+            "leash-cgi: the CGI gateway for Leash scripts\n\n\
+             usage:\n  leash-cgi                       handle one CGI request (run by the web server)\n  \
+             leash-cgi --check-config [FILE]  check a configuration (default: ${})\n  \
+             leash-cgi --version | --help\n",
+            gateway::CONFIG_ENV
+        )),
         ["--check-config", rest @ ..] if rest.len() <= 1 => {
             let path = match rest.first() {
                 Some(p) => Some(OsString::from(p)),
                 None => std::env::var_os(gateway::CONFIG_ENV),
             };
             match gateway::load_config(path.as_deref()) {
-                Ok(c) => {
-                    print!("{}", describe(&c));
-                    0
-                }
+                Ok(c) => say(&describe(&c)),
                 Err(m) => {
                     log_line(&format!("leash-cgi: configuration: {m}"));
                     1

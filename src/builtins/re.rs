@@ -1,19 +1,46 @@
-//! Regular expressions (`re.*`) on the `regex` crate: a linear-time engine (no
+//! Regular expressions (`re.*`) on regex-automata's engines: linear-time (no
 //! backtracking, no look-around, no back-references), so matching time grows with
 //! pattern size times subject size and never explodes.
 //!
 //! Patterns are UTF-8 text of at most `MAX_REGEX_PATTERN` bytes and compile to at most
-//! `MAX_REGEX_PROGRAM` bytes; the lazy DFA's cache is capped at `MAX_REGEX_DFA_CACHE`
-//! (past it the engine falls back to a slower, still linear, search). Subjects are
-//! bytes: Unicode classes match UTF-8, and invalid UTF-8 is never matched by `.`.
-//! Compiled patterns are kept in a small per-thread LRU cache, so a loop calling
-//! `re.test` with one pattern compiles it once.
+//! `MAX_REGEX_PROGRAM` bytes. Subjects are bytes: Unicode classes match UTF-8, and
+//! invalid UTF-8 is never matched by `.`. Compiled patterns are kept in a small
+//! per-thread LRU cache, so a loop calling `re.test` with one pattern compiles it once.
+//!
+//! The search, and what it is charged (SPEC 8.1, issue 10 item 11). The `regex` crate's
+//! own engine selection cannot be metered: when its lazy DFA's cache thrashes it falls
+//! back, silently and without a look at the clock, to simulating the NFA, at about 4 ns
+//! per NFA state per byte (`a[ab]{1280}[^ab]` over 1 MiB of random `a`/`b`: 11 s of CPU
+//! for a charge of 4 ms). So the engines are driven here, each step charged:
+//! 1. the lazy DFA (forward to find where a match ends, reverse to find where it
+//!    starts), with a prefilter on the pattern's literal prefixes. Its cache is capped
+//!    at `MAX_REGEX_DFA_CACHE` and it may clear it at most `REGEX_DFA_CLEARS` times per
+//!    call, then it gives up: deterministically, for the same pattern, subject and call
+//!    history. Charged: the subject's bytes up front (`RE`), bytes scanned past twice the
+//!    subject as they are scanned (iteration can rescan), and the DFA states it built
+//!    (bytes of cache, `WORK_REGEX_DFA_BYTE_X256`) after each search;
+//! 2. when it gives up (or meets a byte it cannot handle: Unicode `\b` on non-ASCII),
+//!    the PikeVM over the rest of the span, charged bytes x NFA states x
+//!    `WORK_REGEX_PIKE_X256` BEFORE it runs: refused with `work` if the budget cannot
+//!    pay, and with `time` if, at that rate, it would end past `--max-time`;
+//! 3. capture groups (`re.match`, `re.replace` with `$` in the replacement): the PikeVM
+//!    anchored on the match's span, charged the same way before it runs.
+//!
+//! A DFA search is bounded by the clear limit (a few cache fills, some milliseconds),
+//! so no step runs far past the deadline.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
-use regex::{bytes, Regex, RegexBuilder};
+use regex_automata::hybrid;
+use regex_automata::nfa::thompson::{self, pikevm, pikevm::PikeVM, WhichCaptures};
+use regex_automata::util::captures::Captures;
+use regex_automata::util::iter::Searcher;
+use regex_automata::util::prefilter::Prefilter;
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input, Match, MatchKind};
 
 use super::{b, Builtin, Cost};
 use crate::diag::ErrKind;
@@ -24,46 +51,326 @@ use crate::value::*;
 /// Compiled patterns kept per thread.
 const CACHE_ENTRIES: usize = 16;
 
-/// One pattern compiled for text subjects (valid UTF-8: empty matches never split a
-/// character) and, when first needed, for byte subjects.
-#[derive(Clone)]
-pub struct Compiled {
-    text: Regex,
-    bytes: Rc<OnceCell<bytes::Regex>>,
-    /// States of the pattern's Thompson NFA: what one byte of subject can cost when the
-    /// engine falls back from its lazy DFA to simulating the NFA (the work charge).
+/// One pattern's engines for one kind of subject: text (valid UTF-8: empty matches
+/// never split a character) or bytes.
+pub struct Engine {
+    /// Forward and reverse lazy DFAs; `None` when the pattern's NFA is too big for the
+    /// DFA cache (every search is then the charged PikeVM).
+    hy: Option<hybrid::regex::Regex>,
+    pike: PikeVM,
+    /// States of the pattern's Thompson NFA (the up-front weight).
     states: u64,
+    /// The pattern's positions (see `positions`): what one byte of subject costs the
+    /// PikeVM.
+    threads: u64,
+    caches: RefCell<Caches>,
 }
 
-/// The states of `pat`'s NFA as the engine compiles it (its own size bound applies).
-fn nfa_states(pat: &str) -> u64 {
-    use regex_automata::nfa::thompson;
-    thompson::Compiler::new()
-        .configure(thompson::Config::new().nfa_size_limit(Some(MAX_REGEX_PROGRAM)))
-        .build(pat)
-        .map(|nfa| nfa.states().len() as u64)
-        .unwrap_or(MAX_REGEX_PROGRAM as u64)
+struct Caches {
+    hy: Option<hybrid::regex::Cache>,
+    pike: pikevm::Cache,
+}
+
+/// One pattern compiled for text subjects and, when first needed, for byte subjects.
+#[derive(Clone)]
+pub struct Compiled {
+    pat: Rc<str>,
+    text: Rc<Engine>,
+    bytes: Rc<std::cell::OnceCell<Result<Rc<Engine>, String>>>,
+    /// NFA states of the text engine (the `RE` weight).
+    states: u64,
 }
 
 /// re.*: the subject's bytes at the byte rate, times (1 + the pattern's NFA states /
 /// `WORK_REGEX_STATES_PER_UNIT`), charged before the search (its size is known), and
-/// `WORK_REGEX_MATCH` per match or piece produced, as they are found.
+/// `WORK_REGEX_MATCH` per match or piece produced, as they are found; past that, the
+/// engine's own charges (see the module's header).
 const RE: Cost = Cost::custom(0.08, 0.0);
 
-impl Compiled {
-    fn bytes(&self) -> &bytes::Regex {
-        self.bytes.get_or_init(|| {
-            // The same pattern and limits already compiled once as text: this cannot fail
-            // for a reason the text build did not.
-            builder_bytes(self.text.as_str()).build().unwrap_or_else(|_| bytes::Regex::new("$^").expect("trivial"))
-        })
+/// The pattern's positions: each byte of a literal, each class and each assertion, with
+/// counted repetitions multiplied out. The PikeVM keeps at most about one thread per
+/// position alive (a Unicode class is one position: a thread walks its UTF-8 trie one
+/// state at a time), so its work per subject byte grows with this, where the NFA's state
+/// count would over-charge Unicode classes a hundredfold (`\w` is hundreds of states).
+fn positions(h: &regex_syntax::hir::Hir) -> u64 {
+    use regex_syntax::hir::{Class, HirKind, Look};
+    match h.kind() {
+        HirKind::Empty => 0,
+        HirKind::Literal(l) => l.0.len() as u64,
+        // A thread in a Unicode class walks a UTF-8 trie of up to 4 states, and a Unicode
+        // word boundary looks the characters around it up in Unicode's tables:
+        // measured, `\b\w+\b` on non-ASCII text is about 16 positions' worth a byte.
+        HirKind::Class(c) => match c {
+            Class::Unicode(u) if u.ranges().last().is_some_and(|r| r.end() > '\x7f') => 4,
+            _ => 1,
+        },
+        HirKind::Look(l) => match l {
+            Look::WordUnicode
+            | Look::WordUnicodeNegate
+            | Look::WordStartUnicode
+            | Look::WordEndUnicode
+            | Look::WordStartHalfUnicode
+            | Look::WordEndHalfUnicode => 6,
+            _ => 1,
+        },
+        HirKind::Repetition(r) => {
+            let n = r.max.unwrap_or(r.min.saturating_add(1)).max(1) as u64;
+            positions(&r.sub).saturating_mul(n)
+        }
+        HirKind::Capture(c) => positions(&c.sub),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().fold(0u64, |a, h| a.saturating_add(positions(h))),
     }
 }
 
-fn builder_bytes(pat: &str) -> bytes::RegexBuilder {
-    let mut b = bytes::RegexBuilder::new(pat);
-    b.size_limit(MAX_REGEX_PROGRAM).dfa_size_limit(MAX_REGEX_DFA_CACHE);
-    b
+fn build(pat: &str, utf8: bool) -> Result<Engine, PatternError> {
+    let hir = syntax::parse_with(pat, &syntax::Config::new().utf8(utf8))
+        .map_err(|e| PatternError::Syntax(short(&e.to_string())))?;
+    let too_big = |e: thompson::BuildError| match e.size_limit() {
+        Some(_) => PatternError::TooBig,
+        None => PatternError::Syntax(e.to_string()),
+    };
+    let tc = thompson::Config::new().utf8(utf8).nfa_size_limit(Some(MAX_REGEX_PROGRAM)).shrink(false);
+    let nfa = thompson::Compiler::new().configure(tc.clone()).build_from_hir(&hir).map_err(too_big)?;
+    let rev = thompson::Compiler::new()
+        .configure(tc.reverse(true).which_captures(WhichCaptures::None))
+        .build_from_hir(&hir)
+        .map_err(too_big)?;
+    let pre = Prefilter::from_hir_prefix(MatchKind::LeftmostFirst, &hir);
+    let dc = hybrid::dfa::Config::new()
+        .cache_capacity(MAX_REGEX_DFA_CACHE)
+        .unicode_word_boundary(true)
+        .minimum_cache_clear_count(Some(REGEX_DFA_CLEARS))
+        .minimum_bytes_per_state(None);
+    let fwd = hybrid::dfa::Builder::new()
+        .configure(
+            dc.clone().specialize_start_states(pre.is_some()).prefilter(pre).match_kind(MatchKind::LeftmostFirst),
+        )
+        .build_from_nfa(nfa.clone());
+    let back = hybrid::dfa::Builder::new()
+        .configure(dc.prefilter(None).specialize_start_states(false).match_kind(MatchKind::All))
+        .build_from_nfa(rev);
+    let hy = match (fwd, back) {
+        (Ok(f), Ok(r)) => Some(hybrid::regex::Builder::new().build_from_dfas(f, r)),
+        _ => None,
+    };
+    let states = nfa.states().len() as u64;
+    let threads = positions(&hir).max(1);
+    let pike = PikeVM::new_from_nfa(nfa).map_err(|e| PatternError::Syntax(e.to_string()))?;
+    let caches = RefCell::new(Caches { hy: hy.as_ref().map(|h| h.create_cache()), pike: pike.create_cache() });
+    Ok(Engine { hy, pike, states, threads, caches })
+}
+
+impl Compiled {
+    /// The engine for `s`: text when it is valid UTF-8, bytes otherwise; and whether it
+    /// was compiled just now (then its compile is charged).
+    fn engine(&self, s: &[u8]) -> (Result<Rc<Engine>, String>, bool) {
+        if std::str::from_utf8(s).is_ok() {
+            return (Ok(self.text.clone()), false);
+        }
+        let fresh = self.bytes.get().is_none();
+        // The same pattern and limits already compiled once as text; a failure here
+        // (not expected) is reported, not hidden.
+        let e = self.bytes.get_or_init(|| build(&self.pat, false).map(Rc::new).map_err(|e| e.to_string())).clone();
+        (e, fresh)
+    }
+}
+
+/// One call's search state: the engine, the bytes its up-front charge paid for, and
+/// the bytes scanned so far.
+struct Run<'h> {
+    e: Rc<Engine>,
+    hay: &'h [u8],
+    /// DFA bytes scanned the up-front charge covers (twice the subject: forward and
+    /// reverse); past it, scanning is charged as it happens.
+    paid: u64,
+    scanned: u64,
+    /// Whether the PikeVM has been paid a pass over the rest of the subject (the first
+    /// fallback of a call pays it; later ones in the same iteration start past the last
+    /// match, so their bytes up to each match are inside that pass).
+    pike_paid: bool,
+}
+
+/// The PikeVM's work over `bytes` of subject: per byte per position.
+fn pike_units(bytes: u64, states: u64) -> u64 {
+    crate::meter::scaled(bytes.saturating_add(1).saturating_mul(states.max(1)), WORK_REGEX_PIKE_X256)
+}
+
+/// Charge `units` of PikeVM work before it runs, then the deadline check.
+fn pike_charge(it: &mut Interp<'_>, name: &str, units: u64) -> R<()> {
+    it.work(units)?;
+    pike_deadline(it, name, units)
+}
+
+/// The PikeVM cannot be interrupted: a search whose work (at about a nanosecond a unit,
+/// with a margin of 2) would end past the deadline is stopped now rather than let run
+/// past it.
+fn pike_deadline(it: &mut Interp<'_>, name: &str, units: u64) -> R<()> {
+    if let Some(d) = it.meter.deadline {
+        let need = Duration::from_nanos(units.saturating_mul(2).min(u64::MAX / 4));
+        let now = Instant::now();
+        if now.checked_add(need).is_none_or(|end| end > d) {
+            let left = d.saturating_duration_since(now).as_millis();
+            return Err(it.limit(
+                LimitKind::Time,
+                format!(
+                    "{name}: this search needs about {} ms of CPU and {left} ms are left (--max-time)",
+                    units / 1_000_000
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl<'h> Run<'h> {
+    fn new(it: &mut Interp<'_>, name: &str, re: &Compiled, hay: &'h [u8]) -> R<Run<'h>> {
+        let (e, fresh) = re.engine(hay);
+        if fresh {
+            it.work(compile_work(e.as_ref().map_or(COMPILE_FAILED_STATES, |e| e.states)))?;
+        }
+        let e = e.map_err(|m| it.err(ErrKind::Value, format!("{name}: {m}")))?;
+        {
+            // A cache that gave up in an earlier call starts this one afresh.
+            let mut c = e.caches.borrow_mut();
+            if let (Some(hy), Some(hc)) = (e.hy.as_ref(), c.hy.as_mut()) {
+                if hc.forward().clear_count() >= REGEX_DFA_CLEARS || hc.reverse().clear_count() >= REGEX_DFA_CLEARS {
+                    hy.reset_cache(hc);
+                }
+            }
+        }
+        Ok(Run { e, hay, paid: 2 * hay.len() as u64, scanned: 0, pike_paid: false })
+    }
+
+    /// Charge what one lazy-DFA search did: bytes scanned past what was paid, and the
+    /// states it built (cache bytes; a clear counts the whole cache).
+    fn charge_dfa(
+        &mut self,
+        it: &mut Interp<'_>,
+        span: usize,
+        before: (usize, usize, usize),
+        c: &hybrid::regex::Cache,
+    ) -> R<()> {
+        let (mem0, clears0, len0) = before;
+        let (mem1, clears1, len1) = dfa_gauge(c);
+        let scanned = if clears1 == clears0 { len1.saturating_sub(len0) } else { 2 * span } as u64;
+        self.scanned += scanned;
+        let mut units = 0u64;
+        if self.scanned > self.paid {
+            units += crate::meter::scaled(self.scanned - self.paid, WORK_REGEX_SCAN_BYTE_X256);
+            self.paid = self.scanned;
+        }
+        let built = mem1.saturating_sub(mem0) + (clears1 - clears0) * MAX_REGEX_DFA_CACHE;
+        units += crate::meter::scaled(built as u64, WORK_REGEX_DFA_BYTE_X256);
+        if units > 0 {
+            it.work(units)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the pattern matches anywhere in the subject.
+    fn is_match(&mut self, it: &mut Interp<'_>, name: &str) -> R<bool> {
+        let input = Input::new(self.hay).earliest(true);
+        let e = self.e.clone();
+        let mut c = e.caches.borrow_mut();
+        let c = &mut *c;
+        if let (Some(hy), Some(hc)) = (e.hy.as_ref(), c.hy.as_mut()) {
+            let before = dfa_gauge(hc);
+            let r = hy.forward().try_search_fwd(hc.forward_mut(), &input);
+            self.charge_dfa(it, self.hay.len(), before, hc)?;
+            if let Ok(m) = r {
+                return Ok(m.is_some());
+            }
+        }
+        pike_charge(it, name, pike_units(self.hay.len() as u64, e.threads))?;
+        Ok(e.pike.search_slots(&mut c.pike, &input, &mut []).is_some())
+    }
+
+    /// The leftmost-first match in `input`'s span.
+    fn find(&mut self, it: &mut Interp<'_>, name: &str, input: &Input<'_>) -> R<Option<Match>> {
+        let e = self.e.clone();
+        let mut c = e.caches.borrow_mut();
+        let c = &mut *c;
+        if let (Some(hy), Some(hc)) = (e.hy.as_ref(), c.hy.as_mut()) {
+            let before = dfa_gauge(hc);
+            let r = hy.try_search(hc, input);
+            self.charge_dfa(it, input.end() - input.start(), before, hc)?;
+            if let Ok(m) = r {
+                return Ok(m);
+            }
+        }
+        let units = pike_units((input.end() - input.start()) as u64, e.threads);
+        if self.pike_paid {
+            pike_deadline(it, name, units)?;
+        } else {
+            pike_charge(it, name, units)?;
+            self.pike_paid = true;
+        }
+        Ok(e.pike.find(&mut c.pike, input.clone()))
+    }
+
+    /// The capture groups of match `m` (the PikeVM anchored on its span).
+    fn captures(&mut self, it: &mut Interp<'_>, name: &str, m: Match, caps: &mut Captures) -> R<()> {
+        let e = self.e.clone();
+        pike_charge(it, name, WORK_REGEX_CAPTURES + pike_units(m.len() as u64, e.threads))?;
+        let input = Input::new(self.hay).span(m.range()).anchored(Anchored::Yes);
+        e.pike.search(&mut e.caches.borrow_mut().pike, &input, caps);
+        Ok(())
+    }
+
+    /// Every leftmost-first match, in order (empty matches as the `regex` crate's
+    /// iterators report them), each passed to `f`; stops at the first error.
+    fn each(
+        &mut self,
+        it: &mut Interp<'_>,
+        name: &str,
+        mut f: impl FnMut(&mut Interp<'_>, &mut Self, Match) -> R<()>,
+    ) -> R<()> {
+        let mut searcher = Searcher::new(Input::new(self.hay));
+        let mut fail = None;
+        loop {
+            let next = searcher.try_advance(|input| match self.find(it, name, input) {
+                Ok(m) => Ok(m),
+                Err(e) => {
+                    fail = Some(e);
+                    Ok(None)
+                }
+            });
+            if let Some(e) = fail.take() {
+                return Err(e);
+            }
+            match next {
+                Ok(Some(m)) => f(it, self, m)?,
+                _ => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Caches are kept between calls (a loop over one pattern reuses its DFA states), but one
+/// that grew past `KEEP_CACHE` bytes (a thrashing search fills 1 MiB per DFA) is dropped
+/// at the end of its call, so that 16 cached patterns do not hold tens of MiB of the
+/// run's memory budget.
+const KEEP_CACHE: usize = 256 * 1024;
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.e.caches.try_borrow_mut() {
+            if let (Some(hy), Some(hc)) = (self.e.hy.as_ref(), c.hy.as_mut()) {
+                if hc.memory_usage() > KEEP_CACHE {
+                    *hc = hy.create_cache();
+                }
+            }
+            if c.pike.memory_usage() > KEEP_CACHE {
+                c.pike = self.e.pike.create_cache();
+            }
+        }
+    }
+}
+
+/// (cache bytes, clears, bytes searched) of both lazy DFAs.
+fn dfa_gauge(c: &hybrid::regex::Cache) -> (usize, usize, usize) {
+    let (f, r) = c.as_parts();
+    (c.memory_usage(), f.clear_count() + r.clear_count(), f.search_total_len() + r.search_total_len())
 }
 
 #[derive(Default)]
@@ -106,8 +413,33 @@ fn short(m: &str) -> String {
     m.lines().rev().find_map(|l| l.strip_prefix("error: ")).unwrap_or(m).to_string()
 }
 
+/// The work of compiling a pattern of `states` NFA states (parsing, the NFAs, the DFAs'
+/// and the PikeVM's caches).
+fn compile_work(states: u64) -> u64 {
+    WORK_REGEX_COMPILE.saturating_add(states.saturating_mul(WORK_REGEX_COMPILE_STATE))
+}
+
+/// What a compile refused as too big is charged as: it built NFA states up to the
+/// program limit (about 16 bytes each) before it stopped.
+const COMPILE_FAILED_STATES: u64 = (MAX_REGEX_PROGRAM / 16) as u64;
+
 /// Compile `pat` (or fetch it from the cache).
 pub fn compile(pat: &str) -> Result<Compiled, PatternError> {
+    compile_charged(pat).0
+}
+
+/// Compile `pat` (or fetch it from the cache), with the work the compile did (0 for a
+/// cache hit).
+fn compile_charged(pat: &str) -> (Result<Compiled, PatternError>, u64) {
+    if pat.len() > MAX_REGEX_PATTERN {
+        return (Err(PatternError::TooLong(pat.len())), 0);
+    }
+    let mut work = 0;
+    let r = compile_inner(pat, &mut work);
+    (r, work)
+}
+
+fn compile_inner(pat: &str, work: &mut u64) -> Result<Compiled, PatternError> {
     if pat.len() > MAX_REGEX_PATTERN {
         return Err(PatternError::TooLong(pat.len()));
     }
@@ -119,15 +451,12 @@ pub fn compile(pat: &str) -> Result<Compiled, PatternError> {
             *used = tick;
             return Ok(re.clone());
         }
-        let text =
-            RegexBuilder::new(pat).size_limit(MAX_REGEX_PROGRAM).dfa_size_limit(MAX_REGEX_DFA_CACHE).build().map_err(
-                |e| match e {
-                    regex::Error::CompiledTooBig(_) => PatternError::TooBig,
-                    regex::Error::Syntax(m) => PatternError::Syntax(short(&m)),
-                    other => PatternError::Syntax(other.to_string()),
-                },
-            )?;
-        let re = Compiled { text, bytes: Rc::new(OnceCell::new()), states: nfa_states(pat) };
+        let text = build(pat, true).inspect_err(|e| {
+            *work = compile_work(if matches!(e, PatternError::TooBig) { COMPILE_FAILED_STATES } else { 0 })
+        })?;
+        let states = text.states;
+        *work = compile_work(states);
+        let re = Compiled { pat: pat.into(), text: Rc::new(text), bytes: Rc::default(), states };
         if c.map.len() >= CACHE_ENTRIES {
             if let Some(old) = c.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone()) {
                 c.map.remove(&old);
@@ -138,106 +467,91 @@ pub fn compile(pat: &str) -> Result<Compiled, PatternError> {
     })
 }
 
-/// The pattern (argument 0, compiled) and the subject (argument 1).
+/// The pattern (argument 0, compiled) and the subject (argument 1), and the up-front
+/// charge.
 fn pat_subject<'a>(it: &mut Interp<'_>, name: &str, args: &'a [Value]) -> R<(Compiled, &'a [u8])> {
     let pat = it.arg_text(name, args, 0)?;
     let s = it.arg_str(name, args, 1)?;
-    let re = compile(pat).map_err(|e| it.err(ErrKind::Value, format!("{name}: {e}")))?;
+    let (re, work) = compile_charged(pat);
+    it.work(work)?;
+    let re = re.map_err(|e| it.err(ErrKind::Value, format!("{name}: {e}")))?;
     let weight = 1 + re.states / WORK_REGEX_STATES_PER_UNIT;
     it.work(RE.units((s.len() as u64).saturating_mul(weight), 0))?;
     Ok((re, s.as_slice()))
 }
 
-fn as_text(s: &[u8]) -> Option<&str> {
-    std::str::from_utf8(s).ok()
-}
-
 fn test(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.test", args)?;
-    Ok(Value::Bool(match as_text(s) {
-        Some(t) => re.text.is_match(t),
-        None => re.bytes().is_match(s),
-    }))
+    let mut run = Run::new(it, "re.test", &re, s)?;
+    Ok(Value::Bool(run.is_match(it, "re.test")?))
 }
 
 fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.match", args)?;
-    let group = |g: Option<&[u8]>| g.map(|m| Value::str(m.to_vec())).unwrap_or(Value::Nil);
-    let items: Vec<Value> = match as_text(s) {
-        Some(t) => match re.text.captures(t) {
-            None => return Ok(Value::Nil),
-            Some(caps) => caps.iter().map(|g| group(g.map(|m| m.as_str().as_bytes()))).collect(),
-        },
-        None => match re.bytes().captures(s) {
-            None => return Ok(Value::Nil),
-            Some(caps) => caps.iter().map(|g| group(g.map(|m| m.as_bytes()))).collect(),
-        },
+    let mut run = Run::new(it, "re.match", &re, s)?;
+    let Some(m) = run.find(it, "re.match", &Input::new(s))? else {
+        return Ok(Value::Nil);
     };
+    let mut caps = run.e.pike.create_captures();
+    run.captures(it, "re.match", m, &mut caps)?;
+    let items: Vec<Value> =
+        caps.iter().map(|g| g.map(|sp| Value::str(s[sp.range()].to_vec())).unwrap_or(Value::Nil)).collect();
     it.make_list(items)
 }
 
-/// Collect the pieces an iterator yields into a list, within the list limit.
-fn collect<'a>(it: &mut Interp<'_>, name: &str, what: &str, pieces: impl Iterator<Item = &'a [u8]>) -> R<Value> {
-    let mut items = Vec::new();
-    for p in pieces {
-        it.work(WORK_REGEX_MATCH)?;
-        if items.len() == it.lim.n(L::List) {
-            return Err(it.limit(
-                LimitKind::List,
-                format!("{name}: more than {max_list_items} {what}", max_list_items = it.lim.n(L::List)),
-            ));
-        }
-        items.push(Value::str(p.to_vec()));
+/// Collect the pieces `pieces` yields into a list, within the list limit.
+fn push_piece(it: &mut Interp<'_>, name: &str, what: &str, items: &mut Vec<Value>, p: &[u8]) -> R<()> {
+    it.work(WORK_REGEX_MATCH)?;
+    if items.len() == it.lim.n(L::List) {
+        return Err(it.limit(LimitKind::List, format!("{name}: more than {} {what}", it.lim.n(L::List))));
     }
-    it.make_list(items)
+    items.push(Value::str(p.to_vec()));
+    Ok(())
 }
 
 fn find_all(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.find_all", args)?;
-    match as_text(s) {
-        Some(t) => collect(it, "re.find_all", "matches", re.text.find_iter(t).map(|m| m.as_str().as_bytes())),
-        None => collect(it, "re.find_all", "matches", re.bytes().find_iter(s).map(|m| m.as_bytes())),
-    }
+    let mut run = Run::new(it, "re.find_all", &re, s)?;
+    let mut items = Vec::new();
+    run.each(it, "re.find_all", |it, _, m| push_piece(it, "re.find_all", "matches", &mut items, &s[m.range()]))?;
+    it.make_list(items)
 }
 
 fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.split", args)?;
-    match as_text(s) {
-        Some(t) => collect(it, "re.split", "pieces", re.text.split(t).map(str::as_bytes)),
-        None => collect(it, "re.split", "pieces", re.bytes().split(s)),
-    }
+    let mut run = Run::new(it, "re.split", &re, s)?;
+    let mut items = Vec::new();
+    let mut last = 0;
+    run.each(it, "re.split", |it, _, m| {
+        push_piece(it, "re.split", "pieces", &mut items, &s[last..m.start()])?;
+        last = m.end();
+        Ok(())
+    })?;
+    push_piece(it, "re.split", "pieces", &mut items, &s[last..])?;
+    it.make_list(items)
 }
 
 fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.replace", args)?;
     let with = it.arg_str("re.replace", args, 2)?;
+    let mut run = Run::new(it, "re.replace", &re, s)?;
+    // Groups are only needed when the replacement names one.
+    let mut caps = with.contains(&b'$').then(|| run.e.pike.create_captures());
     let mut out = Vec::with_capacity(s.len());
     let mut last = 0;
-    match (as_text(s), as_text(with)) {
-        (Some(t), Some(w)) => {
-            let mut piece = String::new();
-            for caps in re.text.captures_iter(t) {
-                let m = caps.get(0).expect("group 0 always takes part");
-                out.extend_from_slice(&s[last..m.start()]);
-                piece.clear();
-                caps.expand(w, &mut piece);
-                out.extend_from_slice(piece.as_bytes());
-                last = m.end();
-                it.check_str_len(out.len())?;
-                it.work(WORK_REGEX_MATCH)?;
+    run.each(it, "re.replace", |it, run, m| {
+        out.extend_from_slice(&s[last..m.start()]);
+        match caps.as_mut() {
+            Some(caps) => {
+                run.captures(it, "re.replace", m, caps)?;
+                caps.interpolate_bytes_into(s, with, &mut out);
             }
+            None => out.extend_from_slice(with),
         }
-        _ => {
-            for caps in re.bytes().captures_iter(s) {
-                let m = caps.get(0).expect("group 0 always takes part");
-                out.extend_from_slice(&s[last..m.start()]);
-                caps.expand(with, &mut out);
-                last = m.end();
-                it.check_str_len(out.len())?;
-                it.work(WORK_REGEX_MATCH)?;
-            }
-        }
-    }
+        last = m.end();
+        it.check_str_len(out.len())?;
+        it.work(WORK_REGEX_MATCH)
+    })?;
     out.extend_from_slice(&s[last..]);
     it.make_str(out)
 }
@@ -278,8 +592,18 @@ mod tests {
     #[test]
     fn empty_matches_keep_utf8_whole() {
         let re = compile("").unwrap();
-        let pieces: Vec<_> = re.text.split("é").collect();
-        assert_eq!(pieces, ["", "é", ""]);
-        assert!(re.bytes().is_match(b"\xff"));
+        // The text engine never splits a character with an empty match (the split
+        // around it is ["", "é", ""]); the bytes engine matches anywhere.
+        let e = re.engine("é".as_bytes()).0.unwrap();
+        let mut c = e.pike.create_cache();
+        let at: Vec<_> = e.pike.find_iter(&mut c, "é").map(|m| m.start()).collect();
+        assert_eq!(at, [0, 2]);
+        let hy = e.hy.as_ref().unwrap();
+        let mut hc = hy.create_cache();
+        let at: Vec<_> = hy.find_iter(&mut hc, "é").map(|m| m.start()).collect();
+        assert_eq!(at, [0, 2]);
+        let b = re.engine(b"\xff").0.unwrap();
+        let mut c = b.pike.create_cache();
+        assert_eq!(b.pike.find_iter(&mut c, &b"\xc3\xa9"[..]).count(), 3);
     }
 }
