@@ -33,13 +33,11 @@ fn output_failed(e: &std::io::Error, status: i32, json: bool) -> i32 {
 }
 
 fn stdout_diag(e: &std::io::Error) -> Diagnostic {
-    Diagnostic {
-        class: crate::diag::Class::Runtime,
-        kind: "io".into(),
-        message: format!("cannot write to stdout: {}", crate::source::io_reason(e)),
-        file: None,
-        line: None,
-    }
+    Diagnostic::new(
+        crate::diag::Class::Runtime,
+        "io",
+        format!("cannot write to stdout: {}", crate::source::io_reason(e)),
+    )
 }
 
 fn emit_diag(d: &Diagnostic, json: bool) {

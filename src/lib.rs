@@ -60,13 +60,26 @@ pub fn load_with(
 ) -> Result<Program, Vec<Diagnostic>> {
     let (loaded, mut errors) = source::Loader::with_area(area.clone()).load_main(name, text, path);
     ast::clear_names();
+    let map = loaded.map.clone();
     // Validate even after parse errors, so that one run reports as many as it can.
     if !errors.stop {
         if let Some(p) = resolve::resolve(loaded, &mut errors) {
             return Ok(p);
         }
     }
-    Err(errors.list.iter().map(|e| e.to_diag()).collect())
+    // Source order: by file in load order, then line, then column.
+    let mut list = errors.list;
+    list.sort_by_key(|e| {
+        (e.file.as_deref().map_or(0, |f| map.file_rank(f)), e.line.unwrap_or(0), e.detail.column.unwrap_or(0))
+    });
+    Err(list
+        .iter()
+        .map(|e| {
+            let mut d = e.to_diag();
+            map.complete(&mut d);
+            d
+        })
+        .collect())
 }
 
 /// How a run ended.
@@ -92,7 +105,7 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
         // already failed for another reason.
         if diag.is_none() && status == 0 {
             status = 1;
-            diag = Some(Diagnostic { class: Class::Runtime, kind: "io".into(), message: m, file: None, line: None });
+            diag = Some(Diagnostic::new(Class::Runtime, "io", m));
         }
     }
     let held = it.out.take_held();
@@ -105,12 +118,22 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
 /// The exit status and diagnostic of a run that stopped early.
 pub fn failure(prog: &Program, u: Unwind) -> (i32, Option<Diagnostic>) {
     let locate = |pos| prog.sources.locate(pos).map(|(f, l)| (f.to_string(), l));
-    let (status, class, kind, message, pos) = match u {
+    let (status, class, kind, message, pos, spot, help) = match u {
         Unwind::Exit(n) => return (n, None),
-        Unwind::Error(e) => (1, Class::Runtime, e.kind.name().to_string(), e.message, e.pos),
-        Unwind::Limit { kind, message, pos } => (4, Class::Limit, kind.name().to_string(), message, pos),
+        Unwind::Error(e) => (1, Class::Runtime, e.kind.name().to_string(), e.message, e.pos, e.spot, e.help),
+        Unwind::Limit { kind, message, pos } => (4, Class::Limit, kind.name().to_string(), message, pos, 0, None),
     };
     let at = locate(pos);
-    let file = at.as_ref().map(|a| a.0.clone());
-    (status, Some(Diagnostic { class, kind, message, file, line: at.map(|a| a.1) }))
+    let mut d = Diagnostic::new(class, kind, message);
+    d.file = at.as_ref().map(|a| a.0.clone());
+    d.line = at.map(|a| a.1);
+    if d.line.is_some() {
+        if let Some(c) = ast::spot_column(spot) {
+            d.detail.column = Some(c);
+            d.detail.width = ast::spot_width(spot);
+        }
+    }
+    d.detail.help.extend(help);
+    prog.sources.complete(&mut d);
+    (status, Some(d))
 }
