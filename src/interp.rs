@@ -159,6 +159,12 @@ pub struct Interp<'p> {
     pub(crate) db: crate::builtins::db::DbState,
     /// Where `assert_snapshot` keeps its snapshots.
     pub(crate) snapshots: Option<SnapshotDir>,
+    /// When the run started (`clock()`).
+    pub(crate) started: Instant,
+    /// Seconds asked of `sleep` so far (the `sleep` limit).
+    pub(crate) slept: f64,
+    /// Set by `leash test`: `is_main()` is false there.
+    pub testing: bool,
 }
 
 /// `assert_snapshot` files live in `DIR/__snapshots__/STEM/NAME.snap`.
@@ -214,6 +220,9 @@ impl<'p> Interp<'p> {
             net: crate::builtins::net::NetSlot::new(&cfg.net),
             db: Default::default(),
             snapshots: cfg.snapshots.clone(),
+            started: Instant::now(),
+            slept: 0.0,
+            testing: false,
         }
     }
 

@@ -15,6 +15,7 @@ pub enum LimitKind {
     Steps,
     Work,
     Time,
+    Sleep,
     Memory,
     CallDepth,
     SourceBytes,
@@ -55,6 +56,7 @@ impl LimitKind {
             Steps => "steps",
             Work => "work",
             Time => "time",
+            Sleep => "sleep",
             Memory => "memory",
             CallDepth => "call_depth",
             SourceBytes => "source_bytes",
@@ -115,6 +117,9 @@ pub const MIN_MAX_MEMORY: u64 = MIB as u64;
 pub const MAX_MAX_MEMORY: u64 = 64 * 1024 * MIB as u64;
 /// Largest `--max-time` in seconds (30 days): a deadline is a safety net, not a scheduler.
 pub const MAX_MAX_TIME_SECS: f64 = 30.0 * 86_400.0;
+/// Seconds `sleep` may wait in all over one run: a script that waits is still bounded
+/// without `--max-time` (a CGI request or a forgotten loop of sleeps ends).
+pub const MAX_SLEEP_SECS: f64 = 60.0;
 /// Script arguments: count and total bytes, so `args()` is bounded like any value.
 pub const MAX_SCRIPT_ARGS: usize = 1024;
 pub const MAX_SCRIPT_ARG_BYTES: usize = MIB;

@@ -311,7 +311,14 @@ impl Resolver<'_> {
                     };
                     return Expr::BuiltinPlace(sp, b, Box::new(place), rest.iter().map(|a| self.expr(a)).collect());
                 }
-                Expr::Builtin(b, args.iter().map(|a| self.expr(a)).collect(), sp)
+                let mut vals: Vec<Expr> = args.iter().map(|a| self.expr(a)).collect();
+                if b.name == "is_main" {
+                    // Whether this call stands in the entry script (the first file loaded).
+                    let here = self.map.locate(self.pos).map(|(f, _)| f);
+                    let entry = self.map.files.first().map(|f| f.name.as_str());
+                    vals.push(Expr::Const(Value::Bool(here.is_some() && here == entry)));
+                }
+                Expr::Builtin(b, vals.into_boxed_slice(), sp)
             }
         }
     }

@@ -121,6 +121,7 @@ pub fn run_file(
         update,
     });
     let mut it = Interp::new(&prog, &cfg);
+    it.testing = true;
     // One result line, after the test's own output. False when stdout failed: the
     // failure is kept in the summary and the file's remaining tests are not run.
     let say = |it: &mut Interp<'_>, summary: &mut Summary, line: String| -> bool {

@@ -301,6 +301,55 @@ fn fail(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Err(it.err(kind, msg))
 }
 
+/// clock(): seconds since the run started, monotonic, fractional.
+fn clock(it: &mut Interp<'_>, _args: &mut [Value]) -> R<Value> {
+    Ok(Value::Num(it.started.elapsed().as_secs_f64()))
+}
+
+/// sleep(seconds): wait. The total asked for over the run is bounded by the `sleep`
+/// limit (checked before waiting: a request past it waits not at all), and the wait
+/// ends at the `--max-time` deadline with the `time` limit.
+fn sleep(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let secs = it.arg_num("sleep", args, 0)?;
+    if secs < 0.0 {
+        return Err(it.err(
+            ErrKind::Value,
+            format!("sleep: argument 1 must not be negative, got {}", crate::value::num_to_string(secs)),
+        ));
+    }
+    if it.slept + secs > MAX_SLEEP_SECS {
+        return Err(it.limit(
+            LimitKind::Sleep,
+            format!(
+                "sleep: {} s more would wait longer than {} s in all (the sleep limit)",
+                crate::value::num_to_string(secs),
+                crate::value::num_to_string(MAX_SLEEP_SECS)
+            ),
+        ));
+    }
+    it.slept += secs;
+    let want = std::time::Duration::from_secs_f64(secs);
+    let now = std::time::Instant::now();
+    match it.deadline {
+        Some(d) if now + want >= d => {
+            std::thread::sleep(d.saturating_duration_since(now));
+            Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"))
+        }
+        _ => {
+            std::thread::sleep(want);
+            Ok(Value::Nil)
+        }
+    }
+}
+
+/// is_main(): true in the entry script's code while it runs as a script; false in an
+/// included file's code and under `leash test`. The resolver passes whether the call
+/// stands in the entry script as a hidden argument (it knows every call's file).
+fn is_main(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let in_entry = matches!(args.first(), Some(Value::Bool(true)));
+    Ok(Value::Bool(in_entry && !it.testing))
+}
+
 /// Builtins that only stdlib modules can call: a bare name in a module resolves here
 /// after the public table; in a script these names are free for user functions.
 pub const MODULE_ONLY: &[Builtin] = &[b("fail", "fail(kind, message)", 2, 2, CONST, fail)];
@@ -319,6 +368,9 @@ pub const TABLE: &[Builtin] = &[
     b("assert", "assert(cond[, message])", 1, 2, CONST, assert),
     b("assert_eq", "assert_eq(actual, expected[, message])", 2, 3, CONST, assert_eq),
     b("assert_snapshot", "assert_snapshot(name, value)", 2, 2, Cost::bytes(1.0), assert_snapshot),
+    b("clock", "clock()", 0, 0, CONST, clock),
+    b("sleep", "sleep(seconds)", 1, 1, CONST, sleep),
+    b("is_main", "is_main()", 0, 0, CONST, is_main),
 ];
 
 #[cfg(test)]
