@@ -245,13 +245,19 @@ impl Diagnostic {
         };
         // Annotation spans are byte ranges of the shown line; columns are characters.
         let text = text.strip_suffix('\r').unwrap_or(text);
-        let col = d.column.unwrap_or_else(|| first_column(text)).max(1) as usize;
-        let start = text.char_indices().nth(col - 1).map(|(i, _)| i).unwrap_or(text.len());
-        let end = text[start..]
-            .char_indices()
-            .nth(d.width.max(1) as usize)
-            .map(|(i, _)| start + i)
-            .unwrap_or(text.len());
+        // Without a column, the whole statement is underlined.
+        let (start, end) = match d.column {
+            Some(col) => {
+                let start = text.char_indices().nth(col.max(1) as usize - 1).map(|(i, _)| i).unwrap_or(text.len());
+                let end = text[start..]
+                    .char_indices()
+                    .nth(d.width.max(1) as usize)
+                    .map(|(i, _)| start + i)
+                    .unwrap_or(text.len());
+                (start, end)
+            }
+            None => (text.len() - text.trim_start().len(), text.trim_end().len()),
+        };
         let level = if self.class == Class::Load || self.class == Class::Runtime || self.class == Class::Limit {
             Level::ERROR
         } else {

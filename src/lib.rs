@@ -67,11 +67,17 @@ pub fn load_with(
             return Ok(p);
         }
     }
-    // Source order: by file in load order, then line, then column.
+    // Source order: within a file by line (errors of one line in the order found);
+    // files in the order their first error was found (an include's error before the
+    // errors it causes in the file that includes it).
     let mut list = errors.list;
-    list.sort_by_key(|e| {
-        (e.file.as_deref().map_or(0, |f| map.file_rank(f)), e.line.unwrap_or(0), e.detail.column.unwrap_or(0))
-    });
+    let mut files: Vec<Option<String>> = Vec::new();
+    for e in &list {
+        if !files.contains(&e.file) {
+            files.push(e.file.clone());
+        }
+    }
+    list.sort_by_key(|e| (files.iter().position(|f| *f == e.file).unwrap_or(0), e.line.unwrap_or(0)));
     Err(list
         .iter()
         .map(|e| {
@@ -115,6 +121,21 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
     Outcome { status, diag, stats: it.stats(), held }
 }
 
+/// The column of the first whole-word `word` in `line` (1-based, characters).
+fn word_column(line: &str, word: &str) -> Option<u32> {
+    let is_word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let b = line.as_bytes();
+    let mut from = 0;
+    while let Some(i) = line[from..].find(word).map(|i| i + from) {
+        let j = i + word.len();
+        if (i == 0 || !is_word(b[i - 1])) && (j == b.len() || !is_word(b[j])) {
+            return Some(diag::char_column(line, i));
+        }
+        from = i + 1;
+    }
+    None
+}
+
 /// The exit status and diagnostic of a run that stopped early.
 pub fn failure(prog: &Program, u: Unwind) -> (i32, Option<Diagnostic>) {
     let locate = |pos| prog.sources.locate(pos).map(|(f, l)| (f.to_string(), l));
@@ -135,5 +156,15 @@ pub fn failure(prog: &Program, u: Unwind) -> (i32, Option<Diagnostic>) {
     }
     d.detail.help.extend(help);
     prog.sources.complete(&mut d);
+    // A variable read by an operator on two plain operands has no spot of its own: it
+    // stands where the name does (its first whole-word use on the line).
+    if d.detail.column.is_none() && d.kind == "name" {
+        if let (Some(t), Some(name)) = (&d.detail.source_line, d.message.split('`').nth(1)) {
+            if let Some(c) = word_column(t, name) {
+                d.detail.column = Some(c);
+                d.detail.width = name.len() as u32;
+            }
+        }
+    }
     (status, Some(d))
 }
