@@ -241,13 +241,19 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
     let area = include_area(cfg);
     for f in &files {
         let report = &mut |d: &Diagnostic| emit_diag(d, cfg.json_errors);
+        summary.json = cfg.test_json;
         crate::testrun::run_file(f, &rc, &area, cfg.filter.as_deref(), cfg.update_snapshots, &mut summary, report);
         if summary.output.is_some() {
             break; // stdout failed: the remaining tests would report to no one
         }
     }
     if summary.output.is_none() {
-        if let Err(e) = say(&format!("{} passed, {} failed\n", summary.passed, summary.failed)) {
+        let last = if cfg.test_json {
+            format!("{{\"passed\":{},\"failed\":{}}}\n", summary.passed, summary.failed)
+        } else {
+            format!("{} passed, {} failed\n", summary.passed, summary.failed)
+        };
+        if let Err(e) = say(&last) {
             summary.output = Some(e);
         }
     }

@@ -267,19 +267,67 @@ fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     match stored {
         Some(stored) if stored == text => Ok(Value::Nil),
-        Some(stored) => Err(it.err(
-            ErrKind::Assert,
-            format!(
-                "snapshot {name} differs: expected {}, got {} (run with --update-snapshots to accept)",
-                repr(&Value::str(stored)),
-                repr(&Value::str(text))
-            ),
-        )),
+        Some(stored) => {
+            // The diff reads both texts once: charged like the comparison's bytes.
+            it.work((stored.len() + text.len()) as u64)?;
+            Err(it.err(
+                ErrKind::Assert,
+                format!(
+                    "snapshot {name} differs (run with --update-snapshots to accept):\n{}",
+                    unified_diff(&stored, &text)
+                ),
+            ))
+        }
         None => {
             Err(it
                 .err(ErrKind::Assert, format!("snapshot {name} is missing (run with --update-snapshots to write it)")))
         }
     }
+}
+
+/// A unified diff of `expected` and `actual` by lines: one hunk from the first line that
+/// differs to the last, with up to 3 lines of context (linear in the texts' size; not a
+/// minimal diff, but a true one that `patch` accepts).
+pub fn unified_diff(expected: &[u8], actual: &[u8]) -> String {
+    let split = |t: &[u8]| -> Vec<String> {
+        let s = String::from_utf8_lossy(t);
+        let mut v: Vec<String> = s.split('\n').map(str::to_string).collect();
+        if s.ends_with('\n') {
+            v.pop();
+        }
+        v
+    };
+    let (a, b) = (split(expected), split(actual));
+    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let max_suf = a.len().min(b.len()) - pre;
+    let suf = a.iter().rev().zip(b.iter().rev()).take(max_suf).take_while(|(x, y)| x == y).count();
+    let ctx = 3;
+    let start = pre.saturating_sub(ctx);
+    let (a_end, b_end) = (a.len() - suf, b.len() - suf);
+    let tail = suf.min(ctx);
+    let mut out = String::from("--- expected\n+++ actual\n");
+    let range = |from: usize, n: usize| if n == 0 { format!("{from},0") } else { format!("{},{n}", from + 1) };
+    out.push_str(&format!(
+        "@@ -{} +{} @@\n",
+        range(start, a_end + tail - start),
+        range(start, b_end + tail - start)
+    ));
+    for l in &a[start..pre] {
+        out.push_str(&format!(" {l}\n"));
+    }
+    for l in &a[pre..a_end] {
+        out.push_str(&format!("-{l}\n"));
+    }
+    for l in &b[pre..b_end] {
+        out.push_str(&format!("+{l}\n"));
+    }
+    for l in &a[a_end..a_end + tail] {
+        out.push_str(&format!(" {l}\n"));
+    }
+    if expected.last() != actual.last() && (expected.last() == Some(&b'\n') || actual.last() == Some(&b'\n')) {
+        out.push_str("\\ No newline at end of one of the texts\n");
+    }
+    out.trim_end_matches('\n').to_string()
 }
 
 /// `fail(kind, message)`: raise a runtime error of a named kind. Callable only from
