@@ -250,6 +250,38 @@ fn fallback_line(first: Option<&Tok>) -> Option<Line> {
     })
 }
 
+/// `fallback_line`, and for a line that starts as an assignment (`NAME =`, `NAME +=`)
+/// or names its loop or catch variable, a line that binds that name: so that a line that
+/// does not parse does not also make every later read of its name an error.
+fn fallback_from(toks: &[Tok]) -> Option<Line> {
+    let dummy = || SExpr(Expr::Nil, 0..0);
+    let assign_op = |t: Option<&Tok>| match t {
+        Some(Tok::Assign) => Some(None),
+        Some(Tok::PlusAssign) => Some(Some(BinOp::Add)),
+        Some(Tok::MinusAssign) => Some(Some(BinOp::Sub)),
+        Some(Tok::StarAssign) => Some(Some(BinOp::Mul)),
+        Some(Tok::SlashAssign) => Some(Some(BinOp::Div)),
+        Some(Tok::PercentAssign) => Some(Some(BinOp::Mod)),
+        Some(Tok::ConcatAssign) => Some(Some(BinOp::Concat)),
+        _ => None,
+    };
+    match (toks.first(), toks.get(1)) {
+        (Some(Tok::Ident(n)), t) if assign_op(t).is_some() => {
+            let op = assign_op(t).flatten();
+            Some(Line::Assign(Expr::Name(intern(n.clone()), 0), op, dummy()))
+        }
+        (Some(Tok::For), Some(Tok::Ident(n))) => {
+            let second = match (toks.get(2), toks.get(3)) {
+                (Some(Tok::Comma), Some(Tok::Ident(m))) => Some(m.clone()),
+                _ => None,
+            };
+            Some(Line::ForIn(n.clone(), second, dummy()))
+        }
+        (Some(Tok::Catch), Some(Tok::Ident(n))) => Some(Line::Catch(n.clone())),
+        (first, _) => fallback_line(first),
+    }
+}
+
 fn syntax_message(e: &Rich<'_, Tok>) -> String {
     match e.found() {
         Some(t) => format!("unexpected {}", t.describe()),
@@ -704,8 +736,7 @@ pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors
                     .at(char_column(text, f.span.start), char_width(text, f.span.clone()));
                 fp.errors.push(lex_hints(le, &f, text));
                 // The line did not lex; keep the block structure if its keyword is clear.
-                let first = lex_first_token(text);
-                if let Some(fb) = fallback_line(first.as_ref()) {
+                if let Some(fb) = fallback_from(&lex_prefix(text)) {
                     fp.apply(line_no, fb);
                 }
                 continue;
@@ -731,7 +762,7 @@ pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors
                 Ok(()) => fp.apply(line_no, line),
                 Err((k, m)) => {
                     fp.err(k, m, line_no);
-                    if let Some(fb) = fallback_line(l.toks.first()) {
+                    if let Some(fb) = fallback_from(&l.toks) {
                         fp.apply(line_no, fb);
                     }
                 }
@@ -742,11 +773,11 @@ pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors
                 let le = LoadError::new(LoadKind::Syntax, msg, &fp.file, line_no as u32);
                 fp.errors.push(parse_hints(le, at, &l, text));
                 // `else if` keeps the structure an `elif` would.
-                let first = match (l.toks.first(), l.toks.get(1)) {
-                    (Some(Tok::Else), Some(Tok::If)) => Some(&Tok::Elif),
-                    (t, _) => t,
+                let fb = match (l.toks.first(), l.toks.get(1)) {
+                    (Some(Tok::Else), Some(Tok::If)) => fallback_line(Some(&Tok::Elif)),
+                    _ => fallback_from(&l.toks),
                 };
-                if let Some(fb) = fallback_line(first) {
+                if let Some(fb) = fb {
                     fp.apply(line_no, fb);
                 }
             }
@@ -818,6 +849,13 @@ fn lex_hints(mut le: LoadError, f: &crate::lexer::LexFailure, text: &str) -> Loa
         ("|", "use `or` for a logical or; Leash has no bitwise operators")
     } else if rest.starts_with(';') {
         (";", "one statement per line: remove the `;`")
+    } else if rest.chars().next().is_some_and(|c| c.is_alphabetic() && !c.is_ascii()) {
+        let c = rest.chars().next().unwrap_or('?');
+        let w = c.len_utf8();
+        return le.at(char_column(text, f.span.start), 1).help(format!(
+            "names are ASCII letters, digits and `_`; `{}` can stand only in a string",
+            &rest[..w]
+        ));
     } else {
         return le;
     };
@@ -947,9 +985,10 @@ fn parse_hints(le: LoadError, at: usize, l: &LexedLine, text: &str) -> LoadError
     le.at(c, w)
 }
 
-fn lex_first_token(line: &str) -> Option<Tok> {
+/// The first few tokens of a line that does not lex (up to the first failure).
+fn lex_prefix(line: &str) -> Vec<Tok> {
     use logos::Logos;
-    Tok::lexer(line).next().and_then(|r| r.ok())
+    Tok::lexer(line).take(4).map_while(|r| r.ok()).collect()
 }
 
 #[cfg(test)]
