@@ -317,7 +317,7 @@ fn signed(digits: Vec<u8>, neg: bool, s: Spec) -> Vec<u8> {
         b""
     };
     let len = sign.len() + digits.len();
-    if s.zero && !s.left && s.width > len && digits.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'.') {
+    if s.zero && !s.left && s.width > len {
         let mut out = sign.to_vec();
         out.resize(sign.len() + s.width - len, b'0');
         out.extend_from_slice(&digits);
