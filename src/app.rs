@@ -80,6 +80,8 @@ pub fn report_internal(msg: &str, json: bool, stats: bool, started: Instant) {
 }
 
 /// Read a program's text within the source budget.
+// A diagnostic is the rare path here; boxing it would only move the allocation.
+#[allow(clippy::result_large_err)]
 fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::PathBuf>), Diagnostic> {
     let fail = |name: &str, e: std::io::Error| {
         let mut d = crate::diag::LoadError::new(

@@ -276,7 +276,14 @@ impl<'p> Interp<'p> {
     // ------------------------------------------------------------------
 
     pub fn err(&self, kind: ErrKind, message: impl Into<String>) -> Fail {
-        Box::new(Unwind::Error(RtError { kind, message: message.into(), pos: NO_POS, spot: 0, help: None, value: None }))
+        Box::new(Unwind::Error(RtError {
+            kind,
+            message: message.into(),
+            pos: NO_POS,
+            spot: 0,
+            help: None,
+            value: None,
+        }))
     }
 
     pub fn limit(&self, kind: LimitKind, message: impl Into<String>) -> Fail {

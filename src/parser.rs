@@ -852,10 +852,9 @@ fn lex_hints(mut le: LoadError, f: &crate::lexer::LexFailure, text: &str) -> Loa
     } else if rest.chars().next().is_some_and(|c| c.is_alphabetic() && !c.is_ascii()) {
         let c = rest.chars().next().unwrap_or('?');
         let w = c.len_utf8();
-        return le.at(char_column(text, f.span.start), 1).help(format!(
-            "names are ASCII letters, digits and `_`; `{}` can stand only in a string",
-            &rest[..w]
-        ));
+        return le
+            .at(char_column(text, f.span.start), 1)
+            .help(format!("names are ASCII letters, digits and `_`; `{}` can stand only in a string", &rest[..w]));
     } else {
         return le;
     };

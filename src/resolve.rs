@@ -14,8 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::ast::{
-    spot_column, spot_width, BinOp, Expr as AExpr, FnDef, InterpPart, Pos, Spot, Stmt as AStmt, StmtKind as AKind,
-    UnOp,
+    spot_column, spot_width, BinOp, Expr as AExpr, FnDef, InterpPart, Pos, Spot, Stmt as AStmt, StmtKind as AKind, UnOp,
 };
 use crate::builtins::{self, Builtin, Cap, VARIADIC};
 use crate::diag::{LoadError, LoadErrors, LoadKind};
@@ -102,7 +101,10 @@ impl Resolver<'_> {
                 .filter_map(|b| b.name.strip_prefix(name).and_then(|r| r.strip_prefix('.')).map(|_| b.name))
                 .take(3)
                 .collect();
-            format!("`{name}` is the builtin namespace of {}", fns.join(", ") + if fns.len() == 3 { ", ..." } else { "" })
+            format!(
+                "`{name}` is the builtin namespace of {}",
+                fns.join(", ") + if fns.len() == 3 { ", ..." } else { "" }
+            )
         };
         self.err_full(spot, LoadKind::Name, msg, Some(format!("{what}; choose another name, such as `{name}_value`")));
     }
@@ -741,20 +743,22 @@ mod tests {
         assert_eq!(p.global_names, vec!["x", "z"]);
         // `y = x` reads the global x and writes local y.
         match &f.body[1].kind {
-            StmtKind::SetLocal(_, crate::program::Expr::Global(_)) => {}
+            StmtKind::SetLocal(_, crate::program::Expr::Global(..)) => {}
             other => panic!("{other:?}"),
         }
     }
 
     #[test]
     fn in_place_builtins_make_their_root_local() {
-        let p = load("fn f()\n  xs = []\n  push(xs, 1)\nend\nfn g()\n  push(ys, 1)\nend\n").unwrap();
-        assert_eq!(p.funcs[1].slot_names, vec!["ys"]);
-        let p = load("fn g()\n  global ys\n  push(ys, 1)\nend\n").unwrap();
+        let p = load("fn f()\n  xs = []\n  push(xs, 1)\nend\n").unwrap();
+        assert_eq!(p.funcs[0].slot_names, vec!["xs"]);
+        // Changed but never assigned, not a parameter, not global: a load error (SPEC 7).
+        assert_eq!(kinds("fn g()\n  push(ys, 1)\nend\n"), vec![("name".into(), Some(2))]);
+        let p = load("ys = []\nfn g()\n  global ys\n  push(ys, 1)\nend\n").unwrap();
         assert!(p.funcs[0].slot_names.is_empty());
         assert_eq!(p.global_names, vec!["ys"]);
         match &p.funcs[0].body[0].kind {
-            StmtKind::Expr(crate::program::Expr::BuiltinPlace(_, place, _)) => assert_eq!(place.root, Slot::Global(0)),
+            StmtKind::Expr(crate::program::Expr::BuiltinPlace(_, _, place, _)) => assert_eq!(place.root, Slot::Global(0)),
             other => panic!("{other:?}"),
         }
     }

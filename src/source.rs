@@ -247,9 +247,8 @@ impl Loader {
                 let valid = &body[..e.valid_up_to()];
                 let start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
                 let col = std::str::from_utf8(&valid[start..]).map_or(1, |t| t.chars().count() as u32 + 1);
-                self.errors.push(
-                    LoadError::new(LoadKind::Encoding, "source is not valid UTF-8", name, line).at(col, 1),
-                );
+                self.errors
+                    .push(LoadError::new(LoadKind::Encoding, "source is not valid UTF-8", name, line).at(col, 1));
                 return vec![];
             }
         };
@@ -425,8 +424,8 @@ mod tests {
     #[test]
     fn positions_map_back_to_files() {
         let mut m = SourceMap::default();
-        m.files.push(SourceFile { name: "a".into(), base: 0, nlines: 3 });
-        m.files.push(SourceFile { name: "b".into(), base: 4, nlines: 2 });
+        m.files.push(SourceFile { name: "a".into(), base: 0, nlines: 3, text: "".into() });
+        m.files.push(SourceFile { name: "b".into(), base: 4, nlines: 2, text: "".into() });
         assert_eq!(m.locate(1), Some(("a", 1)));
         assert_eq!(m.locate(3), Some(("a", 3)));
         assert_eq!(m.locate(5), Some(("b", 1)));

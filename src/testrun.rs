@@ -176,7 +176,8 @@ pub fn run_file(
             summary.load_errors = true;
             summary.failed += 1;
             let msg = format!("load error [{}]: {}", d.kind, d.message);
-            let o = Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps: None, work: None, ms: None };
+            let o =
+                Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps: None, work: None, ms: None };
             if say_line(summary, &o.render(json)) {
                 report(&d);
             }
@@ -190,7 +191,8 @@ pub fn run_file(
             summary.load_errors = true;
             summary.failed += 1;
             let msg = ds.first().map(|d| format!("load error [{}]: {}", d.kind, d.message)).unwrap_or_default();
-            let o = Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps: None, work: None, ms: None };
+            let o =
+                Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps: None, work: None, ms: None };
             if say_line(summary, &o.render(json)) {
                 ds.iter().for_each(&mut *report);
             }
@@ -241,7 +243,8 @@ pub fn run_file(
         if f.nparams != 0 {
             summary.failed += 1;
             let m = "a test function takes no arguments";
-            let o = Outcome { file: &shown, name: tname, ok: false, message: Some(m), steps: None, work: None, ms: None };
+            let o =
+                Outcome { file: &shown, name: tname, ok: false, message: Some(m), steps: None, work: None, ms: None };
             if !say(&mut it, summary, o) {
                 break;
             }

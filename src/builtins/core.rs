@@ -307,11 +307,7 @@ pub fn unified_diff(expected: &[u8], actual: &[u8]) -> String {
     let tail = suf.min(ctx);
     let mut out = String::from("--- expected\n+++ actual\n");
     let range = |from: usize, n: usize| if n == 0 { format!("{from},0") } else { format!("{},{n}", from + 1) };
-    out.push_str(&format!(
-        "@@ -{} +{} @@\n",
-        range(start, a_end + tail - start),
-        range(start, b_end + tail - start)
-    ));
+    out.push_str(&format!("@@ -{} +{} @@\n", range(start, a_end + tail - start), range(start, b_end + tail - start)));
     for l in &a[start..pre] {
         out.push_str(&format!(" {l}\n"));
     }
