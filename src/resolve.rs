@@ -758,7 +758,9 @@ mod tests {
         assert!(p.funcs[0].slot_names.is_empty());
         assert_eq!(p.global_names, vec!["ys"]);
         match &p.funcs[0].body[0].kind {
-            StmtKind::Expr(crate::program::Expr::BuiltinPlace(_, _, place, _)) => assert_eq!(place.root, Slot::Global(0)),
+            StmtKind::Expr(crate::program::Expr::BuiltinPlace(_, _, place, _)) => {
+                assert_eq!(place.root, Slot::Global(0))
+            }
             other => panic!("{other:?}"),
         }
     }
