@@ -33,13 +33,11 @@ fn output_failed(e: &std::io::Error, status: i32, json: bool) -> i32 {
 }
 
 fn stdout_diag(e: &std::io::Error) -> Diagnostic {
-    Diagnostic {
-        class: crate::diag::Class::Runtime,
-        kind: "io".into(),
-        message: format!("cannot write to stdout: {}", crate::source::io_reason(e)),
-        file: None,
-        line: None,
-    }
+    Diagnostic::new(
+        crate::diag::Class::Runtime,
+        "io",
+        format!("cannot write to stdout: {}", crate::source::io_reason(e)),
+    )
 }
 
 fn emit_diag(d: &Diagnostic, json: bool) {
@@ -82,6 +80,8 @@ pub fn report_internal(msg: &str, json: bool, stats: bool, started: Instant) {
 }
 
 /// Read a program's text within the source budget.
+// A diagnostic is the rare path here; boxing it would only move the allocation.
+#[allow(clippy::result_large_err)]
 fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::PathBuf>), Diagnostic> {
     let fail = |name: &str, e: std::io::Error| {
         let mut d = crate::diag::LoadError::new(
@@ -245,13 +245,19 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
     let area = include_area(cfg);
     for f in &files {
         let report = &mut |d: &Diagnostic| emit_diag(d, cfg.json_errors);
+        summary.json = cfg.test_json;
         crate::testrun::run_file(f, &rc, &area, cfg.filter.as_deref(), cfg.update_snapshots, &mut summary, report);
         if summary.output.is_some() {
             break; // stdout failed: the remaining tests would report to no one
         }
     }
     if summary.output.is_none() {
-        if let Err(e) = say(&format!("{} passed, {} failed\n", summary.passed, summary.failed)) {
+        let last = if cfg.test_json {
+            format!("{{\"passed\":{},\"failed\":{}}}\n", summary.passed, summary.failed)
+        } else {
+            format!("{} passed, {} failed\n", summary.passed, summary.failed)
+        };
+        if let Err(e) = say(&last) {
             summary.output = Some(e);
         }
     }

@@ -36,6 +36,29 @@ pub fn clear_names() {
     NAMES.with(|t| *t.borrow_mut() = HashSet::new());
 }
 
+/// Where within its line a node stands: its 1-based character column in the low 20
+/// bits and its width in characters in the high 12 (0: not known). See `spot`.
+pub type Spot = u32;
+
+/// The spot of a node at `column` (1-based, characters), `width` characters wide.
+pub fn spot(column: u32, width: u32) -> Spot {
+    if column == 0 || column >= 1 << 20 {
+        return 0;
+    }
+    column | (width.clamp(1, 4095) << 20)
+}
+
+/// The column of a spot (None when not known).
+pub fn spot_column(s: Spot) -> Option<u32> {
+    let c = s & 0xF_FFFF;
+    (c != 0).then_some(c)
+}
+
+/// The width of a spot in characters.
+pub fn spot_width(s: Spot) -> u32 {
+    (s >> 20).max(1)
+}
+
 /// A source position: a line number that is global over all loaded files
 /// (see `source::SourceMap::locate`).
 pub type Pos = u32;
@@ -104,17 +127,21 @@ pub enum Expr {
     Interp(Vec<InterpPart>),
     Nil,
     Bool(bool),
-    Name(Name),
+    Name(Name, Spot),
     Paren(Box<Expr>),
     List(Vec<Expr>),
     Map(Vec<(Vec<u8>, Expr)>),
-    Unary(UnOp, Box<Expr>),
-    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// The spot of a unary or binary node is its operator's.
+    Unary(UnOp, Box<Expr>, Spot),
+    Binary(BinOp, Box<Expr>, Box<Expr>, Spot),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
-    Call(Box<Expr>, Vec<Expr>),
-    Index(Box<Expr>, Box<Expr>),
-    Field(Box<Expr>, Name),
+    /// The spot of a call is its callee's name (`f`, `ns.f`).
+    Call(Box<Expr>, Vec<Expr>, Spot),
+    /// The spot of an index is its `[`.
+    Index(Box<Expr>, Box<Expr>, Spot),
+    /// The spot of a field is its name.
+    Field(Box<Expr>, Name, Spot),
 }
 
 impl Expr {
@@ -122,7 +149,7 @@ impl Expr {
     /// lists, interpolations and unary operators each add one level.
     pub fn depth(&self) -> usize {
         match self {
-            Expr::Num(_) | Expr::Str(_) | Expr::Nil | Expr::Bool(_) | Expr::Name(_) => 0,
+            Expr::Num(_) | Expr::Str(_) | Expr::Nil | Expr::Bool(_) | Expr::Name(..) => 0,
             Expr::Interp(parts) => parts
                 .iter()
                 .map(|p| match p {
@@ -131,25 +158,40 @@ impl Expr {
                 })
                 .max()
                 .unwrap_or(0),
-            Expr::Paren(e) | Expr::Unary(_, e) => 1 + e.depth(),
+            Expr::Paren(e) | Expr::Unary(_, e, _) => 1 + e.depth(),
             Expr::List(items) => 1 + items.iter().map(Expr::depth).max().unwrap_or(0),
             Expr::Map(items) => 1 + items.iter().map(|(_, e)| e.depth()).max().unwrap_or(0),
-            Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => a.depth().max(b.depth()),
-            Expr::Call(f, args) => f.depth().max(1 + args.iter().map(Expr::depth).max().unwrap_or(0)),
-            Expr::Index(a, i) => a.depth().max(1 + i.depth()),
-            Expr::Field(a, _) => a.depth(),
+            Expr::Binary(_, a, b, _) | Expr::And(a, b) | Expr::Or(a, b) => a.depth().max(b.depth()),
+            Expr::Call(f, args, _) => f.depth().max(1 + args.iter().map(Expr::depth).max().unwrap_or(0)),
+            Expr::Index(a, i, _) => a.depth().max(1 + i.depth()),
+            Expr::Field(a, ..) => a.depth(),
         }
     }
 
     /// The dotted name of a call's callee (`f` or `ns.f`), if it is one.
     pub fn callee_name(&self) -> Option<String> {
         match self {
-            Expr::Name(n) => Some(n.to_string()),
-            Expr::Field(base, f) => match &**base {
-                Expr::Name(ns) => Some(format!("{ns}.{f}")),
+            Expr::Name(n, _) => Some(n.to_string()),
+            Expr::Field(base, f, _) => match &**base {
+                Expr::Name(ns, _) => Some(format!("{ns}.{f}")),
                 _ => None,
             },
             _ => None,
+        }
+    }
+
+    /// The spot of a callee (`f` or `ns.f`): from the first name to the last.
+    pub fn callee_spot(&self) -> Spot {
+        match self {
+            Expr::Name(_, s) => *s,
+            Expr::Field(base, _, s) => match &**base {
+                Expr::Name(_, b) => match (spot_column(*b), spot_column(*s)) {
+                    (Some(c), Some(e)) if e >= c => spot(c, e - c + spot_width(*s)),
+                    _ => *s,
+                },
+                _ => *s,
+            },
+            _ => 0,
         }
     }
 }

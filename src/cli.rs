@@ -56,6 +56,7 @@ pub const OPTIONS: &[Opt] = &[
     Opt { name: "--builtins", value: None, help: "list every builtin: signature, arity, capability, cost rule" },
     Opt { name: "--filter", value: Some("TEXT"), help: "leash test: run only tests whose names contain TEXT" },
     Opt { name: "--update-snapshots", value: None, help: "leash test: write snapshots instead of comparing" },
+    Opt { name: "--format", value: Some("text|json"), help: "leash test: one JSON object per test with json" },
 ];
 
 #[derive(Debug, Clone)]
@@ -80,6 +81,8 @@ pub struct Config {
     pub cgi: bool,
     pub filter: Option<String>,
     pub update_snapshots: bool,
+    /// `leash test --format json`.
+    pub test_json: bool,
 }
 
 impl Default for Config {
@@ -103,6 +106,7 @@ impl Default for Config {
             cgi: false,
             filter: None,
             update_snapshots: false,
+            test_json: false,
         }
     }
 }
@@ -338,6 +342,13 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                 "--cgi" => cfg.cgi = true,
                 "--filter" => cfg.filter = Some(v),
                 "--update-snapshots" => cfg.update_snapshots = true,
+                "--format" => {
+                    cfg.test_json = match v.as_str() {
+                        "json" => true,
+                        "text" => false,
+                        _ => return Err(format!("--format takes text or json, got \"{v}\"")),
+                    }
+                }
                 _ => return Err(format!("unknown option {name}")),
             }
             i += 1;

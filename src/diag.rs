@@ -95,6 +95,18 @@ impl LoadKind {
     }
 }
 
+/// Where within its line a diagnostic points, and what it can add: the spot (a
+/// 1-based column and a width, both in characters), the source line itself (filled in
+/// from the loaded sources when the diagnostic is made), and `help:` lines.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Detail {
+    pub column: Option<u32>,
+    /// Characters under the caret (at least 1).
+    pub width: u32,
+    pub source_line: Option<String>,
+    pub help: Vec<String>,
+}
+
 /// An error found while loading: kind, message and where.
 #[derive(Clone, Debug)]
 pub struct LoadError {
@@ -102,11 +114,30 @@ pub struct LoadError {
     pub message: String,
     pub file: Option<String>,
     pub line: Option<u32>,
+    pub detail: Detail,
 }
 
 impl LoadError {
     pub fn new(kind: LoadKind, message: impl Into<String>, file: &str, line: u32) -> Self {
-        LoadError { kind, message: message.into(), file: Some(file.to_string()), line: Some(line) }
+        LoadError {
+            kind,
+            message: message.into(),
+            file: Some(file.to_string()),
+            line: Some(line),
+            detail: Detail::default(),
+        }
+    }
+
+    /// Point at `column` (1-based, characters), `width` characters wide.
+    pub fn at(mut self, column: u32, width: u32) -> Self {
+        self.detail.column = Some(column.max(1));
+        self.detail.width = width.max(1);
+        self
+    }
+
+    pub fn help(mut self, h: impl Into<String>) -> Self {
+        self.detail.help.push(h.into());
+        self
     }
 
     pub fn to_diag(&self) -> Diagnostic {
@@ -116,8 +147,30 @@ impl LoadError {
             message: self.message.clone(),
             file: self.file.clone(),
             line: self.line,
+            detail: self.detail.clone(),
         }
     }
+}
+
+/// The 1-based character column of byte offset `byte` in `line`.
+pub fn char_column(line: &str, byte: usize) -> u32 {
+    let b = byte.min(line.len());
+    let b = (0..=b).rev().find(|&i| line.is_char_boundary(i)).unwrap_or(0);
+    line[..b].chars().count() as u32 + 1
+}
+
+/// The width in characters of `line[range]` (at least 1).
+pub fn char_width(line: &str, range: std::ops::Range<usize>) -> u32 {
+    let (a, b) = (range.start.min(line.len()), range.end.min(line.len()));
+    match line.get(a..b) {
+        Some(s) => (s.chars().count() as u32).max(1),
+        None => 1,
+    }
+}
+
+/// The column of a line's first non-blank character (1 for a blank line).
+pub fn first_column(line: &str) -> u32 {
+    char_column(line, line.len() - line.trim_start().len())
 }
 
 /// One reported failure.
@@ -128,23 +181,44 @@ pub struct Diagnostic {
     pub message: String,
     pub file: Option<String>,
     pub line: Option<u32>,
+    pub detail: Detail,
+}
+
+/// Whether text diagnostics may use colour: only when stderr is a terminal and
+/// `NO_COLOR` is unset (https://no-color.org: any value, even empty, turns colour off).
+pub fn colour_wanted() -> bool {
+    use std::io::IsTerminal;
+    std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
 }
 
 impl Diagnostic {
+    pub fn new(class: Class, kind: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            class,
+            kind: kind.into(),
+            message: message.into(),
+            file: None,
+            line: None,
+            detail: Detail::default(),
+        }
+    }
+
     pub fn usage(message: impl Into<String>) -> Self {
-        Diagnostic { class: Class::Usage, kind: "usage".into(), message: message.into(), file: None, line: None }
+        Diagnostic::new(Class::Usage, "usage", message)
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        Diagnostic { class: Class::Internal, kind: "internal".into(), message: message.into(), file: None, line: None }
+        Diagnostic::new(Class::Internal, "internal", message)
     }
 
-    /// Text form: `FILE:LINE: runtime error [kind]: message`.
-    pub fn render_text(&self) -> String {
+    /// The first line of the text form: `FILE:LINE:COLUMN: runtime error [kind]: message`
+    /// (`FILE:LINE:` when the column is not known, `leash:` without a file).
+    pub fn headline(&self) -> String {
         let mut s = String::new();
-        match (&self.file, self.line) {
-            (Some(f), Some(l)) => s.push_str(&format!("{f}:{l}: ")),
-            (Some(f), None) => s.push_str(&format!("{f}: ")),
+        match (&self.file, self.line, self.detail.column) {
+            (Some(f), Some(l), Some(c)) => s.push_str(&format!("{f}:{l}:{c}: ")),
+            (Some(f), Some(l), None) => s.push_str(&format!("{f}:{l}: ")),
+            (Some(f), None, _) => s.push_str(&format!("{f}: ")),
             _ => s.push_str("leash: "),
         }
         s.push_str(self.class.name());
@@ -153,6 +227,60 @@ impl Diagnostic {
         s.push_str("]: ");
         s.push_str(&self.message);
         s
+    }
+
+    /// Text form: the headline, then (when the source line is known) the line with a
+    /// caret under the spot, in the manner of rustc, and the `help:` lines. Rendered by
+    /// `annotate-snippets`, in colour only when `colour` is set.
+    pub fn render_text_with(&self, colour: bool) -> String {
+        use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+        let mut s = self.headline();
+        let d = &self.detail;
+        let (Some(line), Some(text)) = (self.line, d.source_line.as_deref()) else {
+            for h in &d.help {
+                s.push_str("\nhelp: ");
+                s.push_str(h);
+            }
+            return s;
+        };
+        // Annotation spans are byte ranges of the shown line; columns are characters.
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        // Without a column, the whole statement is underlined.
+        let (start, end) = match d.column {
+            Some(col) => {
+                let start = text.char_indices().nth(col.max(1) as usize - 1).map(|(i, _)| i).unwrap_or(text.len());
+                let end = text[start..]
+                    .char_indices()
+                    .nth(d.width.max(1) as usize)
+                    .map(|(i, _)| start + i)
+                    .unwrap_or(text.len());
+                (start, end)
+            }
+            None => (text.len() - text.trim_start().len(), text.trim_end().len()),
+        };
+        let level = if self.class == Class::Load || self.class == Class::Runtime || self.class == Class::Limit {
+            Level::ERROR
+        } else {
+            Level::NOTE
+        };
+        let snippet = Snippet::source(text)
+            .line_start(line as usize)
+            .fold(false)
+            .annotation(AnnotationKind::Primary.span(start..end.max(start)));
+        let mut group = Group::with_level(level).element(snippet);
+        for h in &d.help {
+            group = group.element(Level::HELP.message(h.as_str()));
+        }
+        let renderer = if colour { Renderer::styled() } else { Renderer::plain() };
+        let body = renderer.render(&[group]);
+        s.push('\n');
+        s.push_str(body.trim_end_matches('\n'));
+        s
+    }
+
+    /// Text form without colour.
+    pub fn render_text(&self) -> String {
+        self.render_text_with(false)
     }
 
     /// JSON form: one object, no trailing newline.
@@ -171,6 +299,19 @@ impl Diagnostic {
         if let Some(l) = self.line {
             out.extend_from_slice(format!(",\"line\":{l}").as_bytes());
         }
+        if let (Some(_), Some(c)) = (self.line, self.detail.column) {
+            out.extend_from_slice(format!(",\"column\":{c}").as_bytes());
+        }
+        if !self.detail.help.is_empty() {
+            out.extend_from_slice(b",\"help\":[");
+            for (i, h) in self.detail.help.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                json_string(&mut out, h.as_bytes());
+            }
+            out.push(b']');
+        }
         out.push(b'}');
         String::from_utf8_lossy(&out).into_owned()
     }
@@ -179,7 +320,7 @@ impl Diagnostic {
         if json {
             self.render_json()
         } else {
-            self.render_text()
+            self.render_text_with(colour_wanted())
         }
     }
 }
@@ -228,6 +369,7 @@ mod tests {
             message: "division by zero".into(),
             file: Some("calc.lsh".into()),
             line: Some(12),
+            detail: Detail::default(),
         };
         assert_eq!(
             d.render_json(),

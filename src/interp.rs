@@ -29,6 +29,11 @@ pub struct RtError {
     pub kind: ErrKind,
     pub message: String,
     pub pos: Pos,
+    /// Where within the line (`ast::Spot`; 0 when not known): the operator, index,
+    /// name or call that raised it.
+    pub spot: crate::ast::Spot,
+    /// A likely fix, for the diagnostic's `help:` line.
+    pub help: Option<String>,
     /// For `throw v`: the thrown value.
     pub value: Option<Value>,
 }
@@ -159,6 +164,12 @@ pub struct Interp<'p> {
     pub(crate) db: crate::builtins::db::DbState,
     /// Where `assert_snapshot` keeps its snapshots.
     pub(crate) snapshots: Option<SnapshotDir>,
+    /// When the run started (`clock()`).
+    pub(crate) started: Instant,
+    /// Seconds asked of `sleep` so far (the `sleep` limit).
+    pub(crate) slept: f64,
+    /// Set by `leash test`: `is_main()` is false there.
+    pub testing: bool,
 }
 
 /// `assert_snapshot` files live in `DIR/__snapshots__/STEM/NAME.snap`.
@@ -216,6 +227,9 @@ impl<'p> Interp<'p> {
             net: crate::builtins::net::NetSlot::new(&cfg.net, &cfg.limits),
             db: Default::default(),
             snapshots: cfg.snapshots.clone(),
+            started: Instant::now(),
+            slept: 0.0,
+            testing: false,
         }
     }
 
@@ -269,7 +283,14 @@ impl<'p> Interp<'p> {
     // ------------------------------------------------------------------
 
     pub fn err(&self, kind: ErrKind, message: impl Into<String>) -> Fail {
-        Box::new(Unwind::Error(RtError { kind, message: message.into(), pos: NO_POS, value: None }))
+        Box::new(Unwind::Error(RtError {
+            kind,
+            message: message.into(),
+            pos: NO_POS,
+            spot: 0,
+            help: None,
+            value: None,
+        }))
     }
 
     pub fn limit(&self, kind: LimitKind, message: impl Into<String>) -> Fail {
@@ -288,8 +309,25 @@ impl<'p> Interp<'p> {
         }
     }
 
+    #[cold]
     fn unset(&self, slot: Slot) -> Fail {
-        self.err(ErrKind::Name, format!("variable `{}` has no value", self.slot_name(slot)))
+        let name = self.slot_name(slot);
+        let mut e = self.err(ErrKind::Name, format!("variable `{name}` has no value"));
+        if let Unwind::Error(r) = &mut *e {
+            r.help = Some(match slot {
+                // SPEC 7: a local read before any assignment may have meant the global.
+                Slot::Local(_) if self.prog.global_names.iter().any(|g| g == name) => {
+                    format!("`{name}` is a local of this function (it is assigned here); add `global {name}` to use the global")
+                }
+                _ => format!("`{name}` is assigned only on a path that has not run yet"),
+            });
+        }
+        e
+    }
+
+    #[cold]
+    fn unset_at(&self, slot: Slot, sp: crate::ast::Spot) -> Fail {
+        spotted(self.unset(slot), sp)
     }
 
     // ------------------------------------------------------------------
@@ -663,6 +701,8 @@ impl<'p> Interp<'p> {
                     kind: ErrKind::User,
                     message,
                     pos: s.pos,
+                    spot: 0,
+                    help: None,
                     value: Some(v),
                 })));
             }
@@ -1146,8 +1186,8 @@ impl<'p> Interp<'p> {
     #[inline(always)]
     fn cond(&mut self, e: &'p Expr) -> R<bool> {
         let operands = match e {
-            Expr::BinS(op, a, b) => self.opnd_num(*a).zip(self.opnd_num(*b)).map(|p| (op, p)),
-            Expr::BinK(op, a, k) => self.num_leaf(a).map(|x| (op, (x, *k))),
+            Expr::BinS(op, _, a, b) => self.opnd_num(*a).zip(self.opnd_num(*b)).map(|p| (op, p)),
+            Expr::BinK(op, _, a, k) => self.num_leaf(a).map(|x| (op, (x, *k))),
             _ => None,
         };
         if let Some((op, (x, y))) = operands {
@@ -1178,7 +1218,7 @@ impl<'p> Interp<'p> {
     #[inline(always)]
     fn num_fast(&self, e: &Expr) -> Option<f64> {
         match e {
-            Expr::BinK(op, a, k) => arith(*op, self.num_leaf(a)?, *k),
+            Expr::BinK(op, _, a, k) => arith(*op, self.num_leaf(a)?, *k),
             _ => self.num_leaf(e),
         }
     }
@@ -1187,15 +1227,15 @@ impl<'p> Interp<'p> {
     fn num_leaf(&self, e: &Expr) -> Option<f64> {
         match e {
             Expr::Const(Value::Num(n)) => Some(*n),
-            Expr::Local(i) => match &self.stack[self.base + *i as usize] {
+            Expr::Local(i, _) => match &self.stack[self.base + *i as usize] {
                 Value::Num(n) => Some(*n),
                 _ => None,
             },
-            Expr::Global(i) => match &self.globals[*i as usize] {
+            Expr::Global(i, _) => match &self.globals[*i as usize] {
                 Value::Num(n) => Some(*n),
                 _ => None,
             },
-            Expr::BinS(op, a, b) => arith(*op, self.opnd_num(*a)?, self.opnd_num(*b)?),
+            Expr::BinS(op, _, a, b) => arith(*op, self.opnd_num(*a)?, self.opnd_num(*b)?),
             _ => None,
         }
     }
@@ -1205,23 +1245,23 @@ impl<'p> Interp<'p> {
     fn eval_fast(&mut self, e: &'p Expr) -> R<Value> {
         match e {
             Expr::Const(v) => Ok(v.clone()),
-            Expr::Global(i) => {
+            Expr::Global(i, sp) => {
                 let v = &self.globals[*i as usize];
                 if let Value::Unset = v {
-                    return Err(self.unset(Slot::Global(*i)));
+                    return Err(self.unset_at(Slot::Global(*i), *sp));
                 }
                 Ok(v.clone())
             }
-            Expr::Local(i) => {
+            Expr::Local(i, sp) => {
                 let v = &self.stack[self.base + *i as usize];
                 if let Value::Unset = v {
-                    return Err(self.unset(Slot::Local(*i)));
+                    return Err(self.unset_at(Slot::Local(*i), *sp));
                 }
                 Ok(v.clone())
             }
-            Expr::BinS(op, a, b) => {
+            Expr::BinS(op, sp, a, b) => {
                 if let (Some(x), Some(y)) = (self.opnd_num(*a), self.opnd_num(*b)) {
-                    return self.num_op(*op, x, y);
+                    return self.num_op(*op, x, y).map_err(|f| spotted(f, *sp));
                 }
                 self.eval(e)
             }
@@ -1232,36 +1272,36 @@ impl<'p> Interp<'p> {
     pub fn eval(&mut self, e: &'p Expr) -> R<Value> {
         match e {
             Expr::Const(v) => Ok(v.clone()),
-            Expr::Local(i) => {
+            Expr::Local(i, sp) => {
                 let v = &self.stack[self.base + *i as usize];
                 if let Value::Unset = v {
-                    return Err(self.unset(Slot::Local(*i)));
+                    return Err(self.unset_at(Slot::Local(*i), *sp));
                 }
                 Ok(v.clone())
             }
-            Expr::Global(i) => {
+            Expr::Global(i, sp) => {
                 let v = &self.globals[*i as usize];
                 if let Value::Unset = v {
-                    return Err(self.unset(Slot::Global(*i)));
+                    return Err(self.unset_at(Slot::Global(*i), *sp));
                 }
                 Ok(v.clone())
             }
-            Expr::BinS(op, a, b) => {
+            Expr::BinS(op, sp, a, b) => {
                 if let (Some(x), Some(y)) = (self.opnd_num(*a), self.opnd_num(*b)) {
-                    return self.num_op(*op, x, y);
+                    return self.num_op(*op, x, y).map_err(|f| spotted(f, *sp));
                 }
                 let x = self.opnd_val(*a)?;
                 let y = self.opnd_val(*b)?;
-                self.binop(*op, x, y)
+                self.binop(*op, x, y).map_err(|f| spotted(f, *sp))
             }
-            Expr::BinK(op, a, k) => {
+            Expr::BinK(op, sp, a, k) => {
                 let x = self.eval_fast(a)?;
                 if let Value::Num(p) = x {
-                    return self.num_op(*op, p, *k);
+                    return self.num_op(*op, p, *k).map_err(|f| spotted(f, *sp));
                 }
-                self.binop(*op, x, Value::Num(*k))
+                self.binop(*op, x, Value::Num(*k)).map_err(|f| spotted(f, *sp))
             }
-            Expr::Bin(op, a, b) => {
+            Expr::Bin(op, sp, a, b) => {
                 let x = match self.num_fast(a) {
                     Some(n) => Value::Num(n),
                     None => self.eval_fast(a)?,
@@ -1271,12 +1311,12 @@ impl<'p> Interp<'p> {
                     None => self.eval_fast(b)?,
                 };
                 if let (Value::Num(p), Value::Num(q)) = (&x, &y) {
-                    return self.num_op(*op, *p, *q);
+                    return self.num_op(*op, *p, *q).map_err(|f| spotted(f, *sp));
                 }
-                self.binop(*op, x, y)
+                self.binop(*op, x, y).map_err(|f| spotted(f, *sp))
             }
             Expr::Call(f, args) => self.call(*f as usize, args),
-            Expr::Builtin(b, args) => self.call_builtin(b, args),
+            Expr::Builtin(b, args, sp) => self.call_builtin(b, args).map_err(|f| spotted(f, *sp)),
             Expr::And(a, b) => {
                 let x = self.eval(a)?;
                 if !x.truthy() {
@@ -1300,26 +1340,31 @@ impl<'p> Interp<'p> {
     #[inline(never)]
     fn eval_cold(&mut self, e: &'p Expr) -> R<Value> {
         match e {
-            Expr::BuiltinPlace(b, place, args) => self.call_builtin_place(b, place, args),
-            Expr::Neg(a) => match self.eval(a)? {
+            Expr::BuiltinPlace(sp, b, place, args) => {
+                self.call_builtin_place(b, place, args).map_err(|f| spotted(f, *sp))
+            }
+            Expr::Neg(a, sp) => match self.eval(a)? {
                 Value::Num(n) => Ok(Value::Num(-n)),
-                other => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
+                other => Err(spotted(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name())), *sp)),
             },
-            Expr::Index(a, i) => {
+            Expr::Index(a, i, sp) => {
                 let x = self.eval(a)?;
                 let k = self.eval(i)?;
-                self.index_value(&x, &k)
+                self.index_value(&x, &k).map_err(|f| spotted(f, *sp))
             }
-            Expr::Field(a, name) => {
+            Expr::Field(a, name, sp) => {
                 let x = self.eval(a)?;
                 match &x {
                     Value::Map(m) => match m.get(name) {
                         Some(v) => Ok(v.clone()),
-                        None => Err(self.missing_key(name)),
+                        None => Err(spotted(self.missing_key(name), *sp)),
                     },
-                    other => Err(self.err(
-                        ErrKind::Type,
-                        format!("cannot read field `{}` of a {}", String::from_utf8_lossy(name), other.type_name()),
+                    other => Err(spotted(
+                        self.err(
+                            ErrKind::Type,
+                            format!("cannot read field `{}` of a {}", String::from_utf8_lossy(name), other.type_name()),
+                        ),
+                        *sp,
                     )),
                 }
             }
@@ -1657,8 +1702,8 @@ impl<'p> Interp<'p> {
         for a in args {
             let direct = match a {
                 Expr::Const(v) => Some(v),
-                Expr::Local(i) => Some(&self.stack[self.base + *i as usize]),
-                Expr::Global(i) => Some(&self.globals[*i as usize]),
+                Expr::Local(i, _) => Some(&self.stack[self.base + *i as usize]),
+                Expr::Global(i, _) => Some(&self.globals[*i as usize]),
                 _ => None,
             };
             match direct {
@@ -1749,6 +1794,18 @@ fn arith(op: BinOp, x: f64, y: f64) -> Option<f64> {
 /// The position of a failure not located yet.
 pub const NO_POS: Pos = u32::MAX;
 
+/// Give a runtime error the spot `sp` within its line unless it already has a position
+/// or a spot (the innermost node that raised it wins).
+#[cold]
+pub fn spotted(mut e: Fail, sp: crate::ast::Spot) -> Fail {
+    if let Unwind::Error(r) = &mut *e {
+        if r.pos == NO_POS && r.spot == 0 {
+            r.spot = sp;
+        }
+    }
+    e
+}
+
 /// Give a failure the position `pos` unless it already has one (the innermost line that
 /// was running when it was raised).
 #[cold]
@@ -1834,5 +1891,7 @@ mod size_tests {
             std::mem::size_of::<crate::ast::Stmt>(),
             std::mem::size_of::<crate::lexer::Tok>(),
         );
+        // The program's node must stay 40 bytes (WORKLOG.md, "Memory"): spots fit in padding.
+        assert!(std::mem::size_of::<super::Expr>() <= 40);
     }
 }

@@ -424,6 +424,8 @@ pub struct LexedLine {
 pub struct LexFailure {
     pub error: LexError,
     pub text: String,
+    /// Where in the line (bytes).
+    pub span: Range<usize>,
 }
 
 impl LexFailure {
@@ -458,13 +460,13 @@ pub fn lex_line(line: &str) -> Result<LexedLine, LexFailure> {
         match t {
             Ok(t) => {
                 if out.toks.len() == MAX_TOKENS_PER_LINE {
-                    return Err(LexFailure { error: LexError::TooManyTokens, text: String::new() });
+                    return Err(LexFailure { error: LexError::TooManyTokens, text: String::new(), span: lexer.span() });
                 }
                 out.toks.push(t);
                 out.spans.push(lexer.span());
             }
             Err(error) => {
-                return Err(LexFailure { error, text: lexer.slice().to_string() });
+                return Err(LexFailure { error, text: lexer.slice().to_string(), span: lexer.span() });
             }
         }
     }

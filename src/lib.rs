@@ -60,13 +60,32 @@ pub fn load_with(
 ) -> Result<Program, Vec<Diagnostic>> {
     let (loaded, mut errors) = source::Loader::with_area(area.clone()).load_main(name, text, path);
     ast::clear_names();
+    let map = loaded.map.clone();
     // Validate even after parse errors, so that one run reports as many as it can.
     if !errors.stop {
         if let Some(p) = resolve::resolve(loaded, &mut errors) {
             return Ok(p);
         }
     }
-    Err(errors.list.iter().map(|e| e.to_diag()).collect())
+    // Source order: within a file by line (errors of one line in the order found);
+    // files in the order their first error was found (an include's error before the
+    // errors it causes in the file that includes it).
+    let mut list = errors.list;
+    let mut files: Vec<Option<String>> = Vec::new();
+    for e in &list {
+        if !files.contains(&e.file) {
+            files.push(e.file.clone());
+        }
+    }
+    list.sort_by_key(|e| (files.iter().position(|f| *f == e.file).unwrap_or(0), e.line.unwrap_or(0)));
+    Err(list
+        .iter()
+        .map(|e| {
+            let mut d = e.to_diag();
+            map.complete(&mut d);
+            d
+        })
+        .collect())
 }
 
 /// How a run ended.
@@ -92,7 +111,7 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
         // already failed for another reason.
         if diag.is_none() && status == 0 {
             status = 1;
-            diag = Some(Diagnostic { class: Class::Runtime, kind: "io".into(), message: m, file: None, line: None });
+            diag = Some(Diagnostic::new(Class::Runtime, "io", m));
         }
     }
     let held = it.out.take_held();
@@ -102,15 +121,50 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
     Outcome { status, diag, stats: it.stats(), held }
 }
 
+/// The column of the first whole-word `word` in `line` (1-based, characters).
+fn word_column(line: &str, word: &str) -> Option<u32> {
+    let is_word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let b = line.as_bytes();
+    let mut from = 0;
+    while let Some(i) = line[from..].find(word).map(|i| i + from) {
+        let j = i + word.len();
+        if (i == 0 || !is_word(b[i - 1])) && (j == b.len() || !is_word(b[j])) {
+            return Some(diag::char_column(line, i));
+        }
+        from = i + 1;
+    }
+    None
+}
+
 /// The exit status and diagnostic of a run that stopped early.
 pub fn failure(prog: &Program, u: Unwind) -> (i32, Option<Diagnostic>) {
     let locate = |pos| prog.sources.locate(pos).map(|(f, l)| (f.to_string(), l));
-    let (status, class, kind, message, pos) = match u {
+    let (status, class, kind, message, pos, spot, help) = match u {
         Unwind::Exit(n) => return (n, None),
-        Unwind::Error(e) => (1, Class::Runtime, e.kind.name().to_string(), e.message, e.pos),
-        Unwind::Limit { kind, message, pos } => (4, Class::Limit, kind.name().to_string(), message, pos),
+        Unwind::Error(e) => (1, Class::Runtime, e.kind.name().to_string(), e.message, e.pos, e.spot, e.help),
+        Unwind::Limit { kind, message, pos } => (4, Class::Limit, kind.name().to_string(), message, pos, 0, None),
     };
     let at = locate(pos);
-    let file = at.as_ref().map(|a| a.0.clone());
-    (status, Some(Diagnostic { class, kind, message, file, line: at.map(|a| a.1) }))
+    let mut d = Diagnostic::new(class, kind, message);
+    d.file = at.as_ref().map(|a| a.0.clone());
+    d.line = at.map(|a| a.1);
+    if d.line.is_some() {
+        if let Some(c) = ast::spot_column(spot) {
+            d.detail.column = Some(c);
+            d.detail.width = ast::spot_width(spot);
+        }
+    }
+    d.detail.help.extend(help);
+    prog.sources.complete(&mut d);
+    // A variable read by an operator on two plain operands has no spot of its own: it
+    // stands where the name does (its first whole-word use on the line).
+    if d.detail.column.is_none() && d.kind == "name" {
+        if let (Some(t), Some(name)) = (&d.detail.source_line, d.message.split('`').nth(1)) {
+            if let Some(c) = word_column(t, name) {
+                d.detail.column = Some(c);
+                d.detail.width = name.len() as u32;
+            }
+        }
+    }
+    (status, Some(d))
 }

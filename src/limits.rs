@@ -15,6 +15,7 @@ pub enum LimitKind {
     Steps,
     Work,
     Time,
+    Sleep,
     Memory,
     CallDepth,
     SourceBytes,
@@ -55,6 +56,7 @@ impl LimitKind {
             Steps => "steps",
             Work => "work",
             Time => "time",
+            Sleep => "sleep",
             Memory => "memory",
             CallDepth => "call_depth",
             SourceBytes => "source_bytes",
@@ -142,6 +144,7 @@ pub enum L {
     SocketsLine,
     SocketsLookups,
     SocketsAddrs,
+    Sleep,
 }
 
 /// The unit of a limit's value: byte limits take K, M, G suffixes (KiB, MiB, GiB).
@@ -464,10 +467,19 @@ pub const LIMITS: &[LimitDef] = &[
         "name lookups per run (net.resolve, net.connect to a name)",
     ),
     row(L::SocketsAddrs, "sockets_addrs", Kd::Sockets, 8, 64, Unit::Requests, "addresses one net.connect tries"),
+    row(
+        L::Sleep,
+        "sleep",
+        Kd::Sleep,
+        60_000,
+        30 * 86_400 * 1000,
+        Unit::Ms,
+        "time all sleep() calls of a run may wait in total",
+    ),
 ];
 
 /// Number of movable limits.
-pub const N_LIMITS: usize = L::SocketsAddrs as usize + 1;
+pub const N_LIMITS: usize = L::Sleep as usize + 1;
 
 /// Limit kinds that have their own flags, and load-time kinds: named in usage errors.
 pub const OWN_FLAGS: &[(&str, &str)] =
@@ -680,6 +692,9 @@ pub const MIN_MAX_MEMORY: u64 = MIB as u64;
 pub const MAX_MAX_MEMORY: u64 = 64 * 1024 * MIB as u64;
 /// Largest `--max-time` in seconds (30 days): a deadline is a safety net, not a scheduler.
 pub const MAX_MAX_TIME_SECS: f64 = 30.0 * 86_400.0;
+/// Seconds `sleep` may wait in all over one run: a script that waits is still bounded
+/// without `--max-time` (a CGI request or a forgotten loop of sleeps ends).
+pub const MAX_SLEEP_SECS: f64 = 60.0; // the default of the `sleep` row (60,000 ms)
 /// Script arguments: count and total bytes, so `args()` is bounded like any value.
 pub const MAX_SCRIPT_ARGS: usize = 1024;
 pub const MAX_SCRIPT_ARG_BYTES: usize = MIB;

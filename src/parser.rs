@@ -13,7 +13,7 @@ use chumsky::prelude::*;
 use std::ops::Range;
 
 use crate::ast::*;
-use crate::diag::{LoadError, LoadErrors, LoadKind};
+use crate::diag::{char_column, char_width, LoadError, LoadErrors, LoadKind};
 use crate::lexer::{lex_line, LexError, LexedLine, Part, StrLit, Tok};
 use crate::limits::*;
 
@@ -47,14 +47,34 @@ enum Line {
     Call(SExpr),
 }
 
+/// Token spans and the line's text, for turning token positions into spots (columns
+/// and widths in characters) as nodes are built.
+#[derive(Clone, Copy)]
+struct Spots<'a> {
+    spans: &'a [Range<usize>],
+    text: &'a str,
+}
+
+impl Spots<'_> {
+    /// The spot of the tokens `r` (token indices).
+    fn of(&self, r: Range<usize>) -> Spot {
+        let last = r.end.saturating_sub(1).max(r.start);
+        match (self.spans.get(r.start), self.spans.get(last)) {
+            (Some(a), Some(b)) => spot(char_column(self.text, a.start), char_width(self.text, a.start..b.end)),
+            _ => 0,
+        }
+    }
+}
+
 // expr -> or-expression, by the precedence table of SPEC 3:
 //   or < and < not < comparisons (non-associative) < .. (right) < + - < * / %
 //   < unary - < ** (right) < call, index, field
-fn expr_parser<'a, I>() -> impl Parser<'a, I, Expr, Extra<'a>> + Clone
+fn expr_parser<'a, I>(sp: Spots<'a>) -> impl Parser<'a, I, Expr, Extra<'a>> + Clone
 where
     I: ValueInput<'a, Token = Tok, Span = SimpleSpan>,
 {
-    recursive(|expr| {
+    let at = move |s: SimpleSpan| sp.of(s.start..s.end);
+    recursive(move |expr| {
         let ident = select! { Tok::Ident(s) => s };
         let literal = select! {
             Tok::Num(n) => Expr::Num(n),
@@ -82,43 +102,59 @@ where
             .delimited_by(just(Tok::LBrace), just(Tok::RBrace))
             .map(Expr::Map);
         let paren = expr.clone().delimited_by(just(Tok::LParen), just(Tok::RParen)).map(|e| Expr::Paren(Box::new(e)));
-        let atom = choice((literal, ident.map(|s| Expr::Name(intern(s))), paren, list, map));
+        let name = ident.map_with(move |s, x| Expr::Name(intern(s), at(x.span())));
+        let atom = choice((literal, name, paren, list, map));
 
-        let args = items.delimited_by(just(Tok::LParen), just(Tok::RParen));
-        let index = expr.clone().delimited_by(just(Tok::LBracket), just(Tok::RBracket));
-        let field = just(Tok::Dot).ignore_then(ident).map(intern);
-        let mul_op = select! { Tok::Star => BinOp::Mul, Tok::Slash => BinOp::Div, Tok::Percent => BinOp::Mod };
-        let add_op = select! { Tok::Plus => BinOp::Add, Tok::Minus => BinOp::Sub };
+        let args = items.delimited_by(just(Tok::LParen), just(Tok::RParen)).map_with(|a, x| {
+            let s: SimpleSpan = x.span();
+            (a, s.start)
+        });
+        let index = expr.clone().delimited_by(just(Tok::LBracket), just(Tok::RBracket)).map_with(move |i, x| {
+            let s: SimpleSpan = x.span();
+            (i, sp.of(s.start..s.start + 1))
+        });
+        let field = just(Tok::Dot).ignore_then(ident.map_with(move |n, x| (intern(n), at(x.span()))));
+        let mul_op = select! { Tok::Star => BinOp::Mul, Tok::Slash => BinOp::Div, Tok::Percent => BinOp::Mod }
+            .map_with(move |o, x| (o, at(x.span())));
+        let add_op =
+            select! { Tok::Plus => BinOp::Add, Tok::Minus => BinOp::Sub }.map_with(move |o, x| (o, at(x.span())));
         let cmp_op = choice((
             select! {
                 Tok::Eq => BinOp::Eq, Tok::Ne => BinOp::Ne, Tok::Lt => BinOp::Lt, Tok::Le => BinOp::Le,
                 Tok::Gt => BinOp::Gt, Tok::Ge => BinOp::Ge, Tok::In => BinOp::In,
             },
             just(Tok::Not).then(just(Tok::In)).to(BinOp::NotIn),
-        ));
-        let bin = |op: BinOp, l: Expr, r: Expr| Expr::Binary(op, Box::new(l), Box::new(r));
+        ))
+        .map_with(move |o, x| (o, at(x.span())));
+        let tok_at = move |t: Tok| just(t).map_with(move |_, x| at(x.span()));
+        let bin = |op: BinOp, l: Expr, r: Expr, s: Spot| Expr::Binary(op, Box::new(l), Box::new(r), s);
         atom.pratt((
-            postfix(10, args, |f, a, _| Expr::Call(Box::new(f), a)),
-            postfix(10, index, |x, i, _| Expr::Index(Box::new(x), Box::new(i))),
-            postfix(10, field, |x, n, _| Expr::Field(Box::new(x), n)),
-            infix(right(9), just(Tok::Pow), move |l, _, r, _| bin(BinOp::Pow, l, r)),
-            prefix(8, just(Tok::Minus), |_, e, _| Expr::Unary(UnOp::Neg, Box::new(e))),
-            infix(left(7), mul_op, move |l, op, r, _| bin(op, l, r)),
-            infix(left(6), add_op, move |l, op, r, _| bin(op, l, r)),
-            infix(right(5), just(Tok::Concat), move |l, _, r, _| bin(BinOp::Concat, l, r)),
-            infix(none(4), cmp_op, move |l, op, r, _| bin(op, l, r)),
-            prefix(3, just(Tok::Not), |_, e, _| Expr::Unary(UnOp::Not, Box::new(e))),
+            postfix(10, args, move |f, (a, open): (Vec<Expr>, usize), x| {
+                let s: SimpleSpan = x.span();
+                let callee = sp.of(s.start..open.max(s.start + 1));
+                Expr::Call(Box::new(f), a, callee)
+            }),
+            postfix(10, index, |x, (i, s), _| Expr::Index(Box::new(x), Box::new(i), s)),
+            postfix(10, field, |x, (n, s), _| Expr::Field(Box::new(x), n, s)),
+            infix(right(9), tok_at(Tok::Pow), move |l, s, r, _| bin(BinOp::Pow, l, r, s)),
+            prefix(8, tok_at(Tok::Minus), |s, e, _| Expr::Unary(UnOp::Neg, Box::new(e), s)),
+            infix(left(7), mul_op, move |l, (op, s), r, _| bin(op, l, r, s)),
+            infix(left(6), add_op, move |l, (op, s), r, _| bin(op, l, r, s)),
+            infix(right(5), tok_at(Tok::Concat), move |l, s, r, _| bin(BinOp::Concat, l, r, s)),
+            infix(none(4), cmp_op, move |l, (op, s), r, _| bin(op, l, r, s)),
+            prefix(3, tok_at(Tok::Not), |s, e, _| Expr::Unary(UnOp::Not, Box::new(e), s)),
             infix(left(2), just(Tok::And), |l, _, r, _| Expr::And(Box::new(l), Box::new(r))),
             infix(left(1), just(Tok::Or), |l, _, r, _| Expr::Or(Box::new(l), Box::new(r))),
         ))
     })
 }
 
-fn line_parser<'a, I>() -> impl Parser<'a, I, Line, Extra<'a>> + Clone
+fn line_parser<'a, I>(sp: Spots<'a>) -> impl Parser<'a, I, Line, Extra<'a>> + Clone
 where
     I: ValueInput<'a, Token = Tok, Span = SimpleSpan>,
 {
-    let expr = expr_parser::<I>();
+    let at = move |s: SimpleSpan| sp.of(s.start..s.end);
+    let expr = expr_parser::<I>(sp);
     let sexpr = expr.clone().map_with(|e, x| {
         let sp: SimpleSpan = x.span();
         SExpr(e, sp.start..sp.end)
@@ -126,15 +162,18 @@ where
     let ident = select! { Tok::Ident(s) => s };
 
     // place -> NAME ( '[' expr ']' | '.' NAME )*
-    let place = ident.map(|s| Expr::Name(intern(s))).foldl(
+    let place = ident.map_with(move |s, x| Expr::Name(intern(s), at(x.span()))).foldl(
         choice((
-            expr.clone().delimited_by(just(Tok::LBracket), just(Tok::RBracket)).map(|i| (Some(i), None)),
-            just(Tok::Dot).ignore_then(ident).map(|n| (None, Some(intern(n)))),
+            expr.clone().delimited_by(just(Tok::LBracket), just(Tok::RBracket)).map_with(move |i, x| {
+                let s: SimpleSpan = x.span();
+                (Some(i), None, sp.of(s.start..s.start + 1))
+            }),
+            just(Tok::Dot).ignore_then(ident.map_with(move |n, x| (None, Some(intern(n)), at(x.span())))),
         ))
         .repeated(),
         |base, step| match step {
-            (Some(i), _) => Expr::Index(Box::new(base), Box::new(i)),
-            (_, Some(n)) => Expr::Field(Box::new(base), n),
+            (Some(i), _, s) => Expr::Index(Box::new(base), Box::new(i), s),
+            (_, Some(n), s) => Expr::Field(Box::new(base), n, s),
             _ => base,
         },
     );
@@ -209,6 +248,38 @@ fn fallback_line(first: Option<&Tok>) -> Option<Line> {
         Tok::Catch => Line::Catch("_".into()),
         _ => return None,
     })
+}
+
+/// `fallback_line`, and for a line that starts as an assignment (`NAME =`, `NAME +=`)
+/// or names its loop or catch variable, a line that binds that name: so that a line that
+/// does not parse does not also make every later read of its name an error.
+fn fallback_from(toks: &[Tok]) -> Option<Line> {
+    let dummy = || SExpr(Expr::Nil, 0..0);
+    let assign_op = |t: Option<&Tok>| match t {
+        Some(Tok::Assign) => Some(None),
+        Some(Tok::PlusAssign) => Some(Some(BinOp::Add)),
+        Some(Tok::MinusAssign) => Some(Some(BinOp::Sub)),
+        Some(Tok::StarAssign) => Some(Some(BinOp::Mul)),
+        Some(Tok::SlashAssign) => Some(Some(BinOp::Div)),
+        Some(Tok::PercentAssign) => Some(Some(BinOp::Mod)),
+        Some(Tok::ConcatAssign) => Some(Some(BinOp::Concat)),
+        _ => None,
+    };
+    match (toks.first(), toks.get(1)) {
+        (Some(Tok::Ident(n)), t) if assign_op(t).is_some() => {
+            let op = assign_op(t).flatten();
+            Some(Line::Assign(Expr::Name(intern(n.clone()), 0), op, dummy()))
+        }
+        (Some(Tok::For), Some(Tok::Ident(n))) => {
+            let second = match (toks.get(2), toks.get(3)) {
+                (Some(Tok::Comma), Some(Tok::Ident(m))) => Some(m.clone()),
+                _ => None,
+            };
+            Some(Line::ForIn(n.clone(), second, dummy()))
+        }
+        (Some(Tok::Catch), Some(Tok::Ident(n))) => Some(Line::Catch(n.clone())),
+        (first, _) => fallback_line(first),
+    }
 }
 
 fn syntax_message(e: &Rich<'_, Tok>) -> String {
@@ -495,7 +566,7 @@ impl FileParser<'_> {
 }
 
 /// Parse the expressions of interpolations (`InterpPart::Raw`) inside `e`.
-fn finish_interp(e: &mut Expr, depth_budget: usize) -> Result<(), (LoadKind, String)> {
+fn finish_interp(e: &mut Expr, depth_budget: usize, text: &str) -> Result<(), (LoadKind, String)> {
     let mut r = Ok(());
     visit_mut(e, &mut |x| {
         if r.is_err() {
@@ -503,8 +574,8 @@ fn finish_interp(e: &mut Expr, depth_budget: usize) -> Result<(), (LoadKind, Str
         }
         if let Expr::Interp(parts) = x {
             for p in parts.iter_mut() {
-                if let InterpPart::Raw(toks, _) = p {
-                    match parse_expr_tokens(toks, depth_budget) {
+                if let InterpPart::Raw(toks, spans) = p {
+                    match parse_expr_tokens(toks, spans, text, depth_budget) {
                         Ok(inner) => *p = InterpPart::Expr(inner),
                         Err(err) => {
                             r = Err(err);
@@ -521,14 +592,14 @@ fn finish_interp(e: &mut Expr, depth_budget: usize) -> Result<(), (LoadKind, Str
 fn visit_mut(e: &mut Expr, f: &mut impl FnMut(&mut Expr)) {
     f(e);
     match e {
-        Expr::Paren(a) | Expr::Unary(_, a) | Expr::Field(a, _) => visit_mut(a, f),
+        Expr::Paren(a) | Expr::Unary(_, a, _) | Expr::Field(a, ..) => visit_mut(a, f),
         Expr::List(items) => items.iter_mut().for_each(|x| visit_mut(x, f)),
         Expr::Map(items) => items.iter_mut().for_each(|(_, x)| visit_mut(x, f)),
-        Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Index(a, b) => {
+        Expr::Binary(_, a, b, _) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Index(a, b, _) => {
             visit_mut(a, f);
             visit_mut(b, f);
         }
-        Expr::Call(c, args) => {
+        Expr::Call(c, args, _) => {
             visit_mut(c, f);
             args.iter_mut().for_each(|x| visit_mut(x, f));
         }
@@ -558,19 +629,24 @@ fn depth_error() -> (LoadKind, String) {
 }
 
 /// Parse a bare expression from tokens (interpolations).
-fn parse_expr_tokens(toks: &[Tok], depth_budget: usize) -> Result<Expr, (LoadKind, String)> {
+fn parse_expr_tokens(
+    toks: &[Tok],
+    spans: &[Range<usize>],
+    text: &str,
+    depth_budget: usize,
+) -> Result<Expr, (LoadKind, String)> {
     if toks.is_empty() {
         return Err((LoadKind::Syntax, "empty interpolation `${}`".into()));
     }
     if bracket_depth(toks) > depth_budget {
         return Err(depth_error());
     }
-    let p = expr_parser::<&[Tok]>().then_ignore(end());
+    let p = expr_parser::<&[Tok]>(Spots { spans, text }).then_ignore(end());
     let mut e = p
         .parse(toks)
         .into_result()
         .map_err(|errs| (LoadKind::Syntax, errs.first().map(syntax_message).unwrap_or_default()))?;
-    finish_interp(&mut e, depth_budget.saturating_sub(1))?;
+    finish_interp(&mut e, depth_budget.saturating_sub(1), text)?;
     if e.depth() > depth_budget {
         return Err(depth_error());
     }
@@ -579,7 +655,7 @@ fn parse_expr_tokens(toks: &[Tok], depth_budget: usize) -> Result<Expr, (LoadKin
 
 /// Check an expression of a statement against the expression limits and parse its
 /// interpolations.
-fn check_expr(se: &mut SExpr, lexed: &LexedLine) -> Result<(), (LoadKind, String)> {
+fn check_expr(se: &mut SExpr, lexed: &LexedLine, text: &str) -> Result<(), (LoadKind, String)> {
     let range = se.1.clone();
     if !range.is_empty() {
         let n = range.len();
@@ -591,14 +667,14 @@ fn check_expr(se: &mut SExpr, lexed: &LexedLine) -> Result<(), (LoadKind, String
             ));
         }
     }
-    finish_interp(&mut se.0, MAX_EXPR_DEPTH - 1)?;
+    finish_interp(&mut se.0, MAX_EXPR_DEPTH - 1, text)?;
     if se.0.depth() > MAX_EXPR_DEPTH {
         return Err(depth_error());
     }
     Ok(())
 }
 
-fn check_line(line: &mut Line, lexed: &LexedLine) -> Result<(), (LoadKind, String)> {
+fn check_line(line: &mut Line, lexed: &LexedLine, text: &str) -> Result<(), (LoadKind, String)> {
     let mut exprs: Vec<&mut SExpr> = Vec::new();
     match line {
         Line::If(e) | Line::Elif(e) | Line::While(e) | Line::Throw(e) | Line::Call(e) => exprs.push(e),
@@ -613,7 +689,7 @@ fn check_line(line: &mut Line, lexed: &LexedLine) -> Result<(), (LoadKind, Strin
         Line::Return(Some(e)) => exprs.push(e),
         Line::Assign(target, _, v) => {
             let mut t = SExpr(std::mem::replace(target, Expr::Nil), 0..0);
-            let r = check_expr(&mut t, lexed);
+            let r = check_expr(&mut t, lexed, text);
             *target = t.0;
             r?;
             exprs.push(v);
@@ -621,7 +697,7 @@ fn check_line(line: &mut Line, lexed: &LexedLine) -> Result<(), (LoadKind, Strin
         _ => {}
     }
     for e in exprs {
-        check_expr(e, lexed)?;
+        check_expr(e, lexed, text)?;
     }
     Ok(())
 }
@@ -656,10 +732,11 @@ pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors
         let l = match lex_line(text) {
             Ok(l) => l,
             Err(f) => {
-                fp.err(lex_kind(&f.error), f.message(), line_no);
+                let le = LoadError::new(lex_kind(&f.error), f.message(), &fp.file, line_no as u32)
+                    .at(char_column(text, f.span.start), char_width(text, f.span.clone()));
+                fp.errors.push(lex_hints(le, &f, text));
                 // The line did not lex; keep the block structure if its keyword is clear.
-                let first = lex_first_token(text);
-                if let Some(fb) = fallback_line(first.as_ref()) {
+                if let Some(fb) = fallback_from(&lex_prefix(text)) {
                     fp.apply(line_no, fb);
                 }
                 continue;
@@ -678,21 +755,29 @@ pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors
         }
         // The parser borrows its input for its whole life, so it is made for each line:
         // that lets each line's tokens go as soon as the line is parsed.
-        let parsed = line_parser::<&[Tok]>().parse(&l.toks[..]).into_result();
+        let spots = Spots { spans: &l.spans, text };
+        let parsed = line_parser::<&[Tok]>(spots).parse(&l.toks[..]).into_result();
         match parsed {
-            Ok(mut line) => match check_line(&mut line, &l) {
+            Ok(mut line) => match check_line(&mut line, &l, text) {
                 Ok(()) => fp.apply(line_no, line),
                 Err((k, m)) => {
                     fp.err(k, m, line_no);
-                    if let Some(fb) = fallback_line(l.toks.first()) {
+                    if let Some(fb) = fallback_from(&l.toks) {
                         fp.apply(line_no, fb);
                     }
                 }
             },
             Err(errs) => {
                 let msg = errs.first().map(syntax_message).unwrap_or_else(|| "syntax error".into());
-                fp.err(LoadKind::Syntax, msg, line_no);
-                if let Some(fb) = fallback_line(l.toks.first()) {
+                let at = errs.first().map_or(l.toks.len(), |e| e.span().start);
+                let le = LoadError::new(LoadKind::Syntax, msg, &fp.file, line_no as u32);
+                fp.errors.push(parse_hints(le, at, &l, text));
+                // `else if` keeps the structure an `elif` would.
+                let fb = match (l.toks.first(), l.toks.get(1)) {
+                    (Some(Tok::Else), Some(Tok::If)) => fallback_line(Some(&Tok::Elif)),
+                    _ => fallback_from(&l.toks),
+                };
+                if let Some(fb) = fb {
                     fp.apply(line_no, fb);
                 }
             }
@@ -701,9 +786,208 @@ pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors
     fp.finish()
 }
 
-fn lex_first_token(line: &str) -> Option<Tok> {
+/// The spot of token `i` of a lexed line (past the last token: just after it).
+fn tok_at(l: &LexedLine, text: &str, i: usize) -> (u32, u32) {
+    match l.spans.get(i) {
+        Some(r) => (char_column(text, r.start), char_width(text, r.clone())),
+        None => (l.spans.last().map_or(1, |r| char_column(text, r.end)), 1),
+    }
+}
+
+/// Where a line uses `//` or `--` as if it began a comment: the byte offset of the
+/// first such pair outside a string literal.
+fn comment_marker(text: &str) -> Option<(usize, &'static str)> {
+    let b = text.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) => {
+                if c == b'\\' && q == b'"' {
+                    i += 1;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                b'"' | b'\'' => quote = Some(c),
+                b'#' => return None,
+                b'/' if b.get(i + 1) == Some(&b'/') => return Some((i, "//")),
+                b'-' if b.get(i + 1) == Some(&b'-') => return Some((i, "--")),
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    None
+}
+
+const COMMENT_HELP: &str = "comments start with `#` in Leash";
+
+/// Help for a line that does not lex: operators from other languages, comments.
+fn lex_hints(mut le: LoadError, f: &crate::lexer::LexFailure, text: &str) -> LoadError {
+    if let Some((at, m)) = comment_marker(text) {
+        if at <= f.span.start {
+            le.message = format!("`{m}` does not start a comment");
+            return le.at(char_column(text, at), 2).help(format!("{COMMENT_HELP}: write `#` instead of `{m}`"));
+        }
+    }
+    if f.error != LexError::Unexpected {
+        return le;
+    }
+    let rest = &text[f.span.start.min(text.len())..];
+    let (word, help) = if rest.starts_with("&&") {
+        ("&&", "use `and` for `&&`")
+    } else if rest.starts_with("||") {
+        ("||", "use `or` for `||`")
+    } else if rest.starts_with('!') {
+        ("!", "use `not` for `!` (`not x`); `!=` is the only operator with `!`")
+    } else if rest.starts_with('&') {
+        ("&", "use `and` for a logical and; Leash has no bitwise operators")
+    } else if rest.starts_with('|') {
+        ("|", "use `or` for a logical or; Leash has no bitwise operators")
+    } else if rest.starts_with(';') {
+        (";", "one statement per line: remove the `;`")
+    } else if rest.chars().next().is_some_and(|c| c.is_alphabetic() && !c.is_ascii()) {
+        let c = rest.chars().next().unwrap_or('?');
+        let w = c.len_utf8();
+        return le
+            .at(char_column(text, f.span.start), 1)
+            .help(format!("names are ASCII letters, digits and `_`; `{}` can stand only in a string", &rest[..w]));
+    } else {
+        return le;
+    };
+    le.at(char_column(text, f.span.start), word.chars().count() as u32).help(help)
+}
+
+/// Brackets of a line: the first one that is unmatched (an opener never closed, a closer
+/// without an opener, or a closer of the wrong kind): its token index, the message, and
+/// for a wrong closer the index of the opener it meets.
+fn bracket_problem(toks: &[Tok]) -> Option<(usize, String, Option<usize>)> {
+    let mut stack: Vec<(usize, &Tok)> = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            Tok::LParen | Tok::LBracket | Tok::LBrace => stack.push((i, t)),
+            Tok::RParen | Tok::RBracket | Tok::RBrace => match stack.pop() {
+                Some((_, o)) if close_of(o) == t.text() => {}
+                Some((j, o)) => {
+                    return Some((i, format!("`{}` does not close the `{}` before it", t.text(), o.text()), Some(j)))
+                }
+                None => return Some((i, format!("`{}` without an opening `{}`", t.text(), opener_of(t)), None)),
+            },
+            _ => {}
+        }
+    }
+    stack.first().map(|&(i, o)| (i, format!("`{}` is never closed", o.text()), None))
+}
+
+fn close_of(t: &Tok) -> &'static str {
+    match t {
+        Tok::LParen => ")",
+        Tok::LBracket => "]",
+        _ => "}",
+    }
+}
+
+fn opener_of(t: &Tok) -> &'static str {
+    match t {
+        Tok::RParen => "(",
+        Tok::RBracket => "[",
+        _ => "{",
+    }
+}
+
+/// The spot and help of a line that lexes but does not parse, for the mistakes people
+/// bring from other languages (SPEC 7): `then`, `else if`, `===`, `//` comments,
+/// unbalanced brackets (pointing at the opener).
+fn parse_hints(le: LoadError, at: usize, l: &LexedLine, text: &str) -> LoadError {
+    let toks = &l.toks;
+    let ident = |i: usize| match toks.get(i) {
+        Some(Tok::Ident(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let adjacent = |i: usize| l.spans.get(i).zip(l.spans.get(i + 1)).is_some_and(|(a, b)| a.end == b.start);
+    let point = |le: LoadError, i: usize, n: usize| {
+        let (c, _) = tok_at(l, text, i);
+        let end = l.spans.get(i + n - 1).map_or(text.len(), |r| r.end);
+        let w = l.spans.get(i).map_or(1, |r| char_width(text, r.start..end));
+        le.at(c, w)
+    };
+    // A keyword that needs no terminator, as other languages write it.
+    let opens_cond = matches!(toks.first(), Some(Tok::If | Tok::Elif | Tok::While));
+    if let Some(i) = (0..toks.len()).find(|&i| ident(i) == Some("then")).filter(|_| opens_cond) {
+        let mut le = point(le, i, 1);
+        le.message = "unexpected `then`".into();
+        return le.help(format!(
+            "Leash has no `then`: the condition of `{}` ends with its line; remove `then`",
+            toks[0].text()
+        ));
+    }
+    if matches!(toks.first(), Some(Tok::Else)) && matches!(toks.get(1), Some(Tok::If)) {
+        let mut le = point(le, 0, 2);
+        le.message = "`else if` is not Leash".into();
+        return le.help("write `elif` for `else if`");
+    }
+    if matches!(ident(0), Some("elsif" | "elseif" | "else_if")) {
+        return point(le, 0, 1).help("write `elif`");
+    }
+    if let Some((b, m)) = comment_marker(text) {
+        let (c, _) = (char_column(text, b), 0);
+        let mut le = le.at(c, 2);
+        le.message = format!("`{m}` does not start a comment");
+        return le.help(format!("{COMMENT_HELP}: write `#` instead of `{m}`"));
+    }
+    for i in 0..toks.len() {
+        match (&toks[i], toks.get(i + 1)) {
+            (Tok::Eq, Some(Tok::Assign)) if adjacent(i) => {
+                let mut le = point(le, i, 2);
+                le.message = "`===` is not an operator".into();
+                return le.help("use `==`: values of different types are never equal, so no `===` is needed");
+            }
+            (Tok::Ne, Some(Tok::Assign)) if adjacent(i) => {
+                let mut le = point(le, i, 2);
+                le.message = "`!==` is not an operator".into();
+                return le.help("use `!=`: values of different types are never equal");
+            }
+            _ => {}
+        }
+    }
+    if let Some((i, msg, opener)) = bracket_problem(toks) {
+        let t = &toks[i];
+        let mut le = point(le, i, 1);
+        le.message = msg;
+        let help = match (t, opener) {
+            (Tok::LParen | Tok::LBracket | Tok::LBrace, _) => {
+                format!("close it with `{}`: a statement ends with its line", close_of(t))
+            }
+            (_, Some(j)) => {
+                let (c, _) = tok_at(l, text, j);
+                format!("the `{}` at column {c} is closed by `{}`", toks[j].text(), close_of(&toks[j]))
+            }
+            _ => format!("remove it, or add the `{}` it closes", opener_of(t)),
+        };
+        return le.help(help);
+    }
+    if matches!(toks.first(), Some(Tok::If | Tok::Elif | Tok::Else | Tok::While | Tok::For | Tok::Fn | Tok::Try))
+        && matches!(toks.last(), Some(Tok::Colon))
+        && at + 1 >= toks.len()
+    {
+        return point(le, toks.len() - 1, 1).help("a block needs no `:`: its line opens it and `end` closes it");
+    }
+    if matches!(toks.first(), Some(Tok::While | Tok::For)) {
+        if let Some(i) = (0..toks.len()).find(|&i| ident(i) == Some("do")) {
+            return point(le, i, 1).help("Leash has no `do`: the loop header ends with its line; remove `do`");
+        }
+    }
+    let (c, w) = tok_at(l, text, at);
+    le.at(c, w)
+}
+
+/// The first few tokens of a line that does not lex (up to the first failure).
+fn lex_prefix(line: &str) -> Vec<Tok> {
     use logos::Logos;
-    Tok::lexer(line).next().and_then(|r| r.ok())
+    Tok::lexer(line).take(4).map_while(|r| r.ok()).collect()
 }
 
 #[cfg(test)]
@@ -729,16 +1013,18 @@ mod tests {
     fn show(e: &Expr) -> String {
         match e {
             Expr::Num(n) => format!("{n}"),
-            Expr::Name(n) => n.to_string(),
+            Expr::Name(n, _) => n.to_string(),
             Expr::Paren(e) => show(e),
-            Expr::Unary(UnOp::Neg, e) => format!("(-{})", show(e)),
-            Expr::Unary(UnOp::Not, e) => format!("(not {})", show(e)),
-            Expr::Binary(op, a, b) => format!("({} {} {})", show(a), op.symbol(), show(b)),
+            Expr::Unary(UnOp::Neg, e, _) => format!("(-{})", show(e)),
+            Expr::Unary(UnOp::Not, e, _) => format!("(not {})", show(e)),
+            Expr::Binary(op, a, b, _) => format!("({} {} {})", show(a), op.symbol(), show(b)),
             Expr::And(a, b) => format!("({} and {})", show(a), show(b)),
             Expr::Or(a, b) => format!("({} or {})", show(a), show(b)),
-            Expr::Call(f, args) => format!("{}({})", show(f), args.iter().map(show).collect::<Vec<_>>().join(", ")),
-            Expr::Field(a, n) => format!("{}.{}", show(a), n),
-            Expr::Index(a, i) => format!("{}[{}]", show(a), show(i)),
+            Expr::Call(f, args, _) => {
+                format!("{}({})", show(f), args.iter().map(show).collect::<Vec<_>>().join(", "))
+            }
+            Expr::Field(a, n, _) => format!("{}.{}", show(a), n),
+            Expr::Index(a, i, _) => format!("{}[{}]", show(a), show(i)),
             other => format!("{other:?}"),
         }
     }

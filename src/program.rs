@@ -2,7 +2,7 @@
 //! function indices or builtin entries, constants folded. Built by `resolve.rs`; nothing
 //! here is looked up by name while running.
 
-use crate::ast::{BinOp, Pos};
+use crate::ast::{BinOp, Pos, Spot};
 use crate::builtins::Builtin;
 use crate::source::SourceMap;
 use crate::value::{Bytes, Value};
@@ -43,30 +43,34 @@ pub enum IPart {
 /// match on an expression would pay three more instructions to decode it.
 #[derive(Debug, Clone)]
 #[repr(u8)]
+///
+/// Nodes that can fail carry the `Spot` (column and width) of their operator, index,
+/// name or callee, for the diagnostic; it is read only on the error path. In
+/// `BuiltinPlace` it comes first, so that the node stays within 40 bytes.
 pub enum Expr {
     Const(Value),
-    Local(u32),
-    Global(u32),
+    Local(u32, Spot),
+    Global(u32, Spot),
     List(Box<[Expr]>),
     Map(Box<[(Bytes, Expr)]>),
     Interp(Box<[IPart]>),
-    Neg(Box<Expr>),
+    Neg(Box<Expr>, Spot),
     Not(Box<Expr>),
-    Bin(BinOp, Box<Expr>, Box<Expr>),
+    Bin(BinOp, Spot, Box<Expr>, Box<Expr>),
     /// An arithmetic or comparison operator on two simple operands (`n < 2`, `i * i`).
-    BinS(BinOp, Opnd, Opnd),
+    BinS(BinOp, Spot, Opnd, Opnd),
     /// An arithmetic or comparison operator with a constant number on the right.
-    BinK(BinOp, Box<Expr>, f64),
+    BinK(BinOp, Spot, Box<Expr>, f64),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
-    Index(Box<Expr>, Box<Expr>),
-    Field(Box<Expr>, Bytes),
+    Index(Box<Expr>, Box<Expr>, Spot),
+    Field(Box<Expr>, Bytes, Spot),
     /// A call of user function `.0`.
     Call(u32, Box<[Expr]>),
     /// A call of a builtin.
-    Builtin(&'static Builtin, Box<[Expr]>),
+    Builtin(&'static Builtin, Box<[Expr]>, Spot),
     /// A call of a builtin whose first argument is a place it changes in place.
-    BuiltinPlace(&'static Builtin, Box<Place>, Box<[Expr]>),
+    BuiltinPlace(Spot, &'static Builtin, Box<Place>, Box<[Expr]>),
 }
 
 pub type Block = Box<[Stmt]>;

@@ -13,7 +13,9 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use crate::ast::{BinOp, Expr as AExpr, FnDef, InterpPart, Pos, Stmt as AStmt, StmtKind as AKind, UnOp};
+use crate::ast::{
+    spot_column, spot_width, BinOp, Expr as AExpr, FnDef, InterpPart, Pos, Spot, Stmt as AStmt, StmtKind as AKind, UnOp,
+};
 use crate::builtins::{self, Builtin, Cap, VARIADIC};
 use crate::diag::{LoadError, LoadErrors, LoadKind};
 use crate::limits::*;
@@ -24,6 +26,31 @@ use crate::value::{bytes, LStr, Value};
 struct FnCtx {
     locals: HashMap<String, u32>,
     module: Option<String>,
+}
+
+/// Is `a` one edit (insert, delete, replace, or swap of neighbours) from `b`?
+fn one_edit(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a == b || a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (ra, rb) = (&a[p..], &b[p..]);
+    if ra.len() == rb.len() {
+        ra[1..] == rb[1..] || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
+    } else if ra.len() > rb.len() {
+        ra[1..] == *rb
+    } else {
+        rb[1..] == *ra
+    }
+}
+
+/// The known name one edit from `name`, if there is exactly one best (the first found).
+fn near<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut found: Vec<&str> = known.into_iter().filter(|k| one_edit(name, k)).collect();
+    found.sort_unstable();
+    found.dedup();
+    found.first().map(|s| s.to_string())
 }
 
 struct Resolver<'a> {
@@ -38,19 +65,66 @@ struct Resolver<'a> {
     caps: Caps,
     ctx: Option<FnCtx>,
     pos: Pos,
+    /// Names assigned somewhere as globals: in main (assignment, `for`, `catch`), or in a
+    /// function that declares them `global` (SPEC 7: a read of any other name that is not
+    /// a local is a load error).
+    assigned: HashSet<String>,
 }
 
 impl Resolver<'_> {
     fn err(&mut self, kind: LoadKind, msg: impl Into<String>) {
-        self.err_at(self.pos, kind, msg);
+        self.err_full(0, kind, msg, None);
     }
 
-    fn err_at(&mut self, pos: Pos, kind: LoadKind, msg: impl Into<String>) {
-        let (file, line) = match self.map.locate(pos) {
+    /// A load error at `spot` of the current line, with an optional help line.
+    fn err_full(&mut self, spot: Spot, kind: LoadKind, msg: impl Into<String>, help: Option<String>) {
+        let (file, line) = match self.map.locate(self.pos) {
             Some((f, l)) => (Some(f.to_string()), Some(l)),
             None => (None, None),
         };
-        self.errors.push(LoadError { kind, message: msg.into(), file, line });
+        let mut e = LoadError { kind, message: msg.into(), file, line, detail: Default::default() };
+        if let Some(c) = spot_column(spot) {
+            e = e.at(c, spot_width(spot));
+        }
+        if let Some(h) = help {
+            e = e.help(h);
+        }
+        self.errors.push(e);
+    }
+
+    /// A reserved name used as a variable: say which namespace, suggest another name.
+    fn reserved_err(&mut self, spot: Spot, name: &str, msg: String) {
+        let what = if self.modules.contains(name) {
+            format!("`{name}` is the imported module `{name}`")
+        } else {
+            let fns: Vec<&str> = builtins::all()
+                .filter_map(|b| b.name.strip_prefix(name).and_then(|r| r.strip_prefix('.')).map(|_| b.name))
+                .take(3)
+                .collect();
+            format!(
+                "`{name}` is the builtin namespace of {}",
+                fns.join(", ") + if fns.len() == 3 { ", ..." } else { "" }
+            )
+        };
+        self.err_full(spot, LoadKind::Name, msg, Some(format!("{what}; choose another name, such as `{name}_value`")));
+    }
+
+    /// A read of `name`, which resolved to `slot`: a global must be assigned somewhere.
+    fn check_read(&mut self, name: &str, slot: Slot, spot: Spot) {
+        if matches!(slot, Slot::Local(_)) || self.assigned.contains(name) {
+            return;
+        }
+        let mut known: Vec<&str> = self.assigned.iter().map(String::as_str).collect();
+        if let Some(ctx) = &self.ctx {
+            known.extend(ctx.locals.keys().map(String::as_str));
+        }
+        let help = near(name, known).map(|n| format!("did you mean `{n}`?"));
+        let msg = if self.ctx.is_some() {
+            format!("variable `{name}` is never assigned: not in this function, and not as a global")
+        } else {
+            format!("variable `{name}` is never assigned")
+        };
+        self.err_full(spot, LoadKind::Name, msg, help);
     }
 
     fn global_slot(&mut self, name: &str) -> u32 {
@@ -68,8 +142,12 @@ impl Resolver<'_> {
 
     /// A name that is written (assigned, bound by for/catch, or a place root).
     fn write_slot(&mut self, name: &str) -> Slot {
+        self.write_slot_at(name, 0)
+    }
+
+    fn write_slot_at(&mut self, name: &str, spot: Spot) -> Slot {
         if self.reserved.contains(name) {
-            self.err(LoadKind::Name, format!("`{name}` is reserved and cannot be assigned"));
+            self.reserved_err(spot, name, format!("`{name}` is reserved and cannot be assigned"));
         }
         self.read_slot(name)
     }
@@ -93,14 +171,16 @@ impl Resolver<'_> {
             AExpr::Str(s) => Expr::Const(Value::Str(Rc::new(LStr::from(s.as_slice())))),
             AExpr::Nil => Expr::Const(Value::Nil),
             AExpr::Bool(b) => Expr::Const(Value::Bool(*b)),
-            AExpr::Name(n) => {
+            AExpr::Name(n, sp) => {
                 if self.reserved.contains(&**n) {
-                    self.err(LoadKind::Name, format!("`{n}` is a namespace, not a value"));
+                    self.reserved_err(*sp, n, format!("`{n}` is a namespace, not a value"));
                     return Expr::Const(Value::Nil);
                 }
-                match self.read_slot(n) {
-                    Slot::Local(i) => Expr::Local(i),
-                    Slot::Global(i) => Expr::Global(i),
+                let slot = self.read_slot(n);
+                self.check_read(n, slot, *sp);
+                match slot {
+                    Slot::Local(i) => Expr::Local(i, *sp),
+                    Slot::Global(i) => Expr::Global(i, *sp),
                 }
             }
             AExpr::Paren(e) => self.expr(e),
@@ -116,33 +196,40 @@ impl Resolver<'_> {
             ),
             AExpr::List(items) => Expr::List(items.iter().map(|x| self.expr(x)).collect()),
             AExpr::Map(items) => Expr::Map(items.iter().map(|(k, x)| (bytes(k), self.expr(x))).collect()),
-            AExpr::Unary(UnOp::Neg, x) => match self.expr(x) {
+            AExpr::Unary(UnOp::Neg, x, sp) => match self.expr(x) {
                 Expr::Const(Value::Num(n)) => Expr::Const(Value::Num(-n)),
-                other => Expr::Neg(Box::new(other)),
+                other => Expr::Neg(Box::new(other), *sp),
             },
-            AExpr::Unary(UnOp::Not, x) => Expr::Not(Box::new(self.expr(x))),
-            AExpr::Binary(op, a, b) => specialize(*op, self.expr(a), self.expr(b)),
+            AExpr::Unary(UnOp::Not, x, _) => Expr::Not(Box::new(self.expr(x))),
+            AExpr::Binary(op, a, b, sp) => specialize(*op, self.expr(a), self.expr(b), *sp),
             AExpr::And(a, b) => Expr::And(Box::new(self.expr(a)), Box::new(self.expr(b))),
             AExpr::Or(a, b) => Expr::Or(Box::new(self.expr(a)), Box::new(self.expr(b))),
-            AExpr::Index(a, i) => Expr::Index(Box::new(self.expr(a)), Box::new(self.expr(i))),
-            AExpr::Field(base, name) => {
-                if let AExpr::Name(ns) = &**base {
+            AExpr::Index(a, i, sp) => Expr::Index(Box::new(self.expr(a)), Box::new(self.expr(i)), *sp),
+            AExpr::Field(base, name, sp) => {
+                if let AExpr::Name(ns, _) = &**base {
                     if self.reserved.contains(&**ns) {
                         let full = format!("{ns}.{name}");
                         if let Some(v) = builtins::constant(&full) {
                             return Expr::Const(v);
                         }
+                        let at = e.callee_spot();
                         if builtins::lookup(&full).is_some() || self.fn_index.contains_key(&full) {
-                            self.err(LoadKind::Syntax, format!("`{full}` is a function: call it with (...)"));
+                            self.err_full(
+                                at,
+                                LoadKind::Syntax,
+                                format!("`{full}` is a function: call it with (...)"),
+                                None,
+                            );
                         } else {
-                            self.err(LoadKind::Name, format!("unknown name `{full}`"));
+                            let help = self.near_function(&full).map(|n| format!("did you mean `{n}`?"));
+                            self.err_full(at, LoadKind::Name, format!("unknown name `{full}`"), help);
                         }
                         return Expr::Const(Value::Nil);
                     }
                 }
-                Expr::Field(Box::new(self.expr(base)), bytes(name.as_bytes()))
+                Expr::Field(Box::new(self.expr(base)), bytes(name.as_bytes()), *sp)
             }
-            AExpr::Call(callee, args) => self.call(callee, args),
+            AExpr::Call(callee, args, sp) => self.call(callee, args, *sp),
         }
     }
 
@@ -166,13 +253,20 @@ impl Resolver<'_> {
         builtins::lookup(name).or_else(|| builtins::lookup_module_only(name)).map(Err)
     }
 
-    fn call(&mut self, callee: &AExpr, args: &[AExpr]) -> Expr {
+    /// A known function (user or builtin) one edit from `name`.
+    fn near_function(&self, name: &str) -> Option<String> {
+        let user = self.fn_index.keys().map(String::as_str);
+        near(name, user.chain(builtins::all().map(|b| b.name)))
+    }
+
+    fn call(&mut self, callee: &AExpr, args: &[AExpr], sp: Spot) -> Expr {
         let Some(name) = callee.callee_name() else {
-            self.err(LoadKind::Syntax, "only a named function can be called");
+            self.err_full(sp, LoadKind::Syntax, "only a named function can be called", None);
             return Expr::Const(Value::Nil);
         };
         let Some(target) = self.lookup_call(&name) else {
-            self.err(LoadKind::Name, format!("unknown function `{name}`"));
+            let help = self.near_function(&name).map(|n| format!("did you mean `{n}`?"));
+            self.err_full(sp, LoadKind::Name, format!("unknown function `{name}`"), help);
             return Expr::Const(Value::Nil);
         };
         match target {
@@ -180,14 +274,19 @@ impl Resolver<'_> {
                 let n = self.fn_params[fi];
                 if args.len() != n {
                     let s = if n == 1 { "" } else { "s" };
-                    self.err(LoadKind::Arity, format!("`{name}` takes {n} argument{s}, got {}", args.len()));
+                    self.err_full(
+                        sp,
+                        LoadKind::Arity,
+                        format!("`{name}` takes {n} argument{s}, got {}", args.len()),
+                        None,
+                    );
                 }
                 Expr::Call(fi as u32, args.iter().map(|a| self.expr(a)).collect())
             }
             Err(b) => {
                 let n = args.len();
                 if n < b.min as usize || (b.max != VARIADIC && n > b.max as usize) {
-                    self.err(LoadKind::Arity, format!("`{name}` takes {}, got {n}", b.arity_text()));
+                    self.err_full(sp, LoadKind::Arity, format!("`{name}` takes {}, got {n}", b.arity_text()), None);
                 }
                 match b.cap {
                     Some(Cap::Files) => self.caps.files = true,
@@ -203,36 +302,49 @@ impl Resolver<'_> {
                     let Some((first, rest)) = args.split_first() else {
                         return Expr::Const(Value::Nil);
                     };
-                    let Some(place) = self.place(first) else {
-                        self.err(
+                    let Some(place) = self.place(first, true) else {
+                        self.err_full(
+                            sp,
                             LoadKind::Syntax,
                             format!("`{name}` changes its first argument in place: it must be a variable or an element of one"),
+                            None,
                         );
                         return Expr::Const(Value::Nil);
                     };
-                    return Expr::BuiltinPlace(b, Box::new(place), rest.iter().map(|a| self.expr(a)).collect());
+                    return Expr::BuiltinPlace(sp, b, Box::new(place), rest.iter().map(|a| self.expr(a)).collect());
                 }
-                Expr::Builtin(b, args.iter().map(|a| self.expr(a)).collect())
+                let mut vals: Vec<Expr> = args.iter().map(|a| self.expr(a)).collect();
+                if b.name == "is_main" {
+                    // Whether this call stands in the entry script (the first file loaded).
+                    let here = self.map.locate(self.pos).map(|(f, _)| f);
+                    let entry = self.map.files.first().map(|f| f.name.as_str());
+                    vals.push(Expr::Const(Value::Bool(here.is_some() && here == entry)));
+                }
+                Expr::Builtin(b, vals.into_boxed_slice(), sp)
             }
         }
     }
 
-    /// A place: a variable, then index and field steps. None if `e` is not one.
-    fn place(&mut self, e: &AExpr) -> Option<Place> {
+    /// A place: a variable, then index and field steps. None if `e` is not one. `reads`:
+    /// the place's variable is read too (an element change, an in-place builtin).
+    fn place(&mut self, e: &AExpr, reads: bool) -> Option<Place> {
         let mut path = Vec::new();
         let mut cur = e;
         loop {
             match cur {
-                AExpr::Name(n) => {
-                    let root = self.write_slot(n);
+                AExpr::Name(n, sp) => {
+                    let root = self.write_slot_at(n, *sp);
+                    if reads || !path.is_empty() {
+                        self.check_read(n, root, *sp);
+                    }
                     path.reverse();
                     return Some(Place { root, path });
                 }
-                AExpr::Index(base, i) => {
+                AExpr::Index(base, i, _) => {
                     path.push(self.expr(i));
                     cur = base;
                 }
-                AExpr::Field(base, f) => {
+                AExpr::Field(base, f, _) => {
                     path.push(Expr::Const(Value::Str(bytes(f.as_bytes()))));
                     cur = base;
                 }
@@ -270,7 +382,7 @@ impl Resolver<'_> {
         let kind = match s.kind {
             AKind::Assign { target, op, value } => {
                 let v = self.expr(&value);
-                let Some(place) = self.place(&target) else {
+                let Some(place) = self.place(&target, op.is_some()) else {
                     self.err(LoadKind::Syntax, "cannot assign to this expression");
                     return None;
                 };
@@ -335,7 +447,7 @@ impl Resolver<'_> {
             AKind::Global(names) => {
                 for n in &names {
                     if self.reserved.contains(n) {
-                        self.err(LoadKind::Name, format!("`{n}` is reserved and cannot be a variable"));
+                        self.reserved_err(0, n, format!("`{n}` is reserved and cannot be a variable"));
                     }
                 }
                 return None;
@@ -348,113 +460,121 @@ impl Resolver<'_> {
 }
 
 /// Pick the specialized form of a binary operator when its operands allow one.
-fn specialize(op: BinOp, a: Expr, b: Expr) -> Expr {
+fn specialize(op: BinOp, a: Expr, b: Expr, sp: Spot) -> Expr {
     use BinOp::*;
     let numeric = matches!(op, Add | Sub | Mul | Div | Mod | Pow | Eq | Ne | Lt | Le | Gt | Ge);
     let simple = |e: &Expr| match e {
-        Expr::Local(i) => Some(Opnd::Local(*i)),
-        Expr::Global(i) => Some(Opnd::Global(*i)),
+        Expr::Local(i, _) => Some(Opnd::Local(*i)),
+        Expr::Global(i, _) => Some(Opnd::Global(*i)),
         Expr::Const(Value::Num(n)) => Some(Opnd::Num(*n)),
         _ => None,
     };
     if numeric {
         if let (Some(x), Some(y)) = (simple(&a), simple(&b)) {
-            return Expr::BinS(op, x, y);
+            return Expr::BinS(op, sp, x, y);
         }
         if let Expr::Const(Value::Num(k)) = b {
-            return Expr::BinK(op, Box::new(a), k);
+            return Expr::BinK(op, sp, Box::new(a), k);
         }
     }
-    Expr::Bin(op, Box::new(a), Box::new(b))
+    Expr::Bin(op, sp, Box::new(a), Box::new(b))
 }
 
-/// Names a function's body binds: assignment roots, loop and catch variables, roots of
-/// place arguments of in-place builtins; and the names it declares `global`.
-fn collect_bindings(stmts: &[AStmt], bound: &mut Vec<String>, globals: &mut Vec<String>) {
-    fn root(e: &AExpr) -> Option<&str> {
+/// A name changed in place (an element assignment root, or the root of an in-place
+/// builtin's place argument), with where.
+type Change = (String, Pos, Spot);
+
+/// Names a body binds: `assigned` gets assignment roots (plain or compound) and loop and
+/// catch variables; `changed` the roots of element changes and in-place builtin calls;
+/// `globals` the names it declares `global`.
+fn collect_bindings(stmts: &[AStmt], assigned: &mut Vec<String>, changed: &mut Vec<Change>, globals: &mut Vec<String>) {
+    fn root(e: &AExpr) -> Option<(&str, Spot)> {
         match e {
-            AExpr::Name(n) => Some(n),
-            AExpr::Index(b, _) | AExpr::Field(b, _) => root(b),
+            AExpr::Name(n, s) => Some((n, *s)),
+            AExpr::Index(b, ..) | AExpr::Field(b, ..) => root(b),
             _ => None,
         }
     }
-    fn in_expr(e: &AExpr, bound: &mut Vec<String>) {
+    fn in_expr(e: &AExpr, pos: Pos, changed: &mut Vec<Change>) {
         match e {
-            AExpr::Call(callee, args) => {
+            AExpr::Call(callee, args, _) => {
                 if let Some(name) = callee.callee_name() {
                     if builtins::lookup(&name).is_some_and(|b| b.is_place()) {
-                        if let Some(r) = args.first().and_then(root) {
-                            bound.push(r.to_string());
+                        if let Some((r, s)) = args.first().and_then(root) {
+                            changed.push((r.to_string(), pos, s));
                         }
                     }
                 }
-                args.iter().for_each(|a| in_expr(a, bound));
+                args.iter().for_each(|a| in_expr(a, pos, changed));
             }
-            AExpr::Paren(a) | AExpr::Unary(_, a) | AExpr::Field(a, _) => in_expr(a, bound),
-            AExpr::Binary(_, a, b) | AExpr::And(a, b) | AExpr::Or(a, b) | AExpr::Index(a, b) => {
-                in_expr(a, bound);
-                in_expr(b, bound);
+            AExpr::Paren(a) | AExpr::Unary(_, a, _) | AExpr::Field(a, ..) => in_expr(a, pos, changed),
+            AExpr::Binary(_, a, b, _) | AExpr::And(a, b) | AExpr::Or(a, b) | AExpr::Index(a, b, _) => {
+                in_expr(a, pos, changed);
+                in_expr(b, pos, changed);
             }
-            AExpr::List(items) => items.iter().for_each(|a| in_expr(a, bound)),
-            AExpr::Map(items) => items.iter().for_each(|(_, a)| in_expr(a, bound)),
+            AExpr::List(items) => items.iter().for_each(|a| in_expr(a, pos, changed)),
+            AExpr::Map(items) => items.iter().for_each(|(_, a)| in_expr(a, pos, changed)),
             AExpr::Interp(parts) => parts.iter().for_each(|p| {
                 if let InterpPart::Expr(e) = p {
-                    in_expr(e, bound)
+                    in_expr(e, pos, changed)
                 }
             }),
             _ => {}
         }
     }
     for s in stmts {
+        let pos = s.pos;
         match &s.kind {
             AKind::Assign { target, value, .. } => {
-                in_expr(target, bound);
-                in_expr(value, bound);
-                if let Some(r) = root(target) {
-                    bound.push(r.to_string());
+                in_expr(target, pos, changed);
+                in_expr(value, pos, changed);
+                match (target, root(target)) {
+                    (AExpr::Name(n, _), _) => assigned.push(n.to_string()),
+                    (_, Some((r, sp))) => changed.push((r.to_string(), pos, sp)),
+                    _ => {}
                 }
             }
-            AKind::Call(e) | AKind::Throw(e) => in_expr(e, bound),
-            AKind::Return(Some(e)) => in_expr(e, bound),
+            AKind::Call(e) | AKind::Throw(e) => in_expr(e, pos, changed),
+            AKind::Return(Some(e)) => in_expr(e, pos, changed),
             AKind::If { arms, else_body } => {
                 for a in arms {
-                    in_expr(&a.cond, bound);
-                    collect_bindings(&a.body, bound, globals);
+                    in_expr(&a.cond, a.pos, changed);
+                    collect_bindings(&a.body, assigned, changed, globals);
                 }
                 if let Some(b) = else_body {
-                    collect_bindings(b, bound, globals);
+                    collect_bindings(b, assigned, changed, globals);
                 }
             }
             AKind::While { cond, body } => {
-                in_expr(cond, bound);
-                collect_bindings(body, bound, globals);
+                in_expr(cond, pos, changed);
+                collect_bindings(body, assigned, changed, globals);
             }
             AKind::ForRange(f) => {
                 let crate::ast::ForRange { var, start, end, step, body } = &**f;
-                bound.push(var.clone());
-                in_expr(start, bound);
-                in_expr(end, bound);
+                assigned.push(var.clone());
+                in_expr(start, pos, changed);
+                in_expr(end, pos, changed);
                 if let Some(s) = step {
-                    in_expr(s, bound);
+                    in_expr(s, pos, changed);
                 }
-                collect_bindings(body, bound, globals);
+                collect_bindings(body, assigned, changed, globals);
             }
             AKind::ForIn(f) => {
                 let crate::ast::ForIn { first, second, iter, body } = &**f;
-                bound.push(first.clone());
+                assigned.push(first.clone());
                 if let Some(s) = second {
-                    bound.push(s.clone());
+                    assigned.push(s.clone());
                 }
-                in_expr(iter, bound);
-                collect_bindings(body, bound, globals);
+                in_expr(iter, pos, changed);
+                collect_bindings(body, assigned, changed, globals);
             }
             AKind::Try { body, var, handler } => {
-                collect_bindings(body, bound, globals);
-                bound.push(var.clone());
-                collect_bindings(handler, bound, globals);
+                collect_bindings(body, assigned, changed, globals);
+                assigned.push(var.clone());
+                collect_bindings(handler, assigned, changed, globals);
             }
             AKind::Global(names) => globals.extend(names.iter().cloned()),
-            AKind::Include(b) => collect_bindings(b, bound, globals),
+            AKind::Include(b) => collect_bindings(b, assigned, changed, globals),
             _ => {}
         }
     }
@@ -482,7 +602,19 @@ pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
         caps: Caps::default(),
         ctx: None,
         pos: 0,
+        assigned: HashSet::new(),
     };
+    {
+        let (mut a, mut ch, mut gl) = (Vec::new(), Vec::new(), Vec::new());
+        collect_bindings(&main, &mut a, &mut ch, &mut gl);
+        r.assigned.extend(a);
+        for f in &fns {
+            let (mut a, mut ch, mut gl) = (Vec::new(), Vec::new(), Vec::new());
+            collect_bindings(&f.body, &mut a, &mut ch, &mut gl);
+            let gl: HashSet<String> = gl.into_iter().collect();
+            r.assigned.extend(a.into_iter().filter(|n| gl.contains(n)));
+        }
+    }
 
     // Functions: names, duplicates, limits.
     for (i, f) in fns.iter().enumerate() {
@@ -538,8 +670,9 @@ fn resolve_fn(r: &mut Resolver<'_>, f: FnDef) -> Function {
         names.push(p.clone());
     }
     let mut bound = Vec::new();
+    let mut changed = Vec::new();
     let mut declared = Vec::new();
-    collect_bindings(&f.body, &mut bound, &mut declared);
+    collect_bindings(&f.body, &mut bound, &mut changed, &mut declared);
     let declared: HashSet<String> = declared.into_iter().collect();
     for p in &f.params {
         if declared.contains(p) {
@@ -551,6 +684,24 @@ fn resolve_fn(r: &mut Resolver<'_>, f: FnDef) -> Function {
             names.push(n);
         }
     }
+    // SPEC 7: changing an element of a name the function never assigns, without
+    // `global`, changes nothing the caller sees: a load error that suggests `global`.
+    // The name is then a local, so that it is reported once.
+    for (n, pos, sp) in changed {
+        if declared.contains(&n) || !seen.insert(n.clone()) || r.reserved.contains(&n) {
+            continue;
+        }
+        r.pos = pos;
+        let short = f.name.rsplit('.').next().unwrap_or(&f.name).to_string();
+        r.err_full(
+            sp,
+            LoadKind::Name,
+            format!("`{n}` is changed in `{short}` but never assigned there"),
+            Some(format!("add `global {n}` at the top of `{short}` to change the global `{n}`")),
+        );
+        names.push(n);
+    }
+    r.pos = f.pos;
     if names.len() > MAX_LOCALS {
         r.err(
             LoadKind::Limit(LimitKind::Locals),
@@ -592,20 +743,24 @@ mod tests {
         assert_eq!(p.global_names, vec!["x", "z"]);
         // `y = x` reads the global x and writes local y.
         match &f.body[1].kind {
-            StmtKind::SetLocal(_, crate::program::Expr::Global(_)) => {}
+            StmtKind::SetLocal(_, crate::program::Expr::Global(..)) => {}
             other => panic!("{other:?}"),
         }
     }
 
     #[test]
     fn in_place_builtins_make_their_root_local() {
-        let p = load("fn f()\n  xs = []\n  push(xs, 1)\nend\nfn g()\n  push(ys, 1)\nend\n").unwrap();
-        assert_eq!(p.funcs[1].slot_names, vec!["ys"]);
-        let p = load("fn g()\n  global ys\n  push(ys, 1)\nend\n").unwrap();
+        let p = load("fn f()\n  xs = []\n  push(xs, 1)\nend\n").unwrap();
+        assert_eq!(p.funcs[0].slot_names, vec!["xs"]);
+        // Changed but never assigned, not a parameter, not global: a load error (SPEC 7).
+        assert_eq!(kinds("fn g()\n  push(ys, 1)\nend\n"), vec![("name".into(), Some(2))]);
+        let p = load("ys = []\nfn g()\n  global ys\n  push(ys, 1)\nend\n").unwrap();
         assert!(p.funcs[0].slot_names.is_empty());
         assert_eq!(p.global_names, vec!["ys"]);
         match &p.funcs[0].body[0].kind {
-            StmtKind::Expr(crate::program::Expr::BuiltinPlace(_, place, _)) => assert_eq!(place.root, Slot::Global(0)),
+            StmtKind::Expr(crate::program::Expr::BuiltinPlace(_, _, place, _)) => {
+                assert_eq!(place.root, Slot::Global(0))
+            }
             other => panic!("{other:?}"),
         }
     }

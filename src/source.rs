@@ -20,6 +20,8 @@ pub struct SourceFile {
     pub name: String,
     pub base: Pos,
     pub nlines: u32,
+    /// The file's text (BOM removed), kept to show the line of a diagnostic.
+    pub text: std::rc::Rc<str>,
 }
 
 /// All loaded files, for turning a position back into (file, line).
@@ -37,6 +39,32 @@ impl SourceMap {
             Some((&f.name, pos - f.base))
         } else {
             None
+        }
+    }
+
+    /// The text of line `line` (1-based) of the file diagnostics call `name`.
+    pub fn line_text(&self, name: &str, line: u32) -> Option<&str> {
+        let f = self.files.iter().find(|f| f.name == name)?;
+        let l = f.text.split('\n').nth(line.checked_sub(1)? as usize)?;
+        Some(l.strip_suffix('\r').unwrap_or(l))
+    }
+
+    /// Where a file stands in load order (for sorting diagnostics into source order).
+    pub fn file_rank(&self, name: &str) -> usize {
+        self.files.iter().position(|f| f.name == name).unwrap_or(0)
+    }
+
+    /// Fill in what the loaded sources can add to a diagnostic: the source line, and
+    /// when no column is known the line's first non-blank character.
+    pub fn complete(&self, d: &mut crate::diag::Diagnostic) {
+        let (Some(f), Some(l)) = (&d.file, d.line) else { return };
+        if let Some(t) = self.line_text(f, l) {
+            if d.detail.column.is_none() && d.class == crate::diag::Class::Load {
+                d.detail.column = Some(crate::diag::first_column(t));
+            }
+            d.detail.source_line = Some(t.to_string());
+        } else if d.class == crate::diag::Class::Load && d.detail.column.is_none() {
+            d.detail.column = Some(1);
         }
     }
 }
@@ -173,6 +201,7 @@ impl Loader {
             message: msg.into(),
             file: at.as_ref().map(|a| a.0.clone()),
             line: at.as_ref().map(|a| a.1),
+            detail: Default::default(),
         });
     }
 
@@ -215,7 +244,11 @@ impl Loader {
             Ok(s) => s,
             Err(e) => {
                 let line = body[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() as u32 + 1;
-                self.err(LoadKind::Encoding, "source is not valid UTF-8", &Some((name.to_string(), line)));
+                let valid = &body[..e.valid_up_to()];
+                let start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                let col = std::str::from_utf8(&valid[start..]).map_or(1, |t| t.chars().count() as u32 + 1);
+                self.errors
+                    .push(LoadError::new(LoadKind::Encoding, "source is not valid UTF-8", name, line).at(col, 1));
                 return vec![];
             }
         };
@@ -235,7 +268,12 @@ impl Loader {
         }
         let base = self.next_base;
         self.next_base += lines.len() as u32 + 1;
-        self.out.map.files.push(SourceFile { name: name.to_string(), base, nlines: lines.len() as u32 });
+        self.out.map.files.push(SourceFile {
+            name: name.to_string(),
+            base,
+            nlines: lines.len() as u32,
+            text: std::rc::Rc::from(src),
+        });
         for (i, l) in lines.iter_mut().enumerate() {
             if l.len() > MAX_LINE_BYTES {
                 self.err(
@@ -386,8 +424,8 @@ mod tests {
     #[test]
     fn positions_map_back_to_files() {
         let mut m = SourceMap::default();
-        m.files.push(SourceFile { name: "a".into(), base: 0, nlines: 3 });
-        m.files.push(SourceFile { name: "b".into(), base: 4, nlines: 2 });
+        m.files.push(SourceFile { name: "a".into(), base: 0, nlines: 3, text: "".into() });
+        m.files.push(SourceFile { name: "b".into(), base: 4, nlines: 2, text: "".into() });
         assert_eq!(m.locate(1), Some(("a", 1)));
         assert_eq!(m.locate(3), Some(("a", 3)));
         assert_eq!(m.locate(5), Some(("b", 1)));

@@ -3,9 +3,11 @@
 //! For each file: load and validate it, run its top level once, snapshot the globals;
 //! then for each function of that file whose name starts with `test_`, in source order,
 //! restore the snapshot and call it with a fresh step budget. A test passes when it
-//! returns; it fails on an uncaught error or a limit. One line per test (`ok NAME` or
-//! `FAIL NAME: message`), then `N passed, N failed`. Exit 0 when all passed, 1
-//! otherwise, 3 on a load error.
+//! returns; it fails on an uncaught error or a limit. One line per test (`ok FILE NAME`
+//! or `FAIL FILE NAME: message`), then `N passed, N failed`; a file that fails to load or
+//! whose top level fails is one failed test (`FAIL FILE: message`). With `--format json`,
+//! one JSON object per test instead (file, name, outcome, message, steps, work, ms).
+//! Exit 0 when all passed, 1 otherwise, 3 on a load error.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,6 +23,74 @@ pub struct Summary {
     pub load_errors: bool,
     /// Set when a result line could not be written to stdout (the run stops there).
     pub output: Option<std::io::Error>,
+    /// `--format json`: one JSON object per test.
+    pub json: bool,
+}
+
+/// One test's result, as a line of text or a JSON object.
+struct Outcome<'a> {
+    file: &'a str,
+    name: Option<&'a str>,
+    ok: bool,
+    message: Option<&'a str>,
+    steps: Option<u64>,
+    work: Option<u64>,
+    ms: Option<f64>,
+}
+
+impl Outcome<'_> {
+    fn render(&self, json: bool) -> String {
+        if !json {
+            let mut s = String::from(if self.ok { "ok " } else { "FAIL " });
+            s.push_str(self.file);
+            if let Some(n) = self.name {
+                s.push(' ');
+                s.push_str(n);
+            }
+            if let Some(m) = self.message {
+                s.push_str(": ");
+                s.push_str(m);
+            }
+            return s;
+        }
+        let mut o = Vec::new();
+        o.extend_from_slice(b"{\"file\":");
+        crate::diag::json_string(&mut o, self.file.as_bytes());
+        o.extend_from_slice(b",\"name\":");
+        match self.name {
+            Some(n) => crate::diag::json_string(&mut o, n.as_bytes()),
+            None => o.extend_from_slice(b"null"),
+        }
+        o.extend_from_slice(if self.ok { b",\"outcome\":\"ok\"" } else { b",\"outcome\":\"fail\"" });
+        o.extend_from_slice(b",\"message\":");
+        match self.message {
+            Some(m) => crate::diag::json_string(&mut o, m.as_bytes()),
+            None => o.extend_from_slice(b"null"),
+        }
+        if let Some(n) = self.steps {
+            o.extend_from_slice(format!(",\"steps\":{n}").as_bytes());
+        }
+        if let Some(n) = self.work {
+            o.extend_from_slice(format!(",\"work\":{n}").as_bytes());
+        }
+        if let Some(ms) = self.ms {
+            o.extend_from_slice(format!(",\"ms\":{:.3}", ms).as_bytes());
+        }
+        o.push(b'}');
+        String::from_utf8_lossy(&o).into_owned()
+    }
+}
+
+/// Write one result line; false (and the error kept) when stdout failed.
+fn say_line(summary: &mut Summary, line: &str) -> bool {
+    let mut o = std::io::stdout().lock();
+    match writeln!(o, "{line}").and_then(|_| o.flush()) {
+        Ok(()) => true,
+        Err(e) => {
+            summary.output = Some(e);
+            false
+        }
+    }
 }
 
 impl Summary {
@@ -87,6 +157,9 @@ pub fn run_file(
     report: &mut dyn FnMut(&Diagnostic),
 ) {
     let name = path.to_string_lossy().into_owned();
+    // How result lines call the file: its path as given, without a leading `./`.
+    let shown = name.strip_prefix("./").unwrap_or(&name).to_string();
+    let json = summary.json;
     let budget = crate::memory::Budget::start(cfg.max_memory);
     // A regular file only, opened without blocking (a FIFO named directly must not hang).
     let text = match crate::source::read_bounded(path, crate::limits::MAX_SOURCE_BYTES, true) {
@@ -100,16 +173,29 @@ pub fn run_file(
             )
             .to_diag();
             d.line = None;
-            report(&d);
             summary.load_errors = true;
+            summary.failed += 1;
+            let msg = format!("load error [{}]: {}", d.kind, d.message);
+            let o =
+                Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps: None, work: None, ms: None };
+            if say_line(summary, &o.render(json)) {
+                report(&d);
+            }
             return;
         }
     };
     let prog = match crate::load_within(&name, text, Some(path), area, budget) {
         Ok(p) => p,
         Err(ds) => {
-            ds.iter().for_each(&mut *report);
+            // A file that does not load counts as one failed test (SPEC 11).
             summary.load_errors = true;
+            summary.failed += 1;
+            let msg = ds.first().map(|d| format!("load error [{}]: {}", d.kind, d.message)).unwrap_or_default();
+            let o =
+                Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps: None, work: None, ms: None };
+            if say_line(summary, &o.render(json)) {
+                ds.iter().for_each(&mut *report);
+            }
             return;
         }
     };
@@ -121,24 +207,21 @@ pub fn run_file(
         update,
     });
     let mut it = Interp::new(&prog, &cfg);
+    it.testing = true;
     // One result line, after the test's own output. False when stdout failed: the
     // failure is kept in the summary and the file's remaining tests are not run.
-    let say = |it: &mut Interp<'_>, summary: &mut Summary, line: String| -> bool {
+    let say = |it: &mut Interp<'_>, summary: &mut Summary, o: Outcome<'_>| -> bool {
         let _ = it.out.flush();
-        let mut o = std::io::stdout().lock();
-        match writeln!(o, "{line}").and_then(|_| o.flush()) {
-            Ok(()) => true,
-            Err(e) => {
-                summary.output = Some(e);
-                false
-            }
-        }
+        say_line(summary, &o.render(json))
     };
     if let Err(u) = it.run_main() {
         let (_, d) = crate::failure(&prog, *u);
         let msg = d.as_ref().map(|d| d.message.clone()).unwrap_or_else(|| "exit during the top level".into());
+        let msg = format!("top level: {msg}");
         summary.failed += 1;
-        if say(&mut it, summary, format!("FAIL {name}: {msg}")) {
+        let (steps, work) = (Some(it.meter.steps), Some(it.meter.work));
+        let o = Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps, work, ms: None };
+        if say(&mut it, summary, o) {
             if let Some(d) = d {
                 report(&d);
             }
@@ -156,18 +239,27 @@ pub fn run_file(
         if filter.is_some_and(|t| !f.name.contains(t)) {
             continue;
         }
+        let tname = Some(f.name.as_str());
         if f.nparams != 0 {
             summary.failed += 1;
-            if !say(&mut it, summary, format!("FAIL {}: a test function takes no arguments", f.name)) {
+            let m = "a test function takes no arguments";
+            let o =
+                Outcome { file: &shown, name: tname, ok: false, message: Some(m), steps: None, work: None, ms: None };
+            if !say(&mut it, summary, o) {
                 break;
             }
             continue;
         }
         it.restore_globals(&snap);
-        match it.call_test(fi) {
+        let t0 = std::time::Instant::now();
+        let r = it.call_test(fi);
+        let ms = Some(t0.elapsed().as_secs_f64() * 1000.0);
+        let (steps, work) = (Some(it.meter.steps), Some(it.meter.work));
+        match r {
             Ok(()) => {
                 summary.passed += 1;
-                if !say(&mut it, summary, format!("ok {}", f.name)) {
+                let o = Outcome { file: &shown, name: tname, ok: true, message: None, steps, work, ms };
+                if !say(&mut it, summary, o) {
                     break;
                 }
             }
@@ -178,7 +270,8 @@ pub fn run_file(
                     None => format!("exit({status}) called"),
                 };
                 summary.failed += 1;
-                if !say(&mut it, summary, format!("FAIL {}: {msg}", f.name)) {
+                let o = Outcome { file: &shown, name: tname, ok: false, message: Some(&msg), steps, work, ms };
+                if !say(&mut it, summary, o) {
                     break;
                 }
                 if let Some(d) = d {

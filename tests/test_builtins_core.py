@@ -420,7 +420,9 @@ def test_place_argument_must_be_a_place(script, src):
 
 
 def test_place_on_unset_variable_is_name_error(fails):
-    fails("push(nothing_here, 1)", "name")
+    # Assigned nowhere: a load error (SPEC 7); assigned only on a path not taken: runtime.
+    fails("push(nothing_here, 1)", "name", status=3)
+    fails("if false\nnothing_here = []\nend\npush(nothing_here, 1)", "name", line=4)
 
 
 def test_push_on_missing_key_is_key_error(fails):

@@ -462,7 +462,7 @@ def test_gateway_bad_config_is_a_500_with_a_log_line(gw, config, why):
 
 
 def test_gateway_failing_script_is_a_500_without_leaks(gw):
-    gw.page("fail.lsh", 'import cgi\ncgi.headers({})\nprint("SECRET-PAGE")\nx = nope + 1\n')
+    gw.page("fail.lsh", 'import cgi\ncgi.headers({})\nprint("SECRET-PAGE")\nx = nope + 1\nif false\nnope = 1\nend\n')
     r = gw.request("fail.lsh")
     assert r.status == 500 and r.body == b"Internal Server Error\n", r.log
     assert b"SECRET" not in r.proc.stdout

@@ -59,7 +59,7 @@ def test_check_text_diagnostics(tmp_path):
     p = write(tmp_path, "bad.lsh", "x = (1\n")
     r = run(["check", "bad.lsh"], cwd=tmp_path)
     assert r.status == 3
-    assert "bad.lsh:1: load error [syntax]: " in r.err
+    assert "bad.lsh:1:5: load error [syntax]: " in r.err
 
 
 def test_check_mixed_good_and_bad(tmp_path):

@@ -192,13 +192,20 @@ def test_inline_code_runs_with_args():
 def test_inline_code_diagnostic_file_is_dash_e():
     r = run(["--error-format", "json", "-e", "x = 1\nprint(1 / 0)"])
     assert r.status == 1
-    assert r.diag == {"error": "runtime", "kind": "arith", "message": r.diag["message"], "file": "-e", "line": 2}
+    assert r.diag == {
+        "error": "runtime",
+        "kind": "arith",
+        "message": r.diag["message"],
+        "file": "-e",
+        "line": 2,
+        "column": 9,
+    }
 
 
 def test_inline_code_text_diagnostic():
     r = run(["-e", "print(1 % 0)"])
     assert r.status == 1
-    assert r.err.startswith("-e:1: runtime error [arith]: "), r.err
+    assert r.err.startswith("-e:1:9: runtime error [arith]: "), r.err
 
 
 def test_program_from_stdin():
@@ -207,7 +214,7 @@ def test_program_from_stdin():
 
 
 def test_program_from_stdin_diagnostic_file():
-    r = run(["--error-format", "json", "-"], input="y = 2\nprint(nope)\n")
+    r = run(["--error-format", "json", "-"], input="y = 2\nprint(nope)\nif false\nnope = 1\nend\n")
     assert r.status == 1
     assert r.diag["file"] == "<stdin>" and r.diag["line"] == 2 and r.diag["kind"] == "name"
 
@@ -224,7 +231,7 @@ def test_script_file_diagnostic_names_file(tmp_path):
     r = run([p], cwd=tmp_path)
     assert r.status == 1
     first = r.err.splitlines()[0]
-    assert first.endswith("calc.lsh:4: runtime error [arith]: division by zero"), first
+    assert first.endswith("calc.lsh:4:9: runtime error [arith]: division by zero"), first
     r = run(["--error-format", "json", p], cwd=tmp_path)
     d = r.diag
     assert d["error"] == "runtime" and d["kind"] == "arith" and d["line"] == 4

@@ -22,10 +22,15 @@ KIND_EXAMPLES = [
 
 @pytest.mark.parametrize("kind,expr", KIND_EXAMPLES)
 def test_uncaught_runtime_error_kinds(fails, kind, expr):
-    r = fails(f'print("before")\nx = {expr}\nprint("after")', kind, line=2)
+    # `never_set` is assigned only on a path not taken: a read is a runtime `name` error
+    # (a name assigned nowhere is a load error, SPEC 7).
+    r = fails(f'print("before")\nx = {expr}\nprint("after")\nif false\nnever_set = 0\nend', kind, line=2)
     assert r.out == "before\n"
     d = r.diag
-    assert set(d) == {"error", "kind", "message", "file", "line"}, d
+    # Every example is raised by an operator, an index or a call: it has a column.
+    # (a `name` error may add a `help` line)
+    assert set(d) - {"help"} == {"error", "kind", "message", "file", "line", "column"}, d
+    assert isinstance(d["column"], int) and d["column"] >= 5, d
     assert d["file"].endswith("t.lsh")
     assert isinstance(d["message"], str) and d["message"]
 
@@ -42,6 +47,9 @@ print(e.line)
 print(type(e.message), len(e.message) > 0)
 print(e.file == FILE or ends_with(e.file, "t.lsh"))
 print(keys(e))
+end
+if false
+never_set = 0
 end"""
     out = ok(code.replace("FILE", '"t.lsh"')).splitlines()
     assert out[0] == kind
@@ -86,7 +94,7 @@ def test_error_inside_function_reports_function_line(fails):
 
 
 def test_catch_in_caller_gets_inner_line(ok):
-    code = "fn f()\nreturn nope\nend\ntry\nf()\ncatch e\nprint(e.kind, e.line)\nend"
+    code = "fn f()\nreturn nope\nend\ntry\nf()\ncatch e\nprint(e.kind, e.line)\nend\nif false\nnope = 1\nend"
     assert ok(code) == "name 2\n"
 
 
@@ -127,7 +135,7 @@ def test_text_diagnostic_format(script):
     r = script("x = 1\nprint(1 / 0)\n", opts=["--error-format", "text"])
     assert r.status == 1
     line = r.err.splitlines()[0]
-    assert line.endswith("t.lsh:2: runtime error [arith]: division by zero"), line
+    assert line.endswith("t.lsh:2:9: runtime error [arith]: division by zero"), line
 
 
 def test_text_diagnostic_for_throw(script):

@@ -96,12 +96,19 @@ def test_compound_assignment_makes_local(fails):
 
 
 def test_place_assignment_root_is_local(fails):
-    fails("m = {}\nfn f()\nm.a = 1\nend\nf()", "name", line=3)
+    # SPEC 7: changing an element of a name the function never assigns, without
+    # `global`, is a load error whose help suggests `global m` (it used to be a local
+    # read before assignment at run time).
+    r = fails("m = {}\nfn f()\nm.a = 1\nend\nf()", "name", line=3, status=3)
+    assert any("global m" in h for h in r.diag["help"]), r.diag
 
 
 @pytest.mark.parametrize("call", ["push(l, 1)", "pop(l)", "insert(l, 0, 1)", "remove(l, 0)"])
 def test_place_builtins_count_as_assignment(fails, call):
-    fails(f"l = [1]\nfn f()\n{call}\nend\nf()", "name", line=3)
+    r = fails(f"l = [1]\nfn f()\n{call}\nend\nf()", "name", line=3, status=3)
+    assert any("global l" in h for h in r.diag["help"]), r.diag
+    # Assigned in the function too: a local, read before its assignment at run time.
+    fails(f"l = [1]\nfn f()\n{call}\nl = []\nend\nf()", "name", line=3)
 
 
 @pytest.mark.parametrize("call", ["push(l, 1)", "pop(l)", "insert(l, 0, 1)", "remove(l, 0)"])

@@ -139,7 +139,7 @@ def test_test_runner_piped_to_head_is_never_70(tmp_path):
     names = [f"test_{i:04d}_{'x' * 60}" for i in range(3000)]
     write(tmp_path / "many_test.lsh", "".join(f"fn {n}()\nend\n" for n in names))
     first, p, err = first_line_then_close(["test", "many_test.lsh"], tmp_path)
-    assert first == f"ok {names[0]}\n".encode()
+    assert first == f"ok many_test.lsh {names[0]}\n".encode()
     assert p.returncode == 1, (p.returncode, err)
     assert b"internal" not in err and err == b"", err
 
@@ -156,7 +156,7 @@ def test_check_of_many_scripts_piped_to_head_is_never_70(tmp_path):
 def test_test_runner_output_still_complete_on_a_good_pipe(tmp_path):
     write(tmp_path / "a_test.lsh", 'fn test_one()\n  print("out")\nend\n')
     r = leash(["test"], cwd=tmp_path)
-    assert (r.status, r.out) == (0, "out\nok test_one\n1 passed, 0 failed\n"), r
+    assert (r.status, r.out) == (0, "out\nok a_test.lsh test_one\n1 passed, 0 failed\n"), r
 
 
 def test_cgi_output_to_a_full_device_is_an_io_diagnostic(tmp_path):
@@ -251,7 +251,7 @@ def test_snapshot_update_does_not_write_through_a_symlinked_file(snap):
     os.symlink("../../../outside/target.txt", proj / "__snapshots__" / "w" / "a.snap")
     r = snap_run(proj, "--update-snapshots")
     assert outside.read_text() == "SECRET TARGET TEXT"
-    assert r.status == 1 and "FAIL test_s" in r.out, r
+    assert r.status == 1 and "FAIL w.lsh test_s" in r.out, r
     assert r.diag["kind"] == "io" and "symbolic link" in r.diag["message"], r
 
 
@@ -338,7 +338,8 @@ def test_snapshots_still_work(tmp_path):
     assert r.status == 0, r
     (tmp_path / "__snapshots__" / "s_test" / "v.snap").write_text("old")
     r = leash(["test", "s_test.lsh"], cwd=tmp_path)
-    assert r.status == 1 and "differs" in r.out and '"old"' in r.out, r
+    # The mismatch shows a unified diff of expected and actual (SPEC 11).
+    assert r.status == 1 and "differs" in r.out and '-old\n+[1,"two"]' in r.out, r
 
 
 # ---------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def test_final_lf_does_not_start_a_line(script):
 
 
 def test_blank_and_comment_lines_count_for_line_numbers(script):
-    r = script("\n# c\n\n   # indented comment\nprint(nope)\n")
+    r = script("\n# c\n\n   # indented comment\nprint(nope)\nif false\nnope = 1\nend\n")
     assert r.status == 1 and r.diag["line"] == 5
 
 
@@ -293,7 +293,7 @@ def test_interpolation_error_is_runtime(fails):
 
 
 def test_interpolation_of_unset_name(fails):
-    fails('print("${nope}")', "name")
+    fails('print("${nope}")\nif false\nnope = 1\nend', "name", line=1)
 
 
 @pytest.mark.parametrize("src", ['print("${}")', 'print("${1 +}")', 'print("${1")'])

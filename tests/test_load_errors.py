@@ -136,8 +136,9 @@ def test_load_errors_in_text_format_each_on_a_line(script):
     assert r.status == 3
     lines = [ln for ln in r.err.splitlines() if "load error" in ln]
     assert len(lines) == 2
-    assert "t.lsh:1: load error [syntax]: " in lines[0]
-    assert "t.lsh:2: load error [name]: " in lines[1]
+    # FILE:LINE:COLUMN (SPEC 7): the `(` never closed, the unknown function's name.
+    assert "t.lsh:1:5: load error [syntax]: " in lines[0]
+    assert "t.lsh:2:5: load error [name]: " in lines[1]
 
 
 def test_nothing_runs_not_even_includes(tmp_path, script):

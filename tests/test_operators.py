@@ -187,7 +187,7 @@ print(d, e)
 
 
 def test_or_short_circuit_skips_errors(ok):
-    assert ok("x = true or 1 / 0\ny = false and nope_unset\nprint(x, y)") == "true false\n"
+    assert ok("x = true or 1 / 0\ny = false and nope_unset\nprint(x, y)\nif false\nnope_unset = 1\nend") == "true false\n"
 
 
 @pytest.mark.parametrize(

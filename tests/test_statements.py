@@ -40,8 +40,9 @@ def test_compound_and_place_assignment(ok, code, out):
         ("x = 1\nx %= 0", "arith"),
         ("m = {}\nm.a += 1", "key"),
         ("l = []\nl[0] += 1", "index"),
-        ("q.a = 1", "name"),
-        ("q[0] = 1", "name"),
+        # q is assigned only on a path not taken (assigned nowhere is a load error)
+        ("q.a = 1\nif false\nq = {}\nend", "name"),
+        ("q[0] = 1\nif false\nq = []\nend", "name"),
     ],
 )
 def test_compound_assignment_errors(fails, code, kind):
@@ -145,7 +146,7 @@ def test_if_needs_condition(script):
 
 def test_condition_errors_are_runtime(fails):
     fails("if 1 / 0\nend", "arith", line=1)
-    fails("while nope\nend", "name", line=1)
+    fails("while nope\nend\nif false\nnope = 1\nend", "name", line=1)
 
 
 # --- while -----------------------------------------------------------------------
@@ -565,7 +566,7 @@ print(m, l)"""
 
 def test_error_lines_of_headers(fails):
     fails("if false\nx = 1\nelif 1 / 0\nend", "arith", line=3)
-    fails("for i = 1 to 2\nend\nfor x in nope_var\nend", "name", line=3)
+    fails("for i = 1 to 2\nend\nfor x in nope_var\nend\nif false\nnope_var = 1\nend", "name", line=3)
     fails("i = 0\nwhile i < 2\ni += 1\nend\nwhile i / 0\nend", "arith", line=5)
 
 

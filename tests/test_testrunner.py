@@ -1,5 +1,7 @@
 """`leash test` (SPEC 11): test files, test functions, snapshots of globals, fresh step
 budgets, --filter, assert_snapshot and --update-snapshots, exit statuses."""
+import json
+
 from conftest import run
 
 SUITE = '''base = 10
@@ -34,7 +36,11 @@ def test_runs_test_functions_in_source_order(tmp_path):
     r = run(["test"], cwd=tmp_path)
     assert r.status == 0, r
     assert r.out.splitlines() == [
-        "ok test_add", "ok test_changes_a_global", "ok test_sees_the_snapshot_again", "3 passed, 0 failed"]
+        "ok math_test.lsh test_add",
+        "ok math_test.lsh test_changes_a_global",
+        "ok math_test.lsh test_sees_the_snapshot_again",
+        "3 passed, 0 failed",
+    ]
 
 
 def test_failures_exit_1_and_name_the_message(tmp_path):
@@ -42,7 +48,10 @@ def test_failures_exit_1_and_name_the_message(tmp_path):
     r = run(["test", "--error-format", "json"], cwd=tmp_path)
     assert r.status == 1, r
     assert r.out.splitlines() == [
-        "FAIL test_bad: sum: expected 3, got 2", "FAIL test_boom: division by zero", "0 passed, 2 failed"]
+        "FAIL a_test.lsh test_bad: sum: expected 3, got 2",
+        "FAIL a_test.lsh test_boom: division by zero",
+        "0 passed, 2 failed",
+    ]
     assert [(d["kind"], d["line"]) for d in r.diags] == [("assert", 2), ("arith", 5)]
 
 
@@ -55,17 +64,17 @@ def test_each_test_has_a_fresh_step_budget(tmp_path):
     assert (r.status, r.out.splitlines()[-1]) == (0, "2 passed, 0 failed"), r
     r = run(["test", "--max-steps", "81"], cwd=tmp_path)
     assert r.status == 1, r
-    assert r.out.splitlines()[0] == "FAIL test_one: step limit of 81 reached"
+    assert r.out.splitlines()[0] == "FAIL s_test.lsh test_one: step limit of 81 reached"
 
 
 def test_filter_and_explicit_files(tmp_path):
     write(tmp_path, "math_test.lsh", SUITE)
     write(tmp_path, "sub/checks.lsh", "fn test_named_file()\nend\n")
     r = run(["test", "--filter", "global"], cwd=tmp_path)
-    assert r.out.splitlines() == ["ok test_changes_a_global", "1 passed, 0 failed"], r
+    assert r.out.splitlines() == ["ok math_test.lsh test_changes_a_global", "1 passed, 0 failed"], r
     # A file given by name runs whatever its name; directories find *_test.lsh only.
     r = run(["test", "sub/checks.lsh"], cwd=tmp_path)
-    assert r.out.splitlines() == ["ok test_named_file", "1 passed, 0 failed"], r
+    assert r.out.splitlines() == ["ok sub/checks.lsh test_named_file", "1 passed, 0 failed"], r
     r = run(["test", "sub"], cwd=tmp_path)
     assert (r.status, r.out) == (0, "0 passed, 0 failed\n"), r
 
@@ -76,15 +85,19 @@ def test_load_error_exits_3(tmp_path):
     r = run(["test", "--error-format", "json"], cwd=tmp_path)
     assert r.status == 3, r
     assert (r.diag["error"], r.diag["kind"], r.diag["line"]) == ("load", "name", 2)
-    assert "ok test_fine" in r.out
+    assert "ok ok_test.lsh test_fine" in r.out
+    # The file that does not load counts as one failed test (SPEC 11).
+    assert "FAIL x_test.lsh: load error [name]: unknown function `nope`" in r.out, r
+    assert r.out.splitlines()[-1] == "1 passed, 1 failed", r
 
 
 def test_top_level_failure_fails_the_file(tmp_path):
     write(tmp_path, "t_test.lsh", "x = 1 / 0\nfn test_never()\nend\n")
     r = run(["test"], cwd=tmp_path)
     assert r.status == 1, r
-    assert r.out.splitlines()[0].startswith("FAIL ") and "division by zero" in r.out
+    assert r.out.splitlines()[0].startswith("FAIL t_test.lsh: ") and "division by zero" in r.out
     assert "test_never" not in r.out
+    assert r.out.splitlines()[-1] == "0 passed, 1 failed", r
 
 
 def test_snapshots(tmp_path):
@@ -92,7 +105,7 @@ def test_snapshots(tmp_path):
     r = run(["test"], cwd=tmp_path)
     assert r.status == 1 and "snapshot greeting is missing" in r.out, r
     r = run(["test", "--update-snapshots"], cwd=tmp_path)
-    assert (r.status, r.out) == (0, "ok test_snap\n1 passed, 0 failed\n"), r
+    assert (r.status, r.out) == (0, "ok snap_test.lsh test_snap\n1 passed, 0 failed\n"), r
     snap = tmp_path / "__snapshots__" / "snap_test" / "greeting.snap"
     assert snap.read_text() == '{"hi":[1,2]}'
     r = run(["test"], cwd=tmp_path)
@@ -100,6 +113,8 @@ def test_snapshots(tmp_path):
     snap.write_text("something else")
     r = run(["test"], cwd=tmp_path)
     assert r.status == 1 and "snapshot greeting differs" in r.out, r
+    # A unified diff of expected and actual (SPEC 11).
+    assert "--- expected\n+++ actual\n@@ -1,1 +1,1 @@\n-something else\n+{\"hi\":[1,2]}" in r.out, r.out
 
 
 def test_snapshot_names_are_checked(tmp_path):
@@ -111,4 +126,31 @@ def test_snapshot_names_are_checked(tmp_path):
 
 def test_missing_path_is_a_usage_error(tmp_path):
     r = run(["test", "nowhere"], cwd=tmp_path)
+    assert r.status == 2, r
+
+
+def test_snapshot_diff_has_context_and_changed_lines(tmp_path):
+    write(tmp_path, "d_test.lsh", 'fn test_d()\n  assert_snapshot("t", "a\\nb\\nc\\nd\\ne\\nf\\ng\\n")\nend\n')
+    (tmp_path / "__snapshots__" / "d_test").mkdir(parents=True)
+    (tmp_path / "__snapshots__" / "d_test" / "t.snap").write_text("a\nb\nc\nX\ne\nf\ng\n")
+    r = run(["test"], cwd=tmp_path)
+    assert r.status == 1, r
+    assert "--- expected\n+++ actual\n@@ -1,7 +1,7 @@\n a\n b\n c\n-X\n+d\n e\n f\n g" in r.out, r.out
+
+
+def test_format_json_one_object_per_test(tmp_path):
+    write(tmp_path, "a_test.lsh", 'fn test_ok()\n  x = 1\nend\nfn test_bad()\n  assert(false, "no")\nend\n')
+    write(tmp_path, "b_test.lsh", "fn test_x()\n  nope()\nend\n")
+    r = run(["test", "--format", "json"], cwd=tmp_path)
+    assert r.status == 3, r
+    objs = [json.loads(line) for line in r.out.splitlines()]
+    ok, bad, load, summary = objs
+    assert (ok["file"], ok["name"], ok["outcome"], ok["message"]) == ("a_test.lsh", "test_ok", "ok", None)
+    assert ok["steps"] == 1 and ok["work"] >= 0 and ok["ms"] >= 0, ok
+    assert (bad["name"], bad["outcome"], bad["message"]) == ("test_bad", "fail", "no")
+    assert set(bad) == {"file", "name", "outcome", "message", "steps", "work", "ms"}, bad
+    assert (load["file"], load["name"], load["outcome"]) == ("b_test.lsh", None, "fail")
+    assert "load error [name]" in load["message"]
+    assert summary == {"passed": 1, "failed": 2}
+    r = run(["test", "--format", "yaml"], cwd=tmp_path)
     assert r.status == 2, r

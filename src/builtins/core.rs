@@ -270,19 +270,63 @@ fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     match stored {
         Some(stored) if stored == text => Ok(Value::Nil),
-        Some(stored) => Err(it.err(
-            ErrKind::Assert,
-            format!(
-                "snapshot {name} differs: expected {}, got {} (run with --update-snapshots to accept)",
-                repr(&Value::str(stored)),
-                repr(&Value::str(text))
-            ),
-        )),
+        Some(stored) => {
+            // The diff reads both texts once: charged like the comparison's bytes.
+            it.work((stored.len() + text.len()) as u64)?;
+            Err(it.err(
+                ErrKind::Assert,
+                format!(
+                    "snapshot {name} differs (run with --update-snapshots to accept):\n{}",
+                    unified_diff(&stored, &text)
+                ),
+            ))
+        }
         None => {
             Err(it
                 .err(ErrKind::Assert, format!("snapshot {name} is missing (run with --update-snapshots to write it)")))
         }
     }
+}
+
+/// A unified diff of `expected` and `actual` by lines: one hunk from the first line that
+/// differs to the last, with up to 3 lines of context (linear in the texts' size; not a
+/// minimal diff, but a true one that `patch` accepts).
+pub fn unified_diff(expected: &[u8], actual: &[u8]) -> String {
+    let split = |t: &[u8]| -> Vec<String> {
+        let s = String::from_utf8_lossy(t);
+        let mut v: Vec<String> = s.split('\n').map(str::to_string).collect();
+        if s.ends_with('\n') {
+            v.pop();
+        }
+        v
+    };
+    let (a, b) = (split(expected), split(actual));
+    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let max_suf = a.len().min(b.len()) - pre;
+    let suf = a.iter().rev().zip(b.iter().rev()).take(max_suf).take_while(|(x, y)| x == y).count();
+    let ctx = 3;
+    let start = pre.saturating_sub(ctx);
+    let (a_end, b_end) = (a.len() - suf, b.len() - suf);
+    let tail = suf.min(ctx);
+    let mut out = String::from("--- expected\n+++ actual\n");
+    let range = |from: usize, n: usize| if n == 0 { format!("{from},0") } else { format!("{},{n}", from + 1) };
+    out.push_str(&format!("@@ -{} +{} @@\n", range(start, a_end + tail - start), range(start, b_end + tail - start)));
+    for l in &a[start..pre] {
+        out.push_str(&format!(" {l}\n"));
+    }
+    for l in &a[pre..a_end] {
+        out.push_str(&format!("-{l}\n"));
+    }
+    for l in &b[pre..b_end] {
+        out.push_str(&format!("+{l}\n"));
+    }
+    for l in &a[a_end..a_end + tail] {
+        out.push_str(&format!(" {l}\n"));
+    }
+    if expected.last() != actual.last() && (expected.last() == Some(&b'\n') || actual.last() == Some(&b'\n')) {
+        out.push_str("\\ No newline at end of one of the texts\n");
+    }
+    out.trim_end_matches('\n').to_string()
 }
 
 /// `fail(kind, message)`: raise a runtime error of a named kind. Callable only from
@@ -304,6 +348,56 @@ fn fail(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Err(it.err(kind, msg))
 }
 
+/// clock(): seconds since the run started, monotonic, fractional.
+fn clock(it: &mut Interp<'_>, _args: &mut [Value]) -> R<Value> {
+    Ok(Value::Num(it.started.elapsed().as_secs_f64()))
+}
+
+/// sleep(seconds): wait. The total asked for over the run is bounded by the `sleep`
+/// limit (checked before waiting: a request past it waits not at all), and the wait
+/// ends at the `--max-time` deadline with the `time` limit.
+fn sleep(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let secs = it.arg_num("sleep", args, 0)?;
+    if secs < 0.0 {
+        return Err(it.err(
+            ErrKind::Value,
+            format!("sleep: argument 1 must not be negative, got {}", crate::value::num_to_string(secs)),
+        ));
+    }
+    let max_sleep = it.lim.n(L::Sleep) as f64 / 1000.0;
+    if it.slept + secs > max_sleep {
+        return Err(it.limit(
+            LimitKind::Sleep,
+            format!(
+                "sleep: {} s more would wait longer than {} s in all (the sleep limit)",
+                crate::value::num_to_string(secs),
+                crate::value::num_to_string(max_sleep)
+            ),
+        ));
+    }
+    it.slept += secs;
+    let want = std::time::Duration::from_secs_f64(secs);
+    let now = std::time::Instant::now();
+    match it.deadline {
+        Some(d) if now + want >= d => {
+            std::thread::sleep(d.saturating_duration_since(now));
+            Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"))
+        }
+        _ => {
+            std::thread::sleep(want);
+            Ok(Value::Nil)
+        }
+    }
+}
+
+/// is_main(): true in the entry script's code while it runs as a script; false in an
+/// included file's code and under `leash test`. The resolver passes whether the call
+/// stands in the entry script as a hidden argument (it knows every call's file).
+fn is_main(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let in_entry = matches!(args.first(), Some(Value::Bool(true)));
+    Ok(Value::Bool(in_entry && !it.testing))
+}
+
 /// Builtins that only stdlib modules can call: a bare name in a module resolves here
 /// after the public table; in a script these names are free for user functions.
 pub const MODULE_ONLY: &[Builtin] = &[b("fail", "fail(kind, message)", 2, 2, CONST, fail)];
@@ -322,6 +416,9 @@ pub const TABLE: &[Builtin] = &[
     b("assert", "assert(cond[, message])", 1, 2, CONST, assert),
     b("assert_eq", "assert_eq(actual, expected[, message])", 2, 3, CONST, assert_eq),
     b("assert_snapshot", "assert_snapshot(name, value)", 2, 2, Cost::bytes(1.0), assert_snapshot),
+    b("clock", "clock()", 0, 0, CONST, clock),
+    b("sleep", "sleep(seconds)", 1, 1, CONST, sleep),
+    b("is_main", "is_main()", 0, 0, CONST, is_main),
 ];
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod date;
 pub mod db;
 pub mod env;
 pub mod files;
+pub mod format;
 pub mod http;
 pub mod json;
 pub mod net;
@@ -339,11 +340,12 @@ pub const fn place(name: &'static str, sig: &'static str, min: u8, max: u8, cost
 }
 
 /// Every area's table.
-pub fn tables() -> [&'static [Builtin]; 17] {
+pub fn tables() -> [&'static [Builtin]; 18] {
     [
         core::TABLE,
         collections::TABLE,
         strings::TABLE,
+        format::TABLE,
         numbers::TABLE,
         rand::TABLE,
         env::TABLE,

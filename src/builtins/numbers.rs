@@ -43,17 +43,46 @@ fn round(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         None => 0,
         Some(_) => it.arg_int("round", args, 1, -308.0, 308.0)?,
     };
+    finite(it, "round", round_digits(x, d as i32))
+}
+
+/// `x` rounded half away from zero at `d` decimal places (negative `d`: to tens,
+/// hundreds, ...). A number whose scaled value is already integral (at least 2^52 in
+/// magnitude) is returned as it is: scaling it up and back down could only lose bits
+/// (`round(1e21, 2)` is `1e21`).
+pub fn round_digits(x: f64, d: i32) -> f64 {
     if d == 0 {
-        return finite(it, "round", x.round());
+        return x.round();
     }
-    // Round half away from zero at `d` decimal places (f64::round does half away).
-    let m = 10f64.powi(d as i32);
-    let scaled = x * m;
-    if !scaled.is_finite() || m == 0.0 {
-        return finite(it, "round", x);
+    const INTEGRAL: f64 = 4_503_599_627_370_496.0; // 2^52
+    if d > 0 {
+        let m = 10f64.powi(d);
+        let scaled = x * m;
+        if !scaled.is_finite() || scaled.abs() >= INTEGRAL {
+            return x;
+        }
+        let r = scaled.round() / m;
+        if r.is_finite() {
+            r
+        } else {
+            x
+        }
+    } else {
+        let m = 10f64.powi(-d);
+        if !m.is_finite() {
+            return 0.0 * x.signum();
+        }
+        let scaled = x / m;
+        if scaled.abs() >= INTEGRAL {
+            return x;
+        }
+        let r = scaled.round() * m;
+        if r.is_finite() {
+            r
+        } else {
+            x
+        }
     }
-    let r = scaled.round() / m;
-    finite(it, "round", if r.is_finite() { r } else { x })
 }
 
 fn atan2(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {

@@ -40,8 +40,10 @@ fn hexval(c: u8) -> Option<u8> {
     }
 }
 
-/// Decode `%XX` escapes (and `+` as a space when `plus`). Err(offset) on a bad escape.
-fn decode(s: &[u8], plus: bool) -> Result<Vec<u8>, usize> {
+/// Percent-decoding as the WHATWG URL Standard does it: `%` and two hex digits is the
+/// byte they name; a `%` without two hex digits stays as it is. With `plus`, `+` is a
+/// space (form encoding).
+fn decode(s: &[u8], plus: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len());
     let mut i = 0;
     while i < s.len() {
@@ -49,17 +51,27 @@ fn decode(s: &[u8], plus: bool) -> Result<Vec<u8>, usize> {
         if c == b'%' {
             let hi = s.get(i + 1).copied().and_then(hexval);
             let lo = s.get(i + 2).copied().and_then(hexval);
-            match (hi, lo) {
-                (Some(h), Some(l)) => out.push(h * 16 + l),
-                _ => return Err(i),
+            if let (Some(h), Some(l)) = (hi, lo) {
+                out.push(h * 16 + l);
+                i += 3;
+                continue;
             }
-            i += 3;
+            out.push(b'%');
         } else {
             out.push(if plus && c == b'+' { b' ' } else { c });
-            i += 1;
         }
+        i += 1;
     }
-    Ok(out)
+    out
+}
+
+/// Decoded form-data bytes as UTF-8, each invalid sequence replaced by U+FFFD (the
+/// standard's "UTF-8 decode without BOM", as browsers and Python's `parse_qsl` do).
+fn form_text(b: Vec<u8>) -> Vec<u8> {
+    match String::from_utf8(b) {
+        Ok(s) => s.into_bytes(),
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into_bytes(),
+    }
 }
 
 fn url_encode(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
@@ -71,10 +83,8 @@ fn url_encode(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 fn url_decode(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("url.decode", args, 0)?;
-    match decode(s, false) {
-        Ok(out) => Ok(Value::str(out)),
-        Err(at) => Err(it.err(ErrKind::Parse, format!("url.decode: bad %-escape at offset {at}"))),
-    }
+    // A malformed `%` stays as it is; the bytes are returned as decoded (SPEC 10).
+    Ok(Value::str(decode(s, false)))
 }
 
 fn parse_query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
@@ -82,10 +92,10 @@ fn parse_query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str(NAME, args, 0)?;
     let body: &[u8] = s.strip_prefix(b"?").unwrap_or(s);
     let mut m = Map::new();
-    let mut offset = usize::from(body.len() < s.len());
+    // The WHATWG application/x-www-form-urlencoded parser: split on `&`, skip empty
+    // pieces, split at the first `=`, `+` to space, percent-decode (a malformed `%` stays),
+    // then UTF-8 with U+FFFD for invalid bytes. A repeated key keeps its last value.
     for part in body.split(|&c| c == b'&') {
-        let here = offset;
-        offset += part.len() + 1;
         if part.is_empty() {
             continue;
         }
@@ -93,9 +103,8 @@ fn parse_query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             Some(i) => (&part[..i], &part[i + 1..]),
             None => (part, &b""[..]),
         };
-        let bad = |at: usize| it.err(ErrKind::Parse, format!("{NAME}: bad %-escape at offset {at}"));
-        let key = decode(k, true).map_err(|at| bad(here + at))?;
-        let val = decode(v, true).map_err(|at| bad(here + k.len() + 1 + at))?;
+        let key = form_text(decode(k, true));
+        let val = form_text(decode(v, true));
         m.insert(Rc::new(LStr::from(key)), Value::str(val));
         it.check_map_len(m.len())?;
     }
@@ -321,9 +330,10 @@ mod tests {
         out.clear();
         encode_into(&mut out, b"a b", true);
         assert_eq!(out, b"a+b");
-        assert_eq!(decode(b"a+b%2f%2F", false).unwrap(), b"a+b//");
-        assert_eq!(decode(b"a+b", true).unwrap(), b"a b");
-        assert_eq!(decode(b"x%", false), Err(1));
-        assert_eq!(decode(b"x%g0", false), Err(1));
+        assert_eq!(decode(b"a+b%2f%2F", false), b"a+b//");
+        assert_eq!(decode(b"a+b", true), b"a b");
+        assert_eq!(decode(b"x%", false), b"x%");
+        assert_eq!(decode(b"x%g0%4", false), b"x%g0%4");
+        assert_eq!(form_text(decode(b"%FFa%C3%A9", true)), "\u{FFFD}a\u{e9}".as_bytes());
     }
 }
