@@ -37,6 +37,8 @@ run_bin() {
   local extra=""
   # The generator needs bytes to write a program of some size: long inputs from the start.
   [ "$t" = eval ] && extra="-len_control=0"
+  # Leash's keywords, operators and builtin names for the loader.
+  [ "$t" = load ] && extra="-dict=$PWD/fuzz/dict/load.dict"
   local wd
   wd=$(mktemp -d)
   (cd "$wd" && "$OLDPWD/$BIN/$t" $FLAGS $extra "$@" </dev/null)

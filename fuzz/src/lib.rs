@@ -84,6 +84,7 @@ pub fn load(text: Vec<u8>, memory: u64) -> Option<(Program, leash::memory::Budge
 /// mode, so nothing reaches the fuzzer's stdout). Checks: no internal error, an exit
 /// status from the documented set, no overshoot of the deadline.
 pub fn run(prog: &Program, heap: leash::memory::Budget, args: Vec<Vec<u8>>, b: &Budgets) -> leash::Outcome {
+    no_growth();
     let started = Instant::now();
     let cfg = RunConfig {
         max_steps: b.steps,
@@ -108,6 +109,18 @@ pub fn run(prog: &Program, heap: leash::memory::Budget, args: Vec<Vec<u8>>, b: &
         }
     }
     out
+}
+
+/// How much more heap than at the first run the process may hold when a run starts: the
+/// runs' own heap is freed when they end, so growth past this is a leak from run to run
+/// (counted by `leash-alloc`: Rust allocations only, not libFuzzer's own).
+pub const GROWTH: usize = 64 * 1024 * 1024;
+
+fn no_growth() {
+    static FIRST: OnceLock<usize> = OnceLock::new();
+    let now = leash::memory::live();
+    let first = *FIRST.get_or_init(|| now);
+    assert!(now <= first + GROWTH, "the heap grew from {first} to {now} bytes across runs");
 }
 
 /// Load `src` (which must load) once per process and keep it: the parser targets run a
@@ -137,6 +150,9 @@ pub fn run_driver(src: &'static str, args: Vec<Vec<u8>>) -> leash::Outcome {
         let prog = driver(src);
         let heap = leash::memory::Budget::start(TIGHT.memory);
         let out = run(prog, heap, args, &TIGHT);
+        if std::env::var_os("LEASH_FUZZ_PRINT").is_some() {
+            eprintln!("status {}, diagnostic {:?}, output {:?}", out.status, out.diag, String::from_utf8_lossy(&out.held));
+        }
         if out.status == 99 {
             panic!("property broken: {}", String::from_utf8_lossy(&out.held));
         }
