@@ -59,7 +59,11 @@ fuzz_target!(|data: &[u8]| {
         ((a >> 1) as i64 % 8_334_601_228_801) as f64
     } else {
         let x = f64::from_bits(a);
-        if x.is_finite() { x } else { 0.0 }
+        if x.is_finite() {
+            x
+        } else {
+            0.0
+        }
     };
     let off = b % 90_000;
     let num = |x: f64| format!("{x:e}").into_bytes();

@@ -49,7 +49,8 @@ fn root() -> &'static Path {
         let www = base.join("www");
         let _ = std::fs::create_dir_all(www.join("sub/deeper"));
         let _ = std::fs::create_dir_all(base.join("outside"));
-        let files = [("www/a.lsh", "print(1)\n"), ("www/sub/b.lsh", ""), ("www/notes.txt", "secret"), ("outside/o.lsh", "")];
+        let files =
+            [("www/a.lsh", "print(1)\n"), ("www/sub/b.lsh", ""), ("www/notes.txt", "secret"), ("outside/o.lsh", "")];
         for (f, t) in files {
             let _ = std::fs::write(base.join(f), t);
         }

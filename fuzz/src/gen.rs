@@ -11,11 +11,53 @@ const MODULES: &[&str] = &["cgi", "path", "args"];
 
 /// Values that sit on edges: zero, signs, integer limits, float limits, big and tiny.
 const NUMBERS: &[&str] = &[
-    "0", "1", "-1", "2", "3", "7", "10", "-0", "0.5", "-0.5", "1.5", "255", "256", "1024", "65535", "65536",
-    "16384", "16385", "1048576", "4294967295", "4294967296", "9007199254740992", "9007199254740993",
-    "-9007199254740992", "1e308", "-1e308", "1.7976931348623157e308", "5e-324", "1e-300", "1e21", "1e-7",
-    "0xff", "0x7fffffff", "0xffffffffffffffff", "8210266876799", "-8334601228800", "86399", "-86400", "100",
-    "599", "64", "65", "128", "129", "3.14159", "2e9", "1e15",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "3",
+    "7",
+    "10",
+    "-0",
+    "0.5",
+    "-0.5",
+    "1.5",
+    "255",
+    "256",
+    "1024",
+    "65535",
+    "65536",
+    "16384",
+    "16385",
+    "1048576",
+    "4294967295",
+    "4294967296",
+    "9007199254740992",
+    "9007199254740993",
+    "-9007199254740992",
+    "1e308",
+    "-1e308",
+    "1.7976931348623157e308",
+    "5e-324",
+    "1e-300",
+    "1e21",
+    "1e-7",
+    "0xff",
+    "0x7fffffff",
+    "0xffffffffffffffff",
+    "8210266876799",
+    "-8334601228800",
+    "86399",
+    "-86400",
+    "100",
+    "599",
+    "64",
+    "65",
+    "128",
+    "129",
+    "3.14159",
+    "2e9",
+    "1e15",
 ];
 
 /// Strings: empty, ASCII, multi-byte UTF-8, invalid UTF-8, control bytes, format and
@@ -87,7 +129,16 @@ fn builtins() -> &'static [&'static leash::builtins::Builtin] {
 
 /// A program from the fuzzer's bytes.
 pub fn program(u: &mut Unstructured<'_>) -> Result<String> {
-    let mut g = Gen { u, out: String::new(), indent: 0, loops: 0, in_fn: false, fns: vec![], modules: vec![], builtins: builtins() };
+    let mut g = Gen {
+        u,
+        out: String::new(),
+        indent: 0,
+        loops: 0,
+        in_fn: false,
+        fns: vec![],
+        modules: vec![],
+        builtins: builtins(),
+    };
     g.program()?;
     Ok(g.out)
 }

@@ -151,7 +151,12 @@ pub fn run_driver(src: &'static str, args: Vec<Vec<u8>>) -> leash::Outcome {
         let heap = leash::memory::Budget::start(TIGHT.memory);
         let out = run(prog, heap, args, &TIGHT);
         if std::env::var_os("LEASH_FUZZ_PRINT").is_some() {
-            eprintln!("status {}, diagnostic {:?}, output {:?}", out.status, out.diag, String::from_utf8_lossy(&out.held));
+            eprintln!(
+                "status {}, diagnostic {:?}, output {:?}",
+                out.status,
+                out.diag,
+                String::from_utf8_lossy(&out.held)
+            );
         }
         if out.status == 99 {
             panic!("property broken: {}", String::from_utf8_lossy(&out.held));
