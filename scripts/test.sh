@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the whole test suite from a clean checkout: install what it needs, build, test.
 #   scripts/test.sh            everything (Rust unit tests, then the pytest suite)
-#   scripts/test.sh -k json    extra arguments go to pytest
+#   scripts/test.sh -k json    extra arguments go to pytest (and skip the fuzz smoke run)
+# FUZZ_SMOKE_SECS (default 20) is how long each fuzz target runs at the end; 0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,3 +39,7 @@ cargo test --release --locked --quiet --workspace
 echo "== pytest (integration tests, real binary)"
 export LEASH_BIN="$PWD/target/release/leash"
 "$PY" -m pytest -q -n "${PYTEST_WORKERS:-2}" tests "$@"
+if [ $# -eq 0 ] && [ "${FUZZ_SMOKE_SECS:-20}" != 0 ]; then
+  echo "== fuzz smoke runs (${FUZZ_SMOKE_SECS:-20} s per target; fuzz/README.md)"
+  scripts/fuzz.sh smoke "${FUZZ_SMOKE_SECS:-20}"
+fi
