@@ -31,6 +31,13 @@ const CACHE_ENTRIES: usize = 16;
 pub struct Compiled {
     text: Regex,
     bytes: OnceCell<bytes::Regex>,
+    /// The pattern compiled with Unicode mode off, for ASCII subjects (None when the
+    /// pattern needs Unicode mode: a `\p{..}` class, say). On a subject of ASCII bytes
+    /// only it finds exactly what the Unicode pattern finds (every Unicode class agrees
+    /// with its ASCII form on ASCII characters, and every position is a character
+    /// boundary), with a much smaller automaton: `\S` is one byte class instead of the
+    /// UTF-8 sequences of every non-space character.
+    ascii: OnceCell<Option<bytes::Regex>>,
     /// States of the pattern's Thompson NFA: what one byte of subject can cost when the
     /// engine falls back from its lazy DFA to simulating the NFA (the work charge).
     states: u64,
@@ -58,6 +65,38 @@ impl Compiled {
             // for a reason the text build did not.
             builder_bytes(self.text.as_str()).build().unwrap_or_else(|_| bytes::Regex::new("$^").expect("trivial"))
         })
+    }
+}
+
+/// Which compiled form searches a subject.
+enum Engine<'a> {
+    Text(&'a Regex, &'a str),
+    Bytes(&'a bytes::Regex),
+}
+
+impl Compiled {
+    fn ascii(&self) -> Option<&bytes::Regex> {
+        self.ascii
+            .get_or_init(|| {
+                let mut b = builder_bytes(self.text.as_str());
+                b.unicode(false);
+                b.build().ok()
+            })
+            .as_ref()
+    }
+
+    /// The engine for subject `s`: the ASCII form for ASCII bytes, the text form for
+    /// other UTF-8 (empty matches never split a character), the byte form otherwise.
+    fn engine<'a>(&'a self, s: &'a [u8]) -> Engine<'a> {
+        if s.is_ascii() {
+            if let Some(a) = self.ascii() {
+                return Engine::Bytes(a);
+            }
+        }
+        match std::str::from_utf8(s) {
+            Ok(t) => Engine::Text(&self.text, t),
+            Err(_) => Engine::Bytes(self.bytes()),
+        }
     }
 }
 
@@ -130,7 +169,7 @@ pub fn compile(pat: &str) -> Result<Rc<Compiled>, PatternError> {
                     other => PatternError::Syntax(other.to_string()),
                 },
             )?;
-        let re = Rc::new(Compiled { text, bytes: OnceCell::new(), states: nfa_states(pat) });
+        let re = Rc::new(Compiled { text, bytes: OnceCell::new(), ascii: OnceCell::new(), states: nfa_states(pat) });
         if c.entries.len() >= CACHE_ENTRIES {
             if let Some(oldest) = (0..c.entries.len()).min_by_key(|&i| c.entries[i].2) {
                 c.entries.swap_remove(oldest);
@@ -151,27 +190,23 @@ fn pat_subject<'a>(it: &mut Interp<'_>, name: &str, args: &'a [Value]) -> R<(Rc<
     Ok((re, s.as_slice()))
 }
 
-fn as_text(s: &[u8]) -> Option<&str> {
-    std::str::from_utf8(s).ok()
-}
-
 fn test(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.test", args)?;
-    Ok(Value::Bool(match as_text(s) {
-        Some(t) => re.text.is_match(t),
-        None => re.bytes().is_match(s),
+    Ok(Value::Bool(match re.engine(s) {
+        Engine::Text(r, t) => r.is_match(t),
+        Engine::Bytes(r) => r.is_match(s),
     }))
 }
 
 fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.match", args)?;
     let group = |g: Option<&[u8]>| g.map(|m| Value::str(m.to_vec())).unwrap_or(Value::Nil);
-    let items: Vec<Value> = match as_text(s) {
-        Some(t) => match re.text.captures(t) {
+    let items: Vec<Value> = match re.engine(s) {
+        Engine::Text(r, t) => match r.captures(t) {
             None => return Ok(Value::Nil),
             Some(caps) => caps.iter().map(|g| group(g.map(|m| m.as_str().as_bytes()))).collect(),
         },
-        None => match re.bytes().captures(s) {
+        Engine::Bytes(r) => match r.captures(s) {
             None => return Ok(Value::Nil),
             Some(caps) => caps.iter().map(|g| group(g.map(|m| m.as_bytes()))).collect(),
         },
@@ -194,17 +229,17 @@ fn collect<'a>(it: &mut Interp<'_>, name: &str, what: &str, pieces: impl Iterato
 
 fn find_all(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.find_all", args)?;
-    match as_text(s) {
-        Some(t) => collect(it, "re.find_all", "matches", re.text.find_iter(t).map(|m| m.as_str().as_bytes())),
-        None => collect(it, "re.find_all", "matches", re.bytes().find_iter(s).map(|m| m.as_bytes())),
+    match re.engine(s) {
+        Engine::Text(r, t) => collect(it, "re.find_all", "matches", r.find_iter(t).map(|m| m.as_str().as_bytes())),
+        Engine::Bytes(r) => collect(it, "re.find_all", "matches", r.find_iter(s).map(|m| m.as_bytes())),
     }
 }
 
 fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.split", args)?;
-    match as_text(s) {
-        Some(t) => collect(it, "re.split", "pieces", re.text.split(t).map(str::as_bytes)),
-        None => collect(it, "re.split", "pieces", re.bytes().split(s)),
+    match re.engine(s) {
+        Engine::Text(r, t) => collect(it, "re.split", "pieces", r.split(t).map(str::as_bytes)),
+        Engine::Bytes(r) => collect(it, "re.split", "pieces", r.split(s)),
     }
 }
 
@@ -213,10 +248,16 @@ fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let with = it.arg_str("re.replace", args, 2)?;
     let mut out = Vec::with_capacity(s.len());
     let mut last = 0;
-    match (as_text(s), as_text(with)) {
-        (Some(t), Some(w)) => {
+    // A replacement that is not UTF-8 takes the byte form (as does a subject that is not).
+    let engine = match (re.engine(s), std::str::from_utf8(with)) {
+        (Engine::Text(r, t), Ok(w)) => Ok((r, t, w)),
+        (Engine::Text(..), Err(_)) => Err(re.bytes()),
+        (Engine::Bytes(r), _) => Err(r),
+    };
+    match engine {
+        Ok((r, t, w)) => {
             let mut piece = String::new();
-            for caps in re.text.captures_iter(t) {
+            for caps in r.captures_iter(t) {
                 let m = caps.get(0).expect("group 0 always takes part");
                 out.extend_from_slice(&s[last..m.start()]);
                 piece.clear();
@@ -227,8 +268,8 @@ fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 it.work(WORK_REGEX_MATCH)?;
             }
         }
-        _ => {
-            for caps in re.bytes().captures_iter(s) {
+        Err(r) => {
+            for caps in r.captures_iter(s) {
                 let m = caps.get(0).expect("group 0 always takes part");
                 out.extend_from_slice(&s[last..m.start()]);
                 caps.expand(with, &mut out);
@@ -281,5 +322,68 @@ mod tests {
         let pieces: Vec<_> = re.text.split("é").collect();
         assert_eq!(pieces, ["", "é", ""]);
         assert!(re.bytes().is_match(b"\xff"));
+    }
+
+    /// The ASCII form finds exactly what the Unicode form finds on ASCII subjects: every
+    /// capture group's span, for every match, over patterns that use each kind of class.
+    #[test]
+    fn ascii_form_agrees_on_ascii_subjects() {
+        let pats = [
+            r"\S+",
+            r"\w+",
+            r"\b\w+\b",
+            r"\B",
+            r"(?i)kelvin|s",
+            r"(?i)[a-z]+",
+            r"[^\]]+",
+            r".",
+            r"(?s).",
+            r"\s+",
+            r"\d{3}",
+            r"[[:alpha:]]+",
+            r"(?m)^\w*$",
+            "",
+            "a*",
+            r"(?P<w>\w)(\W)?",
+            r"[^a-z]",
+            r"\W+",
+            r"[\w--\d]+",
+            r#"^(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) ([^ ?"]+)\S* [^"]*" (\d{3}) (\d+|-)"#,
+            r"(\w+)@(\w+)\.com",
+            "é|e",
+            r"\x7f|\x00",
+            r"[\x00-\x7f]+",
+            r"(?u:\w)+",
+        ];
+        let subjects = [
+            "",
+            "abc",
+            "Kelvin kelvin KELVIN s S",
+            "hello, world!\n  foo_bar 123 4567\tx",
+            "1.2.3.4 - - [01/Jan/2026:00:00:00 +0000] \"GET /a/b?q=1 HTTP/1.1\" 200 512 \"-\" \"x\"",
+            "\x00\x01\x7f ]]] [x] \r\n\r\n",
+            "a@b.com c@d.com",
+            "aaa",
+            "_ _ __ 9_9",
+        ];
+        for p in pats {
+            let re = compile(p).unwrap();
+            let Some(a) = re.ascii() else { continue };
+            for s in subjects {
+                let text: Vec<Vec<Option<(usize, usize)>>> = re
+                    .text
+                    .captures_iter(s)
+                    .map(|c| c.iter().map(|g| g.map(|m| (m.start(), m.end()))).collect())
+                    .collect();
+                let ascii: Vec<Vec<Option<(usize, usize)>>> = a
+                    .captures_iter(s.as_bytes())
+                    .map(|c| c.iter().map(|g| g.map(|m| (m.start(), m.end()))).collect())
+                    .collect();
+                assert_eq!(text, ascii, "pattern {p:?} on {s:?}");
+            }
+        }
+        // A pattern that needs Unicode mode has no ASCII form and keeps the text form.
+        assert!(compile(r"\p{Greek}").unwrap().ascii().is_none());
+        assert!(matches!(compile(r"\p{Greek}").unwrap().engine(b"abc"), Engine::Text(..)));
     }
 }
