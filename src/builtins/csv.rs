@@ -165,13 +165,13 @@ impl RowBuilder {
             Some(names) => {
                 let mut m = Map::with_capacity(names.len());
                 for (k, f) in names.iter().zip(rec.iter()) {
-                    m.insert(k.clone(), Value::str(f.to_vec()));
+                    m.insert(k.clone(), Value::str_from(f));
                 }
                 Value::map(m)
             }
             None => {
                 let mut fields = Vec::with_capacity(n);
-                fields.extend(rec.iter().map(|f| Value::str(f.to_vec())));
+                fields.extend(rec.iter().map(Value::str_from));
                 Value::list(fields)
             }
         }))

@@ -200,7 +200,7 @@ fn test(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.match", args)?;
-    let group = |g: Option<&[u8]>| g.map(|m| Value::str(m.to_vec())).unwrap_or(Value::Nil);
+    let group = |g: Option<&[u8]>| g.map(Value::str_from).unwrap_or(Value::Nil);
     let items: Vec<Value> = match re.engine(s) {
         Engine::Text(r, t) => match r.captures(t) {
             None => return Ok(Value::Nil),
@@ -222,7 +222,7 @@ fn collect<'a>(it: &mut Interp<'_>, name: &str, what: &str, pieces: impl Iterato
         if items.len() == MAX_LIST_ITEMS {
             return Err(it.limit(LimitKind::List, format!("{name}: more than {MAX_LIST_ITEMS} {what}")));
         }
-        items.push(Value::str(p.to_vec()));
+        items.push(Value::str_from(p));
     }
     it.make_list(items)
 }

@@ -66,7 +66,7 @@ fn trimmed(it: &mut Interp<'_>, args: &mut [Value], name: &str, start: bool, end
             t
         }
     };
-    Ok(Value::str(out.to_vec()))
+    Ok(Value::str_from(out))
 }
 
 fn trim(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
