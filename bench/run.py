@@ -38,6 +38,7 @@ RESULTS_DIR = os.path.join(BENCH, "results")
 
 CPYTHON = "/usr/bin/python3"
 LEASH_MAX_STEPS = "100000000"
+LEASH_MAX_WORK = "10000000000000"
 RUN_TIMEOUT = 300  # seconds for one run of one program
 
 # Language key -> display name, source directory, file extension.
@@ -61,8 +62,30 @@ WORKLOADS = {
     "array": [("array", "array", [])],
     "map": [("map", "map", ["300000"]), ("map 150k", "map", ["150000"])],
     "json": [("json", "json", [])],
+    # Text workloads (issue 12): inputs written by bench/gen_text.py. "@NAME" in the
+    # arguments is the path of that input; TEXT_STDIN names the input fed on stdin.
+    "wordfreq": [("wordfreq", "wordfreq", [])],
+    "logparse": [("logparse", "logparse", [])],
+    "csvsum": [("csvsum", "csvsum", ["@rows.csv"]),
+               ("csvsum parse", "csvsum", ["@rows.csv"])],
+    "textops": [("textops", "textops", [])],
+    "jsonbig": [("jsonbig", "jsonbig", [])],
 }
-WORKLOAD_ORDER = ["startup", "fib", "loop", "strings", "array", "map", "json"]
+WORKLOAD_ORDER = ["startup", "fib", "loop", "strings", "array", "map", "json",
+                  "wordfreq", "logparse", "csvsum", "textops", "jsonbig"]
+TEXT_WORKLOADS = ["wordfreq", "logparse", "csvsum", "textops", "jsonbig"]
+TEXT_CASES = {"wordfreq", "logparse", "csvsum", "csvsum parse", "textops", "jsonbig"}
+TEXT_STDIN = {"wordfreq": "words.txt", "logparse": "access.log", "textops": "text.txt",
+              "jsonbig": "big.json"}
+INPUTS_DIR = os.path.join(ROOT, "target", "bench", "inputs")
+# A case whose program differs per language: {case: {lang: program}}. "csvsum parse" is
+# Leash's other way to read CSV (csv.parse of each line, bench/leash/csvline.lsh); the
+# peers run their one CSV program again, so the row compares the same work.
+PROGRAM_FOR = {"csvsum parse": {"leash": "csvline"}}
+# Where a language has no library for the work, the cell says so instead of a figure.
+NOT_AVAILABLE = {("jsonbig", "lua"): "n/a: no JSON library", ("jsonbig", "tcl"): "n/a: no JSON library"}
+# Extra Leash options per case (the gates a program needs).
+LEASH_FLAGS = {"csvsum": ["--allow-files"], "csvsum parse": ["--allow-files"]}
 
 # What every language must print (checked across languages as well).
 EXPECTED = {
@@ -75,7 +98,16 @@ EXPECTED = {
     "map": "5000 57",
     "map 150k": "5000 35",
     "json": "1835740 40020000",
+    "wordfreq": "734651 5951 ilwes:1373 ilnu:1020 vepekaan:1010 ternumi:914 ilsolaxve:895",
+    "logparse": "100000 7885 1963490284 /ba/axan/lo/:475 /venu/pe/teran.html:373 "
+                "/chteran/ilsolkaax/ch.html:328",
+    "csvsum": "50000 16527 books:66799:63212357 food:65230:62204860 garden:65987:63116829 "
+              "home:65008:61122694 music:64784:61053396 sport:65176:62271735 "
+              "tools:65763:62460757 toys:65566:63404910",
+    "textops": "81576960",
+    "jsonbig": "18147220",
 }
+EXPECTED["csvsum parse"] = EXPECTED["csvsum"]
 
 # Scaling pairs: (label, large case, small case).
 SCALING = [("strings 100k / 50k", "strings", "strings 50k"),
@@ -88,6 +120,7 @@ TARGET_FAST = 2.0  # vs min(Lua, Perl)
 TARGET_STARTUP_LUA = 1.5
 TARGET_STARTUP_RSS_LUA = 2.0
 TARGET_SCALING = 2.5
+TARGET_TEXT_PERL = 1.25  # text workloads: Leash within 1.25x of Perl (and at or below CPython)
 
 # Debian packages that provide a missing peer.
 APT_PACKAGES = {"lua": ["lua5.4"], "tcl": ["tcl"], "perl": ["perl"], "python": ["python3"]}
@@ -244,12 +277,22 @@ def load_average():
 
 # ---------------------------------------------------------------- running
 
-def command_for(lang, interp, workload, args):
+def command_for(lang, interp, workload, args, case=None):
     _, subdir, ext = LANGS[lang]
+    workload = PROGRAM_FOR.get(case, {}).get(lang, workload)
     script = os.path.join(BENCH, subdir, "%s.%s" % (workload, ext))
+    args = [os.path.join(INPUTS_DIR, a[1:]) if a.startswith("@") else a for a in args]
     if lang == "leash":
-        return [interp, "--max-steps", LEASH_MAX_STEPS, script] + args
+        # The benchmarks measure speed, not the default budgets: a large work budget
+        # (the default of 2e9 units is about 2 s of CPU) and the gates a program needs.
+        return ([interp, "--max-steps", LEASH_MAX_STEPS, "--max-work", LEASH_MAX_WORK]
+                + LEASH_FLAGS.get(case, []) + [script] + args)
     return [interp, script] + args
+
+
+def stdin_for(case):
+    name = TEXT_STDIN.get(case)
+    return os.path.join(INPUTS_DIR, name) if name else None
 
 
 # Environment variables that change how an interpreter starts (search paths,
@@ -262,11 +305,20 @@ def child_env():
 MEASURE_RE = re.compile(r"^@@measure (\d+) (\d+) (\d+) (\d+)$")
 
 
-def run_once(cmd, measure):
+def open_stdin(path):
+    return open(path, "rb") if path else subprocess.DEVNULL
+
+
+def run_once(cmd, measure, stdin_path=None):
     """Run cmd; return (status, cpu_seconds, maxrss_kb, stdout, stderr)."""
     full = [measure] + cmd if measure else cmd
-    proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, env=child_env())
+    stdin = open_stdin(stdin_path)
+    try:
+        proc = subprocess.Popen(full, stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True, env=child_env())
+    finally:
+        if stdin_path:
+            stdin.close()
     try:
         out, err = proc.communicate(timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -288,15 +340,20 @@ def run_once(cmd, measure):
     return (proc.returncode, None, None, out, err)
 
 
-def run_once_wait4(cmd):
+def run_once_wait4(cmd, stdin_path=None):
     """Fallback without the C helper: os.wait4 on a direct child.
 
     Peak RSS then includes the pages copied from this runner at fork, so it
     is floored at roughly the runner's own size (about 10 MB).
     """
     with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fout, stderr=ferr,
-                                start_new_session=True, env=child_env())
+        stdin = open_stdin(stdin_path)
+        try:
+            proc = subprocess.Popen(cmd, stdin=stdin, stdout=fout, stderr=ferr,
+                                    start_new_session=True, env=child_env())
+        finally:
+            if stdin_path:
+                stdin.close()
         _, status, ru = os.wait4(proc.pid, 0)
         proc.returncode = 0  # reaped here; keep Popen from waiting again
         fout.seek(0)
@@ -368,6 +425,8 @@ def cell(results, case, lang):
     runs = results.get(case, {}).get(lang)
     if runs is None:
         return "n/a"
+    if (case, lang) in NOT_AVAILABLE:
+        return NOT_AVAILABLE[(case, lang)]
     if runs["failure"]:
         return "FAIL (%s)" % runs["failure"]
     med = summarize(results, case, lang)
@@ -396,13 +455,15 @@ def report(results, cases, langs, markdown, misses):
     if has_leash:
         headers += ["Leash/CPython", "Leash/Tcl", "Leash/min(Lua,Perl)",
                     "startup Leash/Lua CPU / RSS"]
+        if any(c in TEXT_CASES for c in cases) and "perl" in langs:
+            headers.append("text: Leash/Perl")
     rows = []
     for case in cases:
         row = [case] + [cell(results, case, l) for l in langs]
         if has_leash:
             # The half-size rows of the scaling pairs are shown for reference;
             # the targets are judged on the main rows.
-            judged = case in WORKLOAD_ORDER
+            judged = case in WORKLOAD_ORDER or case in TEXT_CASES
             fast = [l for l in ("lua", "perl") if l in langs]
             checks = [
                 (ratio(results, case, "leash", ["python"]) if "python" in langs else None,
@@ -432,6 +493,14 @@ def report(results, cases, langs, markdown, misses):
                                         fmt_ratio(r_rss, TARGET_STARTUP_RSS_LUA)))
             else:
                 row.append("")
+            if any(c in TEXT_CASES for c in cases) and "perl" in langs:
+                if case in TEXT_CASES:
+                    r = ratio(results, case, "leash", ["perl"])
+                    if r is not None and r > TARGET_TEXT_PERL:
+                        misses.append("%s: text Leash/Perl %.2f > %.2f" % (case, r, TARGET_TEXT_PERL))
+                    row.append(fmt_ratio(r, TARGET_TEXT_PERL))
+                else:
+                    row.append("")
         rows.append(row)
     out = [render_table(headers, rows, markdown)]
 
@@ -524,6 +593,12 @@ def main():
             problems.append("%s: interpreter not available" % LANGS[lang][0])
         interps[lang] = path
 
+    if any(w in TEXT_WORKLOADS for w in workloads):
+        log("writing the text inputs (bench/gen_text.py) if missing ...")
+        sys.path.insert(0, BENCH)
+        import gen_text
+        gen_text.generate(INPUTS_DIR)
+
     versions = {l: interpreter_version(l, interps[l]) for l in langs if interps[l]}
     info = machine_info()
 
@@ -532,7 +607,9 @@ def main():
     for name in case_names:
         for lang in langs:
             results[name][lang] = {"runs": [], "outputs": [], "failure": None, "stderr": ""}
-            if interps[lang] is None:
+            if (name, lang) in NOT_AVAILABLE:
+                results[name][lang]["failure"] = "n/a"
+            elif interps[lang] is None:
                 results[name][lang]["failure"] = "missing"
 
     load_before = load_average()
@@ -551,11 +628,11 @@ def main():
                 res = results[name][lang]
                 if res["failure"]:
                     continue
-                cmd = command_for(lang, interps[lang], workload, args)
+                cmd = command_for(lang, interps[lang], workload, args, name)
                 if measure:
-                    status, cpu, rss, out, err = run_once(cmd, measure)
+                    status, cpu, rss, out, err = run_once(cmd, measure, stdin_for(name))
                 else:
-                    status, cpu, rss, out, err = run_once_wait4(cmd)
+                    status, cpu, rss, out, err = run_once_wait4(cmd, stdin_for(name))
                 if status != 0:
                     res["failure"] = ("exit %s" % status) if isinstance(status, int) else status
                     res["stderr"] = err.strip()

@@ -122,7 +122,10 @@ pub enum NextLine {
 /// (bytes before it hold no LF); `max` bounds a line without its ending; at `eof` the
 /// rest is the last line.
 pub fn next_line(avail: &[u8], from: usize, max: usize, eof: bool) -> NextLine {
-    if let Some(i) = avail[from..].iter().position(|&c| c == b'\n').map(|i| i + from) {
+    // An LF past `max + 1` ends a line that is too long anyway: search no further (with
+    // memchr, not byte by byte).
+    let window = avail.len().min(max.saturating_add(2));
+    if let Some(i) = memchr::memchr(b'\n', &avail[from.min(window)..window]).map(|i| i + from.min(window)) {
         let len = if i > 0 && avail[i - 1] == b'\r' { i - 1 } else { i };
         return if len > max { NextLine::TooLong } else { NextLine::Line { len, consumed: i + 1 } };
     }
@@ -158,5 +161,12 @@ mod tests {
         assert_eq!(next_line(b"abcde", 0, 3, false), NextLine::TooLong);
         assert_eq!(next_line(b"abcd", 0, 3, true), NextLine::TooLong);
         assert_eq!(next_line(b"x\ny\n", 2, 3, false), NextLine::Line { len: 3, consumed: 4 });
+        // An LF beyond the window (max + 2 bytes) is not looked for: the line is too long.
+        assert_eq!(next_line(b"abcdefgh\n", 0, 3, false), NextLine::TooLong);
+        assert_eq!(next_line(b"abcdefgh\n", 0, 3, true), NextLine::TooLong);
+        assert_eq!(next_line(b"abcd\r\n", 0, 3, false), NextLine::TooLong);
+        assert_eq!(next_line(b"abcd\r\n", 0, 4, false), NextLine::Line { len: 4, consumed: 6 });
+        assert_eq!(next_line(b"abcd", 4, 3, false), NextLine::More);
+        assert_eq!(next_line(b"abcdef\n", 4, 3, false), NextLine::TooLong);
     }
 }

@@ -423,6 +423,14 @@ impl Map {
 }
 
 impl Value {
+    /// A string copied from `b`: one allocation (the shared box, with up to
+    /// `STR_INLINE` bytes inside it; a longer string adds its buffer), where
+    /// `Value::str(b.to_vec())` would allocate and free a vector besides.
+    #[inline]
+    pub fn str_from(b: &[u8]) -> Value {
+        Value::Str(Rc::new(LStr::from(b)))
+    }
+
     /// A string value. Spare capacity left by building it is given back when large, so
     /// that a string is accounted near its length (a 1 MiB string fits in a frame).
     #[inline]

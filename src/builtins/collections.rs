@@ -375,11 +375,11 @@ fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let finder = memchr::memmem::Finder::new(sep.as_slice());
     while parts.len() < max {
         let Some(i) = finder.find(rest) else { break };
-        parts.push(Value::str(rest[..i].to_vec()));
+        parts.push(Value::str_from(&rest[..i]));
         rest = &rest[i + sep.len()..];
         it.check_list_len(parts.len() + 1)?;
     }
-    parts.push(Value::str(rest.to_vec()));
+    parts.push(Value::str_from(rest));
     it.make_list(parts)
 }
 
@@ -395,7 +395,7 @@ fn lines(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     for line in body.split(|&c| c == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        out.push(Value::str(line.to_vec()));
+        out.push(Value::str_from(line));
         it.check_list_len(out.len())?;
     }
     it.make_list(out)

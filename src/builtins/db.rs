@@ -417,7 +417,7 @@ fn leash_value(it: &Interp<'_>, name: &str, col: &[u8], v: ValueRef<'_>) -> R<Va
         }
         ValueRef::Text(b) | ValueRef::Blob(b) => {
             it.check_str_len(b.len())?;
-            Value::str(b.to_vec())
+            Value::str_from(b)
         }
     })
 }

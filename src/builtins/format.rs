@@ -26,7 +26,6 @@ use crate::value::{is_integral, Value};
 /// fmt: one unit per byte of the result, charged piece by piece.
 pub const FMT: Cost = Cost::custom(1.0, 0.0);
 
-
 #[derive(Default, Clone, Copy)]
 struct Spec {
     left: bool,
@@ -171,7 +170,12 @@ fn convert(it: &mut Interp<'_>, conv: u8, s: Spec, v: &Value, pos: usize) -> R<V
                 let max = it.lim.n(L::String);
                 it.write_text(v, &mut text, max)?;
             } else {
-                match crate::builtins::json::stringify_until(v, b"", it.deadline, crate::builtins::json::JsonLimits::of(&it.lim)) {
+                match crate::builtins::json::stringify_until(
+                    v,
+                    b"",
+                    it.deadline,
+                    crate::builtins::json::JsonLimits::of(&it.lim),
+                ) {
                     Ok(t) => text = t,
                     Err(crate::builtins::json::WriteError::Time) => {
                         return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"))

@@ -811,7 +811,7 @@ fn recv(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         let avail = s.buf.len() - s.pos;
         if avail > 0 {
             let take = avail.min(max);
-            let v = Value::str(s.buf[s.pos..s.pos + take].to_vec());
+            let v = Value::str_from(&s.buf[s.pos..s.pos + take]);
             consume(it, id, take)?;
             return Ok(v);
         }
@@ -844,7 +844,7 @@ fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         let avail = &s.buf[s.pos..];
         match crate::budget::next_line(avail, searched, it.line_cap(L::SocketsLine), s.eof) {
             NextLine::Line { len, consumed } => {
-                let v = Value::str(avail[..len].to_vec());
+                let v = Value::str_from(&avail[..len]);
                 consume(it, id, consumed)?;
                 return Ok(v);
             }

@@ -35,7 +35,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use regex_automata::hybrid;
-use regex_automata::nfa::thompson::{self, pikevm, pikevm::PikeVM, WhichCaptures};
+use regex_automata::nfa::thompson::{
+    self, backtrack, backtrack::BoundedBacktracker, pikevm, pikevm::PikeVM, WhichCaptures,
+};
 use regex_automata::util::captures::Captures;
 use regex_automata::util::iter::Searcher;
 use regex_automata::util::prefilter::Prefilter;
@@ -58,6 +60,11 @@ pub struct Engine {
     /// DFA cache (every search is then the charged PikeVM).
     hy: Option<hybrid::regex::Regex>,
     pike: PikeVM,
+    /// The bounded backtracker over the same NFA: capture groups of a match span short
+    /// enough for its visited set (states x span bits, 256 KiB), found faster than by the
+    /// PikeVM (the same matches: both report leftmost-first groups; linear too, as every
+    /// (state, position) pair is visited at most once). Charged as the PikeVM.
+    bt: Option<BoundedBacktracker>,
     /// States of the pattern's Thompson NFA (the up-front weight).
     states: u64,
     /// The pattern's positions (see `positions`): what one byte of subject costs the
@@ -69,6 +76,7 @@ pub struct Engine {
 struct Caches {
     hy: Option<hybrid::regex::Cache>,
     pike: pikevm::Cache,
+    bt: Option<backtrack::Cache>,
 }
 
 /// One pattern compiled for text subjects and, when first needed, for byte subjects.
@@ -77,6 +85,13 @@ pub struct Compiled {
     pat: Rc<str>,
     text: Rc<Engine>,
     bytes: Rc<std::cell::OnceCell<Result<Rc<Engine>, String>>>,
+    /// The pattern compiled with Unicode mode off, for subjects of ASCII bytes only
+    /// (None when the pattern needs Unicode mode, a `\p{..}` class say). On such a subject
+    /// it finds exactly what the Unicode form finds (every Unicode class agrees with its
+    /// ASCII form on ASCII characters, and every position is a character boundary), with
+    /// far smaller automata: `\S` is one byte class instead of the UTF-8 sequences of
+    /// every non-space character (a log line's regex runs about 2.5x fewer instructions).
+    ascii: Rc<std::cell::OnceCell<Option<Rc<Engine>>>>,
     /// NFA states of the text engine (the `RE` weight).
     states: u64,
 }
@@ -122,8 +137,10 @@ fn positions(h: &regex_syntax::hir::Hir) -> u64 {
     }
 }
 
-fn build(pat: &str, utf8: bool) -> Result<Engine, PatternError> {
-    let hir = syntax::parse_with(pat, &syntax::Config::new().utf8(utf8))
+/// `utf8`: the engines for valid UTF-8 text (empty matches never split a character);
+/// `unicode`: Unicode mode (off only for the ASCII-subject form, see `Compiled::ascii`).
+fn build(pat: &str, utf8: bool, unicode: bool) -> Result<Engine, PatternError> {
+    let hir = syntax::parse_with(pat, &syntax::Config::new().utf8(utf8).unicode(unicode))
         .map_err(|e| PatternError::Syntax(short(&e.to_string())))?;
     let too_big = |e: thompson::BuildError| match e.size_limit() {
         Some(_) => PatternError::TooBig,
@@ -155,22 +172,37 @@ fn build(pat: &str, utf8: bool) -> Result<Engine, PatternError> {
     };
     let states = nfa.states().len() as u64;
     let threads = positions(&hir).max(1);
+    let bt = BoundedBacktracker::new_from_nfa(nfa.clone()).ok();
     let pike = PikeVM::new_from_nfa(nfa).map_err(|e| PatternError::Syntax(e.to_string()))?;
-    let caches = RefCell::new(Caches { hy: hy.as_ref().map(|h| h.create_cache()), pike: pike.create_cache() });
-    Ok(Engine { hy, pike, states, threads, caches })
+    let caches = RefCell::new(Caches {
+        hy: hy.as_ref().map(|h| h.create_cache()),
+        pike: pike.create_cache(),
+        bt: bt.as_ref().map(|b| b.create_cache()),
+    });
+    Ok(Engine { hy, pike, bt, states, threads, caches })
 }
 
 impl Compiled {
     /// The engine for `s`: text when it is valid UTF-8, bytes otherwise; and whether it
     /// was compiled just now (then its compile is charged).
     fn engine(&self, s: &[u8]) -> (Result<Rc<Engine>, String>, bool) {
+        if s.is_ascii() {
+            let fresh = self.ascii.get().is_none();
+            let a = self.ascii.get_or_init(|| build(&self.pat, false, false).ok().map(Rc::new));
+            match a {
+                Some(e) => return (Ok(e.clone()), fresh),
+                // Tried and refused (a Unicode-only pattern): charged as one more compile.
+                None => return (Ok(self.text.clone()), fresh),
+            }
+        }
         if std::str::from_utf8(s).is_ok() {
             return (Ok(self.text.clone()), false);
         }
         let fresh = self.bytes.get().is_none();
         // The same pattern and limits already compiled once as text; a failure here
         // (not expected) is reported, not hidden.
-        let e = self.bytes.get_or_init(|| build(&self.pat, false).map(Rc::new).map_err(|e| e.to_string())).clone();
+        let e =
+            self.bytes.get_or_init(|| build(&self.pat, false, true).map(Rc::new).map_err(|e| e.to_string())).clone();
         (e, fresh)
     }
 }
@@ -313,7 +345,14 @@ impl<'h> Run<'h> {
         let e = self.e.clone();
         pike_charge(it, name, WORK_REGEX_CAPTURES + pike_units(m.len() as u64, e.threads))?;
         let input = Input::new(self.hay).span(m.range()).anchored(Anchored::Yes);
-        e.pike.search(&mut e.caches.borrow_mut().pike, &input, caps);
+        let mut c = e.caches.borrow_mut();
+        let c = &mut *c;
+        if let (Some(bt), Some(bc)) = (e.bt.as_ref(), c.bt.as_mut()) {
+            if m.len() <= bt.max_haystack_len() && bt.try_search(bc, &input, caps).is_ok() {
+                return Ok(());
+            }
+        }
+        e.pike.search(&mut c.pike, &input, caps);
         Ok(())
     }
 
@@ -451,12 +490,12 @@ fn compile_inner(pat: &str, work: &mut u64) -> Result<Compiled, PatternError> {
             *used = tick;
             return Ok(re.clone());
         }
-        let text = build(pat, true).inspect_err(|e| {
+        let text = build(pat, true, true).inspect_err(|e| {
             *work = compile_work(if matches!(e, PatternError::TooBig) { COMPILE_FAILED_STATES } else { 0 })
         })?;
         let states = text.states;
         *work = compile_work(states);
-        let re = Compiled { pat: pat.into(), text: Rc::new(text), bytes: Rc::default(), states };
+        let re = Compiled { pat: pat.into(), text: Rc::new(text), bytes: Rc::default(), ascii: Rc::default(), states };
         if c.map.len() >= CACHE_ENTRIES {
             if let Some(old) = c.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone()) {
                 c.map.remove(&old);
@@ -495,7 +534,7 @@ fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let mut caps = run.e.pike.create_captures();
     run.captures(it, "re.match", m, &mut caps)?;
     let items: Vec<Value> =
-        caps.iter().map(|g| g.map(|sp| Value::str(s[sp.range()].to_vec())).unwrap_or(Value::Nil)).collect();
+        caps.iter().map(|g| g.map(|sp| Value::str_from(&s[sp.range()])).unwrap_or(Value::Nil)).collect();
     it.make_list(items)
 }
 
@@ -505,7 +544,7 @@ fn push_piece(it: &mut Interp<'_>, name: &str, what: &str, items: &mut Vec<Value
     if items.len() == it.lim.n(L::List) {
         return Err(it.limit(LimitKind::List, format!("{name}: more than {} {what}", it.lim.n(L::List))));
     }
-    items.push(Value::str(p.to_vec()));
+    items.push(Value::str_from(p));
     Ok(())
 }
 
@@ -605,5 +644,84 @@ mod tests {
         let b = re.engine(b"\xff").0.unwrap();
         let mut c = b.pike.create_cache();
         assert_eq!(b.pike.find_iter(&mut c, &b"\xc3\xa9"[..]).count(), 3);
+    }
+
+    /// The ASCII form finds exactly what the Unicode text form finds on ASCII subjects:
+    /// every capture group's span of every match, with the PikeVM and with the
+    /// backtracker, over patterns using each kind of class and assertion.
+    #[test]
+    fn ascii_form_agrees_on_ascii_subjects() {
+        let pats = [
+            r"\S+",
+            r"\w+",
+            r"\b\w+\b",
+            r"\B",
+            r"(?i)kelvin|s",
+            r"(?i)[a-z]+",
+            r"[^\]]+",
+            r".",
+            r"(?s).",
+            r"\s+",
+            r"\d{3}",
+            r"[[:alpha:]]+",
+            r"(?m)^\w*$",
+            "",
+            "a*",
+            r"(?P<w>\w)(\W)?",
+            r"[^a-z]",
+            r"\W+",
+            r"[\w--\d]+",
+            r#"^(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) ([^ ?"]+)\S* [^"]*" (\d{3}) (\d+|-)"#,
+            r"(\w+)@(\w+)\.com",
+            "é|e",
+            r"\x7f|\x00",
+            r"[\x00-\x7f]+",
+            r"(?u:\w)+",
+            r"\b",
+            r"(?-u:\b)x",
+        ];
+        let subjects = [
+            "",
+            "abc",
+            "Kelvin kelvin KELVIN s S",
+            "hello, world!\n  foo_bar 123 4567\tx",
+            "1.2.3.4 - - [01/Jan/2026:00:00:00 +0000] \"GET /a/b?q=1 HTTP/1.1\" 200 512 \"-\" \"x\"",
+            "\x00\x01\x7f ]]] [x] \r\n\r\n",
+            "a@b.com c@d.com",
+            "aaa",
+            "_ _ __ 9_9",
+        ];
+        let spans = |e: &Engine, s: &str| -> Vec<Vec<Option<(usize, usize)>>> {
+            let mut c = e.pike.create_cache();
+            e.pike
+                .captures_iter(&mut c, s.as_bytes())
+                .map(|caps| {
+                    (0..caps.group_len()).map(|g| caps.get_group(g).map(|m| (m.start, m.end))).collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let mut compared = 0;
+        for p in pats {
+            let re = compile(p).unwrap();
+            let Some(a) = build(p, false, false).ok() else { continue };
+            for s in subjects {
+                assert_eq!(spans(&re.text, s), spans(&a, s), "pattern {p:?} on {s:?}");
+                // The backtracker (captures of a match's span) agrees with the PikeVM.
+                let (Some(bt), mut bc) = (a.bt.as_ref(), a.bt.as_ref().map(|b| b.create_cache())) else { continue };
+                let mut c1 = bt.create_captures();
+                let mut c2 = a.pike.create_captures();
+                let input = Input::new(s.as_bytes());
+                bt.try_search(bc.as_mut().unwrap(), &input, &mut c1).unwrap();
+                a.pike.search(&mut a.pike.create_cache(), &input, &mut c2);
+                assert_eq!(format!("{c1:?}"), format!("{c2:?}"), "pattern {p:?} on {s:?}");
+                compared += 1;
+            }
+        }
+        assert!(compared > 200);
+        // A pattern that needs Unicode mode has no ASCII form and keeps the text form.
+        assert!(build(r"\p{Greek}", false, false).is_err());
+        let re = compile(r"\p{Greek}").unwrap();
+        let (e, _) = re.engine(b"abc");
+        assert!(Rc::ptr_eq(&e.unwrap(), &re.text));
     }
 }

@@ -126,7 +126,7 @@ fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
         let avail = &it.stdin.buf[it.stdin.pos..];
         match next_line(avail, searched, it.line_cap(L::StdinLine), it.stdin.eof) {
             NextLine::Line { len, consumed } => {
-                let v = Value::str(avail[..len].to_vec());
+                let v = Value::str_from(&avail[..len]);
                 consume(it, consumed)?;
                 return Ok(v);
             }
@@ -153,7 +153,7 @@ fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         return at_end(it);
     }
     let take = avail.len().min(n);
-    let v = Value::str(avail[..take].to_vec());
+    let v = Value::str_from(&avail[..take]);
     consume(it, take)?;
     Ok(v)
 }

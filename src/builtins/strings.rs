@@ -10,6 +10,11 @@ use crate::value::*;
 
 fn case(it: &mut Interp<'_>, args: &mut [Value], name: &str, upper: bool) -> R<Value> {
     let s = it.arg_str(name, args, 0)?;
+    // ASCII text (the common case) maps byte by byte, as Unicode case mapping does on it.
+    if s.is_ascii() {
+        let out = if upper { s.to_ascii_uppercase() } else { s.to_ascii_lowercase() };
+        return it.make_str(out);
+    }
     let out = match std::str::from_utf8(s) {
         Ok(t) => {
             if upper {
@@ -61,7 +66,7 @@ fn trimmed(it: &mut Interp<'_>, args: &mut [Value], name: &str, start: bool, end
             t
         }
     };
-    Ok(Value::str(out.to_vec()))
+    Ok(Value::str_from(out))
 }
 
 fn trim(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {

@@ -258,7 +258,7 @@ pub fn split(s: &[u8]) -> Result<Parts<'_>, String> {
 fn url_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("url.parse", args, 0)?;
     let p = split(s).map_err(|m| it.err(ErrKind::Parse, format!("url.parse: {m}")))?;
-    let opt = |x: Option<&[u8]>| x.map(|b| Value::str(b.to_vec())).unwrap_or(Value::Nil);
+    let opt = |x: Option<&[u8]>| x.map(Value::str_from).unwrap_or(Value::Nil);
     let mut m = Map::new();
     let mut put = |k: &str, v: Value| {
         m.insert(bytes(k.as_bytes()), v);
@@ -267,7 +267,7 @@ fn url_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     put("user", opt(p.user));
     put("host", opt(p.host));
     put("port", p.port.map(|n| Value::Num(n as f64)).unwrap_or(Value::Nil));
-    put("path", Value::str(p.path.to_vec()));
+    put("path", Value::str_from(p.path));
     put("query", opt(p.query));
     put("fragment", opt(p.fragment));
     it.make_map(m)
