@@ -108,6 +108,7 @@ EXPECTED = {
     "sockets_line": ("64K", None),
     "sockets_lookups": ("256", None),
     "sockets_addrs": ("8", None),
+    "sleep": ("60000", "2592000000"),
 }
 
 
@@ -383,6 +384,8 @@ CASES = {
         b"",
     ),
     "sockets_lookups": ("1", NET, 'x = net.resolve("localhost")', 'x = net.resolve("localhost")\nx = net.resolve("localhost")', b""),
+    # milliseconds: 20 ms of sleeping allowed; 21 ms in all is refused before it waits
+    "sleep": ("20", [], "sleep(0.01)\nsleep(0.01)", "sleep(0.01)\nsleep(0.011)", b""),
 }
 
 # `sockets_addrs` (addresses one net.connect tries) needs a name that resolves to several
