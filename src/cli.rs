@@ -46,6 +46,11 @@ pub const OPTIONS: &[Opt] = &[
     Opt { name: "--seed", value: Some("N"), help: "seed for rand.*, 0..4294967295 (default: from the OS)" },
     Opt { name: "--error-format", value: Some("text|json"), help: "how diagnostics are written to stderr" },
     Opt { name: "--stats", value: None, help: "at exit, write one JSON line of usage figures to stderr" },
+    Opt {
+        name: "--profile",
+        value: Some("FILE"),
+        help: "at exit, write steps and work per call stack to FILE (folded), FILE.work, FILE.lines",
+    },
     Opt { name: "--cgi", value: None, help: "CGI mode: hold output; on failure send a generic 500" },
     Opt { name: "--builtins", value: None, help: "list every builtin: signature, arity, capability, cost rule" },
     Opt { name: "--filter", value: Some("TEXT"), help: "leash test: run only tests whose names contain TEXT" },
@@ -69,6 +74,8 @@ pub struct Config {
     pub seed: Option<u32>,
     pub json_errors: bool,
     pub stats: bool,
+    /// `--profile FILE`.
+    pub profile: Option<PathBuf>,
     pub cgi: bool,
     pub filter: Option<String>,
     pub update_snapshots: bool,
@@ -91,6 +98,7 @@ impl Default for Config {
             seed: None,
             json_errors: false,
             stats: false,
+            profile: None,
             cgi: false,
             filter: None,
             update_snapshots: false,
@@ -123,6 +131,9 @@ pub fn help_text() -> String {
          leash [OPTIONS] -e CODE [ARG...]    run CODE given inline\n  \
          leash check [OPTIONS] SCRIPT...     load and validate only; print the capabilities each needs\n  \
          leash test [OPTIONS] [PATH...]      run test functions of *_test.lsh files\n  \
+         leash fmt [--check] FILE...         format scripts in place (- formats stdin to stdout)\n  \
+         leash [repl] [OPTIONS]              an interactive session (on a terminal)\n  \
+         leash completions bash|zsh|fish|man print shell completions or the man page\n  \
          leash --version | --help | --builtins\n\noptions:\n",
     );
     for o in OPTIONS {
@@ -315,6 +326,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                     }
                 }
                 "--stats" => cfg.stats = true,
+                "--profile" => cfg.profile = Some(PathBuf::from(&v)),
                 "--cgi" => cfg.cgi = true,
                 "--filter" => cfg.filter = Some(v),
                 "--update-snapshots" => cfg.update_snapshots = true,

@@ -73,6 +73,8 @@ pub struct RunConfig {
     /// The heap budget the program was loaded under (`memory::Budget`), so that the run
     /// shares it; None starts one when the run starts (the program then not counted).
     pub heap: Option<crate::memory::Budget>,
+    /// `--profile`: feed a profiler (returned in the run's outcome).
+    pub profile: bool,
 }
 
 impl Default for RunConfig {
@@ -89,6 +91,7 @@ impl Default for RunConfig {
             snapshots: None,
             net: Default::default(),
             heap: None,
+            profile: false,
         }
     }
 }
@@ -154,6 +157,8 @@ pub struct Interp<'p> {
     pub(crate) db: crate::builtins::db::DbState,
     /// Where `assert_snapshot` keeps its snapshots.
     pub(crate) snapshots: Option<SnapshotDir>,
+    /// `--profile`: the profiler, fed from the meter's slow path and at calls.
+    pub(crate) profile: Option<Box<crate::tools::profile::Profile>>,
 }
 
 /// `assert_snapshot` files live in `DIR/__snapshots__/STEM/NAME.snap`.
@@ -209,7 +214,32 @@ impl<'p> Interp<'p> {
             net: crate::builtins::net::NetSlot::new(&cfg.net),
             db: Default::default(),
             snapshots: cfg.snapshots.clone(),
+            profile: None,
         }
+    }
+
+    /// Profile this run (`--profile`).
+    pub fn start_profile(&mut self) {
+        self.profile = Some(Box::default());
+        self.meter.profile();
+    }
+
+    /// The profile, with everything counted up to now attributed.
+    pub fn take_profile(&mut self) -> Option<Box<crate::tools::profile::Profile>> {
+        let (steps, work) = (self.meter.steps, self.meter.work);
+        let mut p = self.profile.take()?;
+        p.sync(steps, work);
+        Some(p)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn step_slow(&mut self, pos: Pos) -> R<()> {
+        let r = self.meter.step_slow();
+        if let Some(p) = self.profile.as_deref_mut() {
+            p.step(pos, self.meter.steps, self.meter.work);
+        }
+        r.map_err(|e| located(e, pos))
     }
 
     /// Run main. The caller turns the result into an exit status.
@@ -292,7 +322,9 @@ impl<'p> Interp<'p> {
     /// Charge one step for the line at `pos`.
     #[inline(always)]
     pub fn step(&mut self, pos: Pos) -> R<()> {
-        self.meter.step().map_err(|e| located(e, pos))?;
+        if self.meter.step_due() {
+            self.step_slow(pos)?;
+        }
         self.check_memory().map_err(|e| located(e, pos))
     }
 
@@ -1523,6 +1555,9 @@ impl<'p> Interp<'p> {
             self.stack.resize(new_base + nslots, Value::Unset);
         }
         let saved = (self.base, self.fbytes, self.func);
+        if let Some(p) = self.profile.as_deref_mut() {
+            p.enter(fi, self.meter.steps, self.meter.work);
+        }
         self.base = new_base;
         self.func = fi;
         self.depth += 1;
@@ -1552,6 +1587,9 @@ impl<'p> Interp<'p> {
         }
         self.depth -= 1;
         (self.base, self.fbytes, self.func) = saved;
+        if let Some(p) = self.profile.as_deref_mut() {
+            p.leave(self.meter.steps, self.meter.work);
+        }
         match r? {
             Flow::Return => match self.ret {
                 // Rebuilt rather than moved: see `num_fast`.

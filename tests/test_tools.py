@@ -1,0 +1,233 @@
+"""SPEC 13 tools: `leash fmt`, `--profile`, the REPL, shell completions and the man page."""
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import LEASH, ROOT, run
+
+PROJECT_DIRS = ["stdlib", "tests", "examples", "bench/leash"]
+
+
+def project_scripts():
+    out = []
+    for d in PROJECT_DIRS:
+        out += sorted((ROOT / d).rglob("*.lsh"))
+    return [p for p in out if "node_modules" not in p.parts]
+
+
+def check_dump(path, cwd):
+    """What `leash check` says of a script (status, stdout, stderr without the path)."""
+    r = run(["check", str(path)], cwd=cwd)
+    return r.status, r.out, r.err.replace(str(path), "SCRIPT")
+
+
+# ----------------------------------------------------------------------------------------
+# fmt
+# ----------------------------------------------------------------------------------------
+
+MESSY = (ROOT / "tests/lsh/fmt/messy.lsh.txt").read_text()
+CANONICAL = """#!/usr/bin/env leash
+# a messy script: the formatter's input
+import path
+fn add(a, b) # adds
+  return a + b
+end
+fn classify(n)
+  if n < 0
+    return "neg"
+  elif n == 0 and not (n != 0)
+    return 'zero'
+  else
+    return "pos ${ n*2 }"
+  end
+end
+x = add(1, -2) * -3
+m = {a: 1, "b": [1, -2, 3]}
+for i = 1 to 3 step 1
+  # inside the loop
+  x += i ** 2 % 7
+end
+for k, v in m
+  print(k .. ": " .. v)
+end
+try
+  throw "boom"
+catch e
+  print(e)
+end
+while x > 100
+  x -= 1
+end
+print(classify(x), m.a, m["b"][0], path.join("a", "b"))
+"""
+
+
+def test_fmt_canonical_layout_and_same_output(tmp_path):
+    f = tmp_path / "m.lsh"
+    f.write_text(MESSY)
+    before = run([str(f)])
+    assert before.status == 0, before
+    r = run(["fmt", str(f)])
+    assert r.status == 0, r
+    assert f.read_text() == CANONICAL
+    after = run([str(f)])
+    assert (after.status, after.out, after.err) == (before.status, before.out, before.err)
+
+
+def test_fmt_check_statuses_and_idempotence(tmp_path):
+    f = tmp_path / "m.lsh"
+    f.write_text(MESSY)
+    r = run(["fmt", "--check", str(f)])
+    assert r.status == 1 and str(f) in r.out
+    assert f.read_text() == MESSY  # --check changes nothing
+    assert run(["fmt", str(f)]).status == 0
+    r = run(["fmt", "--check", str(f)])
+    assert r.status == 0 and r.out == ""
+    assert run(["fmt", str(f)]).status == 0
+    assert f.read_text() == CANONICAL
+
+
+def test_fmt_stdin_to_stdout():
+    r = run(["fmt", "-"], input=MESSY.encode())
+    assert r.status == 0 and r.out == CANONICAL
+    assert run(["fmt", "--check", "-"], input=MESSY.encode()).status == 1
+    assert run(["fmt", "--check", "-"], input=CANONICAL.encode()).status == 0
+
+
+def test_fmt_keeps_comments():
+    src = "# head\nx = 1   # one\nif x  # open\n# body\ny = '#' .. \"#\"  #   tail  \nend # done\n"
+    r = run(["fmt", "-"], input=src.encode())
+    assert r.status == 0
+    assert r.out == "# head\nx = 1 # one\nif x # open\n  # body\n  y = '#' .. \"#\" #   tail\nend # done\n"
+
+
+def test_fmt_refuses_what_does_not_parse(tmp_path):
+    f = tmp_path / "bad.lsh"
+    f.write_text("x = (1\nif y\n")
+    r = run(["fmt", str(f)])
+    assert r.status == 3 and "bad.lsh:1" in r.err
+    assert f.read_text() == "x = (1\nif y\n"
+    assert run(["fmt", str(tmp_path / "missing.lsh")]).status == 3
+    assert run(["fmt"]).status == 2
+    assert run(["fmt", "--bogus", str(f)]).status == 2
+
+
+def test_fmt_whole_project(tmp_path):
+    """Every .lsh of the project: formatting keeps what `leash check` says and what the
+    runnable ones print, and a second format changes nothing."""
+    scripts = project_scripts()
+    assert len(scripts) >= 10
+    copy = tmp_path / "p"
+    for s in scripts:
+        dst = copy / s.relative_to(ROOT)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(s, dst)
+    copies = [copy / s.relative_to(ROOT) for s in scripts]
+    before = {c: check_dump(c, copy) for c in copies}
+    runs_before = {}
+    for c in copies:
+        if "bench" in c.parts or "examples" in c.parts:
+            runs_before[c] = run(["--max-steps", "3000000", str(c)], cwd=c.parent)
+    r = run(["fmt"] + [str(c) for c in copies])
+    assert r.status == 0, r
+    for c in copies:
+        assert check_dump(c, copy) == before[c], c
+    for c, b in runs_before.items():
+        a = run(["--max-steps", "3000000", str(c)], cwd=c.parent)
+        assert (a.status, a.out) == (b.status, b.out), c
+    texts = {c: c.read_text() for c in copies}
+    r = run(["fmt", "--check"] + [str(c) for c in copies])
+    assert r.status == 0, r
+    assert all(c.read_text() == texts[c] for c in copies)
+    # The test runner's own scripts still pass after formatting.
+    t = run(["test", str(copy / "tests")], cwd=copy)
+    t0 = run(["test", str(ROOT / "tests")], cwd=ROOT)
+    assert (t.status, t.out) == (t0.status, t0.out)
+
+
+# ----------------------------------------------------------------------------------------
+# --profile
+# ----------------------------------------------------------------------------------------
+
+PROF = """fn g(n)
+  x = 0
+  for i = 1 to n
+    x += i
+  end
+  return x
+end
+fn f(n)
+  return g(n) + g(1)
+end
+s = ""
+for k = 1 to 3
+  s = s .. f(10)
+end
+print(s)
+"""
+
+
+def read_profile(p):
+    stacks = {}
+    for line in pathlib.Path(p).read_text().splitlines():
+        stack, n = line.rsplit(" ", 1)
+        assert stack and int(n) > 0
+        stacks[stack] = int(n)
+    return stacks
+
+
+def read_lines(p):
+    rows = pathlib.Path(str(p) + ".lines").read_text().splitlines()
+    assert rows[0] == "line\tsteps\twork\tcalls"
+    out = {}
+    for r in rows[1:]:
+        where, steps, work, calls = r.split("\t")
+        out[where] = (int(steps), int(work), int(calls))
+    return out
+
+
+def test_profile_sums_to_stats_and_names_stacks(tmp_path):
+    f = tmp_path / "p.lsh"
+    f.write_text(PROF)
+    prof = tmp_path / "out.folded"
+    r = run(["--stats", "--profile", str(prof), str(f)])
+    assert r.status == 0, r
+    st = r.stats
+    steps = read_profile(prof)
+    work = read_profile(str(prof) + ".work")
+    lines = read_lines(prof)
+    assert set(steps) == {"main", "main;f", "main;f;g"}
+    assert sum(steps.values()) == st["steps"]
+    assert sum(work.values()) == st["work"]
+    assert sum(v[0] for v in lines.values()) == st["steps"]
+    assert sum(v[1] for v in lines.values()) == st["work"]
+    # g's loop: 3 calls of f, each calling g(10) and g(1): the `for` line runs 11+2 times a call of f.
+    assert lines[f"{f}:3"][0] == 3 * (11 + 2)
+    assert lines[f"{f}:9"][2] == 6  # two calls of g per call of f
+    assert lines[f"{f}:13"][2] == 3
+    assert steps["main;f"] == 3
+
+
+def test_profile_written_on_a_limit_exit(tmp_path):
+    f = tmp_path / "p.lsh"
+    f.write_text(PROF)
+    prof = tmp_path / "out.folded"
+    r = run(["--stats", "--max-steps", "20", "--profile", str(prof), str(f)])
+    assert r.status == 4
+    steps = read_profile(prof)
+    assert sum(steps.values()) == r.stats["steps"] == 20
+    assert "main;f;g" in steps
+    r = run(["--profile", str(prof), "-e", "x = ("])
+    assert r.status == 3 and prof.read_text() == ""
+
+
+def test_profile_error_exit_and_bad_path(tmp_path):
+    prof = tmp_path / "e.folded"
+    r = run(["--stats", "--profile", str(prof), "-e", "fn f()\nthrow 1\nend\nf()"])
+    assert r.status == 1
+    assert read_profile(prof) == {"main": 1, "main;f": 1}
+    r = run(["--profile", str(tmp_path / "no" / "such"), "-e", "print(1)"])
+    assert r.status == 0 and "cannot write the profile" in r.err
