@@ -197,6 +197,19 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
         Command::Check { scripts } => check(&cfg, &scripts, started),
         Command::Test { paths } => test(&cfg, &paths, started),
         Command::Run { program, args } => run(&cfg, &program, args, started),
+        Command::Repl { explicit } => {
+            use std::io::IsTerminal;
+            if !explicit && !std::io::stdin().is_terminal() {
+                emit_diag(&Diagnostic::usage("no SCRIPT given (try --help)".to_string()), json);
+                if stats {
+                    emit_stats(&Stats::default(), started);
+                }
+                return 2;
+            }
+            let budget = crate::memory::Budget::start(cfg.max_memory);
+            let rc = run_config(&cfg, vec![], started, budget);
+            crate::tools::repl::main(&cfg, rc)
+        }
     }
 }
 

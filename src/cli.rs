@@ -121,6 +121,8 @@ pub enum Command {
     Help,
     Version,
     Builtins,
+    /// No script: the interactive session (`explicit`: asked for with `leash repl`).
+    Repl { explicit: bool },
 }
 
 pub fn help_text() -> String {
@@ -338,6 +340,11 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
         if s.len() > 1 && s[0] == b'-' {
             return Err(format!("unknown option {}", a.to_string_lossy()));
         }
+        if sub.is_none() && positional.is_empty() && inline.is_none() && s == b"repl" {
+            sub = Some("repl");
+            i += 1;
+            continue;
+        }
         if sub.is_none() && positional.is_empty() && inline.is_none() && (s == b"check" || s == b"test") {
             sub = Some(if s == b"check" { "check" } else { "test" });
             i += 1;
@@ -363,13 +370,21 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
             }
             Command::Check { scripts: positional.iter().map(to_path).collect() }
         }
+        Some("repl") => {
+            if !positional.is_empty() {
+                return Err("repl takes no SCRIPT".into());
+            }
+            Command::Repl { explicit: true }
+        }
         Some(_) => Command::Test { paths: positional.iter().map(to_path).collect() },
         None => {
             let (program, rest) = match inline {
                 Some(code) => (Program::Inline(code), &positional[..]),
                 None => {
                     let Some(first) = positional.first() else {
-                        return Err("no SCRIPT given (try --help)".into());
+                        // On a terminal, the interactive session; `app` gives the usage
+                        // error otherwise.
+                        return Ok((cfg, Command::Repl { explicit: false }));
                     };
                     let p = if first.as_bytes() == b"-" { Program::Stdin } else { Program::File(to_path(first)) };
                     (p, &positional[1..])

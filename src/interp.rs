@@ -218,6 +218,40 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// The interactive session's next entry: run `prog` (the session's functions and the
+    /// new entry) on this same interpreter, keeping the globals by name, with a fresh
+    /// step and work budget (SPEC 13).
+    /// `carry` holds the session's globals that the running program does not name.
+    pub fn switch_program(&mut self, prog: &'p Program, carry: &mut std::collections::HashMap<String, Value>) {
+        for (n, v) in self.prog.global_names.iter().zip(std::mem::take(&mut self.globals)) {
+            if !matches!(v, Value::Unset) {
+                carry.insert(n.clone(), v);
+            }
+        }
+        let mut g = vec![Value::Unset; prog.global_names.len()];
+        for (i, n) in prog.global_names.iter().enumerate() {
+            if let Some(v) = carry.remove(n) {
+                g[i] = v;
+            }
+        }
+        self.prog = prog;
+        self.globals = g;
+        self.meter.reset();
+        self.func = MAIN_FN;
+        self.depth = 1;
+        self.base = 0;
+        self.stack.clear();
+    }
+
+    /// The value of global `name`, if it has one.
+    pub fn global(&self, name: &str) -> Option<&Value> {
+        let i = self.prog.global_names.iter().position(|m| m == name)?;
+        match &self.globals[i] {
+            Value::Unset => None,
+            v => Some(v),
+        }
+    }
+
     /// Profile this run (`--profile`).
     pub fn start_profile(&mut self) {
         self.profile = Some(Box::default());

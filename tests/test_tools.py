@@ -1,5 +1,6 @@
 """SPEC 13 tools: `leash fmt`, `--profile`, the REPL, shell completions and the man page."""
 import os
+import re
 import pathlib
 import shutil
 import subprocess
@@ -231,3 +232,112 @@ def test_profile_error_exit_and_bad_path(tmp_path):
     assert read_profile(prof) == {"main": 1, "main;f": 1}
     r = run(["--profile", str(tmp_path / "no" / "such"), "-e", "print(1)"])
     assert r.status == 0 and "cannot write the profile" in r.err
+
+
+# ----------------------------------------------------------------------------------------
+# The interactive session, through a pseudo-terminal
+# ----------------------------------------------------------------------------------------
+
+def repl_session(home, entries, args=("repl",), timeout=20):
+    """Run `leash ARGS` on a pty, type each entry (a line) and Ctrl-D; return the output."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        env = dict(os.environ, HOME=str(home), XDG_DATA_HOME=str(home / "data"), TERM="xterm")
+        os.execve(str(LEASH), [str(LEASH), *args], env)
+    out = b""
+    deadline = time.monotonic() + timeout
+
+    def read_until(marker):
+        nonlocal out
+        while marker not in out:
+            assert time.monotonic() < deadline, out
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                out += chunk
+
+    def wait_prompt(mark):
+        nonlocal out
+        def ready():
+            nl = out.find(b"\n", mark)
+            return nl >= 0 and (out.find(b"> ", nl) >= 0 or out.find(b"... ", nl) >= 0)
+
+        while not ready():
+            assert time.monotonic() < deadline, out
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                out += chunk
+
+    mark = 0
+    read_until(b"> ")
+    for e in entries:
+        mark = len(out)
+        os.write(fd, e.encode() + b"\r")
+        wait_prompt(mark)
+    os.write(fd, b"\x04")
+    read_until(b"\x00never")  # to the end of the output
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))
+    return text.replace("\r\n", "\n").replace("\r", ""), os.waitstatus_to_exitcode(status)
+
+
+def test_repl_entries_errors_limits_and_history(tmp_path):
+    out, status = repl_session(
+        tmp_path,
+        [
+            "1 + 2",
+            '"a" .. 1',
+            "fn sq(x)",
+            "return x * x",
+            "end",
+            "sq(7)",
+            "y = nope",
+            "x = 5",
+            "while true",
+            "end",
+            "x * 2",
+            "print(sq(x))",
+            "[1, \"b\"]",
+        ],
+        args=("--max-steps", "1000", "repl"),
+    )
+    assert status == 0, out
+    lines = out.splitlines()
+    assert "3" in lines  # a bare expression's value
+    assert '"a1"' in lines  # strings quoted
+    assert "... " in out  # the block continued
+    assert "49" in lines
+    assert "runtime error [name]: variable `nope` has no value" in out
+    assert "limit error [steps]: step limit of 1000 reached" in out
+    assert "10" in lines  # the global kept past the error and the limit
+    assert "25" in lines  # the function kept, print's nil not shown
+    assert '[1,"b"]' in out
+    hist = (tmp_path / "data" / "leash" / "history").read_text()
+    assert "sq(7)" in hist and "fn sq(x)" in hist
+    # A second session reads the history: Up then Enter runs the last entry again.
+    out2, status2 = repl_session(tmp_path, ["\x1b[A"])
+    assert status2 == 0
+    assert '[1,"b"]' in out2
+
+
+def test_repl_exit_status_and_no_terminal(tmp_path):
+    out, status = repl_session(tmp_path, ["exit(7)"])
+    assert status == 7
+    r = run([])  # stdin is not a terminal: today's usage error
+    assert r.status == 2 and "no SCRIPT given" in r.err
