@@ -163,6 +163,9 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
     if args.first().is_some_and(|a| a == "fmt") {
         return crate::tools::fmt::main(&args[1..]);
     }
+    if args.first().is_some_and(|a| a == "completions") {
+        return crate::tools::completions::main(&args[1..]);
+    }
     let (cfg, cmd) = match cli::parse(&args) {
         Ok(x) => x,
         Err(m) => {

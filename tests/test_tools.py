@@ -341,3 +341,39 @@ def test_repl_exit_status_and_no_terminal(tmp_path):
     assert status == 7
     r = run([])  # stdin is not a terminal: today's usage error
     assert r.status == 2 and "no SCRIPT given" in r.err
+
+
+# ----------------------------------------------------------------------------------------
+# Completions and the man page
+# ----------------------------------------------------------------------------------------
+
+def test_bash_completions_load(tmp_path):
+    r = run(["completions", "bash"])
+    assert r.status == 0
+    f = tmp_path / "leash.bash"
+    f.write_text(r.out)
+    assert subprocess.run(["bash", "-n", str(f)]).returncode == 0
+    p = subprocess.run(["bash", "-c", f"source {f} && complete -p leash"], capture_output=True, text=True)
+    assert p.returncode == 0 and "_leash" in p.stdout
+    # Generated from the option table: every option of --help is offered.
+    helped = re.findall(r"^  (--[a-z-]+)", run(["--help"]).out, re.M)
+    assert "--profile" in helped and "--max-steps" in helped
+    for o in helped:
+        assert o in r.out, o
+    script = f"source {f}; COMP_WORDS=(leash --max-st); COMP_CWORD=1; _leash; echo ${{COMPREPLY[@]}}"
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert p.stdout.split() == ["--max-steps"]
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_other_shells_and_man(shell, tmp_path):
+    r = run(["completions", shell])
+    assert r.status == 0 and "--max-steps" in r.out.replace("-l max-steps", "--max-steps")
+    if shutil.which(shell):
+        f = tmp_path / f"leash.{shell}"
+        f.write_text(r.out)
+        flag = "-n" if shell == "zsh" else "--no-execute"
+        assert subprocess.run([shell, flag, str(f)]).returncode == 0
+    m = run(["completions", "man"])
+    assert m.status == 0 and m.out.startswith(".TH LEASH 1") and "max\\-steps" in m.out
+    assert run(["completions", "tcsh"]).status == 2
