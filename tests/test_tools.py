@@ -1,4 +1,5 @@
 """SPEC 13 tools: `leash fmt`, `--profile`, the REPL, shell completions and the man page."""
+import json
 import os
 import re
 import pathlib
@@ -377,3 +378,82 @@ def test_other_shells_and_man(shell, tmp_path):
     m = run(["completions", "man"])
     assert m.status == 0 and m.out.startswith(".TH LEASH 1") and "max\\-steps" in m.out
     assert run(["completions", "tcsh"]).status == 2
+
+
+# ----------------------------------------------------------------------------------------
+# The TextMate grammar, tokenised by vscode-textmate with vscode-oniguruma
+# ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def textmate(tmp_path_factory):
+    """node_modules with vscode-textmate and vscode-oniguruma: $LEASH_NODE_MODULES, or
+    installed from npm into a temporary directory; the test is skipped without npm."""
+    given = os.environ.get("LEASH_NODE_MODULES")
+    if given:
+        return given
+    if not (shutil.which("node") and shutil.which("npm")):
+        pytest.skip("node and npm are not available: the grammar test needs vscode-textmate")
+    d = tmp_path_factory.mktemp("tm")
+    p = subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--silent", "vscode-textmate", "vscode-oniguruma"],
+        cwd=d, capture_output=True, text=True, timeout=300,
+    )
+    if p.returncode != 0:
+        pytest.skip(f"npm install failed (no registry?): {p.stderr[-300:]}")
+    return str(d / "node_modules")
+
+
+def tokenise(node_modules, files):
+    p = subprocess.run(
+        ["node", str(ROOT / "tests/editors/tokenize.js"), str(ROOT / "editors/leash.tmLanguage.json"), *map(str, files)],
+        capture_output=True, text=True, timeout=120, env=dict(os.environ, NODE_PATH=node_modules),
+    )
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_grammar_scopes(textmate, tmp_path):
+    f = tmp_path / "g.lsh"
+    f.write_text('fn f(n) # doubles\n  return n * 2\nend\nx = "a\\n${f(0x1f)}" .. \'raw\\n\'\nprint(json.encode(1.5e3))\n')
+    toks = {(line, text): scopes for line, text, scopes in tokenise(textmate, [f])[str(f)]}
+    assert "storage.type.function.leash" in toks[(1, "fn")]
+    assert "entity.name.function.leash" in toks[(1, "f")]
+    assert "comment.line.number-sign.leash" in toks[(1, "# doubles")]
+    assert "keyword.control.leash" in toks[(2, "return")]
+    assert "constant.numeric.leash" in toks[(2, "2")]
+    assert "keyword.control.leash" in toks[(3, "end")]
+    assert "constant.character.escape.leash" in toks[(4, "\\n")]
+    assert "meta.interpolation.leash" in toks[(4, "0x1f")] and "constant.numeric.leash" in toks[(4, "0x1f")]
+    assert "string.quoted.double.leash" in toks[(4, "a")]
+    assert "string.quoted.single.leash" in toks[(4, "raw\\n")]
+    assert "support.class.builtin.leash" in toks[(5, "json")]
+    assert "constant.numeric.leash" in toks[(5, "1.5e3")]
+
+
+def test_grammar_on_the_projects_scripts(textmate):
+    scripts = project_scripts()
+    out = tokenise(textmate, scripts)
+    seen = set()
+    for f, toks in out.items():
+        for line, text, scopes in toks:
+            seen.update(scopes)
+            # `#` inside a string is never a comment, and every comment starts with `#`.
+            if any(s.startswith("comment.") for s in scopes):
+                assert text.lstrip().startswith("#"), (f, line, text)
+    for want in ["keyword.control.leash", "string.quoted.double.leash", "comment.line.number-sign.leash",
+                 "constant.numeric.leash", "meta.interpolation.leash"]:
+        assert want in seen, want
+
+
+def test_vscode_extension_uses_the_grammar():
+    pkg = json.loads((ROOT / "editors/vscode/package.json").read_text())
+    g = pkg["contributes"]["grammars"][0]
+    assert (ROOT / "editors/vscode" / g["path"]).read_bytes() == (ROOT / "editors/leash.tmLanguage.json").read_bytes()
+    conf = json.loads((ROOT / "editors/vscode/language-configuration.json").read_text())
+    assert conf["comments"]["lineComment"] == "#"
+    inc = re.compile(conf["indentationRules"]["increaseIndentPattern"])
+    dec = re.compile(conf["indentationRules"]["decreaseIndentPattern"])
+    for line in ["fn f(x)", "if a", "while b", "for i = 1 to 3", "try", "  else"]:
+        assert inc.match(line), line
+    for line in ["end", "  elif x", "else", "catch e"]:
+        assert dec.match(line), line
