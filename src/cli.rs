@@ -115,14 +115,23 @@ pub enum Program {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    Run { program: Program, args: Vec<Vec<u8>> },
-    Check { scripts: Vec<PathBuf> },
-    Test { paths: Vec<PathBuf> },
+    Run {
+        program: Program,
+        args: Vec<Vec<u8>>,
+    },
+    Check {
+        scripts: Vec<PathBuf>,
+    },
+    Test {
+        paths: Vec<PathBuf>,
+    },
     Help,
     Version,
     Builtins,
     /// No script: the interactive session (`explicit`: asked for with `leash repl`).
-    Repl { explicit: bool },
+    Repl {
+        explicit: bool,
+    },
 }
 
 pub fn help_text() -> String {

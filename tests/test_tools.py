@@ -457,3 +457,14 @@ def test_vscode_extension_uses_the_grammar():
         assert inc.match(line), line
     for line in ["end", "  elif x", "else", "catch e"]:
         assert dec.match(line), line
+
+
+def test_profile_reads_into_inferno(tmp_path):
+    tool = shutil.which("inferno-flamegraph") or (shutil.which("inferno-flamegraph", path="/tmp/inferno/bin"))
+    if not tool:
+        pytest.skip("inferno-flamegraph is not installed (cargo install inferno)")
+    prof = tmp_path / "p.folded"
+    assert run(["--profile", str(prof), str(ROOT / "bench/leash/json.lsh")]).status == 0
+    for f in [prof, pathlib.Path(str(prof) + ".work")]:
+        p = subprocess.run([tool, str(f)], capture_output=True, timeout=60)
+        assert p.returncode == 0 and b"<svg" in p.stdout and b"build_text" in p.stdout

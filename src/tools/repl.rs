@@ -207,7 +207,13 @@ fn run_entry(s: &mut Session, it: &mut Interp<'static>, entry: &str) -> Option<i
         }
     }
     if let Err(m) = flushed {
-        s.emit(&Diagnostic { class: crate::diag::Class::Runtime, kind: "io".into(), message: m, file: None, line: None });
+        s.emit(&Diagnostic {
+            class: crate::diag::Class::Runtime,
+            kind: "io".into(),
+            message: m,
+            file: None,
+            line: None,
+        });
     }
     end
 }
