@@ -127,6 +127,30 @@ fn granted(cfg: &Config) -> Caps {
     Caps { files: cfg.allow_files, network: cfg.allow_network, listen: cfg.allow_listen, db: cfg.allow_db }
 }
 
+/// Write `--profile FILE` (and its `.work` and `.lines` companions); a failure is
+/// reported and does not change the exit status.
+fn write_profile(path: &Path, p: Option<(&crate::tools::profile::Profile, &crate::program::Program)>, json: bool) {
+    let r = match p {
+        Some((p, prog)) => p.write(prog, path),
+        None => {
+            let mut names = vec![path.to_path_buf()];
+            for ext in [".work", ".lines"] {
+                let mut s = path.as_os_str().to_owned();
+                s.push(ext);
+                names.push(s.into());
+            }
+            names.iter().try_for_each(|n| std::fs::write(n, b""))
+        }
+    };
+    if let Err(e) = r {
+        let msg = format!("cannot write the profile {}: {}", path.display(), crate::source::io_reason(&e));
+        emit_diag(
+            &Diagnostic { class: crate::diag::Class::Runtime, kind: "io".into(), message: msg, file: None, line: None, detail: Default::default() },
+            json,
+        );
+    }
+}
+
 /// Everything after argv: returns the exit status.
 pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
     let (json, stats) = cli::prescan(&args);
@@ -134,6 +158,13 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
     // input; this switch lets the test suite check that it works.
     if std::env::var_os("LEASH_TEST_INTERNAL_ERROR").is_some() {
         panic!("deliberate panic (LEASH_TEST_INTERNAL_ERROR is set)");
+    }
+    // The tools (SPEC 13) take their own arguments.
+    if args.first().is_some_and(|a| a == "fmt") {
+        return crate::tools::fmt::main(&args[1..]);
+    }
+    if args.first().is_some_and(|a| a == "completions") {
+        return crate::tools::completions::main(&args[1..]);
     }
     let (cfg, cmd) = match cli::parse(&args) {
         Ok(x) => x,
@@ -170,6 +201,19 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
         Command::Check { scripts } => check(&cfg, &scripts, started),
         Command::Test { paths } => test(&cfg, &paths, started),
         Command::Run { program, args } => run(&cfg, &program, args, started),
+        Command::Repl { explicit } => {
+            use std::io::IsTerminal;
+            if !explicit && !std::io::stdin().is_terminal() {
+                emit_diag(&Diagnostic::usage("no SCRIPT given (try --help)".to_string()), json);
+                if stats {
+                    emit_stats(&Stats::default(), started);
+                }
+                return 2;
+            }
+            let budget = crate::memory::Budget::start(cfg.max_memory);
+            let rc = run_config(&cfg, vec![], started, budget);
+            crate::tools::repl::main(&cfg, rc)
+        }
     }
 }
 
@@ -228,6 +272,7 @@ fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant, heap: crate::m
             dns_server: cfg.dns_server.as_deref().and_then(crate::builtins::netcfg::parse_dns_server),
         },
         heap: Some(heap),
+        profile: cfg.profile.is_some(),
     }
 }
 
@@ -285,6 +330,9 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
         Ok(x) => x,
         Err(d) => {
             emit_diag(&d, cfg.json_errors);
+            if let Some(p) = &cfg.profile {
+                write_profile(p, None, cfg.json_errors);
+            }
             return finish(3, &Stats::default());
         }
     };
@@ -293,6 +341,10 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
         Err(ds) => {
             for d in &ds {
                 emit_diag(d, cfg.json_errors);
+            }
+            if let Some(p) = &cfg.profile {
+                // A run that never started (a load error) leaves empty profile files.
+                write_profile(p, None, cfg.json_errors);
             }
             return finish(3, &Stats::default());
         }
@@ -303,7 +355,10 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
         stem: p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
         update: cfg.update_snapshots,
     });
-    let out = crate::run(&prog, &rc);
+    let mut out = crate::run(&prog, &rc);
+    if let (Some(path), Some(p)) = (&cfg.profile, out.profile.take()) {
+        write_profile(path, Some((&p, &prog)), cfg.json_errors);
+    }
     if let Some(d) = &out.diag {
         emit_diag(d, cfg.json_errors);
     }

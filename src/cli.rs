@@ -51,6 +51,11 @@ pub const OPTIONS: &[Opt] = &[
     Opt { name: "--seed", value: Some("N"), help: "seed for rand.*, 0..4294967295 (default: from the OS)" },
     Opt { name: "--error-format", value: Some("text|json"), help: "how diagnostics are written to stderr" },
     Opt { name: "--stats", value: None, help: "at exit, write one JSON line of usage figures to stderr" },
+    Opt {
+        name: "--profile",
+        value: Some("FILE"),
+        help: "at exit, write steps and work per call stack to FILE (folded), FILE.work, FILE.lines",
+    },
     Opt { name: "--cgi", value: None, help: "CGI mode: hold output; on failure send a generic 500" },
     Opt { name: "--limits", value: None, help: "list every run-time limit: name, default, ceiling, unit, kind, bound" },
     Opt { name: "--builtins", value: None, help: "list every builtin: signature, arity, capability, cost rule" },
@@ -78,6 +83,8 @@ pub struct Config {
     pub seed: Option<u32>,
     pub json_errors: bool,
     pub stats: bool,
+    /// `--profile FILE`.
+    pub profile: Option<PathBuf>,
     pub cgi: bool,
     pub filter: Option<String>,
     pub update_snapshots: bool,
@@ -103,6 +110,7 @@ impl Default for Config {
             seed: None,
             json_errors: false,
             stats: false,
+            profile: None,
             cgi: false,
             filter: None,
             update_snapshots: false,
@@ -120,13 +128,24 @@ pub enum Program {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    Run { program: Program, args: Vec<Vec<u8>> },
-    Check { scripts: Vec<PathBuf> },
-    Test { paths: Vec<PathBuf> },
+    Run {
+        program: Program,
+        args: Vec<Vec<u8>>,
+    },
+    Check {
+        scripts: Vec<PathBuf>,
+    },
+    Test {
+        paths: Vec<PathBuf>,
+    },
     Help,
     Version,
     Builtins,
     Limits,
+    /// No script: the interactive session (`explicit`: asked for with `leash repl`).
+    Repl {
+        explicit: bool,
+    },
 }
 
 pub fn help_text() -> String {
@@ -137,6 +156,9 @@ pub fn help_text() -> String {
          leash [OPTIONS] -e CODE [ARG...]    run CODE given inline\n  \
          leash check [OPTIONS] SCRIPT...     load and validate only; print the capabilities each needs\n  \
          leash test [OPTIONS] [PATH...]      run test functions of *_test.lsh files\n  \
+         leash fmt [--check] FILE...         format scripts in place (- formats stdin to stdout)\n  \
+         leash [repl] [OPTIONS]              an interactive session (on a terminal)\n  \
+         leash completions bash|zsh|fish|man print shell completions or the man page\n  \
          leash --version | --help | --builtins | --limits\n\noptions:\n",
     );
     for o in OPTIONS {
@@ -339,6 +361,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                     }
                 }
                 "--stats" => cfg.stats = true,
+                "--profile" => cfg.profile = Some(PathBuf::from(&v)),
                 "--cgi" => cfg.cgi = true,
                 "--filter" => cfg.filter = Some(v),
                 "--update-snapshots" => cfg.update_snapshots = true,
@@ -356,6 +379,11 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
         }
         if s.len() > 1 && s[0] == b'-' {
             return Err(format!("unknown option {}", a.to_string_lossy()));
+        }
+        if sub.is_none() && positional.is_empty() && inline.is_none() && s == b"repl" {
+            sub = Some("repl");
+            i += 1;
+            continue;
         }
         if sub.is_none() && positional.is_empty() && inline.is_none() && (s == b"check" || s == b"test") {
             sub = Some(if s == b"check" { "check" } else { "test" });
@@ -383,13 +411,21 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
             }
             Command::Check { scripts: positional.iter().map(to_path).collect() }
         }
+        Some("repl") => {
+            if !positional.is_empty() {
+                return Err("repl takes no SCRIPT".into());
+            }
+            Command::Repl { explicit: true }
+        }
         Some(_) => Command::Test { paths: positional.iter().map(to_path).collect() },
         None => {
             let (program, rest) = match inline {
                 Some(code) => (Program::Inline(code), &positional[..]),
                 None => {
                     let Some(first) = positional.first() else {
-                        return Err("no SCRIPT given (try --help)".into());
+                        // On a terminal, the interactive session; `app` gives the usage
+                        // error otherwise.
+                        return Ok((cfg, Command::Repl { explicit: false }));
                     };
                     let p = if first.as_bytes() == b"-" { Program::Stdin } else { Program::File(to_path(first)) };
                     (p, &positional[1..])

@@ -80,6 +80,8 @@ pub struct RunConfig {
     /// The heap budget the program was loaded under (`memory::Budget`), so that the run
     /// shares it; None starts one when the run starts (the program then not counted).
     pub heap: Option<crate::memory::Budget>,
+    /// `--profile`: feed a profiler (returned in the run's outcome).
+    pub profile: bool,
 }
 
 impl Default for RunConfig {
@@ -97,6 +99,7 @@ impl Default for RunConfig {
             snapshots: None,
             net: Default::default(),
             heap: None,
+            profile: false,
         }
     }
 }
@@ -170,6 +173,8 @@ pub struct Interp<'p> {
     pub(crate) slept: f64,
     /// Set by `leash test`: `is_main()` is false there.
     pub testing: bool,
+    /// `--profile`: the profiler, fed from the meter's slow path and at calls.
+    pub(crate) profile: Option<Box<crate::tools::profile::Profile>>,
 }
 
 /// `assert_snapshot` files live in `DIR/__snapshots__/STEM/NAME.snap`.
@@ -230,7 +235,66 @@ impl<'p> Interp<'p> {
             started: Instant::now(),
             slept: 0.0,
             testing: false,
+            profile: None,
         }
+    }
+
+    /// The interactive session's next entry: run `prog` (the session's functions and the
+    /// new entry) on this same interpreter, keeping the globals by name, with a fresh
+    /// step and work budget (SPEC 13).
+    /// `carry` holds the session's globals that the running program does not name.
+    pub fn switch_program(&mut self, prog: &'p Program, carry: &mut std::collections::HashMap<String, Value>) {
+        for (n, v) in self.prog.global_names.iter().zip(std::mem::take(&mut self.globals)) {
+            if !matches!(v, Value::Unset) {
+                carry.insert(n.clone(), v);
+            }
+        }
+        let mut g = vec![Value::Unset; prog.global_names.len()];
+        for (i, n) in prog.global_names.iter().enumerate() {
+            if let Some(v) = carry.remove(n) {
+                g[i] = v;
+            }
+        }
+        self.prog = prog;
+        self.globals = g;
+        self.meter.reset();
+        self.func = MAIN_FN;
+        self.depth = 1;
+        self.base = 0;
+        self.stack.clear();
+    }
+
+    /// The value of global `name`, if it has one.
+    pub fn global(&self, name: &str) -> Option<&Value> {
+        let i = self.prog.global_names.iter().position(|m| m == name)?;
+        match &self.globals[i] {
+            Value::Unset => None,
+            v => Some(v),
+        }
+    }
+
+    /// Profile this run (`--profile`).
+    pub fn start_profile(&mut self) {
+        self.profile = Some(Box::default());
+        self.meter.profile();
+    }
+
+    /// The profile, with everything counted up to now attributed.
+    pub fn take_profile(&mut self) -> Option<Box<crate::tools::profile::Profile>> {
+        let (steps, work) = (self.meter.steps, self.meter.work);
+        let mut p = self.profile.take()?;
+        p.sync(steps, work);
+        Some(p)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn step_slow(&mut self, pos: Pos) -> R<()> {
+        let r = self.meter.step_slow();
+        if let Some(p) = self.profile.as_deref_mut() {
+            p.step(pos, self.meter.steps, self.meter.work);
+        }
+        r.map_err(|e| located(e, pos))
     }
 
     /// Run main. The caller turns the result into an exit status.
@@ -337,7 +401,9 @@ impl<'p> Interp<'p> {
     /// Charge one step for the line at `pos`.
     #[inline(always)]
     pub fn step(&mut self, pos: Pos) -> R<()> {
-        self.meter.step().map_err(|e| located(e, pos))?;
+        if self.meter.step_due() {
+            self.step_slow(pos)?;
+        }
         self.check_memory().map_err(|e| located(e, pos))
     }
 
@@ -1612,6 +1678,9 @@ impl<'p> Interp<'p> {
             self.stack.resize(new_base + nslots, Value::Unset);
         }
         let saved = (self.base, self.fbytes, self.func);
+        if let Some(p) = self.profile.as_deref_mut() {
+            p.enter(fi, self.meter.steps, self.meter.work);
+        }
         self.base = new_base;
         self.func = fi;
         self.depth += 1;
@@ -1641,6 +1710,9 @@ impl<'p> Interp<'p> {
         }
         self.depth -= 1;
         (self.base, self.fbytes, self.func) = saved;
+        if let Some(p) = self.profile.as_deref_mut() {
+            p.leave(self.meter.steps, self.meter.work);
+        }
         match r? {
             Flow::Return => match self.ret {
                 // Rebuilt rather than moved: see `num_fast`.

@@ -25,6 +25,7 @@ pub mod resolve;
 pub mod source;
 pub mod stdlib;
 pub mod testrun;
+pub mod tools;
 pub mod value;
 
 use std::path::Path;
@@ -96,11 +97,16 @@ pub struct Outcome {
     pub stats: Stats,
     /// Output held back in CGI mode.
     pub held: Vec<u8>,
+    /// The profile of the run, when `RunConfig::profile` asked for one.
+    pub profile: Option<Box<tools::profile::Profile>>,
 }
 
 /// Run a loaded program to its end.
 pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
     let mut it = Interp::new(prog, cfg);
+    if cfg.profile {
+        it.start_profile();
+    }
     let r = it.run_main();
     let (mut status, mut diag) = match r {
         Ok(()) => (0, None),
@@ -118,7 +124,8 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
     it.files.close_all();
     it.net.close_all();
     it.db.close_all();
-    Outcome { status, diag, stats: it.stats(), held }
+    let profile = it.take_profile();
+    Outcome { status, diag, stats: it.stats(), held, profile }
 }
 
 /// The column of the first whole-word `word` in `line` (1-based, characters).

@@ -31,6 +31,10 @@ pub struct Meter {
     /// When `work` passes this, `work_slow` looks at the work limit and the clock.
     work_check: u64,
     pub deadline: Option<Instant>,
+    /// `--profile`: keep the step check point at the current step, so that every step
+    /// takes the slow path, where the profiler is fed (`tools/profile.rs`). Off, the step
+    /// path is exactly what it is without a profiler.
+    pub profiling: bool,
 }
 
 fn limit(kind: LimitKind, message: String) -> Fail {
@@ -39,7 +43,8 @@ fn limit(kind: LimitKind, message: String) -> Fail {
 
 impl Meter {
     pub fn new(max_steps: u64, max_work: u64, deadline: Option<Instant>) -> Self {
-        let mut m = Meter { steps: 0, max_steps, step_check: 0, work: 0, max_work, work_check: 0, deadline };
+        let mut m =
+            Meter { steps: 0, max_steps, step_check: 0, work: 0, max_work, work_check: 0, deadline, profiling: false };
         m.rearm();
         m
     }
@@ -56,7 +61,16 @@ impl Meter {
         self.work_check = self.next_work_check();
     }
 
+    /// Turn the profiler's feed on (see `profiling`).
+    pub fn profile(&mut self) {
+        self.profiling = true;
+        self.rearm();
+    }
+
     fn next_step_check(&self) -> u64 {
+        if self.profiling {
+            return self.steps.min(self.max_steps);
+        }
         let t = if self.deadline.is_some() { self.steps + TIME_CHECK_INTERVAL } else { u64::MAX };
         t.min(self.max_steps)
     }
@@ -80,6 +94,14 @@ impl Meter {
         Ok(())
     }
 
+    /// Count one step; true when the slow path ([`Meter::step_slow`]) must look at it.
+    /// The same add and compare as [`Meter::step`], for a caller with its own slow path.
+    #[inline(always)]
+    pub fn step_due(&mut self) -> bool {
+        self.steps += 1;
+        self.steps > self.step_check
+    }
+
     /// Charge `n` steps at once, for work done outside the evaluator (SQLite's virtual
     /// machine, metered by its progress handler).
     pub fn steps_n(&mut self, n: u64) -> R<()> {
@@ -91,7 +113,7 @@ impl Meter {
     }
 
     #[cold]
-    fn step_slow(&mut self) -> R<()> {
+    pub fn step_slow(&mut self) -> R<()> {
         if self.steps > self.max_steps {
             self.steps = self.max_steps;
             return Err(limit(LimitKind::Steps, format!("step limit of {} reached", self.max_steps)));
