@@ -117,14 +117,39 @@ fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::Path
 }
 
 /// Where includes may come from besides the entry script's directory (SPEC 5).
-fn include_area(cfg: &Config) -> crate::source::IncludeArea {
-    // `--allow-files` is a read grant over every path. Issue 14's scoped grants
-    // (`--allow-read=PATH`, `--allow-files=PATH`) add their paths to `dirs` instead.
-    crate::source::IncludeArea { dirs: cfg.include_path.clone(), everywhere: cfg.allow_files }
+/// An unscoped `--allow-read` or `--allow-files` is a read grant over every path; a
+/// scoped one adds its canonical paths to the include path.
+fn include_area(cfg: &Config, gate: &crate::gate::Gate) -> crate::source::IncludeArea {
+    let mut dirs = cfg.include_path.clone();
+    let everywhere = match gate.include_dirs() {
+        None => true,
+        Some(d) => {
+            dirs.extend(d);
+            false
+        }
+    };
+    crate::source::IncludeArea { dirs, everywhere }
 }
 
 fn granted(cfg: &Config) -> Caps {
-    Caps { files: cfg.allow_files, network: cfg.allow_network, listen: cfg.allow_listen, db: cfg.allow_db }
+    Caps {
+        read: cfg.allow_read,
+        files: cfg.allow_files,
+        network: cfg.allow_network,
+        listen: cfg.allow_listen,
+        db: cfg.allow_db,
+    }
+}
+
+/// Open the granted scopes and the audit log; a failure is a usage error.
+fn open_gate(cfg: &Config) -> Result<std::sync::Arc<crate::gate::Gate>, i32> {
+    match crate::gate::Gate::new(&cfg.scopes) {
+        Ok(g) => Ok(std::sync::Arc::new(g)),
+        Err(m) => {
+            emit_diag(&Diagnostic::usage(m), cfg.json_errors);
+            Err(2)
+        }
+    }
 }
 
 /// Everything after argv: returns the exit status.
@@ -175,7 +200,11 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
 fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 {
     let mut status = 0;
     let many = scripts.len() > 1;
-    let area = include_area(cfg);
+    let gate = match open_gate(cfg) {
+        Ok(g) => g,
+        Err(status) => return status,
+    };
+    let area = include_area(cfg, &gate);
     for s in scripts {
         let src = Source::File(s.clone());
         // Each script is loaded under its own `--max-memory` budget, as a run would be.
@@ -210,8 +239,15 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
     status
 }
 
-fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant, heap: crate::memory::Budget) -> RunConfig {
+fn run_config(
+    cfg: &Config,
+    gate: &std::sync::Arc<crate::gate::Gate>,
+    args: Vec<Vec<u8>>,
+    started: Instant,
+    heap: crate::memory::Budget,
+) -> RunConfig {
     RunConfig {
+        gate: gate.clone(),
         max_steps: cfg.max_steps,
         max_work: cfg.max_work,
         deadline: cfg.max_time.map(|t| started + Duration::from_secs_f64(t)),
@@ -237,10 +273,14 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
             return 2;
         }
     };
+    let gate = match open_gate(cfg) {
+        Ok(g) => g,
+        Err(status) => return status,
+    };
     // Each test file gets its own heap budget (started again by `run_file`).
-    let rc = run_config(cfg, vec![], started, crate::memory::Budget::start(cfg.max_memory));
+    let rc = run_config(cfg, &gate, vec![], started, crate::memory::Budget::start(cfg.max_memory));
     let mut summary = crate::testrun::Summary::default();
-    let area = include_area(cfg);
+    let area = include_area(cfg, &gate);
     for f in &files {
         let report = &mut |d: &Diagnostic| emit_diag(d, cfg.json_errors);
         crate::testrun::run_file(f, &rc, &area, cfg.filter.as_deref(), cfg.update_snapshots, &mut summary, report);
@@ -270,6 +310,10 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
         }
         status
     };
+    let gate = match open_gate(cfg) {
+        Ok(g) => g,
+        Err(status) => return finish(status, &Stats::default()),
+    };
     // The script's heap budget begins before its text is read: the text, the loaded
     // program and the run all count against `--max-memory`.
     let budget = crate::memory::Budget::start(cfg.max_memory);
@@ -280,7 +324,7 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             return finish(3, &Stats::default());
         }
     };
-    let prog = match crate::load_within(&name, text, path.as_deref().map(Path::new), &include_area(cfg), budget) {
+    let prog = match crate::load_within(&name, text, path.as_deref().map(Path::new), &include_area(cfg, &gate), budget) {
         Ok(p) => p,
         Err(ds) => {
             for d in &ds {
@@ -289,7 +333,7 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             return finish(3, &Stats::default());
         }
     };
-    let mut rc = run_config(cfg, args, started, budget);
+    let mut rc = run_config(cfg, &gate, args, started, budget);
     rc.snapshots = path.as_deref().map(|p| SnapshotDir {
         dir: p.parent().map(Path::to_path_buf).unwrap_or_default(),
         stem: p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),

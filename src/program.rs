@@ -152,6 +152,8 @@ pub struct Function {
 /// Capabilities a program's calls reach (for `leash check`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Caps {
+    /// Only reading file builtins (`--allow-read`).
+    pub read: bool,
     pub files: bool,
     pub network: bool,
     pub listen: bool,
@@ -163,6 +165,8 @@ impl Caps {
         let mut v = Vec::new();
         if self.files {
             v.push("files");
+        } else if self.read {
+            v.push("read");
         }
         if self.network {
             v.push("network");

@@ -190,6 +190,7 @@ impl Resolver<'_> {
                     self.err(LoadKind::Arity, format!("`{name}` takes {}, got {n}", b.arity_text()));
                 }
                 match b.cap {
+                    Some(Cap::Read) => self.caps.read = true,
                     Some(Cap::Files) => self.caps.files = true,
                     Some(Cap::Network) => self.caps.network = true,
                     Some(Cap::Listen) => {
