@@ -213,6 +213,12 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
             .map_err(|d| vec![d])
             .and_then(|(name, text, path)| crate::load_within(&name, text, path.as_deref(), &area, budget));
         match loaded {
+            Ok(p) if cfg.check_json => {
+                if let Err(e) = say(&check_json(s, &p)) {
+                    status = output_failed(&e, status, cfg.json_errors);
+                    break;
+                }
+            }
             Ok(p) => {
                 let line = if many {
                     format!("{}: capabilities: {}\n", s.display(), p.caps.describe())
@@ -237,6 +243,40 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
         emit_stats(&Stats::default(), started);
     }
     status
+}
+
+/// One `leash check --json` line: the script, its capabilities, its gated call sites.
+fn check_json(script: &Path, p: &crate::program::Program) -> String {
+    use crate::diag::json_string;
+    let mut out = Vec::new();
+    out.extend_from_slice(b"{\"script\":");
+    json_string(&mut out, script.to_string_lossy().as_bytes());
+    out.extend_from_slice(b",\"capabilities\":[");
+    let caps = p.caps.describe();
+    if caps != "none" {
+        let names: Vec<String> = caps.split(' ').map(|c| format!("\"{c}\"")).collect();
+        out.extend_from_slice(names.join(",").as_bytes());
+    }
+    out.extend_from_slice(b"],\"calls\":[");
+    for (i, s) in p.sites.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"file\":");
+        json_string(&mut out, s.file.as_bytes());
+        let cap = s.cap.flag().trim_start_matches("--allow-");
+        out.extend_from_slice(
+            format!(",\"line\":{},\"builtin\":\"{}\",\"capability\":\"{cap}\",\"target\":", s.line, s.builtin)
+                .as_bytes(),
+        );
+        match &s.target {
+            Some(t) => json_string(&mut out, t),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}\n");
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn run_config(

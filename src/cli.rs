@@ -55,6 +55,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt { name: "--allow-db", value: None, help: "[=PATH,...] grant db.* (SQLite), only database files beneath PATHs" },
     Opt { name: "--audit", value: Some("FILE"), help: "append one JSON line per gated call to FILE" },
+    Opt { name: "--json", value: None, help: "leash check: capabilities and every gated call site as JSON" },
     Opt { name: "--tls-ca-file", value: Some("PATH"), help: "replace default TLS trust (needs --allow-network)" },
     Opt {
         name: "--dns-server",
@@ -88,6 +89,8 @@ pub struct Config {
     pub allow_db: bool,
     /// The scopes of the `--allow-*` flags and `--audit` (opened by `gate::Gate::new`).
     pub scopes: crate::gate::Specs,
+    /// `leash check --json`.
+    pub check_json: bool,
     pub tls_ca_file: Option<PathBuf>,
     pub dns_server: Option<String>,
     pub seed: Option<u32>,
@@ -112,6 +115,7 @@ impl Default for Config {
             allow_listen: false,
             allow_db: false,
             scopes: crate::gate::Specs::default(),
+            check_json: false,
             tls_ca_file: None,
             dns_server: None,
             seed: None,
@@ -352,6 +356,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                     scope(&mut cfg.scopes.db)?;
                     cfg.allow_db = true
                 }
+                "--json" => cfg.check_json = true,
                 "--audit" => {
                     if v.is_empty() {
                         return Err("--audit needs a FILE".into());

@@ -335,6 +335,13 @@ fn open_grant(item: &str, flag: &str, cwd: &Path) -> Result<PathGrant, String> {
         other => {
             // A file, existing or not (a database to be created): its directory must
             // exist, and the grant is that one name in it.
+            if let Err(e) = &other {
+                // A read grant names what exists; a files or db grant may name a file
+                // still to be created (in a directory that exists).
+                if flag == FLAG_READ {
+                    return Err(e.clone());
+                }
+            }
             if let Ok(real) = &other {
                 if !real.is_file() {
                     return Err(bad("is neither a directory nor a regular file".into()));
@@ -471,6 +478,11 @@ impl Gate {
         }
     }
 
+    /// `p` made absolute lexically (as a refusal shows it).
+    pub fn shown_abs(&self, p: &[u8]) -> String {
+        absolute(&self.cwd, Path::new(std::ffi::OsStr::from_bytes(p))).to_string_lossy().into_owned()
+    }
+
     /// Where the path `p` lies for `need`, or a refusal naming the flag and the target.
     pub fn locate(&self, need: Need, p: &[u8]) -> Result<Loc<'_>, GateErr> {
         let path = Path::new(std::ffi::OsStr::from_bytes(p));
@@ -592,7 +604,7 @@ impl Gate {
                 let res = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
                 let fl = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
                 self.open_beneath(grant.dir.as_fd(), rel, fl, Mode::empty(), res).map_err(|e| {
-                    if e == Errno::XDEV || e == Errno::LOOP {
+                    if e == Errno::XDEV || e == Errno::LOOP || e == Errno::NOTDIR && self.no_openat2 {
                         Self::escape(loc)
                     } else {
                         GateErr::Io(rx(e))
@@ -662,11 +674,23 @@ fn walk(dir: BorrowedFd<'_>, rel: &Path, flags: OFlags, mode: Mode) -> Result<Ow
                 }
             }
             Component::Normal(n) if Some(i) == last_normal && i == comps.len() - 1 => {
-                return match rustix::fs::openat(top_of(&stack, dir), *n, flags | OFlags::NOFOLLOW, mode) {
-                    Err(Errno::LOOP) if !flags.contains(OFlags::NOFOLLOW) => Err(Errno::LOOP),
-                    Err(Errno::NOTDIR) | Err(Errno::LOOP) if flags.contains(OFlags::PATH) => {
-                        // O_PATH | O_NOFOLLOW | O_DIRECTORY on a link: say it is one.
-                        Err(Errno::LOOP)
+                let here = top_of(&stack, dir);
+                let follow = !flags.contains(OFlags::NOFOLLOW);
+                let is_link = || {
+                    rustix::fs::statat(here, *n, AtFlags::SYMLINK_NOFOLLOW)
+                        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink)
+                };
+                return match rustix::fs::openat(here, *n, flags | OFlags::NOFOLLOW, mode) {
+                    // The walk never follows a link: one the caller wanted followed is refused.
+                    Err(Errno::LOOP) | Err(Errno::NOTDIR) if follow && is_link() => Err(Errno::XDEV),
+                    Ok(fd) if follow && flags.contains(OFlags::PATH) => {
+                        // O_PATH | O_NOFOLLOW opens a link itself: refuse it likewise.
+                        let st = rustix::fs::fstat(&fd)?;
+                        if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink {
+                            Err(Errno::XDEV)
+                        } else {
+                            Ok(fd)
+                        }
                     }
                     other => other,
                 };
@@ -683,7 +707,7 @@ fn walk(dir: BorrowedFd<'_>, rel: &Path, flags: OFlags, mode: Mode) -> Result<Ow
                     Err(Errno::NOTDIR) => {
                         let st = rustix::fs::statat(top_of(&stack, dir), *n, AtFlags::SYMLINK_NOFOLLOW)?;
                         if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink {
-                            return Err(Errno::LOOP);
+                            return Err(Errno::XDEV);
                         }
                         return Err(Errno::NOTDIR);
                     }

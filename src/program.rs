@@ -185,8 +185,21 @@ impl Caps {
     }
 }
 
+/// A gated call in the loaded code (for `leash check --json`): where, which builtin,
+/// and its first argument when that is a literal string.
+#[derive(Debug, Clone)]
+pub struct CallSite {
+    pub file: String,
+    pub line: u32,
+    pub builtin: &'static str,
+    pub cap: crate::builtins::Cap,
+    pub target: Option<Vec<u8>>,
+}
+
 #[derive(Debug)]
 pub struct Program {
+    /// Every gated call site, in source order of resolution.
+    pub sites: Vec<CallSite>,
     pub main: Block,
     pub global_names: Vec<String>,
     /// Accounted storage of main's frame before any variable holds a value.

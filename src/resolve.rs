@@ -36,6 +36,7 @@ struct Resolver<'a> {
     reserved: HashSet<String>,
     modules: HashSet<String>,
     caps: Caps,
+    sites: Vec<crate::program::CallSite>,
     ctx: Option<FnCtx>,
     pos: Pos,
 }
@@ -188,6 +189,17 @@ impl Resolver<'_> {
                 let n = args.len();
                 if n < b.min as usize || (b.max != VARIADIC && n > b.max as usize) {
                     self.err(LoadKind::Arity, format!("`{name}` takes {}, got {n}", b.arity_text()));
+                }
+                if let Some(cap) = b.cap {
+                    let (file, line) = match self.map.locate(self.pos) {
+                        Some((f, l)) => (f.to_string(), l),
+                        None => (String::new(), 0),
+                    };
+                    let target = match args.first() {
+                        Some(AExpr::Str(s)) => Some(s.clone()),
+                        _ => None,
+                    };
+                    self.sites.push(crate::program::CallSite { file, line, builtin: b.name, cap, target });
                 }
                 match b.cap {
                     Some(Cap::Read) => self.caps.read = true,
@@ -481,6 +493,7 @@ pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
         reserved,
         modules: modules.iter().cloned().collect(),
         caps: Caps::default(),
+        sites: Vec::new(),
         ctx: None,
         pos: 0,
     };
@@ -521,8 +534,9 @@ pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
     }
     let main_base_bytes = frame_base_bytes(&r.global_names);
     let (global_names, caps) = (std::mem::take(&mut r.global_names), r.caps);
+    let sites = std::mem::take(&mut r.sites);
     drop(r);
-    Some(Program { main: main_block, global_names, main_base_bytes, funcs, caps, sources: map })
+    Some(Program { sites, main: main_block, global_names, main_base_bytes, funcs, caps, sources: map })
 }
 
 fn resolve_fn(r: &mut Resolver<'_>, f: FnDef) -> Function {

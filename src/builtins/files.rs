@@ -85,7 +85,7 @@ fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
 /// error naming the flag and the resolved target.
 fn gate_open(it: &mut Interp<'_>, name: &str, what: &str, need: Need, p: &[u8], flags: OFlags, mode: Mode) -> R<OwnedFd> {
     let gate = it.gate.clone();
-    let loc = gate.locate(need, p).map_err(|e| gate_fail(it, name, what, p, e))?;
+    let loc = locate(it, &gate, name, what, need, p)?;
     it.audit_note(loc.shown());
     gate.open(&loc, flags, mode).map_err(|e| gate_fail(it, name, what, p, e))
 }
@@ -93,9 +93,17 @@ fn gate_open(it: &mut Interp<'_>, name: &str, what: &str, need: Need, p: &[u8], 
 /// The directory holding `p`'s last name (opened through the gate) and that name.
 fn gate_parent(it: &mut Interp<'_>, name: &str, what: &str, need: Need, p: &[u8]) -> R<(OwnedFd, OsString)> {
     let gate = it.gate.clone();
-    let loc = gate.locate(need, p).map_err(|e| gate_fail(it, name, what, p, e))?;
+    let loc = locate(it, &gate, name, what, need, p)?;
     it.audit_note(loc.shown());
     gate.parent(&loc).map_err(|e| gate_fail(it, name, what, p, e))
+}
+
+/// Locate `p` for `need`; a refused path is still noted for the audit line.
+fn locate<'g>(it: &mut Interp<'_>, gate: &'g crate::gate::Gate, name: &str, what: &str, need: Need, p: &[u8]) -> R<crate::gate::Loc<'g>> {
+    gate.locate(need, p).map_err(|e| {
+        it.audit_note(gate.shown_abs(p));
+        gate_fail(it, name, what, p, e)
+    })
 }
 
 fn gate_fail(it: &Interp<'_>, name: &str, what: &str, p: &[u8], e: GateErr) -> Fail {
@@ -190,7 +198,7 @@ fn append(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 fn exists(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("file.exists", args, 0)?.clone();
     let gate = it.gate.clone();
-    let loc = gate.locate(Need::Read, &p).map_err(|e| gate_fail(it, "file.exists", "stat", &p, e))?;
+    let loc = locate(it, &gate, "file.exists", "stat", Need::Read, &p)?;
     it.audit_note(loc.shown());
     match gate.open(&loc, OFlags::PATH, Mode::empty()) {
         Ok(_) => Ok(Value::Bool(true)),
@@ -215,12 +223,16 @@ fn copy(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let src = it.arg_str("file.copy", args, 0)?.clone();
     let dst = it.arg_str("file.copy", args, 1)?.clone();
     let gate = it.gate.clone();
-    let loc = gate.locate(Need::Read, &src).map_err(|e| gate_fail(it, "file.copy", "read", &src, e))?;
+    let loc = locate(it, &gate, "file.copy", "read", Need::Read, &src)?;
     let src_shown = loc.shown();
     it.audit_note(src_shown.clone());
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW;
     let fd = match gate.open(&loc, flags, Mode::empty()) {
         Err(GateErr::Io(e)) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            // A link: one that leads out of the scope is a refusal, one inside an io error.
+            if let Err(GateErr::Refused(m)) = gate.open(&loc, OFlags::PATH, Mode::empty()) {
+                return Err(it.err(ErrKind::Permission, format!("file.copy: {m}")));
+            }
             return Err(it.err(ErrKind::Io, format!("file.copy: source \"{}\" is a symbolic link", shown(&src))));
         }
         other => other.map_err(|e| gate_fail(it, "file.copy", "read", &src, e))?,
