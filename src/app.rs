@@ -364,7 +364,8 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             return finish(3, &Stats::default());
         }
     };
-    let prog = match crate::load_within(&name, text, path.as_deref().map(Path::new), &include_area(cfg, &gate), budget) {
+    let prog = match crate::load_within(&name, text, path.as_deref().map(Path::new), &include_area(cfg, &gate), budget)
+    {
         Ok(p) => p,
         Err(ds) => {
             for d in &ds {

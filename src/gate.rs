@@ -221,7 +221,8 @@ pub fn parse_host(item: &str, flag: &str) -> Result<HostGrant, String> {
     let valid = |h: &str| {
         !h.is_empty()
             && h.len() <= 253
-            && h.split('.').all(|l| !l.is_empty() && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'))
+            && h.split('.')
+                .all(|l| !l.is_empty() && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'))
     };
     if let Some(suffix) = host.strip_prefix("*.") {
         if !valid(suffix) {
@@ -242,9 +243,9 @@ impl HostScope {
         }
         match spec.only() {
             None => Ok(Some(HostScope::All)),
-            Some(items) => Ok(Some(HostScope::Only(
-                items.iter().map(|i| parse_host(i, flag)).collect::<Result<Vec<_>, _>>()?,
-            ))),
+            Some(items) => {
+                Ok(Some(HostScope::Only(items.iter().map(|i| parse_host(i, flag)).collect::<Result<Vec<_>, _>>()?)))
+            }
         }
     }
 
@@ -406,11 +407,9 @@ impl Gate {
         let audit = match &specs.audit {
             None => None,
             Some(p) => {
-                let f = std::fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(p)
-                    .map_err(|e| format!("--audit: cannot open \"{}\": {}", p.display(), crate::source::io_reason(&e)))?;
+                let f = std::fs::OpenOptions::new().append(true).create(true).open(p).map_err(|e| {
+                    format!("--audit: cannot open \"{}\": {}", p.display(), crate::source::io_reason(&e))
+                })?;
                 let st = rustix::fs::fstat(&f).map_err(|e| format!("--audit: {}", rx(e)))?;
                 if !rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() {
                     return Err(format!("--audit: \"{}\" is not a regular file", p.display()));
@@ -598,8 +597,9 @@ impl Gate {
             }
         };
         let fd = match &dir_loc {
-            Loc::Free(p) => rustix::fs::open(p, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                .map_err(rx)?,
+            Loc::Free(p) => {
+                rustix::fs::open(p, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(rx)?
+            }
             Loc::Beneath { grant, rel, .. } => {
                 let res = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
                 let fl = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -677,8 +677,9 @@ fn walk(dir: BorrowedFd<'_>, rel: &Path, flags: OFlags, mode: Mode) -> Result<Ow
                 let here = top_of(&stack, dir);
                 let follow = !flags.contains(OFlags::NOFOLLOW);
                 let is_link = || {
-                    rustix::fs::statat(here, *n, AtFlags::SYMLINK_NOFOLLOW)
-                        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink)
+                    rustix::fs::statat(here, *n, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+                        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+                    })
                 };
                 return match rustix::fs::openat(here, *n, flags | OFlags::NOFOLLOW, mode) {
                     // The walk never follows a link: one the caller wanted followed is refused.

@@ -1654,7 +1654,9 @@ impl<'p> Interp<'p> {
         let mut out = Vec::with_capacity(160);
         out.extend_from_slice(format!("{{\"step\":{},\"file\":", self.meter.steps).as_bytes());
         crate::diag::json_string(&mut out, file.as_bytes());
-        out.extend_from_slice(format!(",\"line\":{line},\"builtin\":\"{}\",\"capability\":\"{cap}\",\"target\":", b.name).as_bytes());
+        out.extend_from_slice(
+            format!(",\"line\":{line},\"builtin\":\"{}\",\"capability\":\"{cap}\",\"target\":", b.name).as_bytes(),
+        );
         match &self.audit_target {
             Some(t) => crate::diag::json_string(&mut out, t.as_bytes()),
             None => out.extend_from_slice(b"null"),

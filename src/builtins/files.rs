@@ -83,7 +83,15 @@ fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
 /// Open `p` for `need` through the gate (beneath its grant when scoped): the
 /// descriptor, never a path, is what the builtin works on. A refusal is a `permission`
 /// error naming the flag and the resolved target.
-fn gate_open(it: &mut Interp<'_>, name: &str, what: &str, need: Need, p: &[u8], flags: OFlags, mode: Mode) -> R<OwnedFd> {
+fn gate_open(
+    it: &mut Interp<'_>,
+    name: &str,
+    what: &str,
+    need: Need,
+    p: &[u8],
+    flags: OFlags,
+    mode: Mode,
+) -> R<OwnedFd> {
     let gate = it.gate.clone();
     let loc = locate(it, &gate, name, what, need, p)?;
     it.audit_note(loc.shown());
@@ -99,7 +107,14 @@ fn gate_parent(it: &mut Interp<'_>, name: &str, what: &str, need: Need, p: &[u8]
 }
 
 /// Locate `p` for `need`; a refused path is still noted for the audit line.
-fn locate<'g>(it: &mut Interp<'_>, gate: &'g crate::gate::Gate, name: &str, what: &str, need: Need, p: &[u8]) -> R<crate::gate::Loc<'g>> {
+fn locate<'g>(
+    it: &mut Interp<'_>,
+    gate: &'g crate::gate::Gate,
+    name: &str,
+    what: &str,
+    need: Need,
+    p: &[u8],
+) -> R<crate::gate::Loc<'g>> {
     gate.locate(need, p).map_err(|e| {
         it.audit_note(gate.shown_abs(p));
         gate_fail(it, name, what, p, e)
@@ -322,11 +337,8 @@ fn stat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let fd = gate_open(it, "file.stat", "stat", Need::Read, &p, OFlags::PATH | OFlags::NOFOLLOW, Mode::empty())?;
     let m = rustix::fs::fstat(&fd).map_err(|e| io_err(it, "file.stat", "stat", &p, &rx(e)))?;
     let ft = file_type(&m);
-    let modified = if m.st_mtime >= 0 {
-        Value::Num(m.st_mtime as f64 + m.st_mtime_nsec as f64 / 1e9)
-    } else {
-        Value::Nil
-    };
+    let modified =
+        if m.st_mtime >= 0 { Value::Num(m.st_mtime as f64 + m.st_mtime_nsec as f64 / 1e9) } else { Value::Nil };
     let mut out = Map::new();
     let mut put = |k: &str, v: Value| {
         out.insert(bytes(k.as_bytes()), v);

@@ -577,10 +577,9 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             // A name no grant could cover is refused before any DNS query is sent.
             if !gate.resolve_allowed(&host) {
                 it.audit_note(shown.clone());
-                return Err(it.err(
-                    ErrKind::Permission,
-                    format!("{NAME}: \"{shown}\" is outside the --allow-network scope"),
-                ));
+                return Err(
+                    it.err(ErrKind::Permission, format!("{NAME}: \"{shown}\" is outside the --allow-network scope"))
+                );
             }
             charge_lookup(it)?;
             let dns = it.net.dns();
@@ -599,14 +598,18 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     // The scope is checked on the addresses the connection will really go to (after
     // DNS): only those are tried.
     let all = ips.len();
-    let ips: Vec<IpAddr> = ips.into_iter().filter(|ip| gate.connect_allowed(&host, SocketAddr::new(*ip, port))).collect();
+    let ips: Vec<IpAddr> =
+        ips.into_iter().filter(|ip| gate.connect_allowed(&host, SocketAddr::new(*ip, port))).collect();
     if ips.is_empty() {
         it.audit_note(shown.clone());
-        let what = if netcfg::ip_literal(&host).is_some() { String::new() } else { format!(" (resolved to {all} address(es))") };
-        return Err(it.err(
-            ErrKind::Permission,
-            format!("{NAME}: \"{shown}\"{what} is outside the --allow-network scope"),
-        ));
+        let what = if netcfg::ip_literal(&host).is_some() {
+            String::new()
+        } else {
+            format!(" (resolved to {all} address(es))")
+        };
+        return Err(
+            it.err(ErrKind::Permission, format!("{NAME}: \"{shown}\"{what} is outside the --allow-network scope"))
+        );
     }
     let mut last: Option<std::io::Error> = None;
     let mut tcp = None;
@@ -899,7 +902,9 @@ fn resolve(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         Some(ip) => vec![ip],
         None => {
             if !it.gate.resolve_allowed(&name) {
-                return Err(it.err(ErrKind::Permission, format!("{NAME}: \"{name}\" is outside the --allow-network scope")));
+                return Err(
+                    it.err(ErrKind::Permission, format!("{NAME}: \"{name}\" is outside the --allow-network scope"))
+                );
             }
             charge_lookup(it)?;
             if deadline_passed(it) {
