@@ -750,6 +750,7 @@ fn send(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         return Ok(Value::Nil);
     }
     it.net.sent.charge(data.len() as u64).map_err(|e| it.budget_fail(e))?;
+    it.audit_bytes = data.len() as u64;
     if deadline_passed(it) {
         return Err(time_limit(it, NAME));
     }
@@ -811,6 +812,7 @@ fn recv(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             let take = avail.min(max);
             let v = Value::str(s.buf[s.pos..s.pos + take].to_vec());
             consume(it, id, take)?;
+            it.audit_bytes = take as u64;
             return Ok(v);
         }
         if s.eof {
