@@ -656,7 +656,13 @@ mod tests {
 
     #[test]
     fn capabilities_are_found_statically() {
+        // SPEC 9: `read` when the code only reads; the call site is recorded with its target.
         let p = load("fn never()\n  file.read(\"x\")\nend\nprint(1)\n").unwrap();
+        assert_eq!(p.caps.describe(), "read");
+        assert_eq!(p.sites.len(), 1);
+        assert_eq!((p.sites[0].line, p.sites[0].builtin), (2, "file.read"));
+        assert_eq!(p.sites[0].target.as_deref(), Some(&b"x"[..]));
+        let p = load("file.write(\"x\", \"y\")\nfile.read(\"x\")\n").unwrap();
         assert_eq!(p.caps.describe(), "files");
         let p = load("print(1)\n").unwrap();
         assert_eq!(p.caps.describe(), "none");

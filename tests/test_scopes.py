@@ -219,6 +219,10 @@ def test_db_scope(tmp_path):
     for p in ["out/x.db", "data/../out/x.db", "data/dlink/x.db", "data/l.db", f"/proc/self/root{out}/x.db"]:
         r = run(["--allow-db=data", "-e", f'db.open("{p}")'], cwd=tmp_path)
         assert r.status == 1 and "[permission]" in r.err, (p, r)
+    # VACUUM INTO would write a copy anywhere: refused (it attaches its target).
+    vac = f'h = db.open("data/app.db")\ndb.exec(h, "VACUUM INTO ?", ["{out}/vac.db"])'
+    r = run(["--allow-db=data", "-e", vac], cwd=tmp_path)
+    assert r.status == 1 and "ATTACH is refused" in r.err, r
     assert not (out / "x.db").exists()
     assert sorted(os.listdir(out)) == ["emptyd", "secret"]
     r = run(["--allow-db=data/app.db", "-e", 'db.open(":memory:")\ndb.open("data/app.db")\nprint(1)'], cwd=tmp_path)
