@@ -117,14 +117,39 @@ fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::Path
 }
 
 /// Where includes may come from besides the entry script's directory (SPEC 5).
-fn include_area(cfg: &Config) -> crate::source::IncludeArea {
-    // `--allow-files` is a read grant over every path. Issue 14's scoped grants
-    // (`--allow-read=PATH`, `--allow-files=PATH`) add their paths to `dirs` instead.
-    crate::source::IncludeArea { dirs: cfg.include_path.clone(), everywhere: cfg.allow_files }
+/// An unscoped `--allow-read` or `--allow-files` is a read grant over every path; a
+/// scoped one adds its canonical paths to the include path.
+fn include_area(cfg: &Config, gate: &crate::gate::Gate) -> crate::source::IncludeArea {
+    let mut dirs = cfg.include_path.clone();
+    let everywhere = match gate.include_dirs() {
+        None => true,
+        Some(d) => {
+            dirs.extend(d);
+            false
+        }
+    };
+    crate::source::IncludeArea { dirs, everywhere }
 }
 
 fn granted(cfg: &Config) -> Caps {
-    Caps { files: cfg.allow_files, network: cfg.allow_network, listen: cfg.allow_listen, db: cfg.allow_db }
+    Caps {
+        read: cfg.allow_read,
+        files: cfg.allow_files,
+        network: cfg.allow_network,
+        listen: cfg.allow_listen,
+        db: cfg.allow_db,
+    }
+}
+
+/// Open the granted scopes and the audit log; a failure is a usage error.
+fn open_gate(cfg: &Config) -> Result<std::sync::Arc<crate::gate::Gate>, i32> {
+    match crate::gate::Gate::new(&cfg.scopes) {
+        Ok(g) => Ok(std::sync::Arc::new(g)),
+        Err(m) => {
+            emit_diag(&Diagnostic::usage(m), cfg.json_errors);
+            Err(2)
+        }
+    }
 }
 
 /// Write `--profile FILE` (and its `.work` and `.lines` companions); a failure is
@@ -145,7 +170,14 @@ fn write_profile(path: &Path, p: Option<(&crate::tools::profile::Profile, &crate
     if let Err(e) = r {
         let msg = format!("cannot write the profile {}: {}", path.display(), crate::source::io_reason(&e));
         emit_diag(
-            &Diagnostic { class: crate::diag::Class::Runtime, kind: "io".into(), message: msg, file: None, line: None, detail: Default::default() },
+            &Diagnostic {
+                class: crate::diag::Class::Runtime,
+                kind: "io".into(),
+                message: msg,
+                file: None,
+                line: None,
+                detail: Default::default(),
+            },
             json,
         );
     }
@@ -210,8 +242,12 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
                 }
                 return 2;
             }
+            let gate = match open_gate(&cfg) {
+                Ok(g) => g,
+                Err(status) => return status,
+            };
             let budget = crate::memory::Budget::start(cfg.max_memory);
-            let rc = run_config(&cfg, vec![], started, budget);
+            let rc = run_config(&cfg, &gate, vec![], started, budget);
             crate::tools::repl::main(&cfg, rc)
         }
     }
@@ -220,7 +256,11 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
 fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 {
     let mut status = 0;
     let many = scripts.len() > 1;
-    let area = include_area(cfg);
+    let gate = match open_gate(cfg) {
+        Ok(g) => g,
+        Err(status) => return status,
+    };
+    let area = include_area(cfg, &gate);
     for s in scripts {
         let src = Source::File(s.clone());
         // Each script is loaded under its own `--max-memory` budget, as a run would be.
@@ -229,6 +269,12 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
             .map_err(|d| vec![d])
             .and_then(|(name, text, path)| crate::load_within(&name, text, path.as_deref(), &area, budget));
         match loaded {
+            Ok(p) if cfg.check_json => {
+                if let Err(e) = say(&check_json(s, &p)) {
+                    status = output_failed(&e, status, cfg.json_errors);
+                    break;
+                }
+            }
             Ok(p) => {
                 let line = if many {
                     format!("{}: capabilities: {}\n", s.display(), p.caps.describe())
@@ -255,8 +301,49 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
     status
 }
 
-fn run_config(cfg: &Config, args: Vec<Vec<u8>>, started: Instant, heap: crate::memory::Budget) -> RunConfig {
+/// One `leash check --json` line: the script, its capabilities, its gated call sites.
+fn check_json(script: &Path, p: &crate::program::Program) -> String {
+    use crate::diag::json_string;
+    let mut out = Vec::new();
+    out.extend_from_slice(b"{\"script\":");
+    json_string(&mut out, script.to_string_lossy().as_bytes());
+    out.extend_from_slice(b",\"capabilities\":[");
+    let caps = p.caps.describe();
+    if caps != "none" {
+        let names: Vec<String> = caps.split(' ').map(|c| format!("\"{c}\"")).collect();
+        out.extend_from_slice(names.join(",").as_bytes());
+    }
+    out.extend_from_slice(b"],\"calls\":[");
+    for (i, s) in p.sites.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"file\":");
+        json_string(&mut out, s.file.as_bytes());
+        let cap = s.cap.flag().trim_start_matches("--allow-");
+        out.extend_from_slice(
+            format!(",\"line\":{},\"builtin\":\"{}\",\"capability\":\"{cap}\",\"target\":", s.line, s.builtin)
+                .as_bytes(),
+        );
+        match &s.target {
+            Some(t) => json_string(&mut out, t),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}\n");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn run_config(
+    cfg: &Config,
+    gate: &std::sync::Arc<crate::gate::Gate>,
+    args: Vec<Vec<u8>>,
+    started: Instant,
+    heap: crate::memory::Budget,
+) -> RunConfig {
     RunConfig {
+        gate: gate.clone(),
         max_steps: cfg.max_steps,
         max_work: cfg.max_work,
         deadline: cfg.max_time.map(|t| started + Duration::from_secs_f64(t)),
@@ -284,10 +371,14 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
             return 2;
         }
     };
+    let gate = match open_gate(cfg) {
+        Ok(g) => g,
+        Err(status) => return status,
+    };
     // Each test file gets its own heap budget (started again by `run_file`).
-    let rc = run_config(cfg, vec![], started, crate::memory::Budget::start(cfg.max_memory));
+    let rc = run_config(cfg, &gate, vec![], started, crate::memory::Budget::start(cfg.max_memory));
     let mut summary = crate::testrun::Summary::default();
-    let area = include_area(cfg);
+    let area = include_area(cfg, &gate);
     for f in &files {
         let report = &mut |d: &Diagnostic| emit_diag(d, cfg.json_errors);
         summary.json = cfg.test_json;
@@ -323,6 +414,10 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
         }
         status
     };
+    let gate = match open_gate(cfg) {
+        Ok(g) => g,
+        Err(status) => return finish(status, &Stats::default()),
+    };
     // The script's heap budget begins before its text is read: the text, the loaded
     // program and the run all count against `--max-memory`.
     let budget = crate::memory::Budget::start(cfg.max_memory);
@@ -336,7 +431,8 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             return finish(3, &Stats::default());
         }
     };
-    let prog = match crate::load_within(&name, text, path.as_deref().map(Path::new), &include_area(cfg), budget) {
+    let prog = match crate::load_within(&name, text, path.as_deref().map(Path::new), &include_area(cfg, &gate), budget)
+    {
         Ok(p) => p,
         Err(ds) => {
             for d in &ds {
@@ -349,7 +445,7 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             return finish(3, &Stats::default());
         }
     };
-    let mut rc = run_config(cfg, args, started, budget);
+    let mut rc = run_config(cfg, &gate, args, started, budget);
     rc.snapshots = path.as_deref().map(|p| SnapshotDir {
         dir: p.parent().map(Path::to_path_buf).unwrap_or_default(),
         stem: p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),

@@ -38,10 +38,29 @@ pub const OPTIONS: &[Opt] = &[
         value: Some("DIR"),
         help: "a directory besides the script's own that include may load from (repeatable)",
     },
-    Opt { name: "--allow-files", value: None, help: "grant file and directory builtins, readers, csv.open" },
-    Opt { name: "--allow-network", value: None, help: "grant http.*, net.connect, net.resolve" },
-    Opt { name: "--allow-listen", value: None, help: "grant net.listen, net.accept (needs --allow-network)" },
-    Opt { name: "--allow-db", value: None, help: "grant db.* (SQLite); a trusted-script gate" },
+    Opt {
+        name: "--allow-read",
+        value: None,
+        help: "[=PATH,...] grant the reading file and directory builtins, csv.open (only beneath PATHs)",
+    },
+    Opt {
+        name: "--allow-files",
+        value: None,
+        help: "[=PATH,...] grant file and directory builtins, readers, csv.open (only beneath PATHs)",
+    },
+    Opt {
+        name: "--allow-network",
+        value: None,
+        help: "[=HOST[:PORT],...] grant http.*, net.connect, net.resolve (only to those hosts)",
+    },
+    Opt {
+        name: "--allow-listen",
+        value: None,
+        help: "[=ADDR:PORT,...] grant net.listen, net.accept (needs --allow-network)",
+    },
+    Opt { name: "--allow-db", value: None, help: "[=PATH,...] grant db.* (SQLite), only database files beneath PATHs" },
+    Opt { name: "--audit", value: Some("FILE"), help: "append one JSON line per gated call to FILE" },
+    Opt { name: "--json", value: None, help: "leash check: capabilities and every gated call site as JSON" },
     Opt { name: "--tls-ca-file", value: Some("PATH"), help: "replace default TLS trust (needs --allow-network)" },
     Opt {
         name: "--dns-server",
@@ -64,6 +83,9 @@ pub const OPTIONS: &[Opt] = &[
     Opt { name: "--format", value: Some("text|json"), help: "leash test: one JSON object per test with json" },
 ];
 
+/// The `--allow-*` flags that take an optional `=LIST` scope.
+const SCOPED: &[&str] = &["--allow-read", "--allow-files", "--allow-network", "--allow-listen", "--allow-db"];
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub max_steps: u64,
@@ -74,10 +96,15 @@ pub struct Config {
     pub limits: Limits,
     /// `--include-path` directories, canonical.
     pub include_path: Vec<PathBuf>,
+    pub allow_read: bool,
     pub allow_files: bool,
     pub allow_network: bool,
     pub allow_listen: bool,
     pub allow_db: bool,
+    /// The scopes of the `--allow-*` flags and `--audit` (opened by `gate::Gate::new`).
+    pub scopes: crate::gate::Specs,
+    /// `leash check --json`.
+    pub check_json: bool,
     pub tls_ca_file: Option<PathBuf>,
     pub dns_server: Option<String>,
     pub seed: Option<u32>,
@@ -101,10 +128,13 @@ impl Default for Config {
             max_memory: DEFAULT_MAX_MEMORY,
             limits: Limits::default(),
             include_path: Vec::new(),
+            allow_read: false,
             allow_files: false,
             allow_network: false,
             allow_listen: false,
             allow_db: false,
+            scopes: crate::gate::Specs::default(),
+            check_json: false,
             tls_ca_file: None,
             dns_server: None,
             seed: None,
@@ -162,11 +192,16 @@ pub fn help_text() -> String {
          leash --version | --help | --builtins | --limits\n\noptions:\n",
     );
     for o in OPTIONS {
-        let head = match o.value {
-            Some(v) => format!("{} {v}", o.name),
-            None => o.name.to_string(),
+        let (head, help) = match o.value {
+            Some(v) => (format!("{} {v}", o.name), o.help),
+            // A scoped gate: its help begins with the optional `[=LIST]`.
+            None if o.help.starts_with("[=") => {
+                let (list, rest) = o.help.split_once(' ').unwrap_or((o.help, ""));
+                (format!("{}{list}", o.name), rest)
+            }
+            None => (o.name.to_string(), o.help),
         };
-        s.push_str(&format!("  {head:<28} {}\n", o.help));
+        s.push_str(&format!("  {head:<28} {help}\n"));
     }
     s.push_str("\nrun-time limits (--limit NAME=VALUE; bytes take K, M, G; floor 1; see leash --limits):\n");
     for d in LIMITS {
@@ -310,7 +345,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                 return Err(format!("unknown option {name}"));
             };
             let value = if opt.value.is_some() {
-                match attached {
+                match attached.clone() {
                     Some(v) => Some(v),
                     None => {
                         i += 1;
@@ -318,10 +353,17 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                     }
                 }
             } else {
-                if attached.is_some() {
+                if attached.is_some() && !SCOPED.contains(&name.as_str()) {
                     return Err(format!("{name} takes no value"));
                 }
                 None
+            };
+            // `--allow-X=LIST`: the scope (an empty list is a usage error).
+            let scope = |s: &mut crate::gate::ScopeSpec| -> Result<(), String> {
+                if attached.as_deref() == Some("") {
+                    return Err(format!("{name}= needs a list"));
+                }
+                s.add(attached.as_deref()).map_err(|m| format!("{name}: {m}"))
             };
             let v = value.unwrap_or_default();
             match name.as_str() {
@@ -340,10 +382,33 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                         .ok_or_else(|| format!("--include-path takes an existing directory, got \"{v}\""))?;
                     cfg.include_path.push(dir);
                 }
-                "--allow-files" => cfg.allow_files = true,
-                "--allow-network" => cfg.allow_network = true,
-                "--allow-listen" => cfg.allow_listen = true,
-                "--allow-db" => cfg.allow_db = true,
+                "--allow-read" => {
+                    scope(&mut cfg.scopes.read)?;
+                    cfg.allow_read = true
+                }
+                "--allow-files" => {
+                    scope(&mut cfg.scopes.files)?;
+                    cfg.allow_files = true
+                }
+                "--allow-network" => {
+                    scope(&mut cfg.scopes.network)?;
+                    cfg.allow_network = true
+                }
+                "--allow-listen" => {
+                    scope(&mut cfg.scopes.listen)?;
+                    cfg.allow_listen = true
+                }
+                "--allow-db" => {
+                    scope(&mut cfg.scopes.db)?;
+                    cfg.allow_db = true
+                }
+                "--json" => cfg.check_json = true,
+                "--audit" => {
+                    if v.is_empty() {
+                        return Err("--audit needs a FILE".into());
+                    }
+                    cfg.scopes.audit = Some(PathBuf::from(&v))
+                }
                 "--tls-ca-file" => {
                     let p = PathBuf::from(&v);
                     if !p.is_file() {

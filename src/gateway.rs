@@ -37,41 +37,53 @@ use crate::limits::*;
 pub const CONFIG_ENV: &str = "LEASH_CGI_CONFIG";
 
 /// Capabilities granted to a script (SPEC 9).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Allow {
+    pub read: bool,
     pub files: bool,
     pub network: bool,
     pub listen: bool,
     pub db: bool,
+    /// Scoped entries (`"files=data/uploads"`): capability and item, paths already made
+    /// absolute beneath `root`. A capability granted bare as well is unscoped.
+    pub scoped: Vec<(&'static str, String)>,
+    /// Capabilities granted bare (everywhere).
+    pub bare: Vec<&'static str>,
 }
 
+const CAPS: [&str; 5] = ["read", "files", "network", "listen", "db"];
+
 impl Allow {
-    /// The `leash` flags that grant these capabilities.
-    pub fn flags(&self) -> Vec<&'static str> {
+    fn on(&self, cap: &str) -> bool {
+        match cap {
+            "read" => self.read,
+            "files" => self.files,
+            "network" => self.network,
+            "listen" => self.listen,
+            _ => self.db,
+        }
+    }
+
+    /// The `leash` flags that grant these capabilities (with their scopes).
+    pub fn flags(&self) -> Vec<String> {
         let mut v = Vec::new();
-        if self.files {
-            v.push("--allow-files");
-        }
-        if self.network {
-            v.push("--allow-network");
-        }
-        if self.listen {
-            v.push("--allow-listen");
-        }
-        if self.db {
-            v.push("--allow-db");
+        for cap in CAPS {
+            if !self.on(cap) {
+                continue;
+            }
+            let items: Vec<&str> = self.scoped.iter().filter(|(c, _)| *c == cap).map(|(_, i)| i.as_str()).collect();
+            if self.bare.contains(&cap) || items.is_empty() {
+                v.push(format!("--allow-{cap}"));
+            } else {
+                v.push(format!("--allow-{cap}={}", items.join(",")));
+            }
         }
         v
     }
 
-    /// `files network`, or `none`.
+    /// `files network`, `files=/srv/data network`, or `none`.
     pub fn describe(&self) -> String {
-        let names: Vec<&str> =
-            [(self.files, "files"), (self.network, "network"), (self.listen, "listen"), (self.db, "db")]
-                .iter()
-                .filter(|(on, _)| *on)
-                .map(|(_, n)| *n)
-                .collect();
+        let names: Vec<String> = self.flags().iter().map(|f| f.trim_start_matches("--allow-").to_string()).collect();
         if names.is_empty() {
             "none".into()
         } else {
@@ -205,16 +217,64 @@ fn str_list(v: &toml::Value, what: &str) -> Result<Vec<String>, String> {
         .collect()
 }
 
-fn parse_allow(v: &toml::Value, what: &str) -> Result<Allow, String> {
+/// A scoped path entry: relative to root (or absolute), and after every symlink and
+/// `..` inside root; a file that does not exist yet needs its directory to.
+fn scope_path(root: &Path, item: &str, what: &str, entry: &str) -> Result<String, String> {
+    let p = root.join(item);
+    let real = match std::fs::canonicalize(&p) {
+        Ok(r) => r,
+        Err(_) => {
+            let parent = p.parent().unwrap_or(root);
+            let name = p.file_name().ok_or(format!("`{what}`: \"{entry}\" names no file"))?;
+            std::fs::canonicalize(parent)
+                .map_err(|e| format!("`{what}`: \"{entry}\": {}", crate::source::io_reason(&e)))?
+                .join(name)
+        }
+    };
+    if !real.starts_with(root) {
+        return Err(format!("`{what}`: \"{entry}\" resolves outside root ({})", real.display()));
+    }
+    real.to_str().map(str::to_string).ok_or(format!("`{what}`: \"{entry}\" is not UTF-8"))
+}
+
+fn parse_allow(v: &toml::Value, what: &str, root: &Path) -> Result<Allow, String> {
     let mut a = Allow::default();
-    for name in str_list(v, what)? {
-        match name.as_str() {
+    for entry in str_list(v, what)? {
+        let (name, scope) = match entry.split_once('=') {
+            Some((n, s)) => (n, Some(s)),
+            None => (entry.as_str(), None),
+        };
+        let Some(&cap) = CAPS.iter().find(|c| **c == name) else {
+            return Err(format!(
+                "`{what}`: unknown capability \"{name}\" (known: read, files, network, listen, db, optionally =SCOPE)"
+            ));
+        };
+        match cap {
+            "read" => a.read = true,
             "files" => a.files = true,
             "network" => a.network = true,
             "listen" => a.listen = true,
-            "db" => a.db = true,
-            other => {
-                return Err(format!("`{what}`: unknown capability \"{other}\" (known: files, network, listen, db)"))
+            _ => a.db = true,
+        }
+        match scope {
+            None => a.bare.push(cap),
+            Some(s) => {
+                for item in s.split(',') {
+                    if item.is_empty() {
+                        return Err(format!("`{what}`: \"{entry}\" has an empty scope item"));
+                    }
+                    let item = match cap {
+                        "network" | "listen" => {
+                            crate::gate::parse_host(item, &format!("`{what}`: {cap}"))?;
+                            item.to_string()
+                        }
+                        _ => scope_path(root, item, what, &entry)?,
+                    };
+                    if item.contains(',') {
+                        return Err(format!("`{what}`: \"{entry}\": a path with a comma cannot be a scope"));
+                    }
+                    a.scoped.push((cap, item));
+                }
             }
         }
     }
@@ -285,7 +345,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
     }
     let allow = match t.get("allow") {
         None => Allow::default(),
-        Some(v) => parse_allow(v, "allow")?,
+        Some(v) => parse_allow(v, "allow", &root)?,
     };
     let mut dirs = Vec::new();
     match t.get("dir") {
@@ -315,7 +375,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
                     Some(v) => parse_limits(v, &format!("{what} limits"), max_memory)?,
                 };
                 let allow = match d.get("allow") {
-                    Some(a) => Some(parse_allow(a, "allow")?),
+                    Some(a) => Some(parse_allow(a, "allow", &root)?),
                     None if d.contains_key("limits") => None,
                     None => return Err(format!("{what}: `allow` or `limits` is required")),
                 };
@@ -441,8 +501,8 @@ pub fn resolve_script(root: &Path, requested: &Path) -> Script {
 /// whose directory (canonicalized now) holds it, else the default `allow`.
 pub fn allow_for(cfg: &Config, script: &Path) -> (Allow, Option<PathBuf>) {
     match rule_for(cfg, script) {
-        Some(rule) => (rule.allow.unwrap_or(cfg.allow), Some(rule.path.clone())),
-        None => (cfg.allow, None),
+        Some(rule) => (rule.allow.clone().unwrap_or_else(|| cfg.allow.clone()), Some(rule.path.clone())),
+        None => (cfg.allow.clone(), None),
     }
 }
 
@@ -756,6 +816,41 @@ mod tests {
     }
 
     #[test]
+    fn scoped_allow_entries() {
+        let d = tmpdir("scoped");
+        std::fs::create_dir_all(d.join("data/uploads")).unwrap();
+        std::fs::create_dir_all(d.join("templates")).unwrap();
+        std::os::unix::fs::symlink("/etc", d.join("data/out")).unwrap();
+        let c = parse_config(&format!(
+            "root = \"{}\"\n[[dir]]\npath = \"data\"\nallow = [\"files=data/uploads\", \"read=templates\", \
+             \"db=data/app.db\", \"network=api.example.com:443\"]\n",
+            d.display()
+        ))
+        .unwrap();
+        let flags = c.dirs[0].allow.as_ref().unwrap().flags();
+        assert_eq!(
+            flags,
+            vec![
+                format!("--allow-read={}/templates", d.display()),
+                format!("--allow-files={}/data/uploads", d.display()),
+                "--allow-network=api.example.com:443".to_string(),
+                format!("--allow-db={}/data/app.db", d.display()),
+            ]
+        );
+        for (bad, want) in [
+            ("files=../x", "outside root"),
+            ("files=data/out", "outside root"),
+            ("files=nope/x", "No such file"),
+            ("network=a..b", "not a host name"),
+            ("files=", "empty scope item"),
+        ] {
+            let text = format!("root = \"{}\"\nallow = [\"{bad}\"]\n", d.display());
+            let e = parse_config(&text).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn config_defaults_and_keys() {
         let d = tmpdir("cfg");
         let c = parse_config(&format!("root = \"{}\"\n", d.display())).unwrap();
@@ -774,7 +869,7 @@ mod tests {
         assert_eq!(c.max_memory, 64 << 20);
         assert!(c.allow.files && !c.allow.network);
         assert_eq!(c.dirs.len(), 1);
-        let a = c.dirs[0].allow.unwrap();
+        let a = c.dirs[0].allow.clone().unwrap();
         assert!(a.listen && a.network && !a.files);
         for (bad, want) in [
             ("max_steps = 0", "max_steps"),

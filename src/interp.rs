@@ -64,6 +64,8 @@ pub enum Flow {
 /// What the operator granted and set for this run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
+    /// The capability scopes and the audit log (`gate.rs`).
+    pub gate: std::sync::Arc<crate::gate::Gate>,
     pub max_steps: u64,
     pub max_work: u64,
     pub deadline: Option<Instant>,
@@ -87,6 +89,7 @@ pub struct RunConfig {
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
+            gate: Default::default(),
             max_steps: DEFAULT_MAX_STEPS,
             max_work: DEFAULT_MAX_WORK,
             deadline: None,
@@ -154,6 +157,14 @@ pub struct Interp<'p> {
     pub(crate) caps: Caps,
     /// The run-time limits this run is held to (SPEC 8.2): every reader of one asks here.
     pub(crate) lim: Limits,
+    /// Capability scopes and the audit log.
+    pub(crate) gate: std::sync::Arc<crate::gate::Gate>,
+    /// What the gated call now running touched, for its audit line: the resolved
+    /// target and the bytes moved.
+    pub(crate) audit_target: Option<String>,
+    pub(crate) audit_bytes: u64,
+    /// The line running now (for audit lines).
+    pub(crate) pos: Pos,
     pub(crate) budgets: Budgets,
     pub(crate) out: Output,
     pub(crate) script_args: Vec<Vec<u8>>,
@@ -223,6 +234,10 @@ impl<'p> Interp<'p> {
             caps: cfg.caps,
             lim: cfg.limits,
             budgets: Budgets::new(&cfg.limits),
+            gate: cfg.gate.clone(),
+            audit_target: None,
+            audit_bytes: 0,
+            pos: NO_POS,
             out,
             script_args: cfg.args.clone(),
             rng: crate::builtins::rand::Rng::new(cfg.seed),
@@ -401,6 +416,7 @@ impl<'p> Interp<'p> {
     /// Charge one step for the line at `pos`.
     #[inline(always)]
     pub fn step(&mut self, pos: Pos) -> R<()> {
+        self.pos = pos;
         if self.meter.step_due() {
             self.step_slow(pos)?;
         }
@@ -1677,7 +1693,7 @@ impl<'p> Interp<'p> {
         if nslots > args.len() {
             self.stack.resize(new_base + nslots, Value::Unset);
         }
-        let saved = (self.base, self.fbytes, self.func);
+        let saved = (self.base, self.fbytes, self.func, self.pos);
         if let Some(p) = self.profile.as_deref_mut() {
             p.enter(fi, self.meter.steps, self.meter.work);
         }
@@ -1709,7 +1725,7 @@ impl<'p> Interp<'p> {
             self.stack.pop();
         }
         self.depth -= 1;
-        (self.base, self.fbytes, self.func) = saved;
+        (self.base, self.fbytes, self.func, self.pos) = saved;
         if let Some(p) = self.profile.as_deref_mut() {
             p.leave(self.meter.steps, self.meter.work);
         }
@@ -1743,7 +1759,7 @@ impl<'p> Interp<'p> {
     }
 
     #[inline(always)]
-    fn check_cap(&self, b: &Builtin) -> R<()> {
+    fn check_cap(&mut self, b: &Builtin) -> R<()> {
         match b.cap {
             None => Ok(()),
             Some(_) => self.check_cap_slow(b),
@@ -1751,19 +1767,71 @@ impl<'p> Interp<'p> {
     }
 
     #[inline(never)]
-    fn check_cap_slow(&self, b: &Builtin) -> R<()> {
+    fn check_cap_slow(&mut self, b: &Builtin) -> R<()> {
         let Some(cap) = b.cap else { return Ok(()) };
         let (ok, flag) = match cap {
+            Cap::Read => (self.caps.read || self.caps.files, "--allow-read or --allow-files"),
             Cap::Files => (self.caps.files, "--allow-files"),
             Cap::Network => (self.caps.network, "--allow-network"),
             Cap::Listen => (self.caps.listen, "--allow-listen"),
             Cap::Db => (self.caps.db, "--allow-db"),
         };
+        self.audit_target = None;
+        self.audit_bytes = 0;
         if ok {
             Ok(())
         } else {
-            Err(self.err(ErrKind::Permission, format!("{} needs {flag}", b.name)))
+            let e = self.err(ErrKind::Permission, format!("{} needs {flag}", b.name));
+            self.audit_end(b, Err(e))
         }
+    }
+
+    /// Note what a gated call touches, for its audit line: the resolved target.
+    pub fn audit_note(&mut self, target: impl Into<String>) {
+        if self.gate.auditing() {
+            self.audit_target = Some(target.into());
+        }
+    }
+
+    /// The end of a gated call: its audit line (`--audit`), allowed or refused.
+    #[inline(never)]
+    pub(crate) fn audit_end<T>(&mut self, b: &Builtin, r: R<T>) -> R<T> {
+        if !self.gate.auditing() {
+            return r;
+        }
+        let result = match &r {
+            Ok(_) => "ok",
+            Err(e) => match &**e {
+                Unwind::Error(x) => x.kind.name(),
+                Unwind::Limit { .. } => "limit",
+                Unwind::Exit(_) => "exit",
+            },
+        };
+        let (file, line) = match self.prog.sources.locate(self.pos) {
+            Some((f, l)) => (f.to_string(), l.to_string()),
+            None => (String::new(), "null".to_string()),
+        };
+        let cap = match b.cap {
+            Some(Cap::Read) => "read",
+            Some(Cap::Files) => "files",
+            Some(Cap::Network) => "network",
+            Some(Cap::Listen) => "listen",
+            Some(Cap::Db) => "db",
+            None => "none",
+        };
+        let mut out = Vec::with_capacity(160);
+        out.extend_from_slice(format!("{{\"step\":{},\"file\":", self.meter.steps).as_bytes());
+        crate::diag::json_string(&mut out, file.as_bytes());
+        out.extend_from_slice(
+            format!(",\"line\":{line},\"builtin\":\"{}\",\"capability\":\"{cap}\",\"target\":", b.name).as_bytes(),
+        );
+        match &self.audit_target {
+            Some(t) => crate::diag::json_string(&mut out, t.as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(format!(",\"bytes\":{},\"result\":\"{result}\"}}", self.audit_bytes).as_bytes());
+        self.gate.audit_line(&String::from_utf8_lossy(&out));
+        r
     }
 
     /// Evaluate a builtin's arguments into `vals`. Variables and constants are cloned
@@ -1816,6 +1884,7 @@ impl<'p> Interp<'p> {
             Imp::Plain(f) => f(self, &mut vals),
             Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
         };
+        let r = if b.cap.is_some() { self.audit_end(b, r) } else { r };
         if cost.measures_result() {
             if let Ok(v) = &r {
                 self.work(cost.after(v))?;

@@ -13,6 +13,7 @@ pub mod budget;
 pub mod builtins;
 pub mod cli;
 pub mod diag;
+pub mod gate;
 pub mod gateway;
 pub mod interp;
 pub mod lexer;

@@ -720,6 +720,9 @@ pub const MAX_ACTIVE_INCLUDES: usize = 32;
 /// `--include-path` options on one command line: every include is checked against each
 /// directory, and no real layout needs more than a handful.
 pub const MAX_INCLUDE_PATHS: usize = 64;
+/// Items in the scope lists of the `--allow-*` flags together, per flag (each is a
+/// directory descriptor held open, or a host pattern tried per connection).
+pub const MAX_SCOPE_ITEMS: usize = 64;
 /// Block nesting (if/while/for/try bodies): bounds the parser's and evaluator's recursion.
 pub const MAX_NESTING: usize = 128;
 /// Bytes of one expression, measured as its tokens joined by single spaces.

@@ -156,6 +156,8 @@ pub struct Function {
 /// Capabilities a program's calls reach (for `leash check`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Caps {
+    /// Only reading file builtins (`--allow-read`).
+    pub read: bool,
     pub files: bool,
     pub network: bool,
     pub listen: bool,
@@ -167,6 +169,8 @@ impl Caps {
         let mut v = Vec::new();
         if self.files {
             v.push("files");
+        } else if self.read {
+            v.push("read");
         }
         if self.network {
             v.push("network");
@@ -185,8 +189,21 @@ impl Caps {
     }
 }
 
+/// A gated call in the loaded code (for `leash check --json`): where, which builtin,
+/// and its first argument when that is a literal string.
+#[derive(Debug, Clone)]
+pub struct CallSite {
+    pub file: String,
+    pub line: u32,
+    pub builtin: &'static str,
+    pub cap: crate::builtins::Cap,
+    pub target: Option<Vec<u8>>,
+}
+
 #[derive(Debug)]
 pub struct Program {
+    /// Every gated call site, in source order of resolution.
+    pub sites: Vec<CallSite>,
     pub main: Block,
     pub global_names: Vec<String>,
     /// Accounted storage of main's frame before any variable holds a value.

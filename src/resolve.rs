@@ -63,6 +63,7 @@ struct Resolver<'a> {
     reserved: HashSet<String>,
     modules: HashSet<String>,
     caps: Caps,
+    sites: Vec<crate::program::CallSite>,
     ctx: Option<FnCtx>,
     pos: Pos,
     /// Names assigned somewhere as globals: in main (assignment, `for`, `catch`), or in a
@@ -288,7 +289,19 @@ impl Resolver<'_> {
                 if n < b.min as usize || (b.max != VARIADIC && n > b.max as usize) {
                     self.err_full(sp, LoadKind::Arity, format!("`{name}` takes {}, got {n}", b.arity_text()), None);
                 }
+                if let Some(cap) = b.cap {
+                    let (file, line) = match self.map.locate(self.pos) {
+                        Some((f, l)) => (f.to_string(), l),
+                        None => (String::new(), 0),
+                    };
+                    let target = match args.first() {
+                        Some(AExpr::Str(s)) => Some(s.clone()),
+                        _ => None,
+                    };
+                    self.sites.push(crate::program::CallSite { file, line, builtin: b.name, cap, target });
+                }
                 match b.cap {
+                    Some(Cap::Read) => self.caps.read = true,
                     Some(Cap::Files) => self.caps.files = true,
                     Some(Cap::Network) => self.caps.network = true,
                     Some(Cap::Listen) => {
@@ -600,6 +613,7 @@ pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
         reserved,
         modules: modules.iter().cloned().collect(),
         caps: Caps::default(),
+        sites: Vec::new(),
         ctx: None,
         pos: 0,
         assigned: HashSet::new(),
@@ -652,8 +666,9 @@ pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
     }
     let main_base_bytes = frame_base_bytes(&r.global_names);
     let (global_names, caps) = (std::mem::take(&mut r.global_names), r.caps);
+    let sites = std::mem::take(&mut r.sites);
     drop(r);
-    Some(Program { main: main_block, global_names, main_base_bytes, funcs, caps, sources: map })
+    Some(Program { sites, main: main_block, global_names, main_base_bytes, funcs, caps, sources: map })
 }
 
 fn resolve_fn(r: &mut Resolver<'_>, f: FnDef) -> Function {
@@ -796,7 +811,13 @@ mod tests {
 
     #[test]
     fn capabilities_are_found_statically() {
+        // SPEC 9: `read` when the code only reads; the call site is recorded with its target.
         let p = load("fn never()\n  file.read(\"x\")\nend\nprint(1)\n").unwrap();
+        assert_eq!(p.caps.describe(), "read");
+        assert_eq!(p.sites.len(), 1);
+        assert_eq!((p.sites[0].line, p.sites[0].builtin), (2, "file.read"));
+        assert_eq!(p.sites[0].target.as_deref(), Some(&b"x"[..]));
+        let p = load("file.write(\"x\", \"y\")\nfile.read(\"x\")\n").unwrap();
         assert_eq!(p.caps.describe(), "files");
         let p = load("print(1)\n").unwrap();
         assert_eq!(p.caps.describe(), "none");

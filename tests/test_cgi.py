@@ -735,6 +735,21 @@ def test_gateway_per_directory_allow(gw):
     assert gw.request("files/read.lsh").status == 500
 
 
+def test_gateway_scoped_allow(gw):
+    gw.page("scoped/page.lsh", SCOPED_PAGE)
+    gw.page("scoped/data/x.txt", "scoped data\n")
+    gw.page("secret.txt", "top secret\n")
+    gw.extra = '[[dir]]\npath = "scoped"\nallow = ["files=scoped/data"]\n'
+    r = gw.request("scoped/page.lsh")
+    assert r.status == 200 and r.body == b"scoped data\n", r.log
+    for f in ["../secret.txt", "data/../../secret.txt", str(gw.root / "secret.txt"), "page.lsh"]:
+        r = gw.request("scoped/page.lsh", env={"QUERY_STRING": "f=" + urllib.parse.quote(f)})
+        assert r.status == 200 and r.body == b"permission\n", (f, r.log)
+    gw.extra = '[[dir]]\npath = "scoped"\nallow = ["files=../outside"]\n'
+    r = gw.request("scoped/page.lsh")
+    assert r.status == 500 and "outside root" in r.log, r.log
+
+
 def test_gateway_db_capability(gw):
     gw.page(
         "db.lsh",
@@ -873,6 +888,10 @@ env_pass = ["LEASH_TEST_PASS"]
 [[dir]]
 path = "files"
 allow = ["files"]
+
+[[dir]]
+path = "scoped"
+allow = ["files=scoped/data"]
 """
 
 # The defaults but for the time (max_body_bytes 1 MiB, max_output_bytes 16 MiB).
@@ -903,6 +922,12 @@ cgi.headers({"Content-Type": "text/plain"})
 print("wrote", q.n)
 """
 
+# Reads the file named by ?f= (beneath the directory's `files=scoped/data` scope).
+SCOPED_PAGE = (
+    'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nf = get(cgi.query(), "f", "data/x.txt")\n'
+    'try\n  write(file.read(f))\ncatch e\n  print(e.kind)\nend\n'
+)
+
 PAGES = {
     "app/hello.lsh": HELLO,
     "app/form.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nprint(cgi.method(), cgi.query(), cgi.form())\n',
@@ -925,6 +950,8 @@ PAGES = {
     "app/data.txt": "top-level data\n",
     "app/files/read.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nwrite(file.read("data.txt"))\n',
     "app/files/data.txt": "files-dir data\n",
+    "app/scoped/page.lsh": SCOPED_PAGE,
+    "app/scoped/data/x.txt": "scoped data\n",
     "other/outside.lsh": HELLO,
     # Valid Leash, but not a .lsh file: reached through the symlink notes.lsh.
     "app/notes.txt": HELLO,
@@ -1128,6 +1155,16 @@ def test_apache_per_directory_allow(apache):
     status, _, body = fetch(apache.url("app/read.lsh"))
     assert status == 500 and b"data" not in body
     assert apache.wait_log("[permission]"), apache.log()
+
+
+def test_apache_scoped_files_dir(apache):
+    """A page under `files=scoped/data` reads data/ and is refused ../ and other dirs."""
+    status, _, body = fetch(apache.url("app/scoped/page.lsh"))
+    assert (status, body) == (200, b"scoped data\n"), apache.log()
+    for f in ["../../data.txt", "../../files/data.txt", "data/../../../data.txt", "page.lsh",
+              "/proc/self/root" + str(apache.base) + "/www/app/data.txt"]:
+        status, _, body = fetch(apache.url("app/scoped/page.lsh?f=" + urllib.parse.quote(f)))
+        assert (status, body) == (200, b"permission\n"), (f, body, apache.log())
 
 
 def test_apache_env_pass(apache):

@@ -59,7 +59,7 @@ def test_unclosed_quote_at_end_is_a_parse_error(script, tmp_path):
 
 def test_refused_without_allow_files_touching_nothing(script, tmp_path):
     r = script('try\n  csv.open("missing.csv")\ncatch e\n  print(e.kind, e.message)\nend\n')
-    assert (r.status, r.out) == (0, "permission csv.open needs --allow-files\n"), r
+    assert (r.status, r.out) == (0, "permission csv.open needs --allow-read or --allow-files\n"), r
     for call in ['csv.next(nil)', 'csv.close(nil)']:
         r = script(call + "\n")
         assert (r.status, r.diag["kind"]) == (1, "permission"), r
@@ -70,7 +70,7 @@ def test_check_lists_files(tmp_path):
     p = tmp_path / "c.lsh"
     p.write_text('fn never()\n  csv.next(nil)\nend\n')
     r = run(["check", p])
-    assert (r.status, r.out) == (0, "capabilities: files\n"), r
+    assert (r.status, r.out) == (0, "capabilities: read\n"), r
 
 
 def test_io_errors(script, tmp_path):

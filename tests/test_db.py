@@ -71,7 +71,7 @@ def test_check_lists_db(tmp_path):
     r = run(["check", p])
     assert (r.status, r.out) == (0, "capabilities: db\n"), r
     p.write_text('x = file.read("a")\nh = db.open(":memory:")\n')
-    assert run(["check", p]).out == "capabilities: files db\n"
+    assert run(["check", p]).out == "capabilities: read db\n"
     assert not (tmp_path / "x.db").exists()
 
 

@@ -33,10 +33,17 @@ def test_every_cost_rule_is_documented():
     assert not missing, f"cost rules not in UTILITIES.md: {missing}"
 
 
+READS = {"file.read", "file.exists", "file.size", "file.stat", "file.open", "file.read_line", "file.close",
+         "dir.list", "csv.open", "csv.next", "csv.close"}
+
+
 def test_gates_match_the_namespaces():
     for name, _sig, _arity, cap, _cost, _formula in builtin_table():
         ns = name.split(".")[0] if "." in name else ""
-        if ns in {"file", "dir"} or name in {"csv.open", "csv.next", "csv.close"}:
+        if name in READS:
+            # SPEC 9: the reading builtins are open to --allow-read (or --allow-files).
+            assert cap == "--allow-read", name
+        elif ns in {"file", "dir"}:
             assert cap == "--allow-files", name
         elif name in {"net.listen", "net.accept"}:
             assert cap == "--allow-listen", name

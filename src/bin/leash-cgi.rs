@@ -269,7 +269,7 @@ fn describe(c: &Config) -> String {
     );
     s.push_str(&format!("limits = {}\n", gateway::describe_limits(&c.limits)));
     for d in &c.dirs {
-        let allow = d.allow.map_or_else(|| "(default)".to_string(), |a| a.describe());
+        let allow = d.allow.as_ref().map_or_else(|| "(default)".to_string(), |a| a.describe());
         s.push_str(&format!("dir {} allow = {}\n", d.path.display(), allow));
         if !d.limits.is_empty() {
             s.push_str(&format!("dir {} limits = {}\n", d.path.display(), gateway::describe_limits(&d.limits)));

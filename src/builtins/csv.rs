@@ -517,9 +517,9 @@ const NEXT: Cost = Cost::new(super::Rule::Items, 400, 0.0, 150.0);
 pub const TABLE: &[Builtin] = &[
     b("csv.parse", "csv.parse(s[, opts])", 1, 2, Cost::bytes(30.0), parse),
     b("csv.stringify", "csv.stringify(rows[, opts])", 1, 2, Cost::bytes(12.5), stringify),
-    gated("csv.open", "csv.open(path[, opts])", 1, 2, Cap::Files, CONST, open),
-    gated("csv.next", "csv.next(reader)", 1, 1, Cap::Files, NEXT, next),
-    gated("csv.close", "csv.close(reader)", 1, 1, Cap::Files, CONST, close),
+    gated("csv.open", "csv.open(path[, opts])", 1, 2, Cap::Read, CONST, open),
+    gated("csv.next", "csv.next(reader)", 1, 1, Cap::Read, NEXT, next),
+    gated("csv.close", "csv.close(reader)", 1, 1, Cap::Read, CONST, close),
 ];
 
 #[cfg(test)]

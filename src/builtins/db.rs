@@ -494,6 +494,55 @@ fn query_in(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, sql: &str
     out.into_value(it)
 }
 
+/// A database path under `--allow-db=PATH,...`: the directory that holds it is opened
+/// beneath the grant (no symlink or `..` out), the file and its journal, WAL and shm
+/// names must not be symlinks, and SQLite gets the directory's real path (read back from
+/// the opened descriptor) joined with the name. None when the flag is unscoped or the
+/// database is `:memory:`. SQLite opens the journal files by that path itself: a third
+/// party that swaps a directory on that path between this check and SQLite's open is
+/// not covered (the script itself cannot: it does one thing at a time).
+fn scoped_path(it: &mut Interp<'_>, p: &[u8]) -> R<Option<Vec<u8>>> {
+    const NAME: &str = "db.open";
+    if p == b":memory:" {
+        return Ok(None);
+    }
+    let gate = it.gate.clone();
+    let refuse = |it: &Interp<'_>, m: String| it.err(ErrKind::Permission, format!("{NAME}: {m}"));
+    let io = |it: &Interp<'_>, e: std::io::Error| {
+        it.err(ErrKind::Db, format!("{NAME}: cannot open \"{}\": {}", shown(p), crate::source::io_reason(&e)))
+    };
+    let loc = gate.locate(crate::gate::Need::Db, p).map_err(|e| match e {
+        crate::gate::GateErr::Refused(m) => refuse(it, m),
+        crate::gate::GateErr::Io(e) => io(it, e),
+    })?;
+    it.audit_note(loc.shown());
+    if matches!(loc, crate::gate::Loc::Free(_)) {
+        return Ok(None);
+    }
+    let (dir, name) = gate.parent(&loc).map_err(|e| match e {
+        crate::gate::GateErr::Refused(m) => refuse(it, m),
+        crate::gate::GateErr::Io(e) => io(it, e),
+    })?;
+    for suffix in ["", "-journal", "-wal", "-shm"] {
+        let mut n = name.clone();
+        n.push(suffix);
+        if let Ok(st) = rustix::fs::statat(&dir, &n, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink {
+                return Err(refuse(
+                    it,
+                    format!("\"{}{suffix}\" is a symbolic link (refused under --allow-db=)", loc.shown()),
+                ));
+            }
+        }
+    }
+    use std::os::fd::AsRawFd;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).map_err(|e| io(it, e))?;
+    let mut out = real.into_os_string().into_encoded_bytes();
+    out.push(b'/');
+    out.extend_from_slice(name.as_encoded_bytes());
+    Ok(Some(out))
+}
+
 fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "db.open";
     let p = it.arg_str(NAME, args, 0)?.clone();
@@ -533,12 +582,22 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     // A path is a path, never a URI: `file:x.db?mode=ro` names a file called that. (The
     // bundled SQLite reads names beginning `file:` as URIs whatever the open flags say,
     // so such a relative name is opened as `./file:...`.)
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut path = Vec::with_capacity(p.len() + 2);
-    if p.len() >= 5 && p[..5].eq_ignore_ascii_case(b"file:") {
-        path.extend_from_slice(b"./");
+    match scoped_path(it, &p)? {
+        Some(real) => {
+            // Beneath a `--allow-db=` grant: the real path of a directory opened beneath
+            // the grant, and SQLite told not to follow a symlink at the last name.
+            flags |= OpenFlags::SQLITE_OPEN_NOFOLLOW;
+            path.extend_from_slice(&real);
+        }
+        None => {
+            if p.len() >= 5 && p[..5].eq_ignore_ascii_case(b"file:") {
+                path.extend_from_slice(b"./");
+            }
+            path.extend_from_slice(&p);
+        }
     }
-    path.extend_from_slice(&p);
     let mut conn =
         Connection::open_with_flags(Path::new(std::ffi::OsStr::from_bytes(&path)), flags).map_err(|e| fail(it, e))?;
     limit_setup(&conn, it.lim.n(L::String)).map_err(|e| fail(it, e))?;

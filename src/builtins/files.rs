@@ -11,16 +11,17 @@
 //! - streaming readers are bounded per line and per run, and at most 32 are open.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::os::fd::OwnedFd;
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::{gated, Builtin, Cap, Cost, CONST};
 use crate::budget::NextLine;
 use crate::diag::ErrKind;
+use crate::gate::{GateErr, Need};
 use crate::interp::{Fail, Interp, R};
 use crate::limits::*;
 use crate::source::io_reason;
@@ -56,10 +57,6 @@ impl FileState {
     }
 }
 
-fn path_of(v: &Bytes) -> &Path {
-    Path::new(std::ffi::OsStr::from_bytes(v))
-}
-
 fn shown(p: &[u8]) -> String {
     String::from_utf8_lossy(p).into_owned()
 }
@@ -83,32 +80,80 @@ fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
     }
 }
 
+/// Open `p` for `need` through the gate (beneath its grant when scoped): the
+/// descriptor, never a path, is what the builtin works on. A refusal is a `permission`
+/// error naming the flag and the resolved target.
+fn gate_open(
+    it: &mut Interp<'_>,
+    name: &str,
+    what: &str,
+    need: Need,
+    p: &[u8],
+    flags: OFlags,
+    mode: Mode,
+) -> R<OwnedFd> {
+    let gate = it.gate.clone();
+    let loc = locate(it, &gate, name, what, need, p)?;
+    it.audit_note(loc.shown());
+    gate.open(&loc, flags, mode).map_err(|e| gate_fail(it, name, what, p, e))
+}
+
+/// The directory holding `p`'s last name (opened through the gate) and that name.
+fn gate_parent(it: &mut Interp<'_>, name: &str, what: &str, need: Need, p: &[u8]) -> R<(OwnedFd, OsString)> {
+    let gate = it.gate.clone();
+    let loc = locate(it, &gate, name, what, need, p)?;
+    it.audit_note(loc.shown());
+    gate.parent(&loc).map_err(|e| gate_fail(it, name, what, p, e))
+}
+
+/// Locate `p` for `need`; a refused path is still noted for the audit line.
+fn locate<'g>(
+    it: &mut Interp<'_>,
+    gate: &'g crate::gate::Gate,
+    name: &str,
+    what: &str,
+    need: Need,
+    p: &[u8],
+) -> R<crate::gate::Loc<'g>> {
+    gate.locate(need, p).map_err(|e| {
+        it.audit_note(gate.shown_abs(p));
+        gate_fail(it, name, what, p, e)
+    })
+}
+
+fn gate_fail(it: &Interp<'_>, name: &str, what: &str, p: &[u8], e: GateErr) -> Fail {
+    match e {
+        GateErr::Refused(m) => it.err(ErrKind::Permission, format!("{name}: {m}")),
+        GateErr::Io(e) => io_err(it, name, what, p, &e),
+    }
+}
+
+fn file_type(st: &rustix::fs::Stat) -> FileType {
+    FileType::from_raw_mode(st.st_mode)
+}
+
+/// Refuse anything but a regular file (the descriptor is checked before any byte moves).
+fn regular(fd: OwnedFd) -> std::io::Result<File> {
+    let f = File::from(fd);
+    if let Some(why) = not_regular(&f.metadata()?) {
+        return Err(std::io::Error::other(why));
+    }
+    Ok(f)
+}
+
 /// Open a path for reading, refusing anything but a regular file without blocking.
-fn open_read(path: &Path, nofollow: bool) -> std::io::Result<File> {
-    let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+fn open_read(it: &mut Interp<'_>, name: &str, what: &str, p: &[u8], nofollow: bool) -> R<File> {
+    let mut flags = OFlags::RDONLY | OFlags::NONBLOCK;
     if nofollow {
         flags |= OFlags::NOFOLLOW;
     }
-    let f = File::from(rustix::fs::open(path, flags, Mode::empty()).map_err(rx)?);
-    if let Some(why) = not_regular(&f.metadata()?) {
-        return Err(std::io::Error::other(why));
-    }
-    Ok(f)
-}
-
-/// Open a path for writing (truncating, appending or creating new).
-fn open_write(path: &Path, extra: OFlags) -> std::io::Result<File> {
-    let flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::CREATE | extra;
-    let f = File::from(rustix::fs::open(path, flags, Mode::from_raw_mode(0o666)).map_err(rx)?);
-    if let Some(why) = not_regular(&f.metadata()?) {
-        return Err(std::io::Error::other(why));
-    }
-    Ok(f)
+    let fd = gate_open(it, name, what, Need::Read, p, flags, Mode::empty())?;
+    regular(fd).map_err(|e| io_err(it, name, what, p, &e))
 }
 
 fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let p = it.arg_str("file.read", args, 0)?;
-    let mut f = open_read(path_of(p), false).map_err(|e| io_err(it, "file.read", "read", p, &e))?;
+    let p = it.arg_str("file.read", args, 0)?.clone();
+    let mut f = open_read(it, "file.read", "read", &p, false)?;
     // Reserve the file's size up front (plus one byte to see the end), so that a file at
     // the string limit is not held in a buffer doubled past it.
     let size = f.metadata().map(|m| m.len()).unwrap_or(0).min(it.lim.n(L::String) as u64) as usize;
@@ -116,10 +161,11 @@ fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     (&mut f)
         .take(it.lim.n(L::String) as u64 + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| io_err(it, "file.read", "read", p, &e))?;
+        .map_err(|e| io_err(it, "file.read", "read", &p, &e))?;
     if buf.len() <= it.lim.n(L::String) {
         buf.shrink_to_fit();
     }
+    it.audit_bytes = buf.len() as u64;
     it.make_str(buf)
 }
 
@@ -128,9 +174,9 @@ fn charge_write(it: &mut Interp<'_>, n: usize) -> R<()> {
     it.budgets.file_writes.charge(n as u64).map_err(|e| it.budget_fail(e))
 }
 
-fn write_common(it: &mut Interp<'_>, args: &mut [Value], name: &str, extra: OFlags) -> R<Value> {
-    let p = it.arg_str(name, args, 0)?;
-    let data = it.arg_str(name, args, 1)?;
+fn write_common(it: &mut Interp<'_>, args: &mut [Value], name: &str, truncate: bool) -> R<Value> {
+    let p = it.arg_str(name, args, 0)?.clone();
+    let data = it.arg_str(name, args, 1)?.clone();
     if data.len() > it.lim.n(L::FileWritesValue) {
         return Err(it.limit(
             LimitKind::FileWrites,
@@ -149,47 +195,72 @@ fn write_common(it: &mut Interp<'_>, args: &mut [Value], name: &str, extra: OFla
             ),
         ));
     }
-    let mut f = open_write(path_of(p), extra).map_err(|e| io_err(it, name, "write", p, &e))?;
+    // Never O_TRUNC at the open: the descriptor is checked first (a regular file, not
+    // the audit log), then truncated.
+    let extra = if truncate { OFlags::empty() } else { OFlags::APPEND };
+    let flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CREATE | extra;
+    let fd = gate_open(it, name, "write", Need::Write, &p, flags, Mode::from_raw_mode(0o666))?;
+    let mut f = regular(fd).map_err(|e| io_err(it, name, "write", &p, &e))?;
+    if truncate {
+        f.set_len(0).map_err(|e| io_err(it, name, "write", &p, &e))?;
+    }
     charge_write(it, data.len())?;
-    f.write_all(data).map_err(|e| io_err(it, name, "write", p, &e))?;
+    f.write_all(&data).map_err(|e| io_err(it, name, "write", &p, &e))?;
+    it.audit_bytes = data.len() as u64;
     Ok(Value::Nil)
 }
 
 fn write(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    write_common(it, args, "file.write", OFlags::TRUNC)
+    write_common(it, args, "file.write", true)
 }
 
 fn append(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    write_common(it, args, "file.append", OFlags::APPEND)
+    write_common(it, args, "file.append", false)
 }
 
 fn exists(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let p = it.arg_str("file.exists", args, 0)?;
-    Ok(Value::Bool(path_of(p).exists()))
+    let p = it.arg_str("file.exists", args, 0)?.clone();
+    let gate = it.gate.clone();
+    let loc = locate(it, &gate, "file.exists", "stat", Need::Read, &p)?;
+    it.audit_note(loc.shown());
+    match gate.open(&loc, OFlags::PATH, Mode::empty()) {
+        Ok(_) => Ok(Value::Bool(true)),
+        Err(GateErr::Io(_)) => Ok(Value::Bool(false)),
+        Err(e) => Err(gate_fail(it, "file.exists", "stat", &p, e)),
+    }
 }
 
 fn remove(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let p = it.arg_str("file.remove", args, 0)?;
-    let path = path_of(p);
-    if let Ok(m) = std::fs::symlink_metadata(path) {
-        if m.is_dir() {
-            return Err(it.err(ErrKind::Io, format!("file.remove: cannot remove \"{}\": is a directory", shown(p))));
+    let p = it.arg_str("file.remove", args, 0)?.clone();
+    let (dir, name) = gate_parent(it, "file.remove", "remove", Need::Write, &p)?;
+    if let Ok(st) = rustix::fs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
+        if file_type(&st) == FileType::Directory {
+            return Err(it.err(ErrKind::Io, format!("file.remove: cannot remove \"{}\": is a directory", shown(&p))));
         }
     }
-    std::fs::remove_file(path).map_err(|e| io_err(it, "file.remove", "remove", p, &e))?;
+    rustix::fs::unlinkat(&dir, &name, AtFlags::empty()).map_err(|e| io_err(it, "file.remove", "remove", &p, &rx(e)))?;
     Ok(Value::Nil)
 }
 
 fn copy(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let src = it.arg_str("file.copy", args, 0)?.clone();
     let dst = it.arg_str("file.copy", args, 1)?.clone();
-    let mut from = open_read(path_of(&src), true).map_err(|e| {
-        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-            it.err(ErrKind::Io, format!("file.copy: source \"{}\" is a symbolic link", shown(&src)))
-        } else {
-            io_err(it, "file.copy", "read", &src, &e)
+    let gate = it.gate.clone();
+    let loc = locate(it, &gate, "file.copy", "read", Need::Read, &src)?;
+    let src_shown = loc.shown();
+    it.audit_note(src_shown.clone());
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW;
+    let fd = match gate.open(&loc, flags, Mode::empty()) {
+        Err(GateErr::Io(e)) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            // A link: one that leads out of the scope is a refusal, one inside an io error.
+            if let Err(GateErr::Refused(m)) = gate.open(&loc, OFlags::PATH, Mode::empty()) {
+                return Err(it.err(ErrKind::Permission, format!("file.copy: {m}")));
+            }
+            return Err(it.err(ErrKind::Io, format!("file.copy: source \"{}\" is a symbolic link", shown(&src))));
         }
-    })?;
+        other => other.map_err(|e| gate_fail(it, "file.copy", "read", &src, e))?,
+    };
+    let mut from = regular(fd).map_err(|e| io_err(it, "file.copy", "read", &src, &e))?;
     let size = from.metadata().map(|m| m.len()).unwrap_or(0);
     if !it.budgets.file_writes.fits(size) {
         return Err(it.limit(
@@ -200,11 +271,18 @@ fn copy(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             ),
         ));
     }
-    let mut to = open_write(path_of(&dst), OFlags::EXCL).map_err(|e| io_err(it, "file.copy", "create", &dst, &e))?;
+    // The destination: one new name in a directory opened beneath its grant (O_EXCL:
+    // never an existing file, never through a symlink).
+    let (dir, name) = gate_parent(it, "file.copy", "create", Need::Write, &dst)?;
+    it.audit_note(format!("{src_shown} -> {}", it.audit_target.clone().unwrap_or_default()));
+    let flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    let to = rustix::fs::openat(&dir, &name, flags, Mode::from_raw_mode(0o666))
+        .map_err(|e| io_err(it, "file.copy", "create", &dst, &rx(e)))?;
+    let mut to = regular(to).map_err(|e| io_err(it, "file.copy", "create", &dst, &e))?;
     let r = copy_chunks(it, &mut from, &mut to, &src, &dst);
     if r.is_err() {
         drop(to);
-        let _ = std::fs::remove_file(path_of(&dst));
+        let _ = rustix::fs::unlinkat(&dir, &name, AtFlags::empty());
     }
     r.map(|_| Value::Nil)
 }
@@ -224,67 +302,63 @@ fn copy_chunks(it: &mut Interp<'_>, from: &mut File, to: &mut File, src: &[u8], 
         charge_write(it, n)?;
         it.work(COPY.units(2 * n as u64, 0))?;
         to.write_all(&chunk[..n]).map_err(|e| io_err(it, "file.copy", "write", dst, &e))?;
+        it.audit_bytes += n as u64;
         it.check_time()?;
     }
 }
 
 fn rename(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let src = it.arg_str("file.rename", args, 0)?;
-    let dst = it.arg_str("file.rename", args, 1)?;
-    let meta = std::fs::symlink_metadata(path_of(src)).map_err(|e| io_err(it, "file.rename", "rename", src, &e))?;
-    if meta.file_type().is_symlink() {
-        return Err(it.err(ErrKind::Io, format!("file.rename: source \"{}\" is a symbolic link", shown(src))));
+    let src = it.arg_str("file.rename", args, 0)?.clone();
+    let dst = it.arg_str("file.rename", args, 1)?.clone();
+    // Both ends are names in directories opened beneath their grants; the rename is
+    // done on those descriptors (renameat), so neither end can be redirected.
+    let (sdir, sname) = gate_parent(it, "file.rename", "rename", Need::Write, &src)?;
+    let src_shown = it.audit_target.clone().unwrap_or_default();
+    let (ddir, dname) = gate_parent(it, "file.rename", "rename", Need::Write, &dst)?;
+    it.audit_note(format!("{src_shown} -> {}", it.audit_target.clone().unwrap_or_default()));
+    let st = rustix::fs::statat(&sdir, &sname, AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(|e| io_err(it, "file.rename", "rename", &src, &rx(e)))?;
+    if file_type(&st) == FileType::Symlink {
+        return Err(it.err(ErrKind::Io, format!("file.rename: source \"{}\" is a symbolic link", shown(&src))));
     }
-    rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        path_of(src),
-        rustix::fs::CWD,
-        path_of(dst),
-        rustix::fs::RenameFlags::NOREPLACE,
-    )
-    .map_err(|e| io_err(it, "file.rename", "rename", src, &rx(e)))?;
+    rustix::fs::renameat_with(&sdir, &sname, &ddir, &dname, rustix::fs::RenameFlags::NOREPLACE)
+        .map_err(|e| io_err(it, "file.rename", "rename", &src, &rx(e)))?;
     // The source was checked before the rename; if it was swapped for a link in
     // between, put it back and refuse.
-    if std::fs::symlink_metadata(path_of(dst)).map(|m| m.file_type().is_symlink()).unwrap_or(false) {
-        let _ = rustix::fs::renameat_with(
-            rustix::fs::CWD,
-            path_of(dst),
-            rustix::fs::CWD,
-            path_of(src),
-            rustix::fs::RenameFlags::NOREPLACE,
-        );
-        return Err(it.err(ErrKind::Io, format!("file.rename: source \"{}\" is a symbolic link", shown(src))));
+    let moved = rustix::fs::statat(&ddir, &dname, AtFlags::SYMLINK_NOFOLLOW);
+    if moved.map(|m| file_type(&m) == FileType::Symlink).unwrap_or(false) {
+        let _ = rustix::fs::renameat_with(&ddir, &dname, &sdir, &sname, rustix::fs::RenameFlags::NOREPLACE);
+        return Err(it.err(ErrKind::Io, format!("file.rename: source \"{}\" is a symbolic link", shown(&src))));
     }
     Ok(Value::Nil)
 }
 
 fn size(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let p = it.arg_str("file.size", args, 0)?;
-    let m = std::fs::metadata(path_of(p)).map_err(|e| io_err(it, "file.size", "stat", p, &e))?;
-    if m.is_dir() {
-        return Err(it.err(ErrKind::Io, format!("file.size: \"{}\" is a directory", shown(p))));
+    let p = it.arg_str("file.size", args, 0)?.clone();
+    let fd = gate_open(it, "file.size", "stat", Need::Read, &p, OFlags::PATH, Mode::empty())?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| io_err(it, "file.size", "stat", &p, &rx(e)))?;
+    if file_type(&st) == FileType::Directory {
+        return Err(it.err(ErrKind::Io, format!("file.size: \"{}\" is a directory", shown(&p))));
     }
-    Ok(Value::Num(m.len() as f64))
+    Ok(Value::Num(st.st_size as f64))
 }
 
 fn stat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let p = it.arg_str("file.stat", args, 0)?;
-    let m = std::fs::symlink_metadata(path_of(p)).map_err(|e| io_err(it, "file.stat", "stat", p, &e))?;
-    let ft = m.file_type();
-    let modified = m
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| Value::Num(d.as_secs_f64()))
-        .unwrap_or(Value::Nil);
+    let p = it.arg_str("file.stat", args, 0)?.clone();
+    // O_PATH | O_NOFOLLOW: a symlink is described, not followed (as lstat).
+    let fd = gate_open(it, "file.stat", "stat", Need::Read, &p, OFlags::PATH | OFlags::NOFOLLOW, Mode::empty())?;
+    let m = rustix::fs::fstat(&fd).map_err(|e| io_err(it, "file.stat", "stat", &p, &rx(e)))?;
+    let ft = file_type(&m);
+    let modified =
+        if m.st_mtime >= 0 { Value::Num(m.st_mtime as f64 + m.st_mtime_nsec as f64 / 1e9) } else { Value::Nil };
     let mut out = Map::new();
     let mut put = |k: &str, v: Value| {
         out.insert(bytes(k.as_bytes()), v);
     };
-    put("size", Value::Num(m.len() as f64));
-    put("is_file", Value::Bool(ft.is_file()));
-    put("is_dir", Value::Bool(ft.is_dir()));
-    put("is_symlink", Value::Bool(ft.is_symlink()));
+    put("size", Value::Num(m.st_size as f64));
+    put("is_file", Value::Bool(ft == FileType::RegularFile));
+    put("is_dir", Value::Bool(ft == FileType::Directory));
+    put("is_symlink", Value::Bool(ft == FileType::Symlink));
     put("modified", modified);
     it.make_map(out)
 }
@@ -297,7 +371,7 @@ pub fn open_reader(it: &mut Interp<'_>, name: &str, p: &[u8], kind: HandleKind) 
             format!("more than {max_readers} open readers", max_readers = it.lim.n(L::Readers)),
         ));
     }
-    let f = open_read(Path::new(std::ffi::OsStr::from_bytes(p)), false).map_err(|e| io_err(it, name, "open", p, &e))?;
+    let f = open_read(it, name, "open", p, false)?;
     it.files.next_id += 1;
     let id = it.files.next_id;
     it.files.readers.insert(id, Reader { file: f, buf: Vec::new(), pos: 0, eof: false, kind, csv: None });
@@ -399,13 +473,19 @@ fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 fn dir_list(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let p = it.arg_str("dir.list", args, 0)?;
-    let rd = std::fs::read_dir(path_of(p)).map_err(|e| io_err(it, "dir.list", "list", p, &e))?;
+    let p = it.arg_str("dir.list", args, 0)?.clone();
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK;
+    let fd = gate_open(it, "dir.list", "list", Need::Read, &p, flags, Mode::empty())?;
+    let rd = rustix::fs::Dir::new(fd).map_err(|e| io_err(it, "dir.list", "list", &p, &rx(e)))?;
     let mut names: Vec<Vec<u8>> = Vec::new();
     let mut bytes = 0usize;
     for entry in rd {
-        let entry = entry.map_err(|e| io_err(it, "dir.list", "list", p, &e))?;
-        let name = entry.file_name().as_bytes().to_vec();
+        let entry = entry.map_err(|e| io_err(it, "dir.list", "list", &p, &rx(e)))?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let name = name.to_vec();
         bytes += name.len();
         if names.len() == it.lim.n(L::Dir) {
             return Err(it.limit(
@@ -430,33 +510,38 @@ fn dir_list(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 fn dir_create(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let p = it.arg_str("dir.create", args, 0)?;
-    std::fs::create_dir(path_of(p)).map_err(|e| io_err(it, "dir.create", "create", p, &e))?;
+    let p = it.arg_str("dir.create", args, 0)?.clone();
+    let (dir, name) = gate_parent(it, "dir.create", "create", Need::Write, &p)?;
+    rustix::fs::mkdirat(&dir, &name, Mode::from_raw_mode(0o777))
+        .map_err(|e| io_err(it, "dir.create", "create", &p, &rx(e)))?;
     Ok(Value::Nil)
 }
 
 fn dir_remove(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let p = it.arg_str("dir.remove", args, 0)?;
-    std::fs::remove_dir(path_of(p)).map_err(|e| io_err(it, "dir.remove", "remove", p, &e))?;
+    let p = it.arg_str("dir.remove", args, 0)?.clone();
+    let (dir, name) = gate_parent(it, "dir.remove", "remove", Need::Write, &p)?;
+    rustix::fs::unlinkat(&dir, &name, AtFlags::REMOVEDIR)
+        .map_err(|e| io_err(it, "dir.remove", "remove", &p, &rx(e)))?;
     Ok(Value::Nil)
 }
 
 const F: Cap = Cap::Files;
+const R: Cap = Cap::Read;
 
 pub const TABLE: &[Builtin] = &[
-    gated("file.read", "file.read(path)", 1, 1, F, Cost::io(0.1), read),
+    gated("file.read", "file.read(path)", 1, 1, R, Cost::io(0.1), read),
     gated("file.write", "file.write(path, text)", 2, 2, F, Cost::io(0.5), write),
     gated("file.append", "file.append(path, text)", 2, 2, F, Cost::io(0.5), append),
-    gated("file.exists", "file.exists(path)", 1, 1, F, CONST, exists),
+    gated("file.exists", "file.exists(path)", 1, 1, R, CONST, exists),
     gated("file.remove", "file.remove(path)", 1, 1, F, CONST, remove),
     gated("file.copy", "file.copy(from, to)", 2, 2, F, COPY, copy),
     gated("file.rename", "file.rename(from, to)", 2, 2, F, CONST, rename),
-    gated("file.size", "file.size(path)", 1, 1, F, CONST, size),
-    gated("file.stat", "file.stat(path)", 1, 1, F, CONST, stat),
-    gated("file.open", "file.open(path)", 1, 1, F, CONST, open),
-    gated("file.read_line", "file.read_line(reader)", 1, 1, F, Cost::io(1.0), read_line),
-    gated("file.close", "file.close(reader)", 1, 1, F, CONST, close),
-    gated("dir.list", "dir.list(path)", 1, 1, F, Cost::items(2.0), dir_list),
+    gated("file.size", "file.size(path)", 1, 1, R, CONST, size),
+    gated("file.stat", "file.stat(path)", 1, 1, R, CONST, stat),
+    gated("file.open", "file.open(path)", 1, 1, R, CONST, open),
+    gated("file.read_line", "file.read_line(reader)", 1, 1, R, Cost::io(1.0), read_line),
+    gated("file.close", "file.close(reader)", 1, 1, R, CONST, close),
+    gated("dir.list", "dir.list(path)", 1, 1, R, Cost::items(2.0), dir_list),
     gated("dir.create", "dir.create(path)", 1, 1, F, CONST, dir_create),
     gated("dir.remove", "dir.remove(path)", 1, 1, F, CONST, dir_remove),
 ];

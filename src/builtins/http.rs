@@ -30,6 +30,8 @@ use crate::value::*;
 #[derive(Debug)]
 pub struct HttpState {
     agent: Option<ureq::Agent>,
+    /// A refusal by the scoped resolver (`netcfg::ScopedDns`) during the last request.
+    refused: Arc<std::sync::Mutex<Option<String>>>,
     pub requests: u64,
     pub reserved_ms: u64,
     pub bodies: Budget,
@@ -39,6 +41,7 @@ impl Default for HttpState {
     fn default() -> Self {
         HttpState {
             agent: None,
+            refused: Default::default(),
             requests: 0,
             reserved_ms: 0,
             bodies: Budget::new(
@@ -232,7 +235,13 @@ fn agent(it: &mut Interp<'_>) -> Result<ureq::Agent, String> {
         .allow_non_standard_methods(true)
         .tls_config(tls)
         .build();
+    let scoped = matches!(it.gate.network, Some(crate::gate::HostScope::Only(_)));
     let agent = match it.net.dns() {
+        dns if scoped => ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::new(),
+            super::netcfg::ScopedDns { dns, gate: it.gate.clone(), refused: it.net.http.refused.clone() },
+        ),
         None => ureq::Agent::new_with_config(config),
         Some(dns) => ureq::Agent::with_parts(
             config,
@@ -291,6 +300,7 @@ const HTTP: Cost = Cost::io(1.0);
 fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: Option<Bytes>, o: Opts) -> R<Value> {
     let (uri, text) = check_url(it, name, url)?;
     let what = format!("{name}: {method} {}", shown_url(&text));
+    it.audit_note(shown_url(&text));
     let body = body.or(o.body);
     // The run budgets, before anything is sent.
     let st = &it.net.http;
@@ -339,6 +349,10 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
             .map(|r| agent.configure_request(r).timeout_global(Some(wait)).build())
             .map(|r| agent.run(r)),
     };
+    let refused = it.net.http.refused.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(m) = refused {
+        return Err(it.err(ErrKind::Permission, format!("{name}: {m}")));
+    }
     let mut resp = match sent {
         Err(e) => return Err(it.err(ErrKind::Value, format!("{what}: {e}"))),
         Ok(Err(e)) => return Err(failed(it, &what, reason(&e, o.timeout_ms))),
@@ -365,6 +379,7 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
         return Err(failed(it, &what, format!("reading the body: {}", io_reason(&e, o.timeout_ms))));
     }
     it.net.http.bodies.charge(data.len() as u64).map_err(|e| it.budget_fail(e))?;
+    it.audit_bytes = body_len + data.len() as u64;
     // The body received (the request's own body is charged with the arguments).
     it.work(HTTP.units(data.len() as u64, 0))?;
     if data.len() > o.max_body {

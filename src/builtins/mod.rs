@@ -33,6 +33,8 @@ pub mod url;
 /// A capability a builtin needs (SPEC 9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cap {
+    /// Reading files and directories: `--allow-read` or `--allow-files`.
+    Read,
     Files,
     Network,
     Listen,
@@ -42,6 +44,7 @@ pub enum Cap {
 impl Cap {
     pub fn flag(self) -> &'static str {
         match self {
+            Cap::Read => "--allow-read",
             Cap::Files => "--allow-files",
             Cap::Network => "--allow-network",
             Cap::Listen => "--allow-listen",

@@ -590,9 +590,22 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     // One deadline for resolution, connects and the handshake.
     let until = until_of(it, Some(Duration::from_millis(timeout_ms))).expect("a connect has a deadline");
+    let shown = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    let gate = it.gate.clone();
     let ips = match netcfg::ip_literal(&host) {
         Some(ip) => vec![ip],
         None => {
+            // A name no grant could cover is refused before any DNS query is sent.
+            if !gate.resolve_allowed(&host) {
+                it.audit_note(shown.clone());
+                return Err(
+                    it.err(ErrKind::Permission, format!("{NAME}: \"{shown}\" is outside the --allow-network scope"))
+                );
+            }
             charge_lookup(it)?;
             let dns = it.net.dns();
             let left = until.saturating_duration_since(Instant::now());
@@ -607,6 +620,22 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             }
         }
     };
+    // The scope is checked on the addresses the connection will really go to (after
+    // DNS): only those are tried.
+    let all = ips.len();
+    let ips: Vec<IpAddr> =
+        ips.into_iter().filter(|ip| gate.connect_allowed(&host, SocketAddr::new(*ip, port))).collect();
+    if ips.is_empty() {
+        it.audit_note(shown.clone());
+        let what = if netcfg::ip_literal(&host).is_some() {
+            String::new()
+        } else {
+            format!(" (resolved to {all} address(es))")
+        };
+        return Err(
+            it.err(ErrKind::Permission, format!("{NAME}: \"{shown}\"{what} is outside the --allow-network scope"))
+        );
+    }
     let mut last: Option<std::io::Error> = None;
     let mut tcp = None;
     for ip in ips.iter().take(it.lim.n(L::SocketsAddrs)) {
@@ -622,11 +651,6 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             Err(e) => last = Some(e),
         }
     }
-    let shown = if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
     let Some(mut tcp) = tcp else {
         let timed =
             Instant::now() >= until || last.as_ref().map(|e| e.kind() == std::io::ErrorKind::TimedOut).unwrap_or(false);
@@ -642,6 +666,7 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     tcp.set_nonblocking(true).map_err(|e| fail(it, e))?;
     let peer = tcp.peer_addr().map_err(|e| fail(it, e))?;
     let local = tcp.local_addr().map_err(|e| fail(it, e))?;
+    it.audit_note(format!("{shown} -> {peer}"));
     let conn = if tls {
         let cfg =
             it.net.tls.client_config(&it.net.settings).map_err(|m| it.err(ErrKind::Network, format!("{NAME}: {m}")))?;
@@ -687,6 +712,10 @@ fn listen(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let port = it.arg_int(NAME, args, 1, 0.0, 65535.0)? as u16;
     slot_check(it)?;
     let addr = SocketAddr::new(ip, port);
+    it.audit_note(addr.to_string());
+    if !it.gate.listen_allowed(&ip.to_string(), addr) {
+        return Err(it.err(ErrKind::Permission, format!("{NAME}: {addr} is outside the --allow-listen scope")));
+    }
     let l = TcpListener::bind(addr)
         .map_err(|e| it.err(ErrKind::Network, format!("{NAME}: cannot listen on {addr}: {}", reason(&e))))?;
     l.set_nonblocking(true).map_err(|e| it.err(ErrKind::Network, format!("{NAME}: {}", reason(&e))))?;
@@ -752,6 +781,7 @@ fn send(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         return Ok(Value::Nil);
     }
     it.net.sent.charge(data.len() as u64).map_err(|e| it.budget_fail(e))?;
+    it.audit_bytes = data.len() as u64;
     if deadline_passed(it) {
         return Err(time_limit(it, NAME));
     }
@@ -813,6 +843,7 @@ fn recv(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             let take = avail.min(max);
             let v = Value::str_from(&s.buf[s.pos..s.pos + take]);
             consume(it, id, take)?;
+            it.audit_bytes = take as u64;
             return Ok(v);
         }
         if s.eof {
@@ -902,9 +933,15 @@ fn resolve(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.resolve";
     let name = host_arg(it, NAME, args, 0)?;
+    it.audit_note(name.clone());
     let ips = match netcfg::ip_literal(&name) {
         Some(ip) => vec![ip],
         None => {
+            if !it.gate.resolve_allowed(&name) {
+                return Err(
+                    it.err(ErrKind::Permission, format!("{NAME}: \"{name}\" is outside the --allow-network scope"))
+                );
+            }
             charge_lookup(it)?;
             if deadline_passed(it) {
                 return Err(time_limit(it, NAME));

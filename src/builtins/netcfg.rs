@@ -281,6 +281,56 @@ impl ureq::unversioned::resolver::Resolver for UreqDns {
     }
 }
 
+/// The resolver of http.* under a scoped `--allow-network=`: resolves (with the
+/// `--dns-server` resolver, or the system's) and hands ureq only the addresses the scope
+/// allows for that name and port, so the connection can only go to an address that was
+/// checked. A refusal is written to `refused` for the caller to report.
+#[derive(Debug)]
+pub struct ScopedDns {
+    pub dns: Option<Arc<Dns>>,
+    pub gate: Arc<crate::gate::Gate>,
+    pub refused: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl ureq::unversioned::resolver::Resolver for ScopedDns {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        _config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        let host = uri.host().ok_or_else(|| ureq::Error::BadUri("no host".into()))?;
+        let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let refuse = |why: String| {
+            *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            ureq::Error::Io(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "outside the scope"))
+        };
+        let shown = format!("{host}:{port}");
+        if ip_literal(host).is_none() && !self.gate.resolve_allowed(bare) {
+            return Err(refuse(format!("\"{shown}\" is outside the --allow-network scope")));
+        }
+        let ips = lookup(self.dns.as_deref(), host, *timeout.after).map_err(|e| match e {
+            LookupError::Timeout => ureq::Error::Timeout(ureq::Timeout::Resolve),
+            LookupError::Failed(_) => ureq::Error::HostNotFound,
+        })?;
+        let all = ips.len();
+        let mut out = self.empty();
+        for ip in ips {
+            let a = SocketAddr::new(ip, port);
+            if self.gate.connect_allowed(bare, a) && out.try_push(a).is_err() {
+                break;
+            }
+        }
+        if out.is_empty() {
+            return Err(refuse(format!(
+                "\"{shown}\" (resolved to {all} address(es)) is outside the --allow-network scope"
+            )));
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
