@@ -66,6 +66,8 @@ CASES = [
     ("sort (strings)", "l = []\nfor i = 1 to N\n  push(l, str((i * 7919) % 10007))\nend", "x = sort(l)", [2048, 8192, 16384], 50),
     ("sort_by", "l = []\nfor i = 1 to N\n  push(l, {k: (i * 7919) % 10007})\nend", 'x = sort_by(l, "k")', [512, 2048, 4096], 30),
     ("rand.shuffle", "l = range(N)", "x = rand.shuffle(l)", [2048, 8192, 16384], 300),
+    ("fmt (text)", 'f = repeat("ab%%", int(N / 4))', "x = fmt(f)", [65536, 262144, 917504], 50),
+    ("fmt (%s)", 'w = repeat("abcdefgh", int(N / 8))', 'x = fmt("[%s]", w)', [65536, 262144, 917504], 100),
     # data
     ("json.parse", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend\nt = json.stringify(l)', "x = json.parse(t)", [256, 1024, 2000], 50),
     ("json.stringify", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend', "x = json.stringify(l)", [256, 1024, 2000], 500),

@@ -23,7 +23,8 @@ use crate::interp::{Interp, R};
 use crate::limits::*;
 use crate::value::{is_integral, Value};
 
-/// fmt: one unit per byte of the result, charged piece by piece.
+/// fmt: one unit per byte of the result, charged piece by piece, and
+/// `WORK_FMT_FORMAT_BYTE` per byte of the format, charged before it is read.
 pub const FMT: Cost = Cost::custom(1.0, 0.0);
 
 #[derive(Default, Clone, Copy)]
@@ -43,6 +44,8 @@ fn ordinal(i: usize) -> String {
 fn fmt(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "fmt";
     let f = it.arg_str(NAME, args, 0)?.clone();
+    // Scanning the format costs by its length, known before any work: charged first.
+    it.work((f.len() as u64).saturating_mul(WORK_FMT_FORMAT_BYTE))?;
     let mut out: Vec<u8> = Vec::with_capacity(f.len());
     let mut next = 1usize;
     let mut i = 0usize;
