@@ -40,9 +40,23 @@ pub fn clear_names() {
 /// bits and its width in characters in the high 12 (0: not known). See `spot`.
 pub type Spot = u32;
 
+thread_local! {
+    /// Set while `leash fmt` compares the program before and after formatting: columns
+    /// are layout, not program, so every spot is then 0 (not known).
+    static NO_SPOTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with spots off (see `NO_SPOTS`).
+pub fn without_spots<T>(f: impl FnOnce() -> T) -> T {
+    NO_SPOTS.with(|c| c.set(true));
+    let r = f();
+    NO_SPOTS.with(|c| c.set(false));
+    r
+}
+
 /// The spot of a node at `column` (1-based, characters), `width` characters wide.
 pub fn spot(column: u32, width: u32) -> Spot {
-    if column == 0 || column >= 1 << 20 {
+    if column == 0 || column >= 1 << 20 || NO_SPOTS.with(|c| c.get()) {
         return 0;
     }
     column | (width.clamp(1, 4095) << 20)

@@ -324,7 +324,8 @@ def test_repl_entries_errors_limits_and_history(tmp_path):
     assert '"a1"' in lines  # strings quoted
     assert "... " in out  # the block continued
     assert "49" in lines
-    assert "runtime error [name]: variable `nope` has no value" in out
+    # A name no entry ever assigned is a load error now (SPEC 7), and the session goes on.
+    assert "load error [name]: variable `nope` is never assigned" in out
     assert "limit error [steps]: step limit of 1000 reached" in out
     assert "10" in lines  # the global kept past the error and the limit
     assert "25" in lines  # the function kept, print's nil not shown

@@ -115,6 +115,8 @@ struct Session {
     cfg: Config,
     /// The globals the current program does not name.
     carry: std::collections::HashMap<String, Value>,
+    /// The globals that have a value (after the last entry).
+    known: std::collections::BTreeSet<String>,
     budget: crate::memory::Budget,
 }
 
@@ -122,6 +124,16 @@ impl Session {
     fn source(&self, entry: &str, extra: &[(String, String)]) -> String {
         // The entry first, so that its diagnostics name its own line numbers.
         let mut s = entry.to_string();
+        // The globals earlier entries gave a value are assigned as far as the load-time
+        // name check goes (SPEC 7): a function never called assigns them (no step, no
+        // value changed), so `x = 5` then `print(x)` loads.
+        if !self.known.is_empty() {
+            s.push_str("fn __repl_globals__()\n");
+            for n in &self.known {
+                s.push_str(&format!("  global {n}\n  {n} = nil\n"));
+            }
+            s.push_str("end\n");
+        }
         for (n, text) in &self.fns {
             if !extra.iter().any(|(m, _)| m == n) {
                 s.push_str(text);
@@ -177,6 +189,13 @@ fn run_entry(s: &mut Session, it: &mut Interp<'static>, entry: &str) -> Option<i
     }
     it.switch_program(prog, &mut s.carry);
     let r = it.exec_block(&prog.main);
+    // Every global with a value now (kept even when the entry failed part way).
+    for n in &prog.global_names {
+        if it.global(n).is_some() && n != "_" {
+            s.known.insert(n.clone());
+        }
+    }
+    s.known.extend(s.carry.keys().filter(|n| n.as_str() != "_").cloned());
     let flushed = it.out.flush();
     let mut end = None;
     match r {
@@ -222,7 +241,14 @@ fn run_entry(s: &mut Session, it: &mut Interp<'static>, entry: &str) -> Option<i
 /// The session: returns the exit status.
 pub fn main(cfg: &Config, rc: RunConfig) -> i32 {
     let budget = rc.heap.unwrap_or_else(|| crate::memory::Budget::start(cfg.max_memory));
-    let mut s = Session { fns: Vec::new(), json: cfg.json_errors, cfg: cfg.clone(), carry: Default::default(), budget };
+    let mut s = Session {
+        fns: Vec::new(),
+        json: cfg.json_errors,
+        cfg: cfg.clone(),
+        carry: Default::default(),
+        known: Default::default(),
+        budget,
+    };
     let empty: &'static Program = match s.load(String::new()) {
         Ok(p) => Box::leak(Box::new(p)),
         Err(ds) => {
