@@ -154,3 +154,12 @@ def test_ordinary_results_unchanged(tmp_path):
         '["","aaa",""] ["","a","b",""] > a',
         "> b",
     ]
+
+
+def test_empty_subject_and_pattern():
+    # Found by the fuzz smoke run: an empty match at the end of an empty subject made the
+    # next search's span start past its end (a subtraction that overflowed in builds with
+    # overflow checks). Results as the regex crate gives them.
+    r = run_capped(["-e", 'print(re.find_all("", ""), re.split("", ""), re.replace("", "", "x"), re.test("", ""), re.match("", ""))'])
+    assert r.status == 0, r.err
+    assert r.out == '[""] ["",""] x true [""]\n'

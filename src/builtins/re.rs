@@ -325,12 +325,12 @@ impl<'h> Run<'h> {
         if let (Some(hy), Some(hc)) = (e.hy.as_ref(), c.hy.as_mut()) {
             let before = dfa_gauge(hc);
             let r = hy.try_search(hc, input);
-            self.charge_dfa(it, input.end() - input.start(), before, hc)?;
+            self.charge_dfa(it, input.end().saturating_sub(input.start()), before, hc)?;
             if let Ok(m) = r {
                 return Ok(m);
             }
         }
-        let units = pike_units((input.end() - input.start()) as u64, e.threads);
+        let units = pike_units(input.end().saturating_sub(input.start()) as u64, e.threads);
         if self.pike_paid {
             pike_deadline(it, name, units)?;
         } else {
