@@ -383,16 +383,7 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         if read.is_multiple_of(LONG_OP_CHECK_ITEMS) {
             it.check_time()?;
         }
-        let n = rec.len();
-        if n > it.lim.n(L::List) {
-            return Err(it.limit(
-                LimitKind::List,
-                format!(
-                    "{NAME}: line {line} has more than {max_list_items} fields",
-                    max_list_items = it.lim.n(L::List)
-                ),
-            ));
-        }
+        // `take` refuses a record of more fields than the list limit.
         let Some(row) = rows_b.take(it, NAME, rec, line)? else { return Ok(true) };
         if rows.len() == it.lim.n(L::List) {
             return Err(it.limit(

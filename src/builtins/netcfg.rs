@@ -253,6 +253,12 @@ pub fn lookup(dns: Option<&Dns>, name: &str, wait: Duration) -> Result<Vec<IpAdd
     Ok(v)
 }
 
+/// The host of `uri` and its port (the scheme's default when none is written).
+fn host_port(uri: &ureq::http::Uri) -> Result<(&str, u16), ureq::Error> {
+    let host = uri.host().ok_or_else(|| ureq::Error::BadUri("no host".into()))?;
+    Ok((host, uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 })))
+}
+
 /// The `--dns-server` resolver as ureq's resolver for http.*.
 #[derive(Debug)]
 pub struct UreqDns(pub Arc<Dns>);
@@ -264,8 +270,7 @@ impl ureq::unversioned::resolver::Resolver for UreqDns {
         _config: &ureq::config::Config,
         timeout: ureq::unversioned::transport::NextTimeout,
     ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-        let host = uri.host().ok_or_else(|| ureq::Error::BadUri("no host".into()))?;
-        let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+        let (host, port) = host_port(uri)?;
         let wait = *timeout.after;
         let ips = lookup(Some(&self.0), host, wait).map_err(|e| match e {
             LookupError::Timeout => ureq::Error::Timeout(ureq::Timeout::Resolve),
@@ -299,8 +304,7 @@ impl ureq::unversioned::resolver::Resolver for ScopedDns {
         _config: &ureq::config::Config,
         timeout: ureq::unversioned::transport::NextTimeout,
     ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-        let host = uri.host().ok_or_else(|| ureq::Error::BadUri("no host".into()))?;
-        let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+        let (host, port) = host_port(uri)?;
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let refuse = |why: String| {
             *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
