@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS="load eval json csv url date re gateway cgi"
+TARGETS="load eval json csv url date re gateway cgi fmt layout"
 BIN=fuzz/target/x86_64-unknown-linux-gnu/release
 # libFuzzer's own limits: one process, 10 s per input, 1 GiB resident.
 FLAGS="-timeout=10 -rss_limit_mb=1024 -close_fd_mask=2"
@@ -39,6 +39,7 @@ run_bin() {
   [ "$t" = eval ] && extra="-len_control=0"
   # Leash's keywords, operators and builtin names for the loader.
   [ "$t" = load ] && extra="-dict=$PWD/fuzz/dict/load.dict"
+  [ "$t" = layout ] && extra="-dict=$PWD/fuzz/dict/load.dict"
   local wd
   wd=$(mktemp -d)
   (cd "$wd" && "$OLDPWD/$BIN/$t" $FLAGS $extra "$@" </dev/null)

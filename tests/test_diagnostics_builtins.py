@@ -138,6 +138,18 @@ def test_fmt_type_of_format_and_limits(fails, ok):
     fails('x = fmt("%1000000s", "")', "work", status=4, opts=["--max-work", "500000"])
 
 
+@pytest.mark.parametrize("conv", ["f", "e", "g"])
+@pytest.mark.parametrize("prec", [1099, 1100, 1101, 65535, 65536, 220283, 1048000])
+def test_fmt_huge_precision_matches_c(script, conv, prec):
+    # Found by the fmt fuzz target: a precision above u16::MAX made Rust's formatter
+    # panic (exit 70). Every digit past a binary64's exact expansion is a zero.
+    vals = [-11222, 0.1, 5e-324, 1.7976931348623157e308, 0]
+    code = "\n".join(f"print(fmt({lit('%+.' + str(prec) + conv)}, {x!r}))" for x in vals)
+    r = script(code)
+    assert r.status == 0, r
+    assert r.out.splitlines() == [("%+." + str(prec) + conv) % x for x in vals]
+
+
 def test_fmt_is_a_value_error_that_try_catches(ok):
     assert ok('try\n  x = fmt("%d")\ncatch e\n  print(e.kind)\nend') == "value\n"
 

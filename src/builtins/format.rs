@@ -242,10 +242,26 @@ fn convert(it: &mut Interp<'_>, conv: u8, s: Spec, v: &Value, pos: usize) -> R<V
             // f, e, g
             let Value::Num(x) = v else { return Err(wrong(it, "a number")) };
             let p = s.prec.unwrap_or(6);
+            // Rust's formatter refuses (panics on) a precision above u16::MAX; past
+            // EXACT_DIGITS every digit of a binary64 is a zero, so those are appended.
+            let q = p.min(EXACT_DIGITS);
+            let zeros = p - q;
             let body = match conv {
-                b'f' => format!("{:.*}", p, x.abs()),
-                b'e' => exp_form(x.abs(), p),
-                _ => general(x.abs(), p),
+                b'f' => {
+                    let mut t = format!("{:.*}", q, x.abs());
+                    t.extend(std::iter::repeat_n('0', zeros));
+                    t
+                }
+                b'e' => {
+                    let t = exp_form(x.abs(), q);
+                    match t.split_once('e') {
+                        Some((m, e)) if zeros > 0 => format!("{m}{}e{e}", "0".repeat(zeros)),
+                        _ => t,
+                    }
+                }
+                // Trailing zeros are removed, and the choice of form looks at exponents
+                // of at most 308: the same text as with the full precision.
+                _ => general(x.abs(), q),
             };
             let neg = x.is_sign_negative() && *x != 0.0;
             Ok(signed(body.into_bytes(), neg, s))
@@ -280,6 +296,11 @@ fn min_digits(d: &mut Vec<u8>, prec: Option<usize>) {
         }
     }
 }
+
+/// The most digits a conversion of a binary64 formats itself: its exact decimal
+/// expansion has at most 1,074 digits after the point and 767 significant digits, so
+/// every digit past this many is a zero.
+const EXACT_DIGITS: usize = 1100;
 
 /// `d.ddde+XX`, as C writes `%e`.
 fn exp_form(x: f64, p: usize) -> String {
