@@ -82,6 +82,11 @@ CASES = [
     ("re (PikeVM)", ABRAND, 'x = re.test("a[ab]{400}[^ab]", w)', [65536, 262144, 524288], 1),
     # a higher-priority branch outlives each match: every find rescans to the end
     ("re (rescan)", 'w = repeat("a", N)', 'x = re.replace("[ab]*c|a", w, "")', [4096, 8192, 16384], 5),
+    # the lazy DFA thrashes and gives up, and a higher-priority branch outlives each match:
+    # every find of the iteration rescans to the end on the NFA simulation
+    ("re (NFA rescan)", ABRAND, 'x = re.find_all("(?:a[ab]{1280}[ab]*c)|b", w)', [4096, 8192, 16384], 1),
+    # a pattern too big for the lazy DFA's cache: only the NFA simulation
+    ("re (no DFA)", 'w = repeat("\u00e9", N / 2)', 'x = re.test("\\\\w{40}x", w)', [16384, 65536, 131072], 3),
     # Unicode \b on non-ASCII text: the lazy DFA cannot, the PikeVM runs
     ("re (Unicode \\b)", 'w = repeat("h\u00e9llo w\u00f6rld ", int(N / 14))', 'x = re.find_all("\\\\b\\\\w+\\\\b", w)', [16384, 49152, 98304], 20),
     ("date.format", 'f = repeat("%Y-%m-%d ", int(N / 9))', "x = date.format(0, f)", [4096, 16384, 65536], 100),

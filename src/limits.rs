@@ -848,17 +848,23 @@ pub const WORK_COPY_BYTE_X256: u32 = 32;
 /// engine does past that pass (DFA states built, rescans, the PikeVM) is charged by the
 /// constants below, step by step (src/builtins/re.rs).
 pub const WORK_REGEX_STATES_PER_UNIT: u64 = 32;
-/// Regular expressions: work per match (or piece) produced: each is a new string value.
-pub const WORK_REGEX_MATCH: u64 = 180;
+/// Regular expressions: work per match (or piece) produced: each is a new string value
+/// (180 until 2026-12-02: bench/work.py then measured find_all 0.87, split 0.51 and
+/// replace 0.42 ns per unit).
+pub const WORK_REGEX_MATCH: u64 = 120;
 /// fmt: work per byte of the format string (scanning it and copying its literal text:
 /// measured about 4.7 ns per format byte, bench/work.py row "fmt (text)").
 pub const WORK_FMT_FORMAT_BYTE: u64 = 5;
-/// Regular expressions: the PikeVM (the NFA simulation the lazy DFA falls back to, and
-/// the capture-group search), per subject byte per NFA state, charged before it runs.
+/// Regular expressions: the PikeVM or the backtracker on a match's span (the
+/// capture-group search), per subject byte per pattern position, charged before it runs.
 pub const WORK_REGEX_PIKE_X256: u32 = 2048;
+/// Regular expressions: the resumable NFA simulation the lazy DFA falls back to (its
+/// searches, rescans included), per position scanned per pattern position, charged as it
+/// goes (about 2.5x faster than the PikeVM: it tracks where a match starts, not groups).
+pub const WORK_REGEX_SIM_X256: u32 = 768;
 /// Regular expressions: the set-up of one capture-group search (the PikeVM on one match's
-/// span), on top of its bytes.
-pub const WORK_REGEX_CAPTURES: u64 = 150;
+/// span), on top of its bytes (150 until 2026-12-02).
+pub const WORK_REGEX_CAPTURES: u64 = 60;
 /// Regular expressions: the lazy DFA's states, per byte of DFA cache they fill (building
 /// one costs about its size), charged after each search.
 pub const WORK_REGEX_DFA_BYTE_X256: u32 = 1280;

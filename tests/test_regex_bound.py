@@ -63,8 +63,16 @@ HOSTILE = [
     ("match thrash", ab_random(MIB), 'x = re.match("(a[ab]{1280})[^ab]", w)'),
     # every find rescans to the end (the higher-priority branch outlives each match)
     ("rescan", ['w = repeat("a", 1048576)'], 'x = re.replace("[ab]*c|a", w, "")'),
-    # a big NFA (no lazy DFA fits the cache): always the PikeVM
+    # a big NFA (no lazy DFA fits the cache): always the NFA simulation
     ("big nfa", ['w = repeat("a", 1048576)'], 'x = re.test("\\\\w{40}", w)'),
+    # the lazy DFA gives up, then every find of the iteration rescans to the end on the
+    # NFA simulation (before 2026-12-02 only the first of those was charged)
+    ("nfa rescan replace", ab_random(MIB), 'x = re.replace("a[ab]{1280}[ab]*c|a", w, "")'),
+    ("nfa rescan find_all", ab_random(MIB), 'x = re.find_all("(?:a[ab]{1280}[ab]*c)|b", w)'),
+    # many matches while the DFA thrashes
+    ("many matches thrash", ab_random(MIB), 'x = re.replace("a[ab]{200}", w, "")'),
+    # capture groups over a match of the whole subject
+    ("captures on a long match", ab_random(MIB), 'x = re.match("(a[ab]{500}[ab]*)", w)'),
 ]
 
 
@@ -163,3 +171,28 @@ def test_empty_subject_and_pattern():
     r = run_capped(["-e", 'print(re.find_all("", ""), re.split("", ""), re.replace("", "", "x"), re.test("", ""), re.match("", ""))'])
     assert r.status == 0, r.err
     assert r.out == '[""] ["",""] x true [""]\n'
+
+
+# A call history that goes through the NFA simulation's rescans and finishes: 8 KiB of
+# random a/b, every find after the DFA gave up rescanning to the end.
+SIM_EXACT = prog(
+    *ab_random(8192),
+    'print(len(re.replace("a[ab]{1280}[ab]*c|a", w, "")))',
+    'print(len(re.find_all("(?:a[ab]{1280}[ab]*c)|b", w)))',
+    'print(re.test("\\\\w{40}x", repeat("\u00e9", 4000)))',
+)
+
+
+def test_simulation_work_is_exact_and_deterministic(tmp_path):
+    p = tmp_path / "s.lsh"
+    p.write_text(SIM_EXACT)
+    a = run_capped(["--stats", p])
+    b = run_capped(["--stats", p])
+    assert a.status == 0, a
+    assert a.out.splitlines()[2] == "false", a
+    w = a.stats["work"]
+    assert b.stats["work"] == w and a.out == b.out
+    at = run_capped(["--stats", "--max-work", w, p])
+    assert at.status == 0, at
+    below = run_capped(["--error-format", "json", "--stats", "--max-work", w - 1, p])
+    assert below.status == 4 and below.diag["kind"] == "work", below

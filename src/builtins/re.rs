@@ -20,14 +20,21 @@
 //!    subject as they are scanned (iteration can rescan), and the DFA states it built
 //!    (bytes of cache, `WORK_REGEX_DFA_BYTE_X256`) after each search;
 //! 2. when it gives up (or meets a byte it cannot handle: Unicode `\b` on non-ASCII),
-//!    the PikeVM over the rest of the span, charged bytes x NFA states x
-//!    `WORK_REGEX_PIKE_X256` BEFORE it runs: refused with `work` if the budget cannot
-//!    pay, and with `time` if, at that rate, it would end past `--max-time`;
-//! 3. capture groups (`re.match`, `re.replace` with `$` in the replacement): the PikeVM
-//!    anchored on the match's span, charged the same way before it runs.
+//!    or has no DFA (an NFA too big for its cache), a resumable NFA simulation
+//!    (`sim.rs`: the matches the PikeVM finds, leftmost-first) run about
+//!    `SIM_CHUNK_UNITS` of work at a time, each run charged as it ends, per position
+//!    scanned x pattern positions x `WORK_REGEX_SIM_X256`: every search of a call,
+//!    rescans of an iteration included, is charged for what it scans, and the meter
+//!    looks at the work limit and the deadline about every millisecond of it;
+//! 3. capture groups (`re.match`, `re.replace` with `$` in the replacement): the
+//!    backtracker or the PikeVM anchored on the match's span (whose length bounds it),
+//!    charged the same rate BEFORE it runs: refused with `work` if the budget cannot pay,
+//!    and with `time` if, at that rate (margin 2), it would end past `--max-time`.
 //!
-//! A DFA search is bounded by the clear limit (a few cache fills, some milliseconds),
-//! so no step runs far past the deadline.
+//! A DFA search is bounded by the clear limit (a few cache fills, some milliseconds)
+//! and charged as it ends, so no step runs far past the deadline.
+
+mod sim;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -49,6 +56,10 @@ use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::limits::*;
 use crate::value::*;
+
+/// Work between two charges of the NFA simulation (about a millisecond: the meter looks
+/// at the deadline every `WORK_TIME_CHECK` units).
+const SIM_CHUNK_UNITS: u64 = 1 << 18;
 
 /// Compiled patterns kept per thread.
 const CACHE_ENTRIES: usize = 16;
@@ -77,6 +88,9 @@ struct Caches {
     hy: Option<hybrid::regex::Cache>,
     pike: pikevm::Cache,
     bt: Option<backtrack::Cache>,
+    sim: sim::SimCache,
+    /// The capture slots `re.match` fills (kept: one allocation less per call).
+    caps: Option<Captures>,
 }
 
 /// One pattern compiled for text subjects and, when first needed, for byte subjects.
@@ -178,6 +192,8 @@ fn build(pat: &str, utf8: bool, unicode: bool) -> Result<Engine, PatternError> {
         hy: hy.as_ref().map(|h| h.create_cache()),
         pike: pike.create_cache(),
         bt: bt.as_ref().map(|b| b.create_cache()),
+        sim: sim::SimCache::default(),
+        caps: None,
     });
     Ok(Engine { hy, pike, bt, states, threads, caches })
 }
@@ -216,10 +232,9 @@ struct Run<'h> {
     /// reverse); past it, scanning is charged as it happens.
     paid: u64,
     scanned: u64,
-    /// Whether the PikeVM has been paid a pass over the rest of the subject (the first
-    /// fallback of a call pays it; later ones in the same iteration start past the last
-    /// match, so their bytes up to each match are inside that pass).
-    pike_paid: bool,
+    /// Positions the NFA simulation has run in this call, and the work charged for them.
+    sim_positions: u64,
+    sim_charged: u64,
 }
 
 /// The PikeVM's work over `bytes` of subject: per byte per position.
@@ -270,7 +285,7 @@ impl<'h> Run<'h> {
                 }
             }
         }
-        Ok(Run { e, hay, paid: 2 * hay.len() as u64, scanned: 0, pike_paid: false })
+        Ok(Run { e, hay, paid: 2 * hay.len() as u64, scanned: 0, sim_positions: 0, sim_charged: 0 })
     }
 
     /// Charge what one lazy-DFA search did: bytes scanned past what was paid, and the
@@ -300,44 +315,59 @@ impl<'h> Run<'h> {
     }
 
     /// Whether the pattern matches anywhere in the subject.
-    fn is_match(&mut self, it: &mut Interp<'_>, name: &str) -> R<bool> {
+    fn is_match(&mut self, it: &mut Interp<'_>) -> R<bool> {
         let input = Input::new(self.hay).earliest(true);
         let e = self.e.clone();
-        let mut c = e.caches.borrow_mut();
-        let c = &mut *c;
-        if let (Some(hy), Some(hc)) = (e.hy.as_ref(), c.hy.as_mut()) {
-            let before = dfa_gauge(hc);
-            let r = hy.forward().try_search_fwd(hc.forward_mut(), &input);
-            self.charge_dfa(it, self.hay.len(), before, hc)?;
-            if let Ok(m) = r {
-                return Ok(m.is_some());
+        {
+            let mut c = e.caches.borrow_mut();
+            let c = &mut *c;
+            if let (Some(hy), Some(hc)) = (e.hy.as_ref(), c.hy.as_mut()) {
+                let before = dfa_gauge(hc);
+                let r = hy.forward().try_search_fwd(hc.forward_mut(), &input);
+                self.charge_dfa(it, self.hay.len(), before, hc)?;
+                if let Ok(m) = r {
+                    return Ok(m.is_some());
+                }
             }
         }
-        pike_charge(it, name, pike_units(self.hay.len() as u64, e.threads))?;
-        Ok(e.pike.search_slots(&mut c.pike, &input, &mut []).is_some())
+        Ok(self.nfa_find(it, &input)?.is_some())
     }
 
     /// The leftmost-first match in `input`'s span.
-    fn find(&mut self, it: &mut Interp<'_>, name: &str, input: &Input<'_>) -> R<Option<Match>> {
+    fn find(&mut self, it: &mut Interp<'_>, input: &Input<'_>) -> R<Option<Match>> {
         let e = self.e.clone();
-        let mut c = e.caches.borrow_mut();
-        let c = &mut *c;
-        if let (Some(hy), Some(hc)) = (e.hy.as_ref(), c.hy.as_mut()) {
-            let before = dfa_gauge(hc);
-            let r = hy.try_search(hc, input);
-            self.charge_dfa(it, input.end().saturating_sub(input.start()), before, hc)?;
-            if let Ok(m) = r {
-                return Ok(m);
+        {
+            let mut c = e.caches.borrow_mut();
+            let c = &mut *c;
+            if let (Some(hy), Some(hc)) = (e.hy.as_ref(), c.hy.as_mut()) {
+                let before = dfa_gauge(hc);
+                let r = hy.try_search(hc, input);
+                self.charge_dfa(it, input.end().saturating_sub(input.start()), before, hc)?;
+                if let Ok(m) = r {
+                    return Ok(m);
+                }
             }
         }
-        let units = pike_units(input.end().saturating_sub(input.start()) as u64, e.threads);
-        if self.pike_paid {
-            pike_deadline(it, name, units)?;
-        } else {
-            pike_charge(it, name, units)?;
-            self.pike_paid = true;
-        }
-        Ok(e.pike.find(&mut c.pike, input.clone()))
+        self.nfa_find(it, input)
+    }
+
+    /// The leftmost-first match in `input`'s span by the NFA simulation (what the PikeVM
+    /// finds), run `SIM_CHUNK_UNITS` of work at a time, each run charged as it ends (per
+    /// position x pattern positions, at the PikeVM's rate): so every search of a call,
+    /// rescans included, is charged for what it scans, and the meter looks at the work
+    /// limit and the deadline about every millisecond of it.
+    fn nfa_find(&mut self, it: &mut Interp<'_>, input: &Input<'_>) -> R<Option<Match>> {
+        let e = self.e.clone();
+        let (positions, charged) = (&mut self.sim_positions, &mut self.sim_charged);
+        sim_find(&e, input, |ran| {
+            *positions += ran;
+            let due = crate::meter::scaled(positions.saturating_mul(e.threads), WORK_REGEX_SIM_X256);
+            if due > *charged {
+                it.work(due - *charged)?;
+                *charged = due;
+            }
+            Ok(())
+        })
     }
 
     /// The capture groups of match `m` (the PikeVM anchored on its span).
@@ -361,13 +391,13 @@ impl<'h> Run<'h> {
     fn each(
         &mut self,
         it: &mut Interp<'_>,
-        name: &str,
+        _name: &str,
         mut f: impl FnMut(&mut Interp<'_>, &mut Self, Match) -> R<()>,
     ) -> R<()> {
         let mut searcher = Searcher::new(Input::new(self.hay));
         let mut fail = None;
         loop {
-            let next = searcher.try_advance(|input| match self.find(it, name, input) {
+            let next = searcher.try_advance(|input| match self.find(it, input) {
                 Ok(m) => Ok(m),
                 Err(e) => {
                     fail = Some(e);
@@ -382,6 +412,40 @@ impl<'h> Run<'h> {
                 _ => return Ok(()),
             }
         }
+    }
+}
+
+/// The leftmost-first match in `input`'s span by the NFA simulation, `charge` called
+/// with the positions scanned after each run of about `SIM_CHUNK_UNITS` of work (an
+/// error from it ends the search).
+fn sim_find(e: &Engine, input: &Input<'_>, mut charge: impl FnMut(u64) -> R<()>) -> R<Option<Match>> {
+    let nfa = e.pike.get_nfa();
+    // As the PikeVM: with UTF-8 text, an empty match must not split a character; one
+    // that would is searched for again from one byte further.
+    let utf8empty = nfa.has_empty() && nfa.is_utf8();
+    let chunk =
+        (SIM_CHUNK_UNITS.saturating_mul(256) / e.threads.saturating_mul(WORK_REGEX_SIM_X256 as u64)).max(1) as usize;
+    let mut input = input.clone();
+    let mut c = e.caches.borrow_mut();
+    loop {
+        let mut search = sim::Search::new(nfa, &input, &mut c.sim);
+        let found = loop {
+            let before = search.at();
+            let step = search.run(nfa, &input, &mut c.sim, chunk);
+            let done = matches!(step, sim::Step::Done(_));
+            charge((search.at() - before) as u64 + done as u64)?;
+            if let sim::Step::Done(m) = step {
+                break m;
+            }
+        };
+        let Some((s, t)) = found else { return Ok(None) };
+        if !utf8empty || input.is_char_boundary(t) {
+            return Ok(Some(Match::must(0, s..t)));
+        }
+        if input.get_anchored().is_anchored() {
+            return Ok(None);
+        }
+        input.set_start(input.start() + 1);
     }
 }
 
@@ -402,6 +466,9 @@ impl Drop for Run<'_> {
             if c.pike.memory_usage() > KEEP_CACHE {
                 c.pike = self.e.pike.create_cache();
             }
+            if c.sim.memory_usage() > KEEP_CACHE {
+                c.sim = sim::SimCache::default();
+            }
         }
     }
 }
@@ -414,8 +481,13 @@ fn dfa_gauge(c: &hybrid::regex::Cache) -> (usize, usize, usize) {
 
 #[derive(Default)]
 struct Cache {
-    map: HashMap<String, (Compiled, u64)>,
+    /// Pattern -> compiled form and when it was last used (shared with `last`).
+    map: HashMap<String, (Compiled, Rc<std::cell::Cell<u64>>)>,
     tick: u64,
+    /// The pattern value of the last call (held, so it cannot change or be freed while
+    /// here) and its entry: a loop calling `re.match(pat, line)` with one variable finds
+    /// it by pointer, without hashing the pattern or checking its UTF-8 again.
+    last: Option<(Bytes, Compiled, Rc<std::cell::Cell<u64>>)>,
 }
 
 thread_local! {
@@ -479,6 +551,11 @@ fn compile_charged(pat: &str) -> (Result<Compiled, PatternError>, u64) {
 }
 
 fn compile_inner(pat: &str, work: &mut u64) -> Result<Compiled, PatternError> {
+    compile_entry(pat, work).map(|(re, _)| re)
+}
+
+/// The cache's entry for `pat` (compiled now on a miss, `work` set to what that cost).
+fn compile_entry(pat: &str, work: &mut u64) -> Result<(Compiled, Rc<std::cell::Cell<u64>>), PatternError> {
     if pat.len() > MAX_REGEX_PATTERN {
         return Err(PatternError::TooLong(pat.len()));
     }
@@ -486,9 +563,9 @@ fn compile_inner(pat: &str, work: &mut u64) -> Result<Compiled, PatternError> {
         let mut c = c.borrow_mut();
         c.tick += 1;
         let tick = c.tick;
-        if let Some((re, used)) = c.map.get_mut(pat) {
-            *used = tick;
-            return Ok(re.clone());
+        if let Some((re, used)) = c.map.get(pat) {
+            used.set(tick);
+            return Ok((re.clone(), used.clone()));
         }
         let text = build(pat, true, true).inspect_err(|e| {
             *work = compile_work(if matches!(e, PatternError::TooBig) { COMPILE_FAILED_STATES } else { 0 })
@@ -497,21 +574,61 @@ fn compile_inner(pat: &str, work: &mut u64) -> Result<Compiled, PatternError> {
         *work = compile_work(states);
         let re = Compiled { pat: pat.into(), text: Rc::new(text), bytes: Rc::default(), ascii: Rc::default(), states };
         if c.map.len() >= CACHE_ENTRIES {
-            if let Some(old) = c.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone()) {
+            if let Some(old) = c.map.iter().min_by_key(|(_, (_, t))| t.get()).map(|(k, _)| k.clone()) {
                 c.map.remove(&old);
             }
         }
-        c.map.insert(pat.to_string(), (re.clone(), tick));
-        Ok(re)
+        let used = Rc::new(std::cell::Cell::new(tick));
+        c.map.insert(pat.to_string(), (re.clone(), used.clone()));
+        Ok((re, used))
     })
+}
+
+/// The pattern argument compiled, by pointer when it is the last call's pattern value (a
+/// hit there counts as a use of its cache entry, exactly as a look-up by text does), the
+/// work a compile did (0 for a hit), and the subject (argument 1, checked before any
+/// compile, as the arguments are checked in order).
+fn compile_arg<'a>(
+    it: &Interp<'_>,
+    name: &str,
+    args: &'a [Value],
+) -> R<(Result<Compiled, PatternError>, u64, &'a Bytes)> {
+    if let Value::Str(p) = &args[0] {
+        let hit = CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            let c = &mut *c;
+            match &c.last {
+                // Still in the map (its use count is shared): a hit.
+                Some((q, re, used)) if Rc::ptr_eq(p, q) && Rc::strong_count(used) > 1 => {
+                    c.tick += 1;
+                    used.set(c.tick);
+                    Some(re.clone())
+                }
+                _ => None,
+            }
+        });
+        if let Some(re) = hit {
+            let s = it.arg_str(name, args, 1)?;
+            return Ok((Ok(re), 0, s));
+        }
+    }
+    let pat = it.arg_text(name, args, 0)?;
+    let s = it.arg_str(name, args, 1)?;
+    if pat.len() > MAX_REGEX_PATTERN {
+        return Ok((Err(PatternError::TooLong(pat.len())), 0, s));
+    }
+    let mut work = 0;
+    let r = compile_entry(pat, &mut work);
+    if let (Ok((re, used)), Value::Str(p)) = (&r, &args[0]) {
+        CACHE.with(|c| c.borrow_mut().last = Some((p.clone(), re.clone(), used.clone())));
+    }
+    Ok((r.map(|(re, _)| re), work, s))
 }
 
 /// The pattern (argument 0, compiled) and the subject (argument 1), and the up-front
 /// charge.
 fn pat_subject<'a>(it: &mut Interp<'_>, name: &str, args: &'a [Value]) -> R<(Compiled, &'a [u8])> {
-    let pat = it.arg_text(name, args, 0)?;
-    let s = it.arg_str(name, args, 1)?;
-    let (re, work) = compile_charged(pat);
+    let (re, work, s) = compile_arg(it, name, args)?;
     it.work(work)?;
     let re = re.map_err(|e| it.err(ErrKind::Value, format!("{name}: {e}")))?;
     let weight = 1 + re.states / WORK_REGEX_STATES_PER_UNIT;
@@ -522,20 +639,25 @@ fn pat_subject<'a>(it: &mut Interp<'_>, name: &str, args: &'a [Value]) -> R<(Com
 fn test(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.test", args)?;
     let mut run = Run::new(it, "re.test", &re, s)?;
-    Ok(Value::Bool(run.is_match(it, "re.test")?))
+    Ok(Value::Bool(run.is_match(it)?))
 }
 
 fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.match", args)?;
     let mut run = Run::new(it, "re.match", &re, s)?;
-    let Some(m) = run.find(it, "re.match", &Input::new(s))? else {
+    let Some(m) = run.find(it, &Input::new(s))? else {
         return Ok(Value::Nil);
     };
-    let mut caps = run.e.pike.create_captures();
-    run.captures(it, "re.match", m, &mut caps)?;
-    let items: Vec<Value> =
-        caps.iter().map(|g| g.map(|sp| Value::str_from(&s[sp.range()])).unwrap_or(Value::Nil)).collect();
-    it.make_list(items)
+    let e = run.e.clone();
+    let mut caps = e.caches.borrow_mut().caps.take().unwrap_or_else(|| e.pike.create_captures());
+    let r = run.captures(it, "re.match", m, &mut caps);
+    let items = r.map(|()| {
+        let mut items = Vec::with_capacity(caps.group_len());
+        items.extend(caps.iter().map(|g| g.map(|sp| Value::str_from(&s[sp.range()])).unwrap_or(Value::Nil)));
+        items
+    });
+    e.caches.borrow_mut().caps = Some(caps);
+    it.make_list(items?)
 }
 
 /// Collect the pieces `pieces` yields into a list, within the list limit.
@@ -644,6 +766,69 @@ mod tests {
         let b = re.engine(b"\xff").0.unwrap();
         let mut c = b.pike.create_cache();
         assert_eq!(b.pike.find_iter(&mut c, &b"\xc3\xa9"[..]).count(), 3);
+    }
+
+    /// The resumable NFA simulation finds exactly the matches the PikeVM finds (every
+    /// match of an iteration, and `is_match`), with text, byte and ASCII engines, over
+    /// patterns with empty matches, assertions, priorities and Unicode classes.
+    #[test]
+    fn simulation_agrees_with_pikevm() {
+        let pats = [
+            "",
+            "a*",
+            "x*",
+            r"[ab]*c|a",
+            r"a[ab]{20}[^ab]",
+            r"(a|ab)(c|bcd)(d*)",
+            r"\b\w+\b",
+            r"\B",
+            r"\w+",
+            r"(?m)^\w*$",
+            r"(?m)^",
+            r"$",
+            r"^abc",
+            r"(?i)é|e",
+            r".*",
+            r"(?s).",
+            r"\s+",
+            r"[^a-z]",
+            r"a|b|c|abc",
+            r"(?:ab)*?b",
+            r"\d{3}-\d+",
+            r#"^(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) ([^ ?"]+)\S* [^"]*" (\d{3}) (\d+|-)"#,
+        ];
+        let subjects: [&[u8]; 10] = [
+            b"",
+            b"abc",
+            b"aaaa",
+            b"abababababababababababababx abc",
+            "héllo wörld Été e".as_bytes(),
+            b"hello, world!\n  foo_bar 123-4567\tx\n\n",
+            b"1.2.3.4 - - [01/Jan/2026:00:00:00 +0000] \"GET /a/b?q=1 HTTP/1.1\" 200 512 \"-\" \"x\"",
+            b"\xff\xfeab\xc3\xa9c\xc3",
+            b"abcd abcbcd ac",
+            "éé".as_bytes(),
+        ];
+        let mut compared = 0;
+        for p in pats {
+            let re = compile(p).unwrap();
+            for s in subjects {
+                let e = re.engine(s).0.unwrap();
+                let mut c = e.pike.create_cache();
+                let want: Vec<_> = e.pike.find_iter(&mut c, s).map(|m| m.range()).collect();
+                let mut got = Vec::new();
+                let mut searcher = Searcher::new(Input::new(s));
+                while let Some(m) = searcher.advance(|input| Ok(sim_find(&e, input, |_| Ok(())).ok().flatten())) {
+                    got.push(m.range());
+                }
+                assert_eq!(got, want, "pattern {p:?} on {s:?}");
+                let input = Input::new(s).earliest(true);
+                let yes = sim_find(&e, &input, |_| Ok(())).ok().flatten().is_some();
+                assert_eq!(yes, e.pike.is_match(&mut c, input.clone()), "is_match {p:?} on {s:?}");
+                compared += 1;
+            }
+        }
+        assert!(compared >= 200);
     }
 
     /// The ASCII form finds exactly what the Unicode text form finds on ASCII subjects:
