@@ -160,6 +160,10 @@ def generate(outdir):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):
+        # `--help` once made a directory named "--help" full of inputs.
+        print("usage: gen_text.py [OUTDIR]   (default: target/bench/inputs)", file=sys.stderr)
+        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
     d = generate(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "bench", "inputs"))
     for name, _, _ in FILES:
         print("%-11s %9d bytes" % (name, os.path.getsize(os.path.join(d, name))))
