@@ -42,6 +42,29 @@ impl SourceMap {
         }
     }
 
+    /// Where `spot` of the statement at `pos` is: its file, physical line, and column and
+    /// width when the spot has them. The column of a spot counts characters over the
+    /// statement's lines joined with `\n` (SPEC 2: a statement goes on over lines while a
+    /// bracket is open), so a spot past the end of the first line lies on a later one.
+    pub fn place(&self, pos: Pos, spot: crate::ast::Spot) -> Option<(&str, u32, Option<(u32, u32)>)> {
+        let (name, line) = self.locate(pos)?;
+        let Some(mut col) = crate::ast::spot_column(spot) else { return Some((name, line, None)) };
+        let width = crate::ast::spot_width(spot);
+        let i = self.files.partition_point(|f| f.base < pos).checked_sub(1)?;
+        let mut l = line;
+        for t in self.files[i].text.split('\n').skip(line as usize - 1) {
+            let t = t.strip_suffix('\r').unwrap_or(t);
+            let n = t.chars().count() as u32;
+            if col <= n + 1 || l >= self.files[i].nlines {
+                let w = if col <= n { width.min(n + 1 - col) } else { 1 };
+                return Some((name, l, Some((col, w))));
+            }
+            col -= n + 1;
+            l += 1;
+        }
+        Some((name, line, None))
+    }
+
     /// The text of line `line` (1-based) of the file diagnostics call `name`.
     pub fn line_text(&self, name: &str, line: u32) -> Option<&str> {
         let f = self.files.iter().find(|f| f.name == name)?;
