@@ -490,6 +490,24 @@ pub struct BlockError {
     pub message: String,
 }
 
+/// An indentation in words: "4 spaces", "1 tab", "1 tab, 2 spaces".
+fn describe_indent(indent: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut rest = indent;
+    while let Some(c) = rest.chars().next() {
+        let n = rest.len() - rest.trim_start_matches(c).len();
+        let word = match (c, n) {
+            (' ', 1) => "space",
+            (' ', _) => "spaces",
+            (_, 1) => "tab",
+            _ => "tabs",
+        };
+        parts.push(format!("{n} {word}"));
+        rest = &rest[n..];
+    }
+    parts.join(", ")
+}
+
 /// The value of a block string (SPEC 3): `content` holds its lines, each with its byte
 /// offset within the statement's text (for the spans of interpolations); `indent` is the
 /// closing delimiter's indentation, removed from every line. A line holding only spaces
@@ -511,13 +529,12 @@ pub fn block_string(content: &[(&str, usize)], indent: &str, raw: bool) -> Resul
             continue;
         }
         let Some(body) = line.strip_prefix(indent) else {
-            let shown = indent.replace('\t', "\\t");
             return Err(BlockError {
                 line: n,
                 byte: 0,
                 message: format!(
-                    "this line of the block string is not indented as far as its closing delimiter \
-                     (\"{shown}\")"
+                    "this line of the block string is not indented as far as its closing delimiter ({})",
+                    describe_indent(indent)
                 ),
             });
         };

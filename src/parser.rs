@@ -1438,6 +1438,50 @@ mod tests {
         assert_eq!((e[0].line, e[0].detail.column), (Some(2), Some(7)));
     }
 
+    /// Mangled statements over lines and block strings: every variant loads or fails
+    /// with errors that name a line of the file, and nothing panics (a cheap, seeded
+    /// cousin of the `load` fuzz target for the gathering code).
+    #[test]
+    fn mangled_multiline_sources_never_panic() {
+        let seeds = [
+            "x = f(\n  1,\n\n  # c\n  [2,\n   3])\nif g(1,\n     2)\nend\n",
+            "s = \"\"\"\n    <p>${a}é</p>\n      \\t\\\n    x\n\n    \"\"\"\nt = '''\n\tr ${x}\n\t'''\n",
+            "print(\"a\", \"\"\"\n  b\n  \"\"\"\n)\nm = {\n  k: [1, {\n    j: 2}],\n}\n",
+        ];
+        let pieces = ["\"\"\"", "'''", "(", ")", "[", "]", "{", "}", "\n", ",", " ", "\t", "\\", "${", "\"", "é", "#"];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for round in 0..3000 {
+            let mut s = seeds[round % seeds.len()].to_string();
+            for _ in 0..1 + next(4) {
+                let mut at = next(s.len() + 1);
+                while !s.is_char_boundary(at) {
+                    at -= 1;
+                }
+                if next(3) == 0 && at < s.len() {
+                    let mut end = at + 1;
+                    while !s.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    s.replace_range(at..end, "");
+                } else {
+                    s.insert_str(at, pieces[next(pieces.len())]);
+                }
+            }
+            let nlines = s.lines().count() as u32;
+            let (_, errs) = parse(&s);
+            for e in errs {
+                let l = e.line.unwrap_or(1);
+                assert!(l >= 1 && l <= nlines.max(1), "{s:?}: {e:?}");
+            }
+        }
+    }
+
     #[test]
     fn block_strings() {
         let s = |src: &str| match expr(src) {

@@ -420,3 +420,16 @@ def test_repl_continues_brackets_and_block_strings(tmp_path):
     lines = out.splitlines()
     assert "2" in lines, out
     assert '"a\\n\\nb"' in lines, out
+
+
+def test_readme_cgi_example_is_the_example_file_and_runs():
+    from conftest import ROOT
+    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "examples" / "greet.lsh").read_text()
+    assert "```\n" + page + "```" in readme
+    env = dict(os.environ, QUERY_STRING="name=%3Cb%3EAda", REQUEST_METHOD="GET")
+    r = run(["--cgi", ROOT / "examples" / "greet.lsh"], env=env)
+    assert r.status == 0, r
+    body = r.out.replace("\r\n", "\n").split("\n\n", 1)[1]
+    shown = readme.split("the page without the template's indentation:\n\n```\n", 1)[1].split("```", 1)[0]
+    assert body == shown
