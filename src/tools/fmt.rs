@@ -381,6 +381,20 @@ mod tests {
     }
 
     #[test]
+    fn continuation_lines_and_block_strings() {
+        // One level per line that left brackets open; leading closers at their opener's level.
+        let src = "fn f(a)\nx = g(h(\n1,\n[2,\n3]),\n{a: 1,\nb: 2}\n)\nend\n";
+        let want = "fn f(a)\n  x = g(h(\n    1,\n    [2,\n      3]),\n    {a: 1,\n      b: 2}\n  )\nend\n";
+        assert_eq!(f(src), want);
+        assert_eq!(f(want), want);
+        // Block string lines are kept byte for byte (trailing spaces and tabs too).
+        let src = "if x\ns=\"\"\"\n \t a  \n\n   # b\n \"\"\"\nt = [1, '''\n  raw  \n  '''\n]\nend\n";
+        let want = "if x\n  s = \"\"\"\n \t a  \n\n   # b\n \"\"\"\n  t = [1, '''\n  raw  \n  '''\n  ]\nend\n";
+        assert_eq!(f(src), want);
+        assert_eq!(f(want), want);
+    }
+
+    #[test]
     fn refuses_what_does_not_parse() {
         assert!(matches!(format_source("t.lsh", "x = (1\n"), Err(FmtError::Load(_))));
         assert!(matches!(format_source("t.lsh", "if x\n"), Err(FmtError::Load(_))));
