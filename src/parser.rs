@@ -764,8 +764,6 @@ struct Gathered {
     last: usize,
     /// Its tokens, with spans into its lines joined by `\n`.
     lexed: LexedLine,
-    /// The first tokens of its first line (for `fallback_from` when it does not parse).
-    head: Vec<Tok>,
     /// A failure found while gathering (a line that does not lex, a bracket or block
     /// string open at the end of the file, bad block string content): it is reported
     /// instead of parsing the statement.
@@ -799,7 +797,7 @@ const MAX_STMT_TOKEN_BYTES: usize = 3 * (MAX_EXPR_BYTES + 1) + 2 * MAX_IDENT_BYT
 /// Gather the statement that starts at physical line `first` (0-based; it has tokens).
 /// With `single`, the statement ends with its first line (and the block string it opens).
 fn gather(file: &str, lines: &[&str], first: usize, single: bool) -> Gathered {
-    let mut g = Gathered { last: first, lexed: LexedLine::default(), head: Vec::new(), fail: None, fatal: Fatal::No };
+    let mut g = Gathered { last: first, lexed: LexedLine::default(), fail: None, fatal: Fatal::No };
     // Open brackets: the closer each expects, and where the opener stands (line, byte).
     let mut open: Vec<(&'static str, usize, usize)> = Vec::new();
     let mut off = 0usize; // byte offset of line `i` within the joined text
@@ -825,9 +823,6 @@ fn gather(file: &str, lines: &[&str], first: usize, single: bool) -> Gathered {
                 // A line that does not lex ends its statement.
                 let le = LoadError::new(lex_kind(&f.error), f.message(), file, i as u32 + 1)
                     .at(char_column(text, f.span.start), char_width(text, f.span.clone()));
-                if i == first {
-                    g.head = lex_prefix(text);
-                }
                 if g.fail.is_none() {
                     g.fail = Some(lex_hints(le, &f, text));
                 }
@@ -835,9 +830,6 @@ fn gather(file: &str, lines: &[&str], first: usize, single: bool) -> Gathered {
                 return g;
             }
         };
-        if i == first {
-            g.head = l.toks.iter().take(4).cloned().collect();
-        }
         let mut ended = false;
         for (t, sp) in l.toks.iter().zip(&l.spans) {
             match t {
@@ -862,8 +854,12 @@ fn gather(file: &str, lines: &[&str], first: usize, single: bool) -> Gathered {
             ));
         }
         if g.fail.is_none() {
-            g.lexed.toks.extend(l.toks);
-            g.lexed.spans.extend(l.spans.into_iter().map(|s| s.start + off..s.end + off));
+            if i == first {
+                g.lexed = l;
+            } else {
+                g.lexed.toks.extend(l.toks);
+                g.lexed.spans.extend(l.spans.into_iter().map(|s| s.start + off..s.end + off));
+            }
         }
         off += text.len() + 1;
         if let Some((delim, opener)) = block {
@@ -1005,7 +1001,8 @@ pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors
         let was_quiet = quiet;
         if let Some(le) = g.fail {
             fp.errors.push(le);
-            if let Some(fb) = fallback_from(&g.head) {
+            // The block role and bound names of its first line (`fallback_from`).
+            if let Some(fb) = fallback_from(&lex_prefix(lines[first])) {
                 fp.apply(line_no, fb);
             }
             match g.fatal {
