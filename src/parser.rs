@@ -798,8 +798,8 @@ const MAX_STMT_TOKEN_BYTES: usize = 3 * (MAX_EXPR_BYTES + 1) + 2 * MAX_IDENT_BYT
 /// With `single`, the statement ends with its first line (and the block string it opens).
 fn gather(file: &str, lines: &[&str], first: usize, single: bool) -> Gathered {
     let mut g = Gathered { last: first, lexed: LexedLine::default(), fail: None, fatal: Fatal::No };
-    // Open brackets: the closer each expects, and where the opener stands (line, byte).
-    let mut open: Vec<(&'static str, usize, usize)> = Vec::new();
+    // Open brackets: their kind (1 `(`, 2 `[`, 3 `{`), and where each stands (line, byte).
+    let mut open: Vec<(i8, usize, usize)> = Vec::new();
     let mut off = 0usize; // byte offset of line `i` within the joined text
     let mut token_bytes = 0usize;
     let mut i = first;
@@ -832,19 +832,25 @@ fn gather(file: &str, lines: &[&str], first: usize, single: bool) -> Gathered {
         };
         let mut ended = false;
         for (t, sp) in l.toks.iter().zip(&l.spans) {
-            match t {
-                Tok::LParen | Tok::LBracket | Tok::LBrace => open.push((close_of(t), i, sp.start)),
-                Tok::RParen | Tok::RBracket | Tok::RBrace => match open.pop() {
-                    Some((c, ..)) if c == t.text() => {}
-                    // A closer of the wrong kind, or without an opener: the statement
-                    // ends with this line, and the parse reports it.
-                    _ => ended = true,
-                },
-                _ => {}
+            token_bytes += sp.len() + 1;
+            let k: i8 = match t {
+                Tok::LParen => 1,
+                Tok::LBracket => 2,
+                Tok::LBrace => 3,
+                Tok::RParen => -1,
+                Tok::RBracket => -2,
+                Tok::RBrace => -3,
+                _ => continue,
+            };
+            if k > 0 {
+                open.push((k, i, sp.start));
+            } else if open.pop().map(|o| o.0) != Some(-k) {
+                // A closer of the wrong kind, or without an opener: the statement ends
+                // with this line, and the parse reports it.
+                ended = true;
             }
         }
         let block = block_opener(&l).map(|d| (d, l.spans.last().map_or(0, |s| s.start)));
-        token_bytes += l.spans.iter().map(|s| s.len() + 1).sum::<usize>();
         if token_bytes > MAX_STMT_TOKEN_BYTES && g.fail.is_none() {
             g.fail = Some(LoadError::new(
                 LoadKind::Limit(LimitKind::ExprBytes),
@@ -918,9 +924,13 @@ fn gather(file: &str, lines: &[&str], first: usize, single: bool) -> Gathered {
             return g;
         }
         if i + 1 == lines.len() {
-            let (close, ol, ob) = open[0];
+            let (k, ol, ob) = open[0];
             let (ln, c, w) = at(ol, ob, 1);
-            let opener = opener_of_close(close);
+            let (opener, close) = match k {
+                1 => ("(", ")"),
+                2 => ("[", "]"),
+                _ => ("{", "}"),
+            };
             g.fail =
                 Some(LoadError::new(LoadKind::Syntax, format!("`{opener}` is never closed"), file, ln).at(c, w).help(
                     format!(
@@ -933,14 +943,6 @@ fn gather(file: &str, lines: &[&str], first: usize, single: bool) -> Gathered {
             return g;
         }
         i += 1;
-    }
-}
-
-fn opener_of_close(c: &str) -> &'static str {
-    match c {
-        ")" => "(",
-        "]" => "[",
-        _ => "{",
     }
 }
 
