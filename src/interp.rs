@@ -813,7 +813,7 @@ impl<'p> Interp<'p> {
         let s = |t: &str| Value::string(t);
         m.insert(bytes(b"kind"), s(e.kind.name()));
         m.insert(bytes(b"message"), s(&e.message));
-        if let Some((file, line)) = self.prog.sources.locate(e.pos) {
+        if let Some((file, line, _)) = self.prog.sources.place(e.pos, e.spot) {
             m.insert(bytes(b"file"), s(file));
             m.insert(bytes(b"line"), Value::Num(line as f64));
         } else {

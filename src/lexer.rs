@@ -21,6 +21,8 @@ pub enum LexError {
     IdentTooLong,
     TooDeep,
     TooManyTokens,
+    /// Something after a block string's opening `"""` or `'''` on its line.
+    BlockNotLast,
 }
 
 /// One piece of an interpolated string.
@@ -103,6 +105,11 @@ pub enum Tok {
     #[token("\"", string)]
     #[token("'", raw_string)]
     Str(StrLit),
+    /// The opener of a block string (`"""`, or `'''` when raw), the last token of its
+    /// line; the parser reads the content lines that follow and makes it a `Str`.
+    #[token("\"\"\"", |lex| block_open(lex, false))]
+    #[token("'''", |lex| block_open(lex, true))]
+    BlockOpen(bool),
 
     #[token("+")]
     Plus,
@@ -171,6 +178,7 @@ impl Tok {
             Tok::Ident(s) => format!("name `{s}`"),
             Tok::Num(_) => "number".to_string(),
             Tok::Str(_) => "string".to_string(),
+            Tok::BlockOpen(_) => "block string".to_string(),
             other => format!("`{}`", other.text()),
         }
     }
@@ -206,6 +214,8 @@ impl Tok {
             Ident(_) => "name",
             Num(_) => "number",
             Str(_) => "string",
+            BlockOpen(false) => "\"\"\"",
+            BlockOpen(true) => "'''",
             Plus => "+",
             Minus => "-",
             Star => "*",
@@ -291,26 +301,61 @@ fn hex_val(b: u8) -> Option<u32> {
 }
 
 fn string(lex: &mut logos::Lexer<Tok>) -> Result<StrLit, LexError> {
-    let rem = lex.remainder();
-    let bytes = rem.as_bytes();
-    // Offset of `rem` within the line: spans of interpolated tokens are line-relative.
+    // Offset of the remainder within the line: spans of interpolated tokens are line-relative.
     let base = lex.span().end;
     let mut parts: Vec<Part> = Vec::new();
     let mut lit: Vec<u8> = Vec::new();
+    let (n, _) = decode(lex.remainder(), base, lex.extras, true, &mut parts, &mut lit).map_err(|(e, _)| e)?;
+    lex.bump(n);
+    Ok(string_lit(parts, lit))
+}
+
+fn string_lit(mut parts: Vec<Part>, lit: Vec<u8>) -> StrLit {
+    if parts.is_empty() {
+        return StrLit::Plain(lit);
+    }
+    if !lit.is_empty() {
+        parts.push(Part::Lit(lit));
+    }
+    StrLit::Interp(parts)
+}
+
+/// Decode the text of a `"..."` string after its opening quote (`quoted`: it ends at the
+/// closing `"`), or one content line of a `"""` block string (it runs to the end of
+/// `rem`; a `"` is an ordinary character). Escapes are decoded into `lit`, and each
+/// `${...}` is lexed into a `Part::Code` whose spans are offset by `base`. Returns the
+/// bytes consumed, and whether a block line ended with a lone `\` (the line joins the
+/// next); an error comes with its byte offset within `rem`.
+fn decode(
+    rem: &str,
+    base: usize,
+    depth: usize,
+    quoted: bool,
+    parts: &mut Vec<Part>,
+    lit: &mut Vec<u8>,
+) -> Result<(usize, bool), (LexError, usize)> {
+    let bytes = rem.as_bytes();
     let mut i = 0;
     loop {
         let Some(&b) = bytes.get(i) else {
-            return Err(LexError::UnterminatedString);
+            if quoted {
+                return Err((LexError::UnterminatedString, i));
+            }
+            return Ok((i, false));
         };
         match b {
-            b'"' => {
+            b'"' if quoted => {
                 i += 1;
                 break;
             }
             b'\\' => {
                 let Some(&e) = bytes.get(i + 1) else {
-                    return Err(LexError::UnterminatedString);
+                    if quoted {
+                        return Err((LexError::UnterminatedString, i));
+                    }
+                    return Ok((i + 1, true));
                 };
+                let at = i;
                 i += 2;
                 match e {
                     b'\\' => lit.push(b'\\'),
@@ -324,29 +369,30 @@ fn string(lex: &mut logos::Lexer<Tok>) -> Result<StrLit, LexError> {
                         let (Some(h), Some(l)) =
                             (bytes.get(i).and_then(|&c| hex_val(c)), bytes.get(i + 1).and_then(|&c| hex_val(c)))
                         else {
-                            return Err(LexError::BadEscape("\\x needs two hex digits".into()));
+                            return Err((LexError::BadEscape("\\x needs two hex digits".into()), at));
                         };
                         lit.push((h * 16 + l) as u8);
                         i += 2;
                     }
                     b'u' => {
+                        let bad = |m: String| Err((LexError::BadEscape(m), at));
                         if bytes.get(i) != Some(&b'{') {
-                            return Err(LexError::BadEscape("\\u needs {hex digits}".into()));
+                            return bad("\\u needs {hex digits}".into());
                         }
                         let mut j = i + 1;
                         let mut cp: u32 = 0;
                         while let Some(d) = bytes.get(j).and_then(|&c| hex_val(c)) {
                             if j - (i + 1) >= 6 {
-                                return Err(LexError::BadEscape("\\u{...} takes 1 to 6 hex digits".into()));
+                                return bad("\\u{...} takes 1 to 6 hex digits".into());
                             }
                             cp = cp * 16 + d;
                             j += 1;
                         }
                         if j == i + 1 || bytes.get(j) != Some(&b'}') {
-                            return Err(LexError::BadEscape("\\u{...} takes 1 to 6 hex digits".into()));
+                            return bad("\\u{...} takes 1 to 6 hex digits".into());
                         }
                         let Some(c) = char::from_u32(cp) else {
-                            return Err(LexError::BadEscape(format!("\\u{{{cp:x}}} is not a Unicode scalar value")));
+                            return bad(format!("\\u{{{cp:x}}} is not a Unicode scalar value"));
                         };
                         let mut buf = [0u8; 4];
                         lit.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
@@ -354,14 +400,14 @@ fn string(lex: &mut logos::Lexer<Tok>) -> Result<StrLit, LexError> {
                     }
                     other => {
                         let shown = rem[i - 1..].chars().next().unwrap_or(other as char);
-                        return Err(LexError::BadEscape(format!("unknown escape \\{shown}")));
+                        return Err((LexError::BadEscape(format!("unknown escape \\{shown}")), at));
                     }
                 }
             }
             b'$' if bytes.get(i + 1) == Some(&b'{') => {
-                let depth = lex.extras + 1;
+                let depth = depth + 1;
                 if depth > MAX_EXPR_DEPTH {
-                    return Err(LexError::TooDeep);
+                    return Err((LexError::TooDeep, i));
                 }
                 let start = i + 2;
                 let inner_src = &rem[start..];
@@ -372,8 +418,8 @@ fn string(lex: &mut logos::Lexer<Tok>) -> Result<StrLit, LexError> {
                 let end;
                 loop {
                     match inner.next() {
-                        None => return Err(LexError::UnterminatedString),
-                        Some(Err(e)) => return Err(e),
+                        None => return Err((LexError::UnterminatedString, i)),
+                        Some(Err(e)) => return Err((e, start + inner.span().start)),
                         Some(Ok(t)) => {
                             if t == Tok::RBrace {
                                 if braces == 0 {
@@ -383,6 +429,8 @@ fn string(lex: &mut logos::Lexer<Tok>) -> Result<StrLit, LexError> {
                                 braces -= 1;
                             } else if t == Tok::LBrace {
                                 braces += 1;
+                            } else if matches!(t, Tok::BlockOpen(_)) {
+                                return Err((LexError::BlockNotLast, start + inner.span().start));
                             }
                             let sp = inner.span();
                             spans.push(base + start + sp.start..base + start + sp.end);
@@ -391,7 +439,7 @@ fn string(lex: &mut logos::Lexer<Tok>) -> Result<StrLit, LexError> {
                     }
                 }
                 if !lit.is_empty() {
-                    parts.push(Part::Lit(std::mem::take(&mut lit)));
+                    parts.push(Part::Lit(std::mem::take(lit)));
                 }
                 parts.push(Part::Code(toks, spans));
                 i = start + end;
@@ -402,14 +450,114 @@ fn string(lex: &mut logos::Lexer<Tok>) -> Result<StrLit, LexError> {
             }
         }
     }
-    lex.bump(i);
-    if parts.is_empty() {
-        return Ok(StrLit::Plain(lit));
+    Ok((i, false))
+}
+
+/// `"""` or `'''` must end its line: only spaces and tabs may follow it.
+fn block_open(lex: &mut logos::Lexer<Tok>, raw: bool) -> Result<bool, LexError> {
+    if lex.remainder().bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+        Ok(raw)
+    } else {
+        Err(LexError::BlockNotLast)
     }
-    if !lit.is_empty() {
-        parts.push(Part::Lit(lit));
+}
+
+/// The delimiter of a block string opened at the end of a lexed line, if one is.
+pub fn block_opener(l: &LexedLine) -> Option<&'static str> {
+    match l.toks.last() {
+        Some(Tok::BlockOpen(raw)) => Some(if *raw { "'''" } else { "\"\"\"" }),
+        _ => None,
     }
-    Ok(StrLit::Interp(parts))
+}
+
+/// Whether `line` closes a block string opened with `delim`: the delimiter alone on
+/// its line, with only spaces or tabs before (its indentation) and after it.
+pub fn closes_block(line: &str, delim: &str) -> bool {
+    line.trim_matches([' ', '\t', '\r']) == delim
+}
+
+/// The indentation of a closing delimiter's line.
+pub fn block_indent(line: &str) -> &str {
+    &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
+}
+
+/// Why a block string's content could not be read: the content line (index), the byte
+/// within that line, and the message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockError {
+    pub line: usize,
+    pub byte: usize,
+    pub message: String,
+}
+
+/// An indentation in words: "4 spaces", "1 tab", "1 tab, 2 spaces".
+fn describe_indent(indent: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut rest = indent;
+    while let Some(c) = rest.chars().next() {
+        let n = rest.len() - rest.trim_start_matches(c).len();
+        let word = match (c, n) {
+            (' ', 1) => "space",
+            (' ', _) => "spaces",
+            (_, 1) => "tab",
+            _ => "tabs",
+        };
+        parts.push(format!("{n} {word}"));
+        rest = &rest[n..];
+    }
+    parts.join(", ")
+}
+
+/// The value of a block string (SPEC 3): `content` holds its lines, each with its byte
+/// offset within the statement's text (for the spans of interpolations); `indent` is the
+/// closing delimiter's indentation, removed from every line. A line holding only spaces
+/// and tabs is empty; any other line must start with exactly `indent`. The lines are
+/// joined with `\n` (so no final newline unless the last line is blank). In `"""`,
+/// escapes and `${...}` are read as in `"..."` (an interpolation stays within its line),
+/// and a line ending with a lone `\` joins the next (no newline between them); in `'''`
+/// nothing is interpreted.
+pub fn block_string(content: &[(&str, usize)], indent: &str, raw: bool) -> Result<StrLit, BlockError> {
+    let mut parts: Vec<Part> = Vec::new();
+    let mut lit: Vec<u8> = Vec::new();
+    let mut join = false;
+    for (n, &(line, off)) in content.iter().enumerate() {
+        if n > 0 && !join {
+            lit.push(b'\n');
+        }
+        join = false;
+        if line.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+            continue;
+        }
+        let Some(body) = line.strip_prefix(indent) else {
+            return Err(BlockError {
+                line: n,
+                byte: 0,
+                message: format!(
+                    "this line of the block string is not indented as far as its closing delimiter ({})",
+                    describe_indent(indent)
+                ),
+            });
+        };
+        if raw {
+            lit.extend_from_slice(body.as_bytes());
+            continue;
+        }
+        let at = off + indent.len();
+        match decode(body, at, 0, false, &mut parts, &mut lit) {
+            Ok((_, j)) => join = j,
+            Err((e, b)) => {
+                let message = match e {
+                    LexError::UnterminatedString => {
+                        "`${` is not closed on its line (an interpolation stays within one line)".to_string()
+                    }
+                    LexError::BlockNotLast => "a block string cannot stand inside an interpolation".to_string(),
+                    other => LexFailure { error: other, text: String::new(), span: 0..0 }.message(),
+                };
+                return Err(BlockError { line: n, byte: indent.len() + b, message });
+            }
+        }
+    }
+    Ok(string_lit(parts, lit))
 }
 
 /// A lexed line: tokens and their byte spans within the line.
@@ -448,6 +596,9 @@ impl LexFailure {
             }
             LexError::TooDeep => format!("expression nested too deeply (limit is {MAX_EXPR_DEPTH})"),
             LexError::TooManyTokens => format!("too many tokens on one line (limit is {MAX_TOKENS_PER_LINE})"),
+            LexError::BlockNotLast => {
+                "a block string's opening delimiter must end its line (its content starts on the next line)".to_string()
+            }
         }
     }
 }

@@ -146,21 +146,18 @@ fn word_column(line: &str, word: &str) -> Option<u32> {
 
 /// The exit status and diagnostic of a run that stopped early.
 pub fn failure(prog: &Program, u: Unwind) -> (i32, Option<Diagnostic>) {
-    let locate = |pos| prog.sources.locate(pos).map(|(f, l)| (f.to_string(), l));
     let (status, class, kind, message, pos, spot, help) = match u {
         Unwind::Exit(n) => return (n, None),
         Unwind::Error(e) => (1, Class::Runtime, e.kind.name().to_string(), e.message, e.pos, e.spot, e.help),
         Unwind::Limit { kind, message, pos } => (4, Class::Limit, kind.name().to_string(), message, pos, 0, None),
     };
-    let at = locate(pos);
+    let at = prog.sources.place(pos, spot);
     let mut d = Diagnostic::new(class, kind, message);
-    d.file = at.as_ref().map(|a| a.0.clone());
+    d.file = at.map(|a| a.0.to_string());
     d.line = at.map(|a| a.1);
-    if d.line.is_some() {
-        if let Some(c) = ast::spot_column(spot) {
-            d.detail.column = Some(c);
-            d.detail.width = ast::spot_width(spot);
-        }
+    if let Some((_, _, Some((c, w)))) = at {
+        d.detail.column = Some(c);
+        d.detail.width = w;
     }
     d.detail.help.extend(help);
     prog.sources.complete(&mut d);

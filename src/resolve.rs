@@ -13,9 +13,7 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use crate::ast::{
-    spot_column, spot_width, BinOp, Expr as AExpr, FnDef, InterpPart, Pos, Spot, Stmt as AStmt, StmtKind as AKind, UnOp,
-};
+use crate::ast::{BinOp, Expr as AExpr, FnDef, InterpPart, Pos, Spot, Stmt as AStmt, StmtKind as AKind, UnOp};
 use crate::builtins::{self, Builtin, Cap, VARIADIC};
 use crate::diag::{LoadError, LoadErrors, LoadKind};
 use crate::limits::*;
@@ -79,13 +77,13 @@ impl Resolver<'_> {
 
     /// A load error at `spot` of the current line, with an optional help line.
     fn err_full(&mut self, spot: Spot, kind: LoadKind, msg: impl Into<String>, help: Option<String>) {
-        let (file, line) = match self.map.locate(self.pos) {
-            Some((f, l)) => (Some(f.to_string()), Some(l)),
-            None => (None, None),
+        let (file, line, at) = match self.map.place(self.pos, spot) {
+            Some((f, l, at)) => (Some(f.to_string()), Some(l), at),
+            None => (None, None, None),
         };
         let mut e = LoadError { kind, message: msg.into(), file, line, detail: Default::default() };
-        if let Some(c) = spot_column(spot) {
-            e = e.at(c, spot_width(spot));
+        if let Some((c, w)) = at {
+            e = e.at(c, w);
         }
         if let Some(h) = help {
             e = e.help(h);

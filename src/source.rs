@@ -22,6 +22,28 @@ pub struct SourceFile {
     pub nlines: u32,
     /// The file's text (BOM removed), kept to show the line of a diagnostic.
     pub text: std::rc::Rc<str>,
+    /// The byte offset of each line's start in `text` (empty: not known, found by
+    /// scanning), so that placing a spot costs the length of its statement only.
+    pub starts: std::rc::Rc<[u32]>,
+}
+
+impl SourceFile {
+    /// The text of line `line` (1-based) and the rest of the file after it, from the
+    /// start of that line.
+    fn from_line(&self, line: u32) -> Option<&str> {
+        let i = line.checked_sub(1)? as usize;
+        match self.starts.get(i) {
+            Some(&b) => self.text.get(b as usize..),
+            None if self.starts.is_empty() => {
+                let mut at = 0usize;
+                for _ in 0..i {
+                    at += self.text.get(at..)?.find('\n')? + 1;
+                }
+                self.text.get(at..)
+            }
+            None => None,
+        }
+    }
 }
 
 /// All loaded files, for turning a position back into (file, line).
@@ -42,10 +64,33 @@ impl SourceMap {
         }
     }
 
+    /// Where `spot` of the statement at `pos` is: its file, physical line, and column and
+    /// width when the spot has them. The column of a spot counts characters over the
+    /// statement's lines joined with `\n` (SPEC 2: a statement goes on over lines while a
+    /// bracket is open), so a spot past the end of the first line lies on a later one.
+    pub fn place(&self, pos: Pos, spot: crate::ast::Spot) -> Option<(&str, u32, Option<(u32, u32)>)> {
+        let (name, line) = self.locate(pos)?;
+        let Some(mut col) = crate::ast::spot_column(spot) else { return Some((name, line, None)) };
+        let width = crate::ast::spot_width(spot);
+        let i = self.files.partition_point(|f| f.base < pos).checked_sub(1)?;
+        let mut l = line;
+        for t in self.files[i].from_line(line)?.split('\n') {
+            let t = t.strip_suffix('\r').unwrap_or(t);
+            let n = t.chars().count() as u32;
+            if col <= n + 1 || l >= self.files[i].nlines {
+                let w = if col <= n { width.min(n + 1 - col) } else { 1 };
+                return Some((name, l, Some((col, w))));
+            }
+            col -= n + 1;
+            l += 1;
+        }
+        Some((name, line, None))
+    }
+
     /// The text of line `line` (1-based) of the file diagnostics call `name`.
     pub fn line_text(&self, name: &str, line: u32) -> Option<&str> {
         let f = self.files.iter().find(|f| f.name == name)?;
-        let l = f.text.split('\n').nth(line.checked_sub(1)? as usize)?;
+        let l = f.from_line(line)?.split('\n').next()?;
         Some(l.strip_suffix('\r').unwrap_or(l))
     }
 
@@ -273,6 +318,14 @@ impl Loader {
             base,
             nlines: lines.len() as u32,
             text: std::rc::Rc::from(src),
+            starts: lines
+                .iter()
+                .scan(0u32, |at, l| {
+                    let b = *at;
+                    *at += l.len() as u32 + 1;
+                    Some(b)
+                })
+                .collect(),
         });
         for (i, l) in lines.iter_mut().enumerate() {
             if l.len() > MAX_LINE_BYTES {
@@ -424,8 +477,8 @@ mod tests {
     #[test]
     fn positions_map_back_to_files() {
         let mut m = SourceMap::default();
-        m.files.push(SourceFile { name: "a".into(), base: 0, nlines: 3, text: "".into() });
-        m.files.push(SourceFile { name: "b".into(), base: 4, nlines: 2, text: "".into() });
+        m.files.push(SourceFile { name: "a".into(), base: 0, nlines: 3, text: "".into(), starts: Default::default() });
+        m.files.push(SourceFile { name: "b".into(), base: 4, nlines: 2, text: "".into(), starts: Default::default() });
         assert_eq!(m.locate(1), Some(("a", 1)));
         assert_eq!(m.locate(3), Some(("a", 3)));
         assert_eq!(m.locate(5), Some(("b", 1)));

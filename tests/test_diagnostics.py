@@ -45,7 +45,9 @@ CASES = {
     "runtime_operator": 'name = "Ada"\nprint("n: " .. name + 1)\n',
     "runtime_index_multibyte": 'words = ["é", "ü"]\nprint("déjà vu: " .. words[5])\n',
     "runtime_local_before_global": "count = 0\nfn bump()\n  count += 1\nend\nbump()\n",
-    "source_order": "x = (1\nfn f()\n  return nope\nend\ny = 1 +\nz = lenn(1)\n",
+    # (`x = (1]`: a bracket left open would make the statement go on to the end of the
+    # file, SPEC 2; a wrong closer is an error on its own line.)
+    "source_order": "x = (1]\nfn f()\n  return nope\nend\ny = 1 +\nz = lenn(1)\n",
 }
 
 

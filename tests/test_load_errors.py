@@ -86,7 +86,7 @@ def test_many_kinds_reported_together(script):
     src = "\n".join(
         [
             'print("no")',  # 1
-            "x = (1",  # 2 syntax
+            "x = (1]",  # 2 syntax (a wrong closer: an open `(` would go on, SPEC 2)
             "y = nosuch()",  # 3 name
             "z = len(1, 2)",  # 4 arity
             "fn f()",  # 5
@@ -107,7 +107,9 @@ def test_many_kinds_reported_together(script):
 
 
 def test_at_most_20_errors_reported(script):
-    src = "\n".join(f"x{i} = (" for i in range(30)) + "\n"
+    # (A closer without an opener: each line is its own error. An opener left open
+    # would make the statement go on to the end of the file, SPEC 2.)
+    src = "\n".join(f"x{i} = )" for i in range(30)) + "\n"
     r = script(src)
     assert r.status == 3
     assert len(r.diags) == 20

@@ -431,6 +431,36 @@ def test_grammar_scopes(textmate, tmp_path):
     assert "constant.numeric.leash" in toks[(5, "1.5e3")]
 
 
+def test_grammar_block_strings(textmate, tmp_path):
+    f = tmp_path / "b.lsh"
+    f.write_text(
+        'page = """\n'
+        '  <p class="x"># not a comment ${cgi.escape(name)}\\t</p>\n'
+        '  """\n'
+        "sql = '''\n"
+        "  SELECT '${raw}' -- \\n\n"
+        "  '''\n"
+        "x = 1 # after\n"
+    )
+    toks = tokenise(textmate, [f])[str(f)]
+    by = {}
+    for line, text, scopes in toks:
+        by.setdefault((line, text.strip()), scopes)
+    block = "string.quoted.triple.leash"
+    raw = "string.quoted.triple.raw.leash"
+    assert block in by[(1, '"""')]
+    assert block in by[(2, '<p class="x"># not a comment')], by
+    assert not any(s.startswith("comment.") for s in by[(2, '<p class="x"># not a comment')])
+    assert "meta.interpolation.leash" in by[(2, "escape")]
+    assert "constant.character.escape.leash" in by[(2, "\\t")]
+    assert block in by[(3, '"""')]
+    assert raw in by[(5, "SELECT '${raw}' -- \\n")], by
+    assert raw in by[(6, "'''")]
+    # After the closing delimiter, code again.
+    assert "comment.line.number-sign.leash" in by[(7, "# after")]
+    assert not any(block in s or raw in s for s in by[(7, "x")])
+
+
 def test_grammar_on_the_projects_scripts(textmate):
     scripts = project_scripts()
     out = tokenise(textmate, scripts)

@@ -111,10 +111,23 @@ const STRINGS: &[&str] = &[
     r#""--flag=1""#,
 ];
 
+/// Block strings (SPEC 3), each ending with the line break after its closing delimiter:
+/// they stand only where a bracket is open (an argument or a list item), so that the
+/// statement goes on after them.
+const BLOCKS: &[&str] = &[
+    "\"\"\"\n  a\n  \"\"\"\n",
+    "\"\"\"\n\"\"\"\n",
+    "\"\"\"\n    <p class=\"x\">\n      \\t${1 + 2} # not a comment \\\n    joined\n\n    </p>\n\n    \"\"\"\n",
+    "'''\n\traw ${x} \\q \"\n\t'''\n",
+    "\"\"\"\n  SELECT 1;\n    \n  \"\"\"\n",
+];
+
 pub struct Gen<'a, 'b> {
     u: &'b mut Unstructured<'a>,
     out: String,
     indent: usize,
+    /// Inside an interpolation: the expression must stay on its line.
+    interp: u32,
     loops: usize,
     in_fn: bool,
     fns: Vec<usize>,
@@ -133,6 +146,7 @@ pub fn program(u: &mut Unstructured<'_>) -> Result<String> {
         u,
         out: String::new(),
         indent: 0,
+        interp: 0,
         loops: 0,
         in_fn: false,
         fns: vec![],
@@ -451,9 +465,16 @@ impl Gen<'_, '_> {
     fn args(&mut self, n: usize, depth: u32) -> Result<String> {
         let mut v = Vec::with_capacity(n);
         for _ in 0..n {
+            // Now and then a block string (outside interpolations, which stay on a line).
+            if self.interp == 0 && self.u.ratio(1, 24)? {
+                v.push(self.pick(BLOCKS)?.to_string());
+                continue;
+            }
             v.push(self.expr(depth)?);
         }
-        Ok(v.join(", "))
+        // Now and then the arguments over several lines (one statement: SPEC 2).
+        let sep = if self.interp == 0 && self.u.ratio(1, 12)? { ",\n  # between\n\n" } else { ", " };
+        Ok(v.join(sep))
     }
 
     fn expr(&mut self, depth: u32) -> Result<String> {
@@ -502,8 +523,10 @@ impl Gen<'_, '_> {
                 format!("{a}.{f}")
             }
             _ => {
-                let a = self.expr(d)?;
-                format!("\"<${{{a}}}>\"")
+                self.interp += 1;
+                let a = self.expr(d);
+                self.interp -= 1;
+                format!("\"<${{{}}}>\"", a?)
             }
         })
     }

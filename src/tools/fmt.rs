@@ -12,6 +12,10 @@
 //! before a comma or colon, around `.`, after a unary `-`, or before the `(` of a call and
 //! the `[` of an index. A comment keeps its text and its line, one space after the code
 //! before it. No trailing spaces, no trailing blank lines, one final newline, LF line ends.
+//! A statement continued over lines (brackets open) indents its continuation lines one
+//! level more per line that left brackets open; a line that starts with closers stands
+//! at the level of the line that opened them. A block string's content lines and its
+//! closing delimiter are kept byte for byte (their indentation is part of the string).
 //!
 //! The guarantee that formatting never changes a program is checked, not assumed: the
 //! formatted text is parsed again and its syntax tree (statement positions included) must
@@ -22,7 +26,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use crate::diag::{Diagnostic, LoadErrors};
-use crate::lexer::{lex_line, Tok};
+use crate::lexer::{block_opener, closes_block, lex_line, Tok};
 use crate::limits::MAX_SOURCE_BYTES;
 
 /// Why a text could not be formatted.
@@ -104,10 +108,23 @@ pub fn layout(src: &str) -> String {
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
     let mut out: Vec<String> = Vec::new();
     let mut depth: usize = 0;
-    // Brackets left open by the lines before: a statement continued onto this line.
-    let mut open: isize = 0;
-    for raw in split_lines(src) {
+    // Brackets left open by the lines before (a statement continued onto this line):
+    // for each, the line that opened it. A continuation line is indented one level per
+    // line that left brackets open, not per bracket (`f(g(` opens one level).
+    let mut open: Vec<usize> = Vec::new();
+    // The delimiter of the block string whose content lines are being copied.
+    let mut block: Option<&str> = None;
+    for (n, raw) in split_lines(src).into_iter().enumerate() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
+        if let Some(d) = block {
+            // Content and closing lines are kept byte for byte: their indentation is
+            // part of the string.
+            if closes_block(line, d) {
+                block = None;
+            }
+            out.push(line.to_string());
+            continue;
+        }
         let lexed = match lex_line(line) {
             Ok(l) => l,
             Err(_) => {
@@ -117,6 +134,11 @@ pub fn layout(src: &str) -> String {
                 continue;
             }
         };
+        let levels = |open: &[usize]| {
+            let mut ls = open.to_vec();
+            ls.dedup();
+            ls.len()
+        };
         let code_end = lexed.spans.last().map_or(0, |s| s.end);
         let rest = line[code_end..].trim();
         let comment = if rest.starts_with('#') { rest } else { "" };
@@ -124,12 +146,12 @@ pub fn layout(src: &str) -> String {
             if comment.is_empty() {
                 out.push(String::new());
             } else {
-                let level = depth + usize::from(open > 0);
+                let level = depth + levels(&open);
                 out.push(format!("{}{comment}", "  ".repeat(level)));
             }
             continue;
         };
-        let continued = open > 0;
+        let continued = !open.is_empty();
         let mut level = depth;
         if !continued {
             match first {
@@ -142,10 +164,9 @@ pub fn layout(src: &str) -> String {
                 _ => {}
             }
         } else {
-            level += 1;
-            if bracket_delta(first) < 0 {
-                level -= 1;
-            }
+            // Closers that begin the line stand at the level of the line that opened them.
+            let lead = lexed.toks.iter().take_while(|t| bracket_delta(t) < 0).count();
+            level += levels(&open[..open.len().saturating_sub(lead)]);
         }
         let mut text = "  ".repeat(level);
         let mut prev: Option<&Tok> = None;
@@ -158,7 +179,13 @@ pub fn layout(src: &str) -> String {
                 }
             }
             text.push_str(&line[span.clone()]);
-            open += bracket_delta(t);
+            match bracket_delta(t) {
+                1 => open.push(n),
+                -1 => {
+                    open.pop();
+                }
+                _ => {}
+            }
             prev = Some(t);
             prev_unary = unary;
         }
@@ -167,6 +194,7 @@ pub fn layout(src: &str) -> String {
             text.push_str(comment);
         }
         out.push(text);
+        block = block_opener(&lexed);
     }
     while out.last().is_some_and(|l| l.is_empty()) {
         out.pop();
@@ -350,6 +378,20 @@ mod tests {
         assert_eq!(f("\u{feff}x = 1\r\ny = 2"), "x = 1\ny = 2\n");
         assert_eq!(f(""), "");
         assert_eq!(f("\n\n"), "");
+    }
+
+    #[test]
+    fn continuation_lines_and_block_strings() {
+        // One level per line that left brackets open; leading closers at their opener's level.
+        let src = "fn f(a)\nx = g(h(\n1,\n[2,\n3]),\n{a: 1,\nb: 2}\n)\nend\n";
+        let want = "fn f(a)\n  x = g(h(\n    1,\n    [2,\n      3]),\n    {a: 1,\n      b: 2}\n  )\nend\n";
+        assert_eq!(f(src), want);
+        assert_eq!(f(want), want);
+        // Block string lines are kept byte for byte (trailing spaces and tabs too).
+        let src = "if x\ns=\"\"\"\n \t a  \n\n   # b\n \"\"\"\nt = [1, '''\n  raw  \n  '''\n]\nend\n";
+        let want = "if x\n  s = \"\"\"\n \t a  \n\n   # b\n \"\"\"\n  t = [1, '''\n  raw  \n  '''\n  ]\nend\n";
+        assert_eq!(f(src), want);
+        assert_eq!(f(want), want);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The interactive session (SPEC 13): `leash` alone on a terminal, or `leash repl`.
 //!
-//! Each entry (a line, or a block continued until its `end` and its brackets balance)
+//! Each entry (a line, or a block continued until its `end`, its brackets balance and
+//! its block strings close)
 //! is loaded together with the functions defined so far, and run on the same
 //! interpreter, so globals and functions are kept between entries; each entry gets a
 //! fresh step and work budget, and every other leash of the run's flags (gates, memory,
@@ -18,7 +19,7 @@ use rustyline::error::ReadlineError;
 use crate::cli::Config;
 use crate::diag::Diagnostic;
 use crate::interp::{Interp, RunConfig};
-use crate::lexer::{lex_line, Tok};
+use crate::lexer::{block_opener, closes_block, lex_line, Tok};
 use crate::program::Program;
 use crate::value::Value;
 
@@ -31,9 +32,10 @@ pub fn history_path() -> Option<PathBuf> {
     Some(data.join("leash").join("history"))
 }
 
-/// How far `line` opens (positive) or closes blocks and brackets: (blocks, brackets).
-fn balance(line: &str) -> (isize, isize) {
-    let Ok(l) = lex_line(line) else { return (0, 0) };
+/// How far `line` opens (positive) or closes blocks and brackets: (blocks, brackets),
+/// and the delimiter of a block string it opens.
+fn balance(line: &str) -> (isize, isize, Option<&'static str>) {
+    let Ok(l) = lex_line(line) else { return (0, 0, None) };
     let mut brackets = 0;
     for t in &l.toks {
         match t {
@@ -47,7 +49,7 @@ fn balance(line: &str) -> (isize, isize) {
         Some(Tok::End) => -1,
         _ => 0,
     };
-    (blocks, brackets)
+    (blocks, brackets, block_opener(&l))
 }
 
 /// The function definitions of an entry (name, source lines), and its other lines.
@@ -56,9 +58,24 @@ fn split_fns(entry: &str) -> (Vec<(String, String)>, String) {
     let mut rest = String::new();
     let mut cur: Option<(String, String)> = None;
     let mut depth = 0isize;
+    // The delimiter of the block string whose content lines are being read.
+    let mut block: Option<&str> = None;
     for line in entry.lines() {
-        let (b, _) = balance(line);
-        if cur.is_none() && depth == 0 {
+        let content = block.is_some();
+        let b = match block {
+            Some(d) => {
+                if closes_block(line, d) {
+                    block = None;
+                }
+                0
+            }
+            None => {
+                let (b, _, opens) = balance(line);
+                block = opens;
+                b
+            }
+        };
+        if cur.is_none() && depth == 0 && !content {
             if let Ok(l) = lex_line(line) {
                 if let (Some(Tok::Fn), Some(Tok::Ident(n))) = (l.toks.first(), l.toks.get(1)) {
                     cur = Some((n.clone(), String::new()));
@@ -274,17 +291,32 @@ pub fn main(cfg: &Config, rc: RunConfig) -> i32 {
     let mut status = 0;
     let mut entry = String::new();
     let (mut blocks, mut brackets) = (0isize, 0isize);
+    // The delimiter of an open block string: its lines, blank ones too, are its content.
+    let mut block: Option<&str> = None;
     loop {
         let prompt = if entry.is_empty() { "> " } else { "... " };
         match ed.readline(prompt) {
             Ok(line) => {
-                let (b, k) = balance(&line);
-                blocks += b;
-                brackets += k;
                 entry.push_str(&line);
                 entry.push('\n');
-                if (blocks > 0 || brackets > 0) && !line.trim().is_empty() || (blocks > 0 && line.trim().is_empty()) {
-                    continue;
+                if let Some(d) = block {
+                    if closes_block(&line, d) {
+                        block = None;
+                    }
+                    if block.is_some() || blocks > 0 || brackets > 0 {
+                        continue;
+                    }
+                } else {
+                    let (b, k, opens) = balance(&line);
+                    blocks += b;
+                    brackets += k;
+                    block = opens;
+                    if block.is_some()
+                        || (blocks > 0 || brackets > 0) && !line.trim().is_empty()
+                        || (blocks > 0 && line.trim().is_empty())
+                    {
+                        continue;
+                    }
                 }
                 let text = std::mem::take(&mut entry);
                 (blocks, brackets) = (0, 0);
@@ -306,7 +338,7 @@ pub fn main(cfg: &Config, rc: RunConfig) -> i32 {
             Err(ReadlineError::Interrupted) => {
                 // Ctrl-C drops the entry being written.
                 entry.clear();
-                (blocks, brackets) = (0, 0);
+                (blocks, brackets, block) = (0, 0, None);
             }
             Err(ReadlineError::Eof) => break,
             Err(e) => {
