@@ -895,6 +895,22 @@ mod tests {
     }
 
     #[test]
+    fn function_arguments() {
+        // SPEC 10: the bare name of a user function, resolved and arity-checked at load.
+        assert!(load("fn lt(a, b)\n  return a < b\nend\nx = sort([2, 1], lt)\n").is_ok());
+        assert_eq!(kinds("fn one(a)\nend\nx = sort([1], one)\n"), vec![("arity".into(), Some(3))]);
+        assert_eq!(kinds("x = map([1], nope)\n"), vec![("name".into(), Some(1))]);
+        assert_eq!(kinds("f = 1\nx = map([1], f)\n"), vec![("name".into(), Some(2))]);
+        assert_eq!(kinds("fn f(a)\nend\nx = map([1], \"f\")\n"), vec![("syntax".into(), Some(3))]);
+        // Where a value is accepted too, a variable is a value; a function's name the function.
+        assert!(load("k = \"a\"\nx = sort_by([], k)\n").is_ok());
+        assert!(load("fn k(x)\nend\nx = sort_by([], k)\n").is_ok());
+        assert_eq!(kinds("fn k(x, y)\nend\nx = sort_by([], k)\n"), vec![("arity".into(), Some(3))]);
+        // The new builtins' names are taken.
+        assert_eq!(kinds("fn count(x)\nend\n"), vec![("name".into(), Some(1))]);
+    }
+
+    #[test]
     fn namespace_constants_fold() {
         let p = load("x = math.pi\n").unwrap();
         match &p.main[0].kind {

@@ -663,3 +663,43 @@ pub const TABLE: &[Builtin] = &[
     b("split", "split(s, sep[, max])", 2, 3, Cost::bytes_items(0.5, 85.0), split),
     b("lines", "lines(s)", 1, 1, Cost::bytes_items(0.5, 100.0), lines),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::merge_sort;
+
+    #[test]
+    fn merge_sort_is_stable_and_bounded() {
+        // Keys with many ties: equal keys keep their input order.
+        let keys: Vec<u32> = (0..1000u32).map(|i| (i * 7919) % 13).collect();
+        let mut asked = 0u64;
+        let order = merge_sort(keys.len(), |a, b| {
+            asked += 1;
+            Ok(keys[a] < keys[b])
+        })
+        .unwrap();
+        let mut want: Vec<u32> = (0..1000).collect();
+        want.sort_by_key(|&i| keys[i as usize]);
+        assert_eq!(order, want);
+        assert!(asked <= 1000 * 10);
+    }
+
+    #[test]
+    fn merge_sort_survives_inconsistent_answers() {
+        for n in [0usize, 1, 2, 3, 17, 1000, 4097] {
+            let mut state = 12345u64;
+            let mut asked = 0u64;
+            let order = merge_sort(n, |_, _| {
+                asked += 1;
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                Ok(state >> 63 == 1)
+            })
+            .unwrap();
+            let mut seen = order.clone();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n as u32).collect::<Vec<_>>());
+            let log = (usize::BITS - n.saturating_sub(1).leading_zeros()) as u64;
+            assert!(asked <= n as u64 * log, "{n}: {asked}");
+        }
+    }
+}
