@@ -67,7 +67,7 @@ CASES = [
     ("sort_by", "l = []\nfor i = 1 to N\n  push(l, {k: (i * 7919) % 10007})\nend", 'x = sort_by(l, "k")', [512, 2048, 4096], 30),
     ("rand.shuffle", "l = range(N)", "x = rand.shuffle(l)", [2048, 8192, 16384], 300),
     # function arguments: an empty function (no line, no step), so that what is measured
-    # is the builtin and the call, which WORK_CALLBACK (40 per call) and the rule charge
+    # is the builtin and the call, which WORK_CALLBACK (20 per call) and the rule charge
     ("map", "l = range(N)\nfn f(x)\nend", "x = map(l, f)", [2048, 8192, 16384], 100),
     ("filter", "l = range(N)\nfn f(x)\nend", "x = filter(l, f)", [2048, 8192, 16384], 100),
     ("count", "l = range(N)\nfn f(x)\nend", "x = count(l, f)", [2048, 8192, 16384], 100),

@@ -1685,7 +1685,7 @@ impl<'p> Interp<'p> {
                 }
             }
         }
-        self.enter(fi, new_base, arg_heap)
+        self.enter(fi, f, args.len(), new_base, arg_heap)
     }
 
     /// Call user function `fi` with `args` from a builtin (a function argument, SPEC 10):
@@ -1701,19 +1701,18 @@ impl<'p> Interp<'p> {
             arg_heap += v.heap();
             self.stack.push(v);
         }
+        let prog = self.prog;
+        let f = &prog.funcs[fi];
         if arg_heap > self.lim.n(L::CallArgs) {
             self.stack.truncate(new_base);
-            return Err(self.call_refused(&self.prog.funcs[fi], arg_heap));
+            return Err(self.call_refused(f, arg_heap));
         }
-        self.enter(fi, new_base, arg_heap)
+        self.enter(fi, f, N, new_base, arg_heap)
     }
 
     /// Run user function `fi` whose arguments are on the stack from `new_base`.
     #[inline(always)]
-    fn enter(&mut self, fi: usize, new_base: usize, arg_heap: usize) -> R<Value> {
-        let prog = self.prog;
-        let f = &prog.funcs[fi];
-        let nargs = self.stack.len() - new_base;
+    fn enter(&mut self, fi: usize, f: &'p Function, nargs: usize, new_base: usize, arg_heap: usize) -> R<Value> {
         if arg_heap + nargs * ACCT_SLOT > self.lim.n(L::CallArgs) || self.depth >= self.lim.n(L::CallDepth) {
             self.stack.truncate(new_base);
             return Err(self.call_refused(f, arg_heap + nargs * ACCT_SLOT));
