@@ -66,6 +66,14 @@ CASES = [
     ("sort (strings)", "l = []\nfor i = 1 to N\n  push(l, str((i * 7919) % 10007))\nend", "x = sort(l)", [2048, 8192, 16384], 50),
     ("sort_by", "l = []\nfor i = 1 to N\n  push(l, {k: (i * 7919) % 10007})\nend", 'x = sort_by(l, "k")', [512, 2048, 4096], 30),
     ("rand.shuffle", "l = range(N)", "x = rand.shuffle(l)", [2048, 8192, 16384], 300),
+    # function arguments: an empty function (no line, no step), so that what is measured
+    # is the builtin and the call, which WORK_CALLBACK (20 per call) and the rule charge
+    ("map", "l = range(N)\nfn f(x)\nend", "x = map(l, f)", [2048, 8192, 16384], 100),
+    ("filter", "l = range(N)\nfn f(x)\nend", "x = filter(l, f)", [2048, 8192, 16384], 100),
+    ("count", "l = range(N)\nfn f(x)\nend", "x = count(l, f)", [2048, 8192, 16384], 100),
+    ("reduce", "l = range(N)\nfn f(a, x)\nend", "x = reduce(l, f, 0)", [2048, 8192, 16384], 100),
+    ("group_by", "l = range(N)\nfn f(x)\nend", "x = group_by(l, f)", [2048, 8192, 16384], 100),
+    ("sort (function)", "l = range(N)\nfn f(a, b)\nend", "x = sort(l, f)", [2048, 8192, 16384], 20),
     ("fmt (text)", 'f = repeat("ab%%", int(N / 4))', "x = fmt(f)", [65536, 262144, 917504], 50),
     ("fmt (%s)", 'w = repeat("abcdefgh", int(N / 8))', 'x = fmt("[%s]", w)', [65536, 262144, 917504], 100),
     # data

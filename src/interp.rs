@@ -1685,12 +1685,40 @@ impl<'p> Interp<'p> {
                 }
             }
         }
-        if arg_heap + args.len() * ACCT_SLOT > self.lim.n(L::CallArgs) || self.depth >= self.lim.n(L::CallDepth) {
+        self.enter(fi, f, args.len(), new_base, arg_heap)
+    }
+
+    /// Call user function `fi` with `args` from a builtin (a function argument, SPEC 10):
+    /// an ordinary call, through the same path as a call in the source (call depth,
+    /// argument and frame storage, steps and work of its lines, the profile's stacks);
+    /// the arguments are copies (copy-on-write) the callee cannot change for the caller.
+    /// Each call is charged `WORK_CALLBACK` work first.
+    pub fn call_fn<const N: usize>(&mut self, fi: usize, args: [Value; N]) -> R<Value> {
+        self.work(WORK_CALLBACK)?;
+        let new_base = self.stack.len();
+        let mut arg_heap = 0usize;
+        for v in args {
+            arg_heap += v.heap();
+            self.stack.push(v);
+        }
+        let prog = self.prog;
+        let f = &prog.funcs[fi];
+        if arg_heap > self.lim.n(L::CallArgs) {
             self.stack.truncate(new_base);
-            return Err(self.call_refused(f, arg_heap + args.len() * ACCT_SLOT));
+            return Err(self.call_refused(f, arg_heap));
+        }
+        self.enter(fi, f, N, new_base, arg_heap)
+    }
+
+    /// Run user function `fi` whose arguments are on the stack from `new_base`.
+    #[inline(always)]
+    fn enter(&mut self, fi: usize, f: &'p Function, nargs: usize, new_base: usize, arg_heap: usize) -> R<Value> {
+        if arg_heap + nargs * ACCT_SLOT > self.lim.n(L::CallArgs) || self.depth >= self.lim.n(L::CallDepth) {
+            self.stack.truncate(new_base);
+            return Err(self.call_refused(f, arg_heap + nargs * ACCT_SLOT));
         }
         let nslots = f.slot_names.len();
-        if nslots > args.len() {
+        if nslots > nargs {
             self.stack.resize(new_base + nslots, Value::Unset);
         }
         let saved = (self.base, self.fbytes, self.func, self.pos);

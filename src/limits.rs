@@ -842,6 +842,11 @@ pub const WORK_COPY_ITEM_X256: u32 = 1900;
 pub const WORK_COPY_ENTRY_X256: u32 = 8 * 256;
 /// A copy-on-write copy of a shared string, per byte.
 pub const WORK_COPY_BYTE_X256: u32 = 32;
+/// One call of a function argument by a higher-order builtin (`sort(xs, before)`,
+/// `map`, `re.replace(pat, s, fn)`, ...: SPEC 10): entering and leaving the frame and
+/// copying the arguments, besides what the function's own lines charge (a function with
+/// an empty body runs no line, so its calls are bounded by this charge alone).
+pub const WORK_CALLBACK: u64 = 20;
 /// Regular expressions: NFA states per extra unit of work per subject byte, in the
 /// up-front charge of the lazy DFA's pass (about a nanosecond a byte whatever the
 /// pattern, less with a literal prefilter; a big pattern's DFA states are bigger). What the

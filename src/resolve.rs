@@ -19,7 +19,7 @@ use crate::diag::{LoadError, LoadErrors, LoadKind};
 use crate::limits::*;
 use crate::program::*;
 use crate::source::{Loaded, SourceMap};
-use crate::value::{bytes, LStr, Value};
+use crate::value::{bytes, Handle, HandleKind, LStr, Value};
 
 struct FnCtx {
     locals: HashMap<String, u32>,
@@ -324,7 +324,7 @@ impl Resolver<'_> {
                     };
                     return Expr::BuiltinPlace(sp, b, Box::new(place), rest.iter().map(|a| self.expr(a)).collect());
                 }
-                let mut vals: Vec<Expr> = args.iter().map(|a| self.expr(a)).collect();
+                let mut vals: Vec<Expr> = args.iter().enumerate().map(|(i, a)| self.builtin_arg(b, i, a, sp)).collect();
                 if b.name == "is_main" {
                     // Whether this call stands in the entry script (the first file loaded).
                     let here = self.map.locate(self.pos).map(|(f, _)| f);
@@ -334,6 +334,77 @@ impl Resolver<'_> {
                 Expr::Builtin(b, vals.into_boxed_slice(), sp)
             }
         }
+    }
+
+    /// Argument `i` of a call of builtin `b`: at its function parameter (SPEC 10), the
+    /// bare name of a top-level user function becomes a reference to it, its arity
+    /// checked against how `b` calls it; anywhere else an ordinary expression.
+    fn builtin_arg(&mut self, b: &'static Builtin, i: usize, a: &AExpr, call_spot: Spot) -> Expr {
+        let Some(fp) = b.fnp.filter(|p| p.pos as usize == i) else { return self.expr(a) };
+        let want = fp.arity as usize;
+        let noun = |n: usize| if n == 1 { "argument" } else { "arguments" };
+        if let AExpr::Name(n, sp) = a {
+            if let Some(fi) = self.user_function(n) {
+                let has = self.fn_params[fi];
+                if has != want {
+                    self.err_full(
+                        *sp,
+                        LoadKind::Arity,
+                        format!("`{n}` takes {has} {}, but `{}` calls it with {want}", noun(has), b.name),
+                        Some(format!("`{}` passes {want} {} to its function argument", b.name, noun(want))),
+                    );
+                }
+                return Expr::Const(Value::Handle(Handle { kind: HandleKind::Function, id: fi as u32 }));
+            }
+            if !fp.only {
+                return self.expr(a);
+            }
+            let user: Vec<&str> = self
+                .fn_index
+                .iter()
+                .filter(|(k, &fi)| !k.contains('.') && self.fn_params[fi] == want)
+                .map(|(k, _)| k.as_str())
+                .collect();
+            let help = match near(n, user) {
+                Some(m) => format!("did you mean `{m}`?"),
+                None if builtins::lookup(n).is_some() => {
+                    format!("`{n}` is a builtin: pass a function of your own that calls it")
+                }
+                None => format!("define `fn {n}(...)` with {want} {} at the top level", noun(want)),
+            };
+            self.err_full(
+                *sp,
+                LoadKind::Name,
+                format!("`{n}` is not a function: argument {} of `{}` must name a user function", i + 1, b.name),
+                Some(help),
+            );
+            return Expr::Const(Value::Nil);
+        }
+        if !fp.only {
+            return self.expr(a);
+        }
+        self.err_full(
+            call_spot,
+            LoadKind::Syntax,
+            format!(
+                "argument {} of `{}` must be the bare name of a user function taking {want} {}",
+                i + 1,
+                b.name,
+                noun(want)
+            ),
+            None,
+        );
+        Expr::Const(Value::Nil)
+    }
+
+    /// The top-level user function that a bare name at a function parameter names (the
+    /// loaded program's functions, includes too; not a stdlib module's, and none inside
+    /// a module).
+    fn user_function(&self, name: &str) -> Option<usize> {
+        if self.ctx.as_ref().is_some_and(|c| c.module.is_some()) || name.contains('.') {
+            return None;
+        }
+        self.fn_index.get(name).copied()
     }
 
     /// A place: a variable, then index and field steps. None if `e` is not one. `reads`:
@@ -819,6 +890,22 @@ mod tests {
         assert_eq!(p.caps.describe(), "files");
         let p = load("print(1)\n").unwrap();
         assert_eq!(p.caps.describe(), "none");
+    }
+
+    #[test]
+    fn function_arguments() {
+        // SPEC 10: the bare name of a user function, resolved and arity-checked at load.
+        assert!(load("fn lt(a, b)\n  return a < b\nend\nx = sort([2, 1], lt)\n").is_ok());
+        assert_eq!(kinds("fn one(a)\nend\nx = sort([1], one)\n"), vec![("arity".into(), Some(3))]);
+        assert_eq!(kinds("x = map([1], nope)\n"), vec![("name".into(), Some(1))]);
+        assert_eq!(kinds("f = 1\nx = map([1], f)\n"), vec![("name".into(), Some(2))]);
+        assert_eq!(kinds("fn f(a)\nend\nx = map([1], \"f\")\n"), vec![("syntax".into(), Some(3))]);
+        // Where a value is accepted too, a variable is a value; a function's name the function.
+        assert!(load("k = \"a\"\nx = sort_by([], k)\n").is_ok());
+        assert!(load("fn k(x)\nend\nx = sort_by([], k)\n").is_ok());
+        assert_eq!(kinds("fn k(x, y)\nend\nx = sort_by([], k)\n"), vec![("arity".into(), Some(3))]);
+        // The new builtins' names are taken.
+        assert_eq!(kinds("fn count(x)\nend\n"), vec![("name".into(), Some(1))]);
     }
 
     #[test]

@@ -130,6 +130,9 @@ pub enum HandleKind {
     Socket,
     Listener,
     Db,
+    /// A function argument (`builtins::fn_arg`): made by resolve.rs at a builtin's
+    /// function parameter, never held by a variable.
+    Function,
 }
 
 impl HandleKind {
@@ -140,6 +143,7 @@ impl HandleKind {
             HandleKind::Socket => "socket",
             HandleKind::Listener => "listener",
             HandleKind::Db => "db",
+            HandleKind::Function => "function",
         }
     }
 }

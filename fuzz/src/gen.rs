@@ -443,6 +443,13 @@ impl Gen<'_, '_> {
         let b = loop {
             let b = *self.u.choose(self.builtins)?;
             // Gated builtins fail on their gate (no capability is granted): now and then.
+            // A builtin that needs a function argument: only when a function of the
+            // arity it calls is defined (else the program would not load).
+            if let Some(fp) = b.fnp {
+                if fp.only && fp.pos < b.min && self.fn_of(fp.arity as usize).is_none() {
+                    continue;
+                }
+            }
             if b.cap.is_none() || self.u.ratio(1, 8)? {
                 break b;
             }
@@ -458,8 +465,30 @@ impl Gen<'_, '_> {
             let rest = self.args(n - 1, depth)?;
             return Ok(if rest.is_empty() { format!("{}({p})", b.name) } else { format!("{}({p}, {rest})", b.name) });
         }
+        if let Some(fp) = b.fnp {
+            let pos = fp.pos as usize;
+            if n > pos {
+                match self.fn_of(fp.arity as usize) {
+                    // A function argument (SPEC 10): the bare name of a user function.
+                    Some(i) if fp.only || self.u.ratio(1, 2)? => {
+                        let mut v = Vec::with_capacity(n);
+                        for k in 0..n {
+                            v.push(if k == pos { format!("f{i}") } else { self.expr(depth)? });
+                        }
+                        return Ok(format!("{}({})", b.name, v.join(", ")));
+                    }
+                    None if fp.only => n = pos,
+                    _ => {}
+                }
+            }
+        }
         let args = self.args(n, depth)?;
         Ok(format!("{}({args})", b.name))
+    }
+
+    /// A generated function taking `arity` parameters, if there is one.
+    fn fn_of(&self, arity: usize) -> Option<usize> {
+        self.fns.iter().position(|&a| a == arity)
     }
 
     fn args(&mut self, n: usize, depth: u32) -> Result<String> {

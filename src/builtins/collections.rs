@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::rc::Rc;
 
-use super::{b, place, Builtin, Cost, CONST, VARIADIC};
+use super::{b, fn_arg, place, Builtin, Cost, CONST, SORT_STRING_BYTES, VARIADIC};
 use crate::diag::ErrKind;
 use crate::interp::{find_bytes, Interp, R};
 use crate::limits::*;
@@ -199,6 +199,9 @@ fn sortable(it: &Interp<'_>, name: &str, keys: &[&Value]) -> R<()> {
 }
 
 fn sort(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    if let Some(fi) = args.get(1).and_then(fn_arg) {
+        return sort_fn(it, args, fi);
+    }
     let l = it.arg_list("sort", args, 0)?;
     sortable(it, "sort", &l.items().iter().collect::<Vec<_>>())?;
     let mut items = match std::mem::take(&mut args[0]) {
@@ -212,6 +215,9 @@ fn sort(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 fn sort_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    if let Some(fi) = fn_arg(&args[1]) {
+        return sort_by_fn(it, args, fi);
+    }
     let key = it.arg_str("sort_by", args, 1)?.clone();
     let l = it.arg_list("sort_by", args, 0)?;
     let mut keyed = Vec::with_capacity(l.len());
@@ -226,12 +232,239 @@ fn sort_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         };
         keyed.push((k.clone(), item.clone()));
     }
+    sort_keyed(it, keyed)
+}
+
+/// Sort (key, item) pairs by their keys (numbers or strings, not a mix), stable. The
+/// keys' string bytes are charged as `sort` charges its strings' (the cost rule's byte
+/// rate, times ceil(log2 n)).
+fn sort_keyed(it: &mut Interp<'_>, mut keyed: Vec<(Value, Value)>) -> R<Value> {
     sortable(it, "sort_by", &keyed.iter().map(|(k, _)| k).collect::<Vec<_>>())?;
+    let bytes: u64 = keyed
+        .iter()
+        .map(|(k, _)| match k {
+            Value::Str(s) => s.len() as u64 + SORT_STRING_BYTES,
+            _ => 0,
+        })
+        .sum();
+    if bytes > 0 {
+        let log = (usize::BITS - keyed.len().saturating_sub(1).leading_zeros()).max(1) as u64;
+        it.work(SORT_BY.units(bytes.saturating_mul(log), 0))?;
+    }
     let mut tick = SortDeadline::new(it.deadline);
     keyed.sort_by(|a, b| tick.cmp(|| order(&a.0, &b.0)));
     it.check_time()?;
     it.make_list(keyed.into_iter().map(|(_, v)| v).collect())
 }
+
+// ----------------------------------------------------------------------
+// Function arguments (SPEC 10): each call of the function is an ordinary call
+// (`Interp::call_fn`: call depth, steps of its lines, work, storage), and its failure
+// (an error, a `throw`, a limit, `exit`) ends the builtin with that failure unchanged.
+// ----------------------------------------------------------------------
+
+/// A stable bottom-up merge sort of the indices `0..n` by `before(a, b)` ("a must come
+/// before b"), which may fail: the first failure ends the sort. Whatever `before`
+/// answers, even inconsistently, it is asked at most n * ceil(log2 n) times (each pass
+/// merges runs with at most n - 1 questions, over ceil(log2 n) passes) and the result is
+/// a permutation of the indices: the order is the merge sort's with the answers given.
+/// (std's sort is not used here: with an inconsistent comparison it may panic.)
+pub(crate) fn merge_sort(n: usize, mut before: impl FnMut(usize, usize) -> R<bool>) -> R<Vec<u32>> {
+    let mut a: Vec<u32> = (0..n as u32).collect();
+    let mut b = vec![0u32; n];
+    let mut width = 1;
+    while width < n {
+        let mut lo = 0;
+        while lo < n {
+            let mid = (lo + width).min(n);
+            let hi = (lo + 2 * width).min(n);
+            let (mut i, mut j, mut k) = (lo, mid, lo);
+            while i < mid && j < hi {
+                // The right item goes first only when it must: equal items keep their order.
+                if before(a[j] as usize, a[i] as usize)? {
+                    b[k] = a[j];
+                    j += 1;
+                } else {
+                    b[k] = a[i];
+                    i += 1;
+                }
+                k += 1;
+            }
+            b[k..k + (mid - i)].copy_from_slice(&a[i..mid]);
+            k += mid - i;
+            b[k..hi].copy_from_slice(&a[j..hi]);
+            lo = hi;
+        }
+        std::mem::swap(&mut a, &mut b);
+        width *= 2;
+    }
+    Ok(a)
+}
+
+/// The items of list argument 0 (shared: the function receives copies, copy-on-write,
+/// and cannot change the list being worked on).
+fn items_of(it: &Interp<'_>, name: &str, args: &[Value]) -> R<Rc<List>> {
+    it.arg_list(name, args, 0)?;
+    match &args[0] {
+        Value::List(l) => Ok(l.clone()),
+        _ => unreachable!("checked by arg_list"),
+    }
+}
+
+/// `sort(list, before)`: `before(a, b)` is truthy when a must come before b.
+fn sort_fn(it: &mut Interp<'_>, args: &mut [Value], fi: usize) -> R<Value> {
+    let l = items_of(it, "sort", args)?;
+    let items = l.items();
+    let order = merge_sort(items.len(), |a, b| Ok(it.call_fn(fi, [items[a].clone(), items[b].clone()])?.truthy()))?;
+    it.make_list(order.into_iter().map(|i| items[i as usize].clone()).collect())
+}
+
+/// `sort_by(list, key_fn)`: each item's key computed once, then sorted as `sort_by`'s
+/// map keys are.
+fn sort_by_fn(it: &mut Interp<'_>, args: &mut [Value], fi: usize) -> R<Value> {
+    let l = items_of(it, "sort_by", args)?;
+    let mut keyed = Vec::with_capacity(l.len());
+    for item in l.items() {
+        let k = it.call_fn(fi, [item.clone()])?;
+        keyed.push((k, item.clone()));
+    }
+    sort_keyed(it, keyed)
+}
+
+/// Items gathered for a result list, its accounted size checked as it grows, so that a
+/// function returning big values fails at the frame limit before holding much more.
+struct Gather {
+    items: Vec<Value>,
+    acct: usize,
+}
+
+impl Gather {
+    fn new(n: usize) -> Self {
+        Gather { items: Vec::with_capacity(n), acct: 0 }
+    }
+
+    fn push(&mut self, it: &Interp<'_>, v: Value) -> R<()> {
+        self.acct += v.acct();
+        if self.acct > it.lim.n(L::FrameStorage) {
+            return Err(it.limit(
+                LimitKind::FrameStorage,
+                format!(
+                    "a value of more than {} accounted bytes exceeds the frame limit of {}",
+                    self.acct,
+                    it.lim.n(L::FrameStorage)
+                ),
+            ));
+        }
+        self.items.push(v);
+        Ok(())
+    }
+}
+
+/// `map(list, fn)`: a new list of fn(item) for each item.
+fn map(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let l = items_of(it, "map", args)?;
+    let fi = super::fn_at(it, "map", args, 1)?;
+    let mut out = Gather::new(l.len());
+    for item in l.items() {
+        let v = it.call_fn(fi, [item.clone()])?;
+        out.push(it, v)?;
+    }
+    it.make_list(out.items)
+}
+
+/// `filter(list, fn)`: the items for which fn(item) is truthy, in order.
+fn filter(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let l = items_of(it, "filter", args)?;
+    let fi = super::fn_at(it, "filter", args, 1)?;
+    let mut out = Vec::new();
+    for item in l.items() {
+        if it.call_fn(fi, [item.clone()])?.truthy() {
+            out.push(item.clone());
+        }
+    }
+    it.make_list(out)
+}
+
+/// `reduce(list, fn, init)`: acc = init, then acc = fn(acc, item) for each item. The
+/// accumulator is moved into each call, so a function that pushes onto it and returns
+/// it does not copy it.
+fn reduce(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let l = items_of(it, "reduce", args)?;
+    let fi = super::fn_at(it, "reduce", args, 1)?;
+    let mut acc = std::mem::take(&mut args[2]);
+    for item in l.items() {
+        acc = it.call_fn(fi, [acc, item.clone()])?;
+    }
+    Ok(acc)
+}
+
+/// `any`, `all`, `count`: how many items fn(item) is truthy for; `any` stops at the
+/// first truthy answer, `all` at the first falsy one.
+fn tally(it: &mut Interp<'_>, name: &str, args: &[Value], stop_at: Option<bool>) -> R<(usize, bool)> {
+    let l = items_of(it, name, args)?;
+    let fi = super::fn_at(it, name, args, 1)?;
+    let mut n = 0;
+    for item in l.items() {
+        let t = it.call_fn(fi, [item.clone()])?.truthy();
+        n += t as usize;
+        if stop_at == Some(t) {
+            return Ok((n, true));
+        }
+    }
+    Ok((n, false))
+}
+
+fn any(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    Ok(Value::Bool(tally(it, "any", args, Some(true))?.1))
+}
+
+fn all(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    Ok(Value::Bool(!tally(it, "all", args, Some(false))?.1))
+}
+
+fn count(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    Ok(Value::Num(tally(it, "count", args, None)?.0 as f64))
+}
+
+/// `group_by(list, fn)`: a map from `str(fn(item))` to the items with that key, keys in
+/// the order first seen, items in list order.
+fn group_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let l = items_of(it, "group_by", args)?;
+    let fi = super::fn_at(it, "group_by", args, 1)?;
+    let mut groups: indexmap::IndexMap<Vec<u8>, Vec<Value>> = indexmap::IndexMap::new();
+    let mut acct = 0usize;
+    for item in l.items() {
+        let k = it.call_fn(fi, [item.clone()])?;
+        let k = match k {
+            Value::Str(s) => s.to_vec(),
+            other => it.to_text(&other, it.lim.n(L::String))?,
+        };
+        it.work(GROUP_BY.units(k.len() as u64, 1))?;
+        acct += item.acct() + ACCT_SLOT;
+        if !groups.contains_key(&k) {
+            acct += k.len() + ACCT_SLOT;
+            it.check_map_len(groups.len() + 1)?;
+        }
+        if acct > it.lim.n(L::FrameStorage) {
+            return Err(it.limit(
+                LimitKind::FrameStorage,
+                format!("group_by: the groups exceed the frame limit of {} accounted bytes", it.lim.n(L::FrameStorage)),
+            ));
+        }
+        groups.entry(k).or_default().push(item.clone());
+    }
+    let mut m = Map::with_capacity(groups.len());
+    for (k, items) in groups {
+        m.insert(bytes(&k), it.make_list(items)?);
+    }
+    it.make_map(m)
+}
+
+/// group_by: per item, its key's bytes (hashed and looked up) and the item.
+const GROUP_BY: Cost = Cost::custom(1.0, 30.0);
+
+/// sort_by: its rule (also for the bytes of string keys).
+const SORT_BY: Cost = Cost::sort(0.4, 10.0);
 
 fn reverse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     match &args[0] {
@@ -411,8 +644,15 @@ pub const TABLE: &[Builtin] = &[
     place("insert", "insert(PLACE, i, v)", 3, 3, Cost::items(2.0), insert),
     place("remove", "remove(PLACE, index_or_key)", 2, 2, Cost::items(2.0), remove),
     b("slice", "slice(v, start[, end])", 2, 3, Cost::out(0.25, 9.0), slice),
-    b("sort", "sort(list)", 1, 1, Cost::sort(0.4, 5.0), sort),
-    b("sort_by", "sort_by(list_of_maps, key)", 2, 2, Cost::sort(0.4, 10.0), sort_by),
+    b("sort", "sort(list[, FN(a, b)])", 1, 2, Cost::sort(0.4, 5.0), sort).with_fn(1, 2, true),
+    b("sort_by", "sort_by(list, key | FN(item))", 2, 2, SORT_BY, sort_by).with_fn(1, 1, false),
+    b("map", "map(list, FN(item))", 2, 2, Cost::items(6.0), map).with_fn(1, 1, true),
+    b("filter", "filter(list, FN(item))", 2, 2, Cost::items(6.0), filter).with_fn(1, 1, true),
+    b("reduce", "reduce(list, FN(acc, item), init)", 3, 3, Cost::items(4.0), reduce).with_fn(1, 2, true),
+    b("any", "any(list, FN(item))", 2, 2, Cost::items(3.0), any).with_fn(1, 1, true),
+    b("all", "all(list, FN(item))", 2, 2, Cost::items(3.0), all).with_fn(1, 1, true),
+    b("count", "count(list, FN(item))", 2, 2, Cost::items(3.0), count).with_fn(1, 1, true),
+    b("group_by", "group_by(list, FN(item))", 2, 2, GROUP_BY, group_by).with_fn(1, 1, true),
     b("reverse", "reverse(v)", 1, 1, Cost::bytes_items(1.0, 5.5), reverse),
     b("index_of", "index_of(v, x)", 2, 2, CONST, index_of),
     b("range", "range([a, ]b[, step])", 1, 3, RANGE, range),
@@ -423,3 +663,43 @@ pub const TABLE: &[Builtin] = &[
     b("split", "split(s, sep[, max])", 2, 3, Cost::bytes_items(0.5, 85.0), split),
     b("lines", "lines(s)", 1, 1, Cost::bytes_items(0.5, 100.0), lines),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::merge_sort;
+
+    #[test]
+    fn merge_sort_is_stable_and_bounded() {
+        // Keys with many ties: equal keys keep their input order.
+        let keys: Vec<u32> = (0..1000u32).map(|i| (i * 7919) % 13).collect();
+        let mut asked = 0u64;
+        let order = merge_sort(keys.len(), |a, b| {
+            asked += 1;
+            Ok(keys[a] < keys[b])
+        })
+        .unwrap();
+        let mut want: Vec<u32> = (0..1000).collect();
+        want.sort_by_key(|&i| keys[i as usize]);
+        assert_eq!(order, want);
+        assert!(asked <= 1000 * 10);
+    }
+
+    #[test]
+    fn merge_sort_survives_inconsistent_answers() {
+        for n in [0usize, 1, 2, 3, 17, 1000, 4097] {
+            let mut state = 12345u64;
+            let mut asked = 0u64;
+            let order = merge_sort(n, |_, _| {
+                asked += 1;
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                Ok(state >> 63 == 1)
+            })
+            .unwrap();
+            let mut seen = order.clone();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n as u32).collect::<Vec<_>>());
+            let log = (usize::BITS - n.saturating_sub(1).leading_zeros()) as u64;
+            assert!(asked <= n as u64 * log, "{n}: {asked}");
+        }
+    }
+}

@@ -299,9 +299,43 @@ pub struct Builtin {
     pub cap: Option<Cap>,
     pub cost: Cost,
     pub imp: Imp,
+    /// The parameter that takes a function argument (SPEC 10, "Function arguments"),
+    /// if any: resolved at load to a user function of the arity the builtin calls it with.
+    pub fnp: Option<FnParam>,
+}
+
+/// A builtin's function parameter: where it stands, how many arguments the builtin
+/// passes each time it calls it, and whether the position takes only a function (`map`'s
+/// second argument) or a value or a function (`sort_by`'s key, `re.replace`'s third:
+/// there a bare name that names a user function is the function, anything else a value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FnParam {
+    /// 0-based argument position.
+    pub pos: u8,
+    /// The number of arguments the builtin calls it with.
+    pub arity: u8,
+    /// Only a function is accepted here (else a value is too).
+    pub only: bool,
+}
+
+/// A function argument at run time: the index of the user function that resolve.rs put
+/// at an FN position, carried as a constant handle that no script can see or keep (it
+/// exists only in a builtin's argument list).
+pub fn fn_arg(v: &Value) -> Option<usize> {
+    match v {
+        Value::Handle(Handle { kind: HandleKind::Function, id }) => Some(*id as usize),
+        _ => None,
+    }
 }
 
 impl Builtin {
+    /// This entry with a function parameter at `pos`, called with `arity` arguments;
+    /// `only`: nothing but a function is accepted there.
+    pub const fn with_fn(mut self, pos: u8, arity: u8, only: bool) -> Builtin {
+        self.fnp = Some(FnParam { pos, arity, only });
+        self
+    }
+
     pub fn is_place(&self) -> bool {
         matches!(self.imp, Imp::Place(_))
     }
@@ -321,7 +355,7 @@ impl Builtin {
 
 /// Build a table entry.
 pub const fn b(name: &'static str, sig: &'static str, min: u8, max: u8, cost: Cost, f: PlainFn) -> Builtin {
-    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Plain(f) }
+    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Plain(f), fnp: None }
 }
 
 /// Build a table entry gated by a capability.
@@ -334,12 +368,12 @@ pub const fn gated(
     cost: Cost,
     f: PlainFn,
 ) -> Builtin {
-    Builtin { name, sig, min, max, cap: Some(cap), cost, imp: Imp::Plain(f) }
+    Builtin { name, sig, min, max, cap: Some(cap), cost, imp: Imp::Plain(f), fnp: None }
 }
 
 /// Build a table entry whose first argument is a place.
 pub const fn place(name: &'static str, sig: &'static str, min: u8, max: u8, cost: Cost, f: PlaceFn) -> Builtin {
-    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Place(f) }
+    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Place(f), fnp: None }
 }
 
 /// Every area's table.
@@ -401,6 +435,14 @@ pub fn constant(name: &str) -> Option<Value> {
 
 fn ordinal(i: usize) -> String {
     format!("argument {}", i + 1)
+}
+
+/// The user function at argument `i` (a function parameter: resolve.rs put one there).
+pub fn fn_at(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<usize> {
+    match args.get(i).and_then(fn_arg) {
+        Some(fi) if fi < it.prog.funcs.len() => Ok(fi),
+        _ => Err(it.err(ErrKind::Type, format!("{name}: {} must be a function", ordinal(i)))),
+    }
 }
 
 impl Interp<'_> {

@@ -693,6 +693,9 @@ fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    if let Some(fi) = super::fn_arg(&args[2]) {
+        return replace_fn(it, args, fi);
+    }
     let (re, s) = pat_subject(it, "re.replace", args)?;
     let with = it.arg_str("re.replace", args, 2)?;
     let mut run = Run::new(it, "re.replace", &re, s)?;
@@ -717,11 +720,43 @@ fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.make_str(out)
 }
 
+/// `re.replace(pat, s, fn)`: each match is replaced by fn(groups), `groups` the list
+/// `re.match` gives (`[whole, group1, ...]`, nil for a group that took no part); the
+/// result must be a string and is used as it is (`$` is not interpreted).
+fn replace_fn(it: &mut Interp<'_>, args: &mut [Value], fi: usize) -> R<Value> {
+    let (re, s) = pat_subject(it, "re.replace", args)?;
+    let mut run = Run::new(it, "re.replace", &re, s)?;
+    let mut caps = run.e.pike.create_captures();
+    let mut out = Vec::with_capacity(s.len());
+    let mut last = 0;
+    run.each(it, "re.replace", |it, run, m| {
+        out.extend_from_slice(&s[last..m.start()]);
+        run.captures(it, "re.replace", m, &mut caps)?;
+        let groups: Vec<Value> =
+            caps.iter().map(|g| g.map(|sp| Value::str_from(&s[sp.range()])).unwrap_or(Value::Nil)).collect();
+        let groups = it.make_list(groups)?;
+        match it.call_fn(fi, [groups])? {
+            Value::Str(r) => out.extend_from_slice(&r),
+            other => {
+                return Err(it.err(
+                    ErrKind::Type,
+                    format!("re.replace: the function must return a string, got {}", other.type_name()),
+                ))
+            }
+        }
+        last = m.end();
+        it.check_str_len(out.len())?;
+        it.work(WORK_REGEX_MATCH)
+    })?;
+    out.extend_from_slice(&s[last..]);
+    it.make_str(out)
+}
+
 pub const TABLE: &[Builtin] = &[
     b("re.test", "re.test(pattern, s)", 2, 2, RE, test),
     b("re.match", "re.match(pattern, s)", 2, 2, RE, match_),
     b("re.find_all", "re.find_all(pattern, s)", 2, 2, RE, find_all),
-    b("re.replace", "re.replace(pattern, s, with)", 3, 3, RE, replace),
+    b("re.replace", "re.replace(pattern, s, with | FN(groups))", 3, 3, RE, replace).with_fn(2, 1, false),
     b("re.split", "re.split(pattern, s)", 2, 2, RE, split),
 ];
 
