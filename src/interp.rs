@@ -457,7 +457,7 @@ impl<'p> Interp<'p> {
 
     /// Charge `delta` bytes of accounted storage to main's frame (`global`) or the
     /// current function's frame, and to the run's total.
-    #[inline]
+    #[inline(always)]
     pub fn charge(&mut self, global: bool, delta: isize) -> R<()> {
         if delta == 0 {
             return Ok(());
@@ -473,23 +473,24 @@ impl<'p> Interp<'p> {
             if self.mem > self.peak_mem {
                 self.peak_mem = self.mem;
             }
-            if f > self.lim.n(L::FrameStorage) {
-                return Err(self.limit(
-                    LimitKind::FrameStorage,
-                    format!(
-                        "frame storage exceeds {max_frame_bytes} bytes",
-                        max_frame_bytes = self.lim.n(L::FrameStorage)
-                    ),
-                ));
-            }
-            if self.mem > self.max_mem {
-                return Err(self.limit(
-                    LimitKind::Memory,
-                    format!("accounted storage exceeds {} bytes (--max-memory)", self.max_mem),
-                ));
+            if f > self.lim.n(L::FrameStorage) || self.mem > self.max_mem {
+                return Err(self.charge_refused(f));
             }
         }
         Ok(())
+    }
+
+    /// The failure of a storage charge that took frame `f` or the run past its limit.
+    #[cold]
+    #[inline(never)]
+    fn charge_refused(&self, f: usize) -> Fail {
+        if f > self.lim.n(L::FrameStorage) {
+            return self.limit(
+                LimitKind::FrameStorage,
+                format!("frame storage exceeds {max_frame_bytes} bytes", max_frame_bytes = self.lim.n(L::FrameStorage)),
+            );
+        }
+        self.limit(LimitKind::Memory, format!("accounted storage exceeds {} bytes (--max-memory)", self.max_mem))
     }
 
     /// Refuse to build a value whose accounted size exceeds one frame.

@@ -10,6 +10,7 @@
 
 use indexmap::IndexMap;
 use std::borrow::Borrow;
+use std::cell::Cell;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -332,6 +333,10 @@ pub type MapInner = IndexMap<Key, Value, foldhash::fast::RandomState>;
 pub struct Map {
     entries: MapInner,
     heap: usize,
+    /// Where the last successful `get` found its key: a guess for an `insert` of the
+    /// same key that follows (`m[k] = get(m, k, 0) + 1` then hashes and probes once).
+    /// Checked against the key before use, so a stale guess costs one compare.
+    hint: Cell<usize>,
 }
 
 impl Map {
@@ -342,7 +347,11 @@ impl Map {
     /// A map with room for exactly `n` entries (for maps built to a known size, so that
     /// small maps are not accounted at the default growth capacity).
     pub fn with_capacity(n: usize) -> Self {
-        Map { entries: MapInner::with_capacity_and_hasher(n.min(GROW_MAP.load(Relaxed)), Default::default()), heap: 0 }
+        Map {
+            entries: MapInner::with_capacity_and_hasher(n.min(GROW_MAP.load(Relaxed)), Default::default()),
+            heap: 0,
+            hint: Cell::new(0),
+        }
     }
 
     #[inline]
@@ -362,7 +371,9 @@ impl Map {
 
     #[inline]
     pub fn get(&self, k: &[u8]) -> Option<&Value> {
-        self.entries.get(k)
+        let (i, _, v) = self.entries.get_full(k)?;
+        self.hint.set(i);
+        Some(v)
     }
 
     pub fn contains(&self, k: &[u8]) -> bool {
@@ -388,6 +399,14 @@ impl Map {
     /// Insert or replace; returns the old value.
     pub fn insert(&mut self, k: Bytes, v: Value) -> Option<Value> {
         self.heap += v.heap();
+        // The key a `get` just found: replace its value without hashing again.
+        if let Some((key, slot)) = self.entries.get_index_mut(self.hint.get()) {
+            if key.0.as_slice() == k.as_slice() {
+                let old = std::mem::replace(slot, v);
+                self.heap -= old.heap();
+                return Some(old);
+            }
+        }
         if self.entries.len() == self.entries.capacity() && !self.entries.contains_key(k.as_slice()) {
             let target = (self.entries.capacity() * 2).clamp(4, GROW_MAP.load(Relaxed).max(self.entries.len() + 1));
             self.entries.reserve_exact(target - self.entries.len());

@@ -370,17 +370,43 @@ fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         None => usize::MAX,
         Some(_) => it.arg_int("split", args, 2, 0.0, it.lim.n(L::List) as f64)? as usize,
     };
-    let mut parts = Vec::new();
+    // The pieces are counted first (memchr), so the list is built in one allocation of
+    // the capacity that growing it one push at a time would reach (`grown_capacity`): the
+    // same accounted storage, without the reallocations.
+    let pieces = match sep.as_slice() {
+        [c] => memchr::memchr_iter(*c, s).take(max).count(),
+        _ => memchr::memmem::find_iter(s, sep.as_slice()).take(max).count(),
+    } + 1;
+    it.check_list_len(pieces)?;
+    let mut parts = Vec::with_capacity(grown_capacity(pieces));
     let mut rest: &[u8] = s;
-    let finder = memchr::memmem::Finder::new(sep.as_slice());
-    while parts.len() < max {
-        let Some(i) = finder.find(rest) else { break };
-        parts.push(Value::str_from(&rest[..i]));
-        rest = &rest[i + sep.len()..];
-        it.check_list_len(parts.len() + 1)?;
+    if let [c] = sep.as_slice() {
+        for _ in 1..pieces {
+            let i = memchr::memchr(*c, rest).expect("a counted separator");
+            parts.push(Value::str_from(&rest[..i]));
+            rest = &rest[i + 1..];
+        }
+    } else {
+        let finder = memchr::memmem::Finder::new(sep.as_slice());
+        for _ in 1..pieces {
+            let i = finder.find(rest).expect("a counted separator");
+            parts.push(Value::str_from(&rest[..i]));
+            rest = &rest[i + sep.len()..];
+        }
     }
     parts.push(Value::str_from(rest));
     it.make_list(parts)
+}
+
+/// The capacity a vector of values reaches when `n` items are pushed one at a time onto
+/// an empty one (4, then doubling): a list built to a known length gets it at once, so
+/// that it is accounted as it was when built by pushing (unit test `grown_capacity_is_pushing`).
+pub fn grown_capacity(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        n.next_power_of_two().max(4)
+    }
 }
 
 fn lines(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
@@ -423,3 +449,19 @@ pub const TABLE: &[Builtin] = &[
     b("split", "split(s, sep[, max])", 2, 3, Cost::bytes_items(0.5, 85.0), split),
     b("lines", "lines(s)", 1, 1, Cost::bytes_items(0.5, 100.0), lines),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::grown_capacity;
+    use crate::value::Value;
+
+    #[test]
+    fn grown_capacity_is_pushing() {
+        let mut v: Vec<Value> = Vec::new();
+        assert_eq!(grown_capacity(0), v.capacity());
+        for n in 1..5000 {
+            v.push(Value::Nil);
+            assert_eq!(grown_capacity(n), v.capacity(), "{n} items");
+        }
+    }
+}
