@@ -167,97 +167,31 @@ pub enum Value {
     Handle(Handle),
 }
 
-/// Keys this long or shorter are compared by their tag alone (see `Key`).
-const TAG_BYTES: usize = 15;
-
-/// The tag of key bytes `b`: up to `TAG_BYTES` bytes zero-padded, then the length, or
-/// `u8::MAX` for a longer key (whose tag then holds its first `TAG_BYTES` bytes).
-/// Two words, not a `u128`: an entry stays 8-byte aligned (48 bytes, not 64).
-#[inline(always)]
-fn tag(b: &[u8]) -> [u64; 2] {
-    let mut t = [0u8; 16];
-    let n = b.len().min(TAG_BYTES);
-    t[..n].copy_from_slice(&b[..n]);
-    t[TAG_BYTES] = if b.len() <= TAG_BYTES { b.len() as u8 } else { u8::MAX };
-    let (lo, hi) = t.split_at(8);
-    [u64::from_ne_bytes(lo.try_into().expect("8 bytes")), u64::from_ne_bytes(hi.try_into().expect("8 bytes"))]
-}
-
-/// A map key: string bytes, shared with the string values they came from, and a copy of
-/// a short key's bytes (its tag) kept in the entry itself, so that a look-up compares
-/// the tags and does not read the string's box (a cache miss per look-up in a large
-/// map); only keys longer than `TAG_BYTES` compare their bytes after equal tags.
+/// A map key: string bytes, shared with the string values they came from.
 #[derive(Clone, Debug)]
-pub struct Key {
-    tag: [u64; 2],
-    bytes: Bytes,
-}
-
-impl Key {
-    #[inline]
-    fn new(bytes: Bytes) -> Key {
-        Key { tag: tag(&bytes), bytes }
-    }
-
-    fn acct(&self) -> usize {
-        self.bytes.acct_bytes()
-    }
-
-    /// Whether the tag holds all of the key (then equal tags are equal keys).
-    #[inline(always)]
-    fn short(&self) -> bool {
-        self.tag[1].to_ne_bytes()[TAG_BYTES - 8] != u8::MAX
-    }
-
-    #[inline(always)]
-    fn is(&self, p: &Probe<'_>) -> bool {
-        self.tag == p.tag && (p.bytes.len() <= TAG_BYTES || self.bytes.as_slice() == p.bytes)
-    }
-}
+pub struct Key(pub Bytes);
 
 impl PartialEq for Key {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
-        self.tag == other.tag && (self.short() || self.bytes.as_slice() == other.bytes.as_slice())
+        self.0.as_slice() == other.0.as_slice()
     }
 }
 impl Eq for Key {}
 impl Hash for Key {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.bytes.as_slice().hash(state)
+        self.0.as_slice().hash(state)
     }
 }
 impl Borrow<[u8]> for Key {
     fn borrow(&self) -> &[u8] {
-        self.bytes.as_slice()
+        self.0.as_slice()
     }
 }
 
-/// Key bytes to look up, with their tag made once per look-up. Hashes as the bytes do
-/// (as `Key` does).
-struct Probe<'a> {
-    tag: [u64; 2],
-    bytes: &'a [u8],
-}
-
-impl<'a> Probe<'a> {
-    #[inline(always)]
-    fn new(bytes: &'a [u8]) -> Self {
-        Probe { tag: tag(bytes), bytes }
-    }
-}
-
-impl Hash for Probe<'_> {
-    #[inline]
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.bytes.hash(state)
-    }
-}
-
-impl indexmap::Equivalent<Key> for Probe<'_> {
-    #[inline(always)]
-    fn equivalent(&self, k: &Key) -> bool {
-        k.is(self)
+impl Key {
+    fn acct(&self) -> usize {
+        self.0.acct_bytes()
     }
 }
 
@@ -437,21 +371,21 @@ impl Map {
 
     #[inline]
     pub fn get(&self, k: &[u8]) -> Option<&Value> {
-        let (i, _, v) = self.entries.get_full(&Probe::new(k))?;
+        let (i, _, v) = self.entries.get_full(k)?;
         self.hint.set(i);
         Some(v)
     }
 
     pub fn contains(&self, k: &[u8]) -> bool {
-        self.entries.contains_key(&Probe::new(k))
+        self.entries.contains_key(k)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Value)> {
-        self.entries.iter().map(|(k, v)| (&k.bytes, v))
+        self.entries.iter().map(|(k, v)| (&k.0, v))
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
-        self.entries.keys().map(|k| &k.bytes)
+        self.entries.keys().map(|k| &k.0)
     }
 
     pub fn values(&self) -> impl Iterator<Item = &Value> {
@@ -459,28 +393,25 @@ impl Map {
     }
 
     pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Value)> {
-        self.entries.get_index(i).map(|(k, v)| (&k.bytes, v))
+        self.entries.get_index(i).map(|(k, v)| (&k.0, v))
     }
 
     /// Insert or replace; returns the old value.
     pub fn insert(&mut self, k: Bytes, v: Value) -> Option<Value> {
         self.heap += v.heap();
         // The key a `get` just found: replace its value without hashing again.
-        let key = Key::new(k);
-        if let Some((old_key, slot)) = self.entries.get_index_mut(self.hint.get()) {
-            if *old_key == key {
+        if let Some((key, slot)) = self.entries.get_index_mut(self.hint.get()) {
+            if key.0.as_slice() == k.as_slice() {
                 let old = std::mem::replace(slot, v);
                 self.heap -= old.heap();
                 return Some(old);
             }
         }
-        if self.entries.len() == self.entries.capacity()
-            && !self.entries.contains_key(&Probe { tag: key.tag, bytes: &key.bytes })
-        {
+        if self.entries.len() == self.entries.capacity() && !self.entries.contains_key(k.as_slice()) {
             let target = (self.entries.capacity() * 2).clamp(4, GROW_MAP.load(Relaxed).max(self.entries.len() + 1));
             self.entries.reserve_exact(target - self.entries.len());
         }
-        match self.entries.entry(key) {
+        match self.entries.entry(Key(k)) {
             indexmap::map::Entry::Occupied(mut o) => {
                 let old = std::mem::replace(o.get_mut(), v);
                 self.heap -= old.heap();
@@ -495,14 +426,14 @@ impl Map {
     }
 
     pub fn remove(&mut self, k: &[u8]) -> Option<Value> {
-        let (key, v) = self.entries.shift_remove_entry(&Probe::new(k))?;
+        let (key, v) = self.entries.shift_remove_entry(k)?;
         self.heap -= key.acct() + v.heap();
         Some(v)
     }
 
     /// Change the value of `k` in place through `f`, keeping this map's accounting true.
     pub fn with_value<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
-        let slot = self.entries.get_mut(&Probe::new(k))?;
+        let slot = self.entries.get_mut(k)?;
         let before = slot.heap();
         let r = f(slot);
         self.heap = self.heap + slot.heap() - before;
@@ -913,19 +844,13 @@ mod tests {
 }
 
 #[cfg(test)]
-mod key_tests {
+mod map_tests {
     use super::*;
 
-    /// Keys of every length around the tag's size, with the same prefixes and bytes
-    /// that pad a tag (0) or mark a long one (255): a look-up finds exactly its own key.
-    /// A key is three words, so that a map entry (hash, key, value) is 48 bytes.
+    /// Keys of many lengths sharing prefixes, with 0 and 255 bytes: a look-up finds
+    /// exactly its own key, also through the insert-after-get hint.
     #[test]
-    fn key_size() {
-        assert_eq!(std::mem::size_of::<Key>(), 24);
-    }
-
-    #[test]
-    fn tagged_keys_find_only_themselves() {
+    fn keys_find_only_themselves() {
         let mut keys: Vec<Vec<u8>> = vec![vec![], vec![0], vec![0, 0], vec![255], vec![0; 15], vec![0; 16]];
         for n in 1..=34 {
             keys.push(vec![b'a'; n]);

@@ -381,11 +381,12 @@ fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let mut parts = Vec::with_capacity(grown_capacity(pieces));
     let mut rest: &[u8] = s;
     if let [c] = sep.as_slice() {
-        for _ in 1..pieces {
-            let i = memchr::memchr(*c, rest).expect("a counted separator");
-            parts.push(Value::str_from(&rest[..i]));
-            rest = &rest[i + 1..];
+        let mut start = 0;
+        for i in memchr::memchr_iter(*c, s).take(pieces - 1) {
+            parts.push(Value::str_from(&s[start..i]));
+            start = i + 1;
         }
+        rest = &s[start..];
     } else {
         let finder = memchr::memmem::Finder::new(sep.as_slice());
         for _ in 1..pieces {
