@@ -457,7 +457,7 @@ impl<'p> Interp<'p> {
 
     /// Charge `delta` bytes of accounted storage to main's frame (`global`) or the
     /// current function's frame, and to the run's total.
-    #[inline]
+    #[inline(always)]
     pub fn charge(&mut self, global: bool, delta: isize) -> R<()> {
         if delta == 0 {
             return Ok(());
@@ -473,23 +473,24 @@ impl<'p> Interp<'p> {
             if self.mem > self.peak_mem {
                 self.peak_mem = self.mem;
             }
-            if f > self.lim.n(L::FrameStorage) {
-                return Err(self.limit(
-                    LimitKind::FrameStorage,
-                    format!(
-                        "frame storage exceeds {max_frame_bytes} bytes",
-                        max_frame_bytes = self.lim.n(L::FrameStorage)
-                    ),
-                ));
-            }
-            if self.mem > self.max_mem {
-                return Err(self.limit(
-                    LimitKind::Memory,
-                    format!("accounted storage exceeds {} bytes (--max-memory)", self.max_mem),
-                ));
+            if f > self.lim.n(L::FrameStorage) || self.mem > self.max_mem {
+                return Err(self.charge_refused(f));
             }
         }
         Ok(())
+    }
+
+    /// The failure of a storage charge that took frame `f` or the run past its limit.
+    #[cold]
+    #[inline(never)]
+    fn charge_refused(&self, f: usize) -> Fail {
+        if f > self.lim.n(L::FrameStorage) {
+            return self.limit(
+                LimitKind::FrameStorage,
+                format!("frame storage exceeds {max_frame_bytes} bytes", max_frame_bytes = self.lim.n(L::FrameStorage)),
+            );
+        }
+        self.limit(LimitKind::Memory, format!("accounted storage exceeds {} bytes (--max-memory)", self.max_mem))
     }
 
     /// Refuse to build a value whose accounted size exceeds one frame.
@@ -1399,6 +1400,7 @@ impl<'p> Interp<'p> {
             }
             Expr::Call(f, args) => self.call(*f as usize, args),
             Expr::Builtin(b, args, sp) => self.call_builtin(b, args).map_err(|f| spotted(f, *sp)),
+            Expr::MapGet(b, args, sp) => self.map_get(b, args).map_err(|f| spotted(f, *sp)),
             Expr::And(a, b) => {
                 let x = self.eval(a)?;
                 if !x.truthy() {
@@ -1920,6 +1922,54 @@ impl<'p> Interp<'p> {
         }
         self.check_memory()?;
         r
+    }
+
+    /// An argument that is a variable or a constant, read in place (None: unset).
+    #[inline(always)]
+    fn direct<'a>(&'a self, e: &'a Expr) -> Option<&'a Value> {
+        let v = match e {
+            Expr::Const(v) => v,
+            Expr::Local(i, _) => &self.stack[self.base + *i as usize],
+            Expr::Global(i, _) => &self.globals[*i as usize],
+            _ => return None,
+        };
+        (!matches!(v, Value::Unset)).then_some(v)
+    }
+
+    /// `get(m, k[, d])` on a map and a string key, its arguments variables or constants
+    /// (`Expr::MapGet`): the lookup is made on the variable's map in place. The same
+    /// charges and checks as the call (`call_builtin`): the arguments' accounted bytes
+    /// against the `call_args` limit, the builtin's constant work, the heap check after;
+    /// anything else (an unset variable, a list, a key of another type, arguments over
+    /// the limit) goes through the call, which says what is wrong.
+    #[inline(never)]
+    fn map_get(&mut self, b: &'static Builtin, args: &'p [Expr]) -> R<Value> {
+        let fast = match (self.direct(&args[0]), self.direct(&args[1])) {
+            (Some(m @ Value::Map(_)), Some(k @ Value::Str(_))) => {
+                let d = match args.get(2) {
+                    None => Some(0),
+                    Some(e) => self.direct(e).map(Value::acct),
+                };
+                d.is_some_and(|d| m.acct() + k.acct() + d <= self.lim.n(L::CallArgs))
+            }
+            _ => false,
+        };
+        if !fast {
+            return self.call_builtin(b, args);
+        }
+        self.work(b.cost.before(&[]))?;
+        let (Some(Value::Map(m)), Some(Value::Str(k))) = (self.direct(&args[0]), self.direct(&args[1])) else {
+            unreachable!("checked above")
+        };
+        let r = match m.get(k) {
+            Some(v) => v.clone(),
+            None => match args.get(2).and_then(|e| self.direct(e)) {
+                Some(d) => d.clone(),
+                None => Value::Nil,
+            },
+        };
+        self.check_memory()?;
+        Ok(r)
     }
 
     fn call_builtin_place(&mut self, b: &'static Builtin, place: &'p Place, args: &'p [Expr]) -> R<Value> {

@@ -71,6 +71,10 @@ pub enum Expr {
     Builtin(&'static Builtin, Box<[Expr]>, Spot),
     /// A call of a builtin whose first argument is a place it changes in place.
     BuiltinPlace(Spot, &'static Builtin, Box<Place>, Box<[Expr]>),
+    /// `get(m, k[, d])` whose arguments are all variables or constants: a map and a
+    /// string key are looked up in place, without copying the arguments into a call
+    /// (`Interp::map_get`); anything else is the call `Builtin` makes, with its errors.
+    MapGet(&'static Builtin, Box<[Expr]>, Spot),
 }
 
 pub type Block = Box<[Stmt]>;

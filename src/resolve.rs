@@ -331,6 +331,11 @@ impl Resolver<'_> {
                     let entry = self.map.files.first().map(|f| f.name.as_str());
                     vals.push(Expr::Const(Value::Bool(here.is_some() && here == entry)));
                 }
+                if b.name == "get"
+                    && vals.iter().all(|v| matches!(v, Expr::Const(_) | Expr::Local(..) | Expr::Global(..)))
+                {
+                    return Expr::MapGet(b, vals.into_boxed_slice(), sp);
+                }
                 Expr::Builtin(b, vals.into_boxed_slice(), sp)
             }
         }

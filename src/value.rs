@@ -10,6 +10,7 @@
 
 use indexmap::IndexMap;
 use std::borrow::Borrow;
+use std::cell::Cell;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -336,6 +337,10 @@ pub type MapInner = IndexMap<Key, Value, foldhash::fast::RandomState>;
 pub struct Map {
     entries: MapInner,
     heap: usize,
+    /// Where the last successful `get` found its key: a guess for an `insert` of the
+    /// same key that follows (`m[k] = get(m, k, 0) + 1` then hashes and probes once).
+    /// Checked against the key before use, so a stale guess costs one compare.
+    hint: Cell<usize>,
 }
 
 impl Map {
@@ -346,7 +351,11 @@ impl Map {
     /// A map with room for exactly `n` entries (for maps built to a known size, so that
     /// small maps are not accounted at the default growth capacity).
     pub fn with_capacity(n: usize) -> Self {
-        Map { entries: MapInner::with_capacity_and_hasher(n.min(GROW_MAP.load(Relaxed)), Default::default()), heap: 0 }
+        Map {
+            entries: MapInner::with_capacity_and_hasher(n.min(GROW_MAP.load(Relaxed)), Default::default()),
+            heap: 0,
+            hint: Cell::new(0),
+        }
     }
 
     #[inline]
@@ -366,7 +375,9 @@ impl Map {
 
     #[inline]
     pub fn get(&self, k: &[u8]) -> Option<&Value> {
-        self.entries.get(k)
+        let (i, _, v) = self.entries.get_full(k)?;
+        self.hint.set(i);
+        Some(v)
     }
 
     pub fn contains(&self, k: &[u8]) -> bool {
@@ -392,6 +403,14 @@ impl Map {
     /// Insert or replace; returns the old value.
     pub fn insert(&mut self, k: Bytes, v: Value) -> Option<Value> {
         self.heap += v.heap();
+        // The key a `get` just found: replace its value without hashing again.
+        if let Some((key, slot)) = self.entries.get_index_mut(self.hint.get()) {
+            if key.0.as_slice() == k.as_slice() {
+                let old = std::mem::replace(slot, v);
+                self.heap -= old.heap();
+                return Some(old);
+            }
+        }
         if self.entries.len() == self.entries.capacity() && !self.entries.contains_key(k.as_slice()) {
             let target = (self.entries.capacity() * 2).clamp(4, GROW_MAP.load(Relaxed).max(self.entries.len() + 1));
             self.entries.reserve_exact(target - self.entries.len());
@@ -825,5 +844,48 @@ mod tests {
         assert!(equals(&Value::list(vec![Value::Num(1.0)]), &Value::list(vec![Value::Num(1.0)])));
         assert!(!equals(&Value::Num(1.0), &Value::string("1")));
         assert!(equals(&Value::Num(0.0), &Value::Num(-0.0)));
+    }
+}
+
+#[cfg(test)]
+mod map_tests {
+    use super::*;
+
+    /// Keys of many lengths sharing prefixes, with 0 and 255 bytes: a look-up finds
+    /// exactly its own key, also through the insert-after-get hint.
+    #[test]
+    fn keys_find_only_themselves() {
+        let mut keys: Vec<Vec<u8>> = vec![vec![], vec![0], vec![0, 0], vec![255], vec![0; 15], vec![0; 16]];
+        for n in 1..=34 {
+            keys.push(vec![b'a'; n]);
+            let mut k = vec![b'a'; n];
+            k[n - 1] = b'b';
+            keys.push(k);
+            let mut k = vec![b'a'; n];
+            k[n - 1] = 0;
+            keys.push(k);
+        }
+        keys.push("é".repeat(8).into_bytes());
+        keys.push("é".repeat(7).into_bytes());
+        keys.sort();
+        keys.dedup();
+        let mut m = Map::new();
+        for (i, k) in keys.iter().enumerate() {
+            assert!(m.insert(bytes(k), Value::Num(i as f64)).is_none(), "{k:?} inserted twice");
+        }
+        assert_eq!(m.len(), keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            assert!(matches!(m.get(k), Some(Value::Num(n)) if *n == i as f64), "{k:?}");
+            assert!(m.contains(k));
+            // insert after get (the hint), and insert without one
+            assert!(m.insert(bytes(k), Value::Num(i as f64)).is_some());
+        }
+        assert!(m.get(b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").is_none());
+        assert!(m.get(b"c").is_none());
+        for k in &keys {
+            assert!(m.remove(k).is_some(), "{k:?}");
+            assert!(m.get(k).is_none());
+        }
+        assert!(m.is_empty());
     }
 }

@@ -603,17 +603,44 @@ fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         None => usize::MAX,
         Some(_) => it.arg_int("split", args, 2, 0.0, it.lim.n(L::List) as f64)? as usize,
     };
-    let mut parts = Vec::new();
+    // The pieces are counted first (memchr), so the list is built in one allocation of
+    // the capacity that growing it one push at a time would reach (`grown_capacity`): the
+    // same accounted storage, without the reallocations.
+    let pieces = match sep.as_slice() {
+        [c] => memchr::memchr_iter(*c, s).take(max).count(),
+        _ => memchr::memmem::find_iter(s, sep.as_slice()).take(max).count(),
+    } + 1;
+    it.check_list_len(pieces)?;
+    let mut parts = Vec::with_capacity(grown_capacity(pieces));
     let mut rest: &[u8] = s;
-    let finder = memchr::memmem::Finder::new(sep.as_slice());
-    while parts.len() < max {
-        let Some(i) = finder.find(rest) else { break };
-        parts.push(Value::str_from(&rest[..i]));
-        rest = &rest[i + sep.len()..];
-        it.check_list_len(parts.len() + 1)?;
+    if let [c] = sep.as_slice() {
+        let mut start = 0;
+        for i in memchr::memchr_iter(*c, s).take(pieces - 1) {
+            parts.push(Value::str_from(&s[start..i]));
+            start = i + 1;
+        }
+        rest = &s[start..];
+    } else {
+        let finder = memchr::memmem::Finder::new(sep.as_slice());
+        for _ in 1..pieces {
+            let i = finder.find(rest).expect("a counted separator");
+            parts.push(Value::str_from(&rest[..i]));
+            rest = &rest[i + sep.len()..];
+        }
     }
     parts.push(Value::str_from(rest));
     it.make_list(parts)
+}
+
+/// The capacity a vector of values reaches when `n` items are pushed one at a time onto
+/// an empty one (4, then doubling): a list built to a known length gets it at once, so
+/// that it is accounted as it was when built by pushing (unit test `grown_capacity_is_pushing`).
+pub fn grown_capacity(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        n.next_power_of_two().max(4)
+    }
 }
 
 fn lines(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
@@ -666,7 +693,8 @@ pub const TABLE: &[Builtin] = &[
 
 #[cfg(test)]
 mod tests {
-    use super::merge_sort;
+    use super::{grown_capacity, merge_sort};
+    use crate::value::Value;
 
     #[test]
     fn merge_sort_is_stable_and_bounded() {
@@ -700,6 +728,16 @@ mod tests {
             assert_eq!(seen, (0..n as u32).collect::<Vec<_>>());
             let log = (usize::BITS - n.saturating_sub(1).leading_zeros()) as u64;
             assert!(asked <= n as u64 * log, "{n}: {asked}");
+        }
+    }
+
+    #[test]
+    fn grown_capacity_is_pushing() {
+        let mut v: Vec<Value> = Vec::new();
+        assert_eq!(grown_capacity(0), v.capacity());
+        for n in 1..5000 {
+            v.push(Value::Nil);
+            assert_eq!(grown_capacity(n), v.capacity(), "{n} items");
         }
     }
 }

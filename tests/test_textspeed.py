@@ -1,0 +1,158 @@
+"""The text-processing fast paths (issue 12, WORKLOG 2026-12-02): `get` on a map looked
+up in place (Expr::MapGet), a map's insert after a `get` of the same key (the look-up
+hint), `split` counting its pieces first. Each must give the results, errors, steps,
+work and accounted storage of the general path; the limits below were measured with the
+binary from before the change (N passes, N - 1 fails, at the same line)."""
+
+from conftest import lines_of
+
+GET_SCRIPT = lines_of(
+    "m = {}",
+    "for i = 1 to 40",
+    '  m["k" .. i] = i',
+    "end",
+    'k = "k7"',
+    'd = "default"',
+    "x = get(m, k, d)",
+    'y = get(m, "nope", d)',
+    "print(x, y)",
+)
+
+SPLIT_SCRIPT = lines_of(
+    's = repeat("ab,", 300)',
+    'xs = split(s, ",")',
+    'ys = split(s, "b,", 100)',
+    "print(len(xs), len(ys))",
+)
+
+
+def test_get_fast_path_results(ok):
+    out = ok(
+        lines_of(
+            'm = {a: 1, b: "two", c: [3]}',
+            'k = "b"',
+            'miss = "zz"',
+            "d = 5",
+            "print(get(m, k), get(m, k, d), get(m, miss), get(m, miss, d), get(m, \"c\", 0))",
+            'print(get(m, "", 1), get({}, k, "e"), get(m, "a", nil))',
+            # a list and a string index go through the call, as before
+            "xs = [10, 20, 30]",
+            "i = -1",
+            "print(get(xs, i), get(xs, 5, 0))",
+            # non-ASCII keys and an empty key
+            'u = {"é": 1, "": 2}',
+            'ke = "é"',
+            'ks = ""',
+            "print(get(u, ke, 0), get(u, ks, 0), get(u, \"e\", 0))",
+        )
+    )
+    assert out == 'two two nil 5 [3]\n1 e 1\n30 0\n1 2 0\n'
+
+
+def test_get_fast_path_errors(fails, script):
+    # an unset default: the call's own name error
+    fails(lines_of("m = {}", 'k = "a"', "if false", "  d = 1", "end", "x = get(m, k, d)"), "name", line=6)
+    # a number key on a map, a map key on a list: the call's type errors, same message
+    r1 = fails(lines_of("m = {a: 1}", "k = 1", "x = get(m, k, 0)"), "type", line=3)
+    r2 = fails(lines_of("m = {a: 1}", "x = get(m, 1 + 0, 0)"), "type", line=2)
+    assert r1.diag["message"] == r2.diag["message"]
+    fails(lines_of('s = "abc"', 'k = "a"', "x = get(s, k)"), "type", line=3)
+
+
+def test_get_fast_path_limits_unchanged(script):
+    # call_args: the map, the key and the default (4,440 accounted bytes on line 7)
+    one = "\n".join(GET_SCRIPT.splitlines()[:7]) + "\nprint(x)\n"
+    assert script(one, opts=["--limit", "call_args=4440"]).status == 0
+    r = script(one, opts=["--limit", "call_args=4439"])
+    assert r.status == 4 and r.diag["kind"] == "call_args" and r.diag["line"] == 7, r
+    assert "exceed 4439 accounted bytes" in r.diag["message"]
+    # work: 907 units in all (the builtin's constant charge, as the call made it)
+    r = script(GET_SCRIPT, opts=["--max-work", "907", "--stats"])
+    assert r.status == 0 and r.out == "7 default\n", r
+    assert r.stats["work"] == 907 and r.stats["steps"] == 87
+    assert r.stats["peak_frame_bytes"] == 4541
+    r = script(GET_SCRIPT, opts=["--max-work", "906"])
+    assert r.status == 4 and r.diag["kind"] == "work" and r.diag["line"] == 9, r
+    assert script(GET_SCRIPT, opts=["--limit", "frame_storage=4541"]).status == 0
+    r = script(GET_SCRIPT, opts=["--limit", "frame_storage=4540"])
+    assert r.status == 4 and r.diag["kind"] == "frame_storage" and r.diag["line"] == 8, r
+
+
+def test_get_fast_path_charges_like_a_call(script):
+    # `get` and `len` both charge the constant call work: the two runs cost the same.
+    base = lines_of('m = {a: 1, b: 2}', 'k = "a"', "for i = 1 to 100", "  x = {}(m, k, 0)", "end")
+    a = script(base.replace("{}(m, k, 0)", "get(m, k, 0)"), opts=["--stats"])
+    b = script(base.replace("{}(m, k, 0)", "len(m)"), opts=["--stats"])
+    assert a.status == 0 and b.status == 0
+    assert a.stats["work"] == b.stats["work"] and a.stats["steps"] == b.stats["steps"]
+
+
+def test_insert_after_get_hint(ok):
+    # The hint (where the last get found its key) must never be taken for another key:
+    # after removals shift the entries, after an insert of a different key, on a copy.
+    out = ok(
+        lines_of(
+            "m = {a: 1, b: 2, c: 3, d: 4}",
+            'x = get(m, "c", 0)',
+            'remove(m, "a")',
+            'm["c"] = x + 10',
+            'y = get(m, "d", 0)',
+            'm["e"] = 5',
+            'm["d"] = y + 1',
+            'z = get(m, "b", 0)',
+            "n = m",
+            'n["b"] = z + 100',
+            'remove(n, "b")',
+            'n["b"] = 7',
+            "print(m)",
+            "print(n)",
+        )
+    )
+    assert out == (
+        '{"b":2,"c":13,"d":5,"e":5}\n'
+        '{"c":13,"d":5,"e":5,"b":7}\n'
+    )
+
+
+def test_word_count_idiom(ok):
+    out = ok(
+        lines_of(
+            "counts = {}",
+            'for w in split("b a b é b a  é", " ")',
+            "  counts[w] = get(counts, w, 0) + 1",
+            "end",
+            "print(counts)",
+        )
+    )
+    assert out == '{"b":3,"a":2,"é":2,"":1}\n'
+
+
+def test_split_edges(ok):
+    out = ok(
+        lines_of(
+            'print(split("", ","), split(",", ","), split(",,a,", ","))',
+            'print(split("a--b----c", "--"), split("aaa", "aa"), split("x", "long separator"))',
+            'print(split("aéb€éc", "é"), split("a,b,c,d", ",", 0), split("a,b,c,d", ",", 2))',
+            'print(split("a,b", ",", 9), len(split(repeat("x,", 1000), ",")))',
+        )
+    )
+    assert out == (
+        '[""] ["",""] ["","","a",""]\n'
+        '["a","b","","c"] ["","a"] ["x"]\n'
+        '["a","b€","c"] ["a,b,c,d"] ["a","b","c,d"]\n'
+        '["a","b"] 1001\n'
+    )
+
+
+def test_split_limits_unchanged(script):
+    # 301 and 101 pieces: the list limit, and the accounted storage of lists built at
+    # their pushed capacity (28,709 bytes at the peak, as before).
+    r = script(SPLIT_SCRIPT, opts=["--stats"])
+    assert r.status == 0 and r.out == "301 101\n", r
+    assert r.stats["peak_frame_bytes"] == 28709 and r.stats["work"] == 35221 and r.stats["steps"] == 4
+    assert script(SPLIT_SCRIPT, opts=["--limit", "list=301"]).status == 0
+    r = script(SPLIT_SCRIPT, opts=["--limit", "list=300"])
+    assert r.status == 4 and r.diag["kind"] == "list" and r.diag["line"] == 2, r
+    assert script(SPLIT_SCRIPT, opts=["--limit", "frame_storage=28709"]).status == 0
+    r = script(SPLIT_SCRIPT, opts=["--limit", "frame_storage=28708"])
+    assert r.status == 4 and r.diag["kind"] == "frame_storage" and r.diag["line"] == 3, r
