@@ -32,8 +32,10 @@ const MAX_INSTS: usize = 2048;
 const MAX_VISITED_BITS: usize = 256 * 1024 * 8;
 const NO_ROW: u32 = u32::MAX;
 
-/// Steps per (instruction, position) pair a search may take before it gives up.
-const STEPS_PER_PAIR: usize = 4;
+/// Steps (instructions run, bytes scanned) per (instruction, position) pair a search may
+/// take before it gives up: one, so that with the fallback engine's run the worst case stays
+/// within about twice the PikeVM charge the caller took.
+const STEPS_PER_PAIR: usize = 1;
 
 #[derive(Debug, Clone, Copy)]
 enum Inst {
