@@ -1053,6 +1053,14 @@ mod tests {
         assert!(modelled > 3000, "{modelled}");
         assert!(compared > 5000, "{compared}");
         assert!(gave_up * 100 < compared, "{gave_up} of {compared}");
+        // Runs backing off into runs with no path to the end: quadratic candidates, so the
+        // engine gives up at its budget (the caller falls back to regex-automata's).
+        let q = compile(r"(a*)(a*)(a*)c|(a*)b").unwrap();
+        let s = format!("{}b", "a".repeat(200));
+        let e = q.engine(s.as_bytes()).0.unwrap();
+        let mut got = e.pike.create_captures();
+        let prog = e.cap.as_ref().unwrap();
+        assert!(!prog.captures(&mut capture::Cache::default(), s.as_bytes(), 0, s.len(), got.slots_mut()));
         // The log pattern is modelled in its ASCII form, not in its Unicode form.
         let log = compile(&pats[0]).unwrap();
         assert!(log.engine(b"x").0.unwrap().cap.is_some());
