@@ -42,6 +42,21 @@ def test_test(script, pat, s, expected):
         (r"(\w+)@(\w+)\.com", "mail bob@example.com now"),
         (r"nomatch", "abc"),
         (r"(é+)(ü)?", "xééy"),
+        # Patterns the specialised capture engine models (ASCII subjects).
+        (
+            r'^(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) ([^ ?"]+)\S* [^"]*" (\d{3}) (\d+|-)',
+            '1.2.3.4 - - [01/Jan/2026:00:00:00 +0000] "GET /a/b?q=1 HTTP/1.1" 404 - "-" "x"',
+        ),
+        (r"(a|ab)(c|bcd)(d*)", "xabcd"),
+        (r"((a)|b)+", "ab"),
+        (r"(\S*)(\S*)(x?)", "abc def"),
+        (r"([ab]{2,4})([ab]{0,2}?)(b)?", "ababab b"),
+        (r"(a+?)(a*)", "aaa"),
+        (r"(\d{1,3})(\d*)", "x12345"),
+        (r"(a)|(b)|(c)", "zc"),
+        (r"\b(\w+)\s*(\w*)$", "one two"),
+        # The specialised engine gives up on this one (its step budget): the fallback.
+        (r"(a*)(a*)(a*)c|(a*)b", "a" * 200 + "b"),
     ],
 )
 def test_match_agrees_with_python(script, pat, s):
