@@ -464,7 +464,7 @@ fn group_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 const GROUP_BY: Cost = Cost::custom(1.0, 30.0);
 
 /// sort_by: its rule (also for the bytes of string keys).
-const SORT_BY: Cost = Cost::sort(0.4, 10.0);
+const SORT_BY: Cost = Cost::sort(0.2, 5.0);
 
 fn reverse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     match &args[0] {
@@ -567,7 +567,7 @@ fn max(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 /// join: the items, and the bytes of the result (strings and separators), charged
 /// before it is built; items that are lists or maps are charged as their text is written.
-const JOIN: Cost = Cost::custom(0.5, 20.0);
+const JOIN: Cost = Cost::custom(0.25, 10.0);
 
 fn join(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let l = it.arg_list("join", args, 0)?;

@@ -503,7 +503,7 @@ fn stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// record (measured: about 1.2 us for a 6-field record of 40 bytes, with the reused
 /// parser; it was 20,000 when each record set up a reader of its own). The per-field
 /// rate is calibrated by bench/work.py.
-const NEXT: Cost = Cost::new(super::Rule::Items, 400, 0.0, 150.0);
+const NEXT: Cost = Cost::new(super::Rule::Items, 400, 0.0, 50.0);
 
 pub const TABLE: &[Builtin] = &[
     b("csv.parse", "csv.parse(s[, opts])", 1, 2, Cost::bytes(30.0), parse),

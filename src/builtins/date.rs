@@ -234,7 +234,7 @@ fn parts(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 pub const TABLE: &[Builtin] = &[
     b("date.now", "date.now()", 0, 0, CONST, now),
     b("date.parse", "date.parse(s[, format])", 1, 2, Cost::bytes(1.0), parse),
-    b("date.format", "date.format(t[, format[, utc_offset]])", 1, 3, Cost::bytes(12.0), format),
+    b("date.format", "date.format(t[, format[, utc_offset]])", 1, 3, Cost::bytes(40.0), format),
     b("date.parts", "date.parts(t[, utc_offset])", 1, 2, CONST, parts),
 ];
 

@@ -529,7 +529,7 @@ const F: Cap = Cap::Files;
 const R: Cap = Cap::Read;
 
 pub const TABLE: &[Builtin] = &[
-    gated("file.read", "file.read(path)", 1, 1, R, Cost::io(0.1), read),
+    gated("file.read", "file.read(path)", 1, 1, R, Cost::io(0.04), read),
     gated("file.write", "file.write(path, text)", 2, 2, F, Cost::io(0.5), write),
     gated("file.append", "file.append(path, text)", 2, 2, F, Cost::io(0.5), append),
     gated("file.exists", "file.exists(path)", 1, 1, R, CONST, exists),

@@ -727,7 +727,7 @@ fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// json.stringify: the bytes of the text written.
-const STRINGIFY: Cost = Cost::bytes(5.0);
+const STRINGIFY: Cost = Cost::bytes(2.0);
 
 pub const TABLE: &[Builtin] = &[
     b("json.parse", "json.parse(s)", 1, 1, Cost::bytes(20.0), json_parse),
