@@ -854,9 +854,9 @@ pub const WORK_CALLBACK: u64 = 20;
 /// constants below, step by step (src/builtins/re.rs).
 pub const WORK_REGEX_STATES_PER_UNIT: u64 = 32;
 /// Regular expressions: work per match (or piece) produced: each is a new string value
-/// (180 until 2026-12-02: bench/work.py then measured find_all 0.87, split 0.51 and
-/// replace 0.42 ns per unit).
-pub const WORK_REGEX_MATCH: u64 = 120;
+/// (180, then 120 until 2026-12-02: on an idle machine with the capture engine,
+/// bench/work.py measured re.replace at 0.42 ns per unit with 120).
+pub const WORK_REGEX_MATCH: u64 = 60;
 /// fmt: work per byte of the format string (scanning it and copying its literal text:
 /// bench/work.py row "fmt (text)": about 1.5 ns per format byte on an idle machine on
 /// 2026-12-02, when 5 units a byte measured 0.27 ns per unit; 4.7 ns under load before).
@@ -867,10 +867,12 @@ pub const WORK_REGEX_PIKE_X256: u32 = 2048;
 /// Regular expressions: the resumable NFA simulation the lazy DFA falls back to (its
 /// searches, rescans included), per position scanned per pattern position, charged as it
 /// goes (about 2.5x faster than the PikeVM: it tracks where a match starts, not groups).
-pub const WORK_REGEX_SIM_X256: u32 = 768;
+/// (768, 3 a position, measured 0.48 ns per unit on an idle machine: now 2.5.)
+pub const WORK_REGEX_SIM_X256: u32 = 640;
 /// Regular expressions: the set-up of one capture-group search (the PikeVM on one match's
-/// span), on top of its bytes (150 until 2026-12-02).
-pub const WORK_REGEX_CAPTURES: u64 = 60;
+/// span), on top of its bytes (150, then 60 until 2026-12-02; the capture engine of
+/// src/builtins/re/capture.rs made it cheaper).
+pub const WORK_REGEX_CAPTURES: u64 = 30;
 /// Regular expressions: the lazy DFA's states, per byte of DFA cache they fill (building
 /// one costs about its size), charged after each search.
 pub const WORK_REGEX_DFA_BYTE_X256: u32 = 1280;

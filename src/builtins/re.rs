@@ -122,7 +122,7 @@ pub struct Compiled {
 /// `WORK_REGEX_STATES_PER_UNIT`), charged before the search (its size is known), and
 /// `WORK_REGEX_MATCH` per match or piece produced, as they are found; past that, the
 /// engine's own charges (see the module's header).
-const RE: Cost = Cost::custom(0.08, 0.0);
+const RE: Cost = Cost::custom(0.05, 0.0);
 
 /// The pattern's positions: each byte of a literal, each class and each assertion, with
 /// counted repetitions multiplied out. The PikeVM keeps at most about one thread per
