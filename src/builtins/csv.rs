@@ -507,7 +507,7 @@ const NEXT: Cost = Cost::new(super::Rule::Items, 400, 0.0, 50.0);
 
 pub const TABLE: &[Builtin] = &[
     b("csv.parse", "csv.parse(s[, opts])", 1, 2, Cost::bytes(30.0), parse),
-    b("csv.stringify", "csv.stringify(rows[, opts])", 1, 2, Cost::bytes(12.5), stringify),
+    b("csv.stringify", "csv.stringify(rows[, opts])", 1, 2, Cost::bytes(6.0), stringify),
     gated("csv.open", "csv.open(path[, opts])", 1, 2, Cap::Read, CONST, open),
     gated("csv.next", "csv.next(reader)", 1, 1, Cap::Read, NEXT, next),
     gated("csv.close", "csv.close(reader)", 1, 1, Cap::Read, CONST, close),

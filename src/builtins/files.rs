@@ -539,7 +539,7 @@ pub const TABLE: &[Builtin] = &[
     gated("file.size", "file.size(path)", 1, 1, R, CONST, size),
     gated("file.stat", "file.stat(path)", 1, 1, R, CONST, stat),
     gated("file.open", "file.open(path)", 1, 1, R, CONST, open),
-    gated("file.read_line", "file.read_line(reader)", 1, 1, R, Cost::io(1.0), read_line),
+    gated("file.read_line", "file.read_line(reader)", 1, 1, R, Cost::io(0.0625), read_line),
     gated("file.close", "file.close(reader)", 1, 1, R, CONST, close),
     gated("dir.list", "dir.list(path)", 1, 1, R, Cost::items(2.0), dir_list),
     gated("dir.create", "dir.create(path)", 1, 1, F, CONST, dir_create),
