@@ -79,6 +79,6 @@ fn sha256(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 pub const TABLE: &[Builtin] = &[
     b("html.escape", "html.escape(s)", 1, 1, Cost::bytes(1.0), html_escape),
     b("base64.encode", "base64.encode(s)", 1, 1, Cost::bytes(0.27), b64_encode),
-    b("base64.decode", "base64.decode(s)", 1, 1, Cost::bytes(0.34), b64_decode),
+    b("base64.decode", "base64.decode(s)", 1, 1, Cost::bytes(0.28), b64_decode),
     b("hash.sha256", "hash.sha256(s)", 1, 1, Cost::bytes(1.0), sha256),
 ];

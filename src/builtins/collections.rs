@@ -663,7 +663,7 @@ fn lines(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 pub const TABLE: &[Builtin] = &[
     b("len", "len(v)", 1, 1, CONST, len),
-    b("keys", "keys(map)", 1, 1, Cost::items(7.0), keys),
+    b("keys", "keys(map)", 1, 1, Cost::items(6.0), keys),
     b("values", "values(map)", 1, 1, Cost::items(8.0), values),
     b("get", "get(collection, key[, default])", 2, 3, CONST, get),
     place("push", "push(PLACE, v)", 2, 2, CONST, push),
@@ -688,7 +688,7 @@ pub const TABLE: &[Builtin] = &[
     b("max", "max(list) | max(a, b, ...)", 1, VARIADIC, Cost::items(2.0), max),
     b("join", "join(list, sep)", 2, 2, JOIN, join),
     b("split", "split(s, sep[, max])", 2, 3, Cost::bytes_items(0.5, 85.0), split),
-    b("lines", "lines(s)", 1, 1, Cost::bytes_items(0.5, 100.0), lines),
+    b("lines", "lines(s)", 1, 1, Cost::bytes_items(0.4, 80.0), lines),
 ];
 
 #[cfg(test)]

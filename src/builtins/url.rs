@@ -274,7 +274,7 @@ fn url_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("url.encode", "url.encode(s)", 1, 1, Cost::bytes(1.0), url_encode),
+    b("url.encode", "url.encode(s)", 1, 1, Cost::bytes(0.8), url_encode),
     b("url.decode", "url.decode(s)", 1, 1, Cost::bytes(1.0), url_decode),
     b("url.parse", "url.parse(s)", 1, 1, Cost::bytes(1.0), url_parse),
     b("url.parse_query", "url.parse_query(s)", 1, 1, Cost::bytes(15.0), parse_query),
