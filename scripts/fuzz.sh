@@ -13,8 +13,11 @@ cd "$(dirname "$0")/.."
 
 TARGETS="load eval json csv url date re gateway cgi fmt layout"
 BIN=fuzz/target/x86_64-unknown-linux-gnu/release
-# libFuzzer's own limits: one process, 10 s per input, 1 GiB resident.
-FLAGS="-timeout=10 -rss_limit_mb=1024 -close_fd_mask=2"
+# libFuzzer's own limits: one process, 10 s per input, 1 GiB resident. The smoke run
+# also closes the target's stderr (-close_fd_mask=2, quiet CI logs); a campaign run keeps
+# it, so that a panic's message reaches the log (with stderr closed, a panic is only
+# "deadly signal": one such crash in `re` on 2026-12-02 could not be explained for that).
+FLAGS="-timeout=10 -rss_limit_mb=1024"
 
 have_tools() {
   command -v cargo-fuzz >/dev/null 2>&1 || cargo fuzz --version >/dev/null 2>&1 || return 1
@@ -67,7 +70,7 @@ case "${1:-}" in
       tmp=$(mktemp -d)
       [ -d "fuzz/corpus/$t" ] && cp -r "fuzz/corpus/$t/." "$tmp/"
       mkdir -p "fuzz/artifacts/$t"
-      if ! run_bin "$t" -max_total_time="$secs" \
+      if ! run_bin "$t" -close_fd_mask=2 -max_total_time="$secs" \
           -artifact_prefix="$PWD/fuzz/artifacts/$t/" "$tmp" >"$tmp.log" 2>&1; then
         tail -40 "$tmp.log"
         echo "fuzz target $t failed (input saved under fuzz/artifacts/$t/)"
