@@ -99,6 +99,16 @@ CORPUS = {
         {0, 4},
     ),
     "dense 4 MiB source": (dense_source(), [], {0, 3, 4}),
+    # Function arguments (issue 16): the most memory a callback builtin can build in one call.
+    "map to 1 MiB strings": (S1M + 'fn big(x)\nreturn upper(s)\nend\nfor k = 1 to 20\nl = map(range(16384), big)\nend\n', [], {4}),
+    "group_by with 1 MiB keys": (S1M + 'fn key(x)\nreturn slice(s, 0, 1000000) .. x\nend\ng = group_by(range(16384), key)\n', [], {4}),
+    "re.replace with a 1 MiB callback": (S1M + 'fn big(g)\nreturn s\nend\nx = re.replace("a", s, big)\n', [], {4}),
+    "sort of big strings with a comparator": (
+        S1M + 'fn before(a, b)\nreturn a > b\nend\nh = slice(s, 0, 1000000)\nl = [h .. "1", h .. "2", h .. "3", h .. "4"]\nfor k = 1 to 50\nl = sort(l, before)\nend\nprint(len(l))\n',
+        [],
+        {0, 4},
+    ),
+    "block string template": ('t = """\n  <p>${repeat("x", 1000000)}</p>\n  """\nl = []\nwhile true\npush(l, upper(t))\nend\n', [], {4}),
 }
 
 
