@@ -670,11 +670,7 @@ fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let e = run.e.clone();
     let mut caps = e.caches.borrow_mut().caps.take().unwrap_or_else(|| e.pike.create_captures());
     let r = run.captures(it, "re.match", m, &mut caps);
-    let items = r.map(|()| {
-        let mut items = Vec::with_capacity(caps.group_len());
-        items.extend(caps.iter().map(|g| g.map(|sp| Value::str_from(&s[sp.range()])).unwrap_or(Value::Nil)));
-        items
-    });
+    let items = r.map(|()| group_values(&caps, s));
     e.caches.borrow_mut().caps = Some(caps);
     it.make_list(items?)
 }
@@ -711,58 +707,61 @@ fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.make_list(items)
 }
 
-fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    if let Some(fi) = super::fn_arg(&args[2]) {
-        return replace_fn(it, args, fi);
-    }
-    let (re, s) = pat_subject(it, "re.replace", args)?;
-    let with = it.arg_str("re.replace", args, 2)?;
-    let mut run = Run::new(it, "re.replace", &re, s)?;
-    // Groups are only needed when the replacement names one.
-    let mut caps = with.contains(&b'$').then(|| run.e.pike.create_captures());
-    let mut out = Vec::with_capacity(s.len());
-    let mut last = 0;
-    run.each(it, "re.replace", |it, run, m| {
-        out.extend_from_slice(&s[last..m.start()]);
-        match caps.as_mut() {
-            Some(caps) => {
-                run.captures(it, "re.replace", m, caps)?;
-                caps.interpolate_bytes_into(s, with, &mut out);
-            }
-            None => out.extend_from_slice(with),
-        }
-        last = m.end();
-        it.check_str_len(out.len())?;
-        it.work(WORK_REGEX_MATCH)
-    })?;
-    out.extend_from_slice(&s[last..]);
-    it.make_str(out)
+/// The groups of a match as `re.match` gives them: `[whole, group1, ...]`, nil for a
+/// group that took no part.
+fn group_values(caps: &Captures, s: &[u8]) -> Vec<Value> {
+    let mut items = Vec::with_capacity(caps.group_len());
+    items.extend(caps.iter().map(|g| g.map(|sp| Value::str_from(&s[sp.range()])).unwrap_or(Value::Nil)));
+    items
 }
 
-/// `re.replace(pat, s, fn)`: each match is replaced by fn(groups), `groups` the list
-/// `re.match` gives (`[whole, group1, ...]`, nil for a group that took no part); the
-/// result must be a string and is used as it is (`$` is not interpreted).
-fn replace_fn(it: &mut Interp<'_>, args: &mut [Value], fi: usize) -> R<Value> {
+fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.replace", args)?;
-    let mut run = Run::new(it, "re.replace", &re, s)?;
-    let mut caps = run.e.pike.create_captures();
+    if let Some(fi) = super::fn_arg(&args[2]) {
+        // `re.replace(pat, s, fn)`: each match is replaced by fn(groups), `groups` as
+        // `re.match` gives them; the result must be a string, used as it is (`$` is not
+        // interpreted).
+        return replace_each(it, &re, s, true, |it, caps, out| {
+            let groups = it.make_list(group_values(caps.expect("captures asked for"), s))?;
+            match it.call_fn(fi, [groups])? {
+                Value::Str(r) => Ok(out.extend_from_slice(&r)),
+                other => Err(it.err(
+                    ErrKind::Type,
+                    format!("re.replace: the function must return a string, got {}", other.type_name()),
+                )),
+            }
+        });
+    }
+    let with = it.arg_str("re.replace", args, 2)?;
+    // Groups are only needed when the replacement names one.
+    replace_each(it, &re, s, with.contains(&b'$'), |_, caps, out| {
+        match caps {
+            Some(caps) => caps.interpolate_bytes_into(s, with, out),
+            None => out.extend_from_slice(with),
+        }
+        Ok(())
+    })
+}
+
+/// Replace every match of `re` in `s` by what `put` writes (given the match's groups
+/// when `groups` is set), within the string limit, `WORK_REGEX_MATCH` per match.
+fn replace_each(
+    it: &mut Interp<'_>,
+    re: &Compiled,
+    s: &[u8],
+    groups: bool,
+    mut put: impl FnMut(&mut Interp<'_>, Option<&Captures>, &mut Vec<u8>) -> R<()>,
+) -> R<Value> {
+    let mut run = Run::new(it, "re.replace", re, s)?;
+    let mut caps = groups.then(|| run.e.pike.create_captures());
     let mut out = Vec::with_capacity(s.len());
     let mut last = 0;
     run.each(it, "re.replace", |it, run, m| {
         out.extend_from_slice(&s[last..m.start()]);
-        run.captures(it, "re.replace", m, &mut caps)?;
-        let groups: Vec<Value> =
-            caps.iter().map(|g| g.map(|sp| Value::str_from(&s[sp.range()])).unwrap_or(Value::Nil)).collect();
-        let groups = it.make_list(groups)?;
-        match it.call_fn(fi, [groups])? {
-            Value::Str(r) => out.extend_from_slice(&r),
-            other => {
-                return Err(it.err(
-                    ErrKind::Type,
-                    format!("re.replace: the function must return a string, got {}", other.type_name()),
-                ))
-            }
+        if let Some(caps) = caps.as_mut() {
+            run.captures(it, "re.replace", m, caps)?;
         }
+        put(it, caps.as_ref(), &mut out)?;
         last = m.end();
         it.check_str_len(out.len())?;
         it.work(WORK_REGEX_MATCH)
