@@ -21,6 +21,41 @@ use crate::limits::*;
 
 type Extra<'a> = extra::Err<Rich<'a, Tok>>;
 
+// Parse fuel. The combinator parser backtracks: on a line that does not parse, it tries
+// every other reading of what came before the error, and nested calls whose arguments
+// hold operator chains (`f(a - - - b(g(a - - - b(... %)))`) make that exponential (a
+// 300-byte line ran for minutes; the `layout` fuzz target found it). So each statement
+// gets fuel for 64 + 4 per token operand attempts: a statement that parses uses at most
+// one per token (every statement of the repository's scripts, tests and fuzz corpus was
+// measured: at most 0.7 per token beyond the first few, erroneous ones included). When
+// the fuel runs out every attempt fails at once, and the statement is one syntax error
+// saying so. With the expression-bytes limit and the 20 load errors after which loading
+// stops, a load's parse work stays linear in its size (about 0.7 us per unit of fuel).
+thread_local! {
+    static FUEL: std::cell::Cell<u64> = const { std::cell::Cell::new(u64::MAX) };
+}
+const FUEL_BASE: u64 = 64;
+const FUEL_PER_TOKEN: u64 = 4;
+const OUT_OF_FUEL: &str = "statement too tangled to parse";
+
+/// Run `parse` on `ntoks` tokens with their fuel; true as well when the fuel ran out.
+fn fueled<T>(ntoks: usize, parse: impl FnOnce() -> T) -> (T, bool) {
+    let fuel = FUEL_BASE + FUEL_PER_TOKEN * ntoks as u64;
+    FUEL.with(|f| f.set(fuel));
+    let r = parse();
+    let left = FUEL.with(|f| f.replace(u64::MAX));
+    (r, left == 0)
+}
+
+/// Burn one unit of fuel; false when there is none left.
+fn burn() -> bool {
+    FUEL.with(|f| {
+        let n = f.get();
+        f.set(n.saturating_sub(1));
+        n > 0
+    })
+}
+
 /// An expression with the token range it came from (for the expression-bytes limit).
 #[derive(Debug, Clone)]
 struct SExpr(Expr, Range<usize>);
@@ -143,7 +178,8 @@ where
             .map(Expr::Map);
         let paren = expr.clone().delimited_by(just(Tok::LParen), just(Tok::RParen)).map(|e| Expr::Paren(Box::new(e)));
         let name = ident.map_with(move |s, x| Expr::Name(intern(s), at(x.span())));
-        let atom = choice((literal, name, paren, list, map));
+        let fuel = empty().try_map(|(), s: SimpleSpan| if burn() { Ok(()) } else { Err(Rich::custom(s, OUT_OF_FUEL)) });
+        let atom = fuel.ignore_then(choice((literal, name, paren, list, map)));
 
         let args = items.delimited_by(just(Tok::LParen), just(Tok::RParen)).map_with(|a, x| {
             let s: SimpleSpan = x.span();
@@ -669,6 +705,10 @@ fn bracket_depth(toks: &[Tok]) -> usize {
     max
 }
 
+fn out_of_fuel_message() -> String {
+    format!("{OUT_OF_FUEL}: it has an error, and the parser gave up looking for where (check its brackets and operators)")
+}
+
 fn depth_error() -> (LoadKind, String) {
     (LoadKind::Limit(LimitKind::ExprDepth), format!("expression nested too deeply (limit is {MAX_EXPR_DEPTH})"))
 }
@@ -687,10 +727,11 @@ fn parse_expr_tokens(
         return Err(depth_error());
     }
     let p = expr_parser::<&[Tok]>(Spots { spans, src }).then_ignore(end());
-    let mut e = p
-        .parse(toks)
-        .into_result()
-        .map_err(|errs| (LoadKind::Syntax, errs.first().map(syntax_message).unwrap_or_default()))?;
+    let (parsed, out_of_fuel) = fueled(toks.len(), || p.parse(toks).into_result());
+    if out_of_fuel {
+        return Err((LoadKind::Syntax, out_of_fuel_message()));
+    }
+    let mut e = parsed.map_err(|errs| (LoadKind::Syntax, errs.first().map(syntax_message).unwrap_or_default()))?;
     finish_interp(&mut e, depth_budget.saturating_sub(1), src)?;
     if e.depth() > depth_budget {
         return Err(depth_error());
@@ -1083,7 +1124,14 @@ fn parse_statement(fp: &mut FileParser, line_no: usize, l: &LexedLine, src: Src)
     // The parser borrows its input for its whole life, so it is made for each
     // statement: that lets each statement's tokens go as soon as it is parsed.
     let spots = Spots { spans: &l.spans, src };
-    let parsed = line_parser::<&[Tok]>(spots).parse(&l.toks[..]).into_result();
+    let (parsed, out_of_fuel) = fueled(l.toks.len(), || line_parser::<&[Tok]>(spots).parse(&l.toks[..]).into_result());
+    if out_of_fuel {
+        fp.err(LoadKind::Syntax, out_of_fuel_message(), line_no);
+        if let Some(fb) = fallback_from(&l.toks) {
+            fp.apply(line_no, fb);
+        }
+        return;
+    }
     match parsed {
         Ok(mut line) => match check_line(&mut line, l, src) {
             Ok(()) => fp.apply(line_no, line),

@@ -694,3 +694,56 @@ def test_stdin_end_of_input_is_still_nil(tmp_path):
     assert (r.status, r.out) == (0, "nil nil\n"), r
     r = leash(["-e", "print(stdin.read_line(), stdin.read_line())"], input="last", cwd=tmp_path)
     assert (r.status, r.out) == (0, "last nil\n"), r
+
+
+# ---------------------------------------------------------------------------
+# The parser's backtracking (found by the `layout` fuzz target, 2026-12-02): a line
+# that does not parse, with nested calls whose arguments hold operator chains, made the
+# combinator parser try exponentially many readings (a 568-byte input ran 36 s in the
+# fuzz build, 6 s in release; depth 6 below ran for minutes). Each statement now has
+# parse fuel in proportion to its tokens; out of fuel, it is one syntax error.
+# ---------------------------------------------------------------------------
+
+TANGLE = "q(a" + "-" * 46 + "b("
+
+
+def tangled(depth, inner="%"):
+    return "x = " + TANGLE * depth + inner + "))" * depth + "\n"
+
+
+@pytest.mark.parametrize("depth", [4, 6, 8, 12, 16])
+def test_a_tangled_statement_is_one_syntax_error_at_once(tmp_path, depth):
+    p = write(tmp_path / "t.lsh", tangled(depth) + "print(1)\n")
+    # The preexec cap keeps a regression from taking minutes of CPU (or memory).
+    r = leash(["--error-format", "json", "check", p], timeout=20)
+    assert r.status == 3, r.err
+    ds = r.json_lines()
+    assert [(d["kind"], d["line"]) for d in ds] == [("syntax", 1)], ds
+    if depth >= 6:
+        assert "too tangled to parse" in ds[0]["message"], ds
+
+
+def test_the_same_statement_without_the_error_parses(tmp_path):
+    # (Depth 2: 46 unary minuses per level soon pass the expression depth limit.)
+    p = write(tmp_path / "t.lsh", "fn q(a)\n  return a\nend\nfn b(c)\n  return c\nend\na = 1\n" + tangled(2, "7")
+              + "y = [" + ", ".join(f"-{i} - -{i}" for i in range(150)) + "]\nprint(x, len(y))\n")
+    r = leash([p])
+    assert (r.status, r.out) == (0, "9 150\n"), r.err  # 1 - -(1 - -7)
+
+
+def test_tangled_interpolation_and_many_tangled_statements_stay_fast(tmp_path):
+    inter = 'x = "${' + TANGLE * 8 + "%" + "))" * 8 + '}"\n'
+    r = leash(["check", write(tmp_path / "i.lsh", inter)])
+    assert r.status == 3 and "too tangled to parse" in r.err, r.err
+    # Twenty-five statements of 12 KB each (loading stops after 20 errors): about a
+    # second of parsing in all, not hours.
+    big = "x = " + ("q(a" + "-" * 200 + "b(\n") * 60 + "%" + ")" * 120 + "\n"
+    r = leash(["check", write(tmp_path / "b.lsh", big * 25)], timeout=30)
+    assert r.status == 3 and r.err.count("too tangled to parse") == 20, r.err[-2000:]
+
+
+def test_the_fuzz_input_that_found_it_loads_at_once(tmp_path):
+    src = (ROOT / "fuzz" / "corpus" / "layout" / "tangled-2026-12-02").read_bytes()
+    (tmp_path / "f.lsh").write_bytes(src)
+    r = leash(["check", tmp_path / "f.lsh"], timeout=20)
+    assert r.status == 3, r.err
