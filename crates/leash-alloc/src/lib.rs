@@ -29,6 +29,14 @@
 //!   (memory freed between blocks that stay, which malloc keeps); the resident size
 //!   can, and it cannot grow by more than what was allocated since the last look.
 //!
+//! Small blocks freed on the script's thread are kept for reuse (see [`Stash`]): glibc's
+//! own per-thread cache holds only 7 blocks of a size, so freeing a list of a dozen
+//! strings sends the rest through its slower paths (about 140 instructions a free and
+//! 80 a malloc, measured with callgrind on the text benchmarks), and the next line's
+//! strings come back the same way. The stash holds up to 128 blocks of each size from
+//! 32 to 160 bytes (at most 110 KiB), and serves them back in a few instructions. Stashed
+//! blocks count as freed.
+//!
 //! This is the only crate of the project with unsafe code: `GlobalAlloc` is an unsafe
 //! trait, each method forwards to `std::alloc::System` under the same contract, and
 //! `getrusage` is a C call.
@@ -54,6 +62,41 @@ thread_local! {
     /// Is this the script's thread? (A constant initializer and no destructor: reading
     /// it is one load, and it never allocates.)
     static OWNER: Cell<bool> = const { Cell::new(false) };
+    /// The script's thread's stash of freed small blocks (empty on other threads).
+    static STASH: Stash = const { Stash::new() };
+}
+
+/// Chunk sizes stashed: 32, 48, ..., 160 bytes (glibc's smallest chunk is 32).
+const STASH_MIN: usize = 32;
+const STASH_MAX: usize = 160;
+const STASH_CLASSES: usize = (STASH_MAX - STASH_MIN) / 16 + 1;
+/// Blocks kept per chunk size.
+const STASH_DEPTH: u32 = 128;
+
+/// Freed blocks kept for reuse, one list per chunk size, linked through their first
+/// word. Only blocks that came from `malloc` are kept (alignment at most 16 and not
+/// above the size: `System` uses `malloc` for exactly those), so any of them serves a
+/// request of the same chunk size (glibc gives a chunk of that size at least its usable
+/// bytes), and `free` takes it back whenever it leaves the stash. Blocks still stashed
+/// when the thread ends stay allocated (the script's thread lives as long as the process).
+struct Stash {
+    head: [Cell<*mut u8>; STASH_CLASSES],
+    len: [Cell<u32>; STASH_CLASSES],
+}
+
+impl Stash {
+    const fn new() -> Stash {
+        Stash {
+            head: [const { Cell::new(std::ptr::null_mut()) }; STASH_CLASSES],
+            len: [const { Cell::new(0) }; STASH_CLASSES],
+        }
+    }
+}
+
+/// The stash list for a block of layout `l` and chunk size `c`, if it is one to stash.
+#[inline(always)]
+fn stash_class(l: Layout, c: usize) -> Option<usize> {
+    (l.align() <= 16 && l.align() <= l.size() && (STASH_MIN..=STASH_MAX).contains(&c)).then(|| (c - STASH_MIN) >> 4)
 }
 
 /// The bytes malloc uses for an allocation of `l`: the request plus its 8-byte header,
@@ -97,14 +140,36 @@ fn spend(n: usize) {
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// `GlobalAlloc` contract is `System`'s; the counting touches only the atomics above and
-// a thread-local flag that needs no allocation.
+// `GlobalAlloc` contract is `System`'s, except that the script's thread keeps some freed
+// small malloc blocks in its stash and hands them out again for requests of the same
+// chunk size (see `Stash`: such a block is as good as a fresh `malloc` of that size, and
+// `free` takes it back later); the counting touches only the atomics above and
+// thread-locals that need no allocation.
 unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let c = chunk(l);
+        if let Some(i) = stash_class(l, c) {
+            if OWNER.get() {
+                let p = STASH.with(|st| {
+                    let p = st.head[i].get();
+                    if !p.is_null() {
+                        // SAFETY: a stashed block is a live malloc block of chunk size
+                        // `c`, owned by the stash, whose first word links the next.
+                        st.head[i].set(*(p as *mut *mut u8));
+                        st.len[i].set(st.len[i].get() - 1);
+                    }
+                    p
+                });
+                if !p.is_null() {
+                    add(c);
+                    return p;
+                }
+            }
+        }
         let p = System.alloc(l);
         if !p.is_null() {
-            add(chunk(l));
+            add(c);
         }
         p
     }
@@ -120,8 +185,27 @@ unsafe impl GlobalAlloc for Counting {
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, l: Layout) {
+        let c = chunk(l);
+        sub(c);
+        if let Some(i) = stash_class(l, c) {
+            if OWNER.get() {
+                let kept = STASH.with(|st| {
+                    if st.len[i].get() >= STASH_DEPTH {
+                        return false;
+                    }
+                    // SAFETY: the caller gives the block up (the `dealloc` contract); it
+                    // is at least 24 usable bytes (chunk 32 or more), room for the link.
+                    *(ptr as *mut *mut u8) = st.head[i].get();
+                    st.head[i].set(ptr);
+                    st.len[i].set(st.len[i].get() + 1);
+                    true
+                });
+                if kept {
+                    return;
+                }
+            }
+        }
         System.dealloc(ptr, l);
-        sub(chunk(l));
     }
 
     #[inline]
@@ -206,6 +290,37 @@ mod tests {
         assert_eq!(c(25), 48);
         assert_eq!(c(40), 48);
         assert_eq!(c(1000), 1008);
+    }
+
+    #[test]
+    fn the_stash_serves_freed_blocks_again_and_counts_them() {
+        std::thread::spawn(|| {
+            count_here();
+            let before = MINE.load(Relaxed);
+            // A burst bigger than the stash, of several sizes, freed and made again: every
+            // block keeps its own bytes, and the count comes back to where it was.
+            for round in 0..3u8 {
+                let mut v: Vec<Box<[u8]>> = Vec::new();
+                for i in 0..1000usize {
+                    let n = 1 + i % 150;
+                    v.push(vec![round.wrapping_add(i as u8); n].into_boxed_slice());
+                }
+                for (i, b) in v.iter().enumerate() {
+                    assert!(b.iter().all(|&x| x == round.wrapping_add(i as u8)));
+                    assert_eq!(b.as_ptr() as usize % 16, 0);
+                }
+                drop(v);
+                assert_eq!(MINE.load(Relaxed), before);
+            }
+            let a = Box::new([7u64; 4]);
+            let p = &*a as *const _ as usize;
+            drop(a);
+            let b = Box::new([9u64; 4]);
+            assert_eq!(&*b as *const _ as usize, p, "a freed block is served again");
+            assert_eq!(*b, [9u64; 4]);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
