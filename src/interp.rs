@@ -1291,6 +1291,17 @@ impl<'p> Interp<'p> {
 
     #[inline(never)]
     fn cond_slow(&mut self, e: &'p Expr) -> R<bool> {
+        // `x == y` and `x != y` on variables and constants (`status == "404"`,
+        // `line != nil`): compared where they are, without copying either out; the same
+        // comparison and work charge as `binop`.
+        if let Expr::Bin(op @ (BinOp::Eq | BinOp::Ne), _, a, b) = e {
+            if let (Some(x), Some(y)) = (self.direct(a), self.direct(b)) {
+                let mut n = EqCount::default();
+                let same = equals_counted(x, y, &mut n);
+                self.work(n.units())?;
+                return Ok(same == (*op == BinOp::Eq));
+            }
+        }
         Ok(self.eval(e)?.truthy())
     }
 
@@ -1432,6 +1443,12 @@ impl<'p> Interp<'p> {
                 other => Err(spotted(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name())), *sp)),
             },
             Expr::Index(a, i, sp) => {
+                // `m[5]` on a variable: read in place, without copying the list out.
+                if let Some(k) = self.num_fast(i) {
+                    if let Some(x) = self.direct(a) {
+                        return self.index_value(x, &Value::Num(k)).map_err(|f| spotted(f, *sp));
+                    }
+                }
                 let x = self.eval(a)?;
                 let k = self.eval(i)?;
                 self.index_value(&x, &k).map_err(|f| spotted(f, *sp))
