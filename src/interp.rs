@@ -661,6 +661,14 @@ impl<'p> Interp<'p> {
                 self.step(s.pos)?;
                 self.set_var(Slot::Global(*i), e)?;
             }
+            StmtKind::CountIndex(slot, k, e) => {
+                self.step(s.pos)?;
+                if !self.count_in_place(*slot, e)? {
+                    let v = self.eval(e)?;
+                    let key = self.eval_fast(k)?;
+                    self.set_index(*slot, key, v)?;
+                }
+            }
             StmtKind::SetIndex(slot, k, e) => {
                 self.step(s.pos)?;
                 let v = match self.num_fast(e) {
@@ -1987,6 +1995,35 @@ impl<'p> Interp<'p> {
         };
         self.check_memory()?;
         Ok(r)
+    }
+
+    /// `x[k] = get(x, k, d) + n` (`StmtKind::CountIndex`) when `x` holds a map of its
+    /// own (not shared) in which `k` holds a number: the sum stored where the number is,
+    /// with one lookup. The charges and checks are those of the general path (`map_get`'s,
+    /// then `set_index`'s, which for a number replaced by a number in an unshared map are
+    /// none). False, with nothing done or charged, when any of that does not hold: the
+    /// caller then runs the general path, which also reports what is wrong.
+    #[inline(never)]
+    fn count_in_place(&mut self, slot: Slot, e: &'p Expr) -> R<bool> {
+        let Expr::BinK(op, _, g, n) = e else { return Ok(false) };
+        let Expr::MapGet(b, args, sp) = &**g else { return Ok(false) };
+        let (Some(mv @ Value::Map(m)), Some(kv @ Value::Str(k)), Some(d)) =
+            (self.direct(&args[0]), self.direct(&args[1]), self.direct(&args[2]))
+        else {
+            return Ok(false);
+        };
+        if Rc::strong_count(m) != 1 || mv.acct() + kv.acct() + d.acct() > self.lim.n(L::CallArgs) {
+            return Ok(false);
+        }
+        let Some(i) = m.index_of(k) else { return Ok(false) };
+        let Some(&Value::Num(x)) = m.value_at(i) else { return Ok(false) };
+        let Some(r) = arith(*op, x, *n) else { return Ok(false) };
+        self.work(b.cost.before(&[])).map_err(|f| spotted(f, *sp))?;
+        self.check_memory().map_err(|f| spotted(f, *sp))?;
+        let Value::Map(m) = self.slot_mut(slot) else { unreachable!("checked above") };
+        let done = Rc::get_mut(m).is_some_and(|m| m.set_num_at(i, r));
+        debug_assert!(done, "an unshared map with a number at {i}");
+        Ok(true)
     }
 
     fn call_builtin_place(&mut self, b: &'static Builtin, place: &'p Place, args: &'p [Expr]) -> R<Value> {

@@ -99,6 +99,10 @@ pub enum StmtKind {
     SetGlobal(u32, Expr),
     /// `x[k] = e` or `x.k = e`: one step into a variable (kept apart for speed).
     SetIndex(Slot, Expr, Expr),
+    /// `x[k] = get(x, k, d) + n` (or `- n`), the counting idiom, with `k` a variable or a
+    /// constant: a `SetIndex` whose value the interpreter may compute and store with one
+    /// lookup when the key holds a number (`Interp::count_in_place`); the same fields.
+    CountIndex(Slot, Expr, Expr),
     /// `PLACE = e` with a longer path.
     Assign(Box<Place>, Expr),
     /// `PLACE op= e`.

@@ -478,7 +478,11 @@ impl Resolver<'_> {
                     (None, true, Slot::Global(i)) => StmtKind::SetGlobal(i, v),
                     (None, false, root) if place.path.len() == 1 => {
                         let key = place.path.into_iter().next().expect("one key");
-                        StmtKind::SetIndex(root, key, v)
+                        if is_count(root, &key, &v) {
+                            StmtKind::CountIndex(root, key, v)
+                        } else {
+                            StmtKind::SetIndex(root, key, v)
+                        }
                     }
                     (None, false, _) => StmtKind::Assign(Box::new(place), v),
                     (Some(op @ (BinOp::Add | BinOp::Sub)), true, root) if matches!(v, Expr::Const(Value::Num(_))) => {
@@ -544,6 +548,23 @@ impl Resolver<'_> {
         };
         Some(Stmt { pos: s.pos, kind })
     }
+}
+
+/// Is `root[key] = v` the counting idiom `x[k] = get(x, k, d) + n` (or `- n`): the map,
+/// the key and the default variables or constants, the same map and key on both sides?
+fn is_count(root: Slot, key: &Expr, v: &Expr) -> bool {
+    let Expr::BinK(BinOp::Add | BinOp::Sub, _, g, _) = v else { return false };
+    let Expr::MapGet(_, args, _) = &**g else { return false };
+    let same_root = match (&args[0], root) {
+        (Expr::Local(i, _), Slot::Local(j)) | (Expr::Global(i, _), Slot::Global(j)) => *i == j,
+        _ => false,
+    };
+    let same_key = match (&args[1], key) {
+        (Expr::Local(i, _), Expr::Local(j, _)) | (Expr::Global(i, _), Expr::Global(j, _)) => i == j,
+        (Expr::Const(Value::Str(a)), Expr::Const(Value::Str(b))) => a == b,
+        _ => false,
+    };
+    same_root && same_key && args.len() == 3 && matches!(args[2], Expr::Const(_))
 }
 
 /// Pick the specialized form of a binary operator when its operands allow one.

@@ -435,6 +435,31 @@ impl Map {
         Some(v)
     }
 
+    /// Where key `k` is (its index, for `set_num_at`).
+    #[inline]
+    pub fn index_of(&self, k: &[u8]) -> Option<usize> {
+        self.entries.get_index_of(k)
+    }
+
+    /// The value at index `i`.
+    #[inline]
+    pub fn value_at(&self, i: usize) -> Option<&Value> {
+        self.entries.get_index(i).map(|(_, v)| v)
+    }
+
+    /// Replace the number at index `i` by `n` (a number for a number: the accounting
+    /// does not change). False, and nothing done, when it holds something else.
+    #[inline]
+    pub fn set_num_at(&mut self, i: usize, n: f64) -> bool {
+        match self.entries.get_index_mut(i) {
+            Some((_, Value::Num(x))) => {
+                *x = n;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Change the value of `k` in place through `f`, keeping this map's accounting true.
     pub fn with_value<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
         let slot = self.entries.get_mut(k)?;

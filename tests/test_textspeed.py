@@ -1,6 +1,7 @@
 """The text-processing fast paths (issue 12, WORKLOG 2026-12-02): `get` on a map looked
 up in place (Expr::MapGet), a map's insert after a `get` of the same key (the look-up
-hint), `split` counting its pieces first. Each must give the results, errors, steps,
+hint), `split` counting its pieces first, and the counting idiom
+`m[k] = get(m, k, d) + n` stored with one look-up (StmtKind::CountIndex). Each must give the results, errors, steps,
 work and accounted storage of the general path; the limits below were measured with the
 binary from before the change (N passes, N - 1 fails, at the same line)."""
 
@@ -156,3 +157,85 @@ def test_split_limits_unchanged(script):
     assert script(SPLIT_SCRIPT, opts=["--limit", "frame_storage=28709"]).status == 0
     r = script(SPLIT_SCRIPT, opts=["--limit", "frame_storage=28708"])
     assert r.status == 4 and r.diag["kind"] == "frame_storage" and r.diag["line"] == 3, r
+
+
+# ---------------------------------------------------------------------------
+# The counting idiom, m[k] = get(m, k, d) + n (StmtKind::CountIndex): stored in place
+# when k holds a number in an unshared map; otherwise (and for every error) the general
+# path. `+ one` (a variable) is the same statement without the fast path.
+# ---------------------------------------------------------------------------
+
+COUNT_SCRIPT = lines_of(
+    "counts = {}",
+    "one = 1",
+    "seen = {}",
+    "for r = 1 to 30",
+    '  for w in split("b a b é b a  é c" .. (r % 7), " ")',
+    "    counts[w] = get(counts, w, 0) + 1",
+    '    seen.n = get(seen, "n", 100) - 2',
+    "  end",
+    "end",
+    "print(counts, seen)",
+)
+
+
+def test_count_idiom_results_and_charges_equal_the_general_path(script):
+    fast = script(COUNT_SCRIPT, opts=["--stats"])
+    slow = script(COUNT_SCRIPT.replace("+ 1", "+ one").replace("- 2", "- one - one"), opts=["--stats"])
+    assert fast.status == 0 and slow.status == 0, (fast, slow)
+    assert fast.out == slow.out
+    assert fast.out.startswith('{"b":90,"a":60,"é":60,"":30,"c1":5,'), fast.out
+    assert '{"n":-440}' in fast.out  # 100 - 2 x 9 words x 30 rounds
+    for k in ("steps", "work", "peak_frame_bytes"):
+        assert fast.stats[k] == slow.stats[k], k
+
+
+def test_count_idiom_work_and_storage_limits_at_the_same_spot(script):
+    fast = script(COUNT_SCRIPT, opts=["--stats"]).stats
+    slow_src = COUNT_SCRIPT.replace("+ 1", "+ one")
+    for opts, kind in ((["--max-work", str(fast["work"])], None),
+                       (["--max-work", str(fast["work"] - 1)], "work"),
+                       (["--limit", f"frame_storage={fast['peak_frame_bytes']}"], None),
+                       (["--limit", f"frame_storage={fast['peak_frame_bytes'] - 1}"], "frame_storage"),
+                       (["--max-steps", str(fast["steps"] - 1)], "steps")):
+        a, b = script(COUNT_SCRIPT, opts=opts), script(slow_src, opts=opts)
+        if kind is None:
+            assert a.status == 0 and b.status == 0, (opts, a, b)
+        else:
+            assert a.status == 4 and a.diag["kind"] == kind, (opts, a)
+            assert (a.diag["line"], a.diag.get("column")) == (b.diag["line"], b.diag.get("column")), (a.diag, b.diag)
+
+
+def test_count_idiom_call_args_limit(script):
+    src = lines_of('m = {a: 1, b: 2}', 'k = "a"', "m[k] = get(m, k, 0) + 1", "print(m)")
+    acct = None
+    for n in range(100, 2000):
+        r = script(src, opts=["--limit", f"call_args={n}"])
+        if r.status == 0:
+            acct = n
+            break
+    assert acct is not None
+    r = script(src, opts=["--limit", f"call_args={acct - 1}"])
+    assert r.status == 4 and r.diag["kind"] == "call_args" and r.diag["line"] == 3, r
+    r2 = script(src.replace("+ 1", "+ one").replace('k = "a"', 'k = "a"\none = 1'),
+                opts=["--limit", f"call_args={acct - 1}"])
+    assert r2.status == 4 and r2.diag["kind"] == "call_args", r2
+
+
+def test_count_idiom_falls_back(ok, fails):
+    # missing keys (the default), a shared map (copied), negative steps
+    out = ok(lines_of(
+        "m = {}", 'k = "x"',
+        "m[k] = get(m, k, 10) + 1",
+        "n = m",
+        "m[k] = get(m, k, 0) + 1",
+        "m[k] = get(m, k, 0) - 0.5",
+        "print(m, n)",
+    ))
+    assert out == '{"x":11.5} {"x":11}\n'
+    # a string in the map, a nil default, overflow: the general path's errors
+    fails(lines_of('m = {a: "s"}', 'k = "a"', "m[k] = get(m, k, 0) + 1"), "type", line=3)
+    fails(lines_of("m = {}", 'k = "a"', "m[k] = get(m, k, nil) + 1"), "type", line=3)
+    fails(lines_of("m = {a: 1e308}", 'k = "a"', "m[k] = get(m, k, 0) + 1e308"), "arith", line=3)
+    # a list: get reads it by index, the general path stores
+    assert ok(lines_of("m = [1]", "k = 0", "m[k] = get(m, k, 0) + 1", "print(m)")) == "[2]\n"
