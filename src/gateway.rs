@@ -291,6 +291,24 @@ fn valid_env_name(n: &str) -> bool {
 /// Parse and check a configuration file's text. The root must exist: it is
 /// canonicalized here, so that every later comparison is between canonical paths.
 pub fn parse_config(text: &str) -> Result<Config, String> {
+    // A message quotes values from the file, whose strings may hold escaped control
+    // characters (`"a\nb"`): shown escaped, so that the message stays one log line.
+    parse_config_text(text).map_err(|m| escape_controls(&m))
+}
+
+/// `s` with each control character written as its escape (`\n`, `\u{7f}`).
+fn escape_controls(s: &str) -> String {
+    s.chars().fold(String::with_capacity(s.len()), |mut out, c| {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+        out
+    })
+}
+
+fn parse_config_text(text: &str) -> Result<Config, String> {
     let t: toml::Table = text.parse().map_err(|e: toml::de::Error| one_line(&e.to_string()))?;
     for k in t.keys() {
         if !KEYS.contains(&k.as_str()) {
@@ -892,6 +910,12 @@ mod tests {
         assert!(parse_config("root = \"relative\"").unwrap_err().contains("absolute"));
         assert!(parse_config("root = \"/no/such/dir/x\"").is_err());
         assert!(!one_line(&parse_config("root = [").unwrap_err()).contains('\n'));
+        // Values quoted in a message keep it one line (the gateway fuzz target, 2026-12-02).
+        for bad in ["allow = [\"liste\\nroo\"]", "env_pass = [\"A\\r\\nB\"]", "[[dir]]\npath = \"../a\\n\\u007f\"\nallow = []"] {
+            let e = parse_config(&format!("root = \"{}\"\n{bad}\n", d.display())).unwrap_err();
+            assert!(!e.chars().any(char::is_control), "{bad}: {e:?}");
+            assert!(e.contains("\\n"), "{bad}: {e:?}");
+        }
     }
 
     #[test]
