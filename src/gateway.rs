@@ -911,7 +911,9 @@ mod tests {
         assert!(parse_config("root = \"/no/such/dir/x\"").is_err());
         assert!(!one_line(&parse_config("root = [").unwrap_err()).contains('\n'));
         // Values quoted in a message keep it one line (the gateway fuzz target, 2026-12-02).
-        for bad in ["allow = [\"liste\\nroo\"]", "env_pass = [\"A\\r\\nB\"]", "[[dir]]\npath = \"../a\\n\\u007f\"\nallow = []"] {
+        for bad in
+            ["allow = [\"liste\\nroo\"]", "env_pass = [\"A\\r\\nB\"]", "[[dir]]\npath = \"../a\\n\\u007f\"\nallow = []"]
+        {
             let e = parse_config(&format!("root = \"{}\"\n{bad}\n", d.display())).unwrap_err();
             assert!(!e.chars().any(char::is_control), "{bad}: {e:?}");
             assert!(e.contains("\\n"), "{bad}: {e:?}");

@@ -1961,6 +1961,13 @@ impl<'p> Interp<'p> {
         (!matches!(v, Value::Unset)).then_some(v)
     }
 
+    /// Whether `get`'s arguments (the map, the key, the default's accounted bytes) fit the
+    /// `call_args` limit: the check the call makes, for the paths that skip the call.
+    #[inline]
+    fn get_args_fit(&self, m: &Value, k: &Value, d: usize) -> bool {
+        m.acct() + k.acct() + d <= self.lim.n(L::CallArgs)
+    }
+
     /// `get(m, k[, d])` on a map and a string key, its arguments variables or constants
     /// (`Expr::MapGet`): the lookup is made on the variable's map in place. The same
     /// charges and checks as the call (`call_builtin`): the arguments' accounted bytes
@@ -1975,7 +1982,7 @@ impl<'p> Interp<'p> {
                     None => Some(0),
                     Some(e) => self.direct(e).map(Value::acct),
                 };
-                d.is_some_and(|d| m.acct() + k.acct() + d <= self.lim.n(L::CallArgs))
+                d.is_some_and(|d| self.get_args_fit(m, k, d))
             }
             _ => false,
         };
@@ -2012,7 +2019,7 @@ impl<'p> Interp<'p> {
         else {
             return Ok(false);
         };
-        if Rc::strong_count(m) != 1 || mv.acct() + kv.acct() + d.acct() > self.lim.n(L::CallArgs) {
+        if Rc::strong_count(m) != 1 || !self.get_args_fit(mv, kv, d.acct()) {
             return Ok(false);
         }
         let Some(i) = m.index_of(k) else { return Ok(false) };

@@ -706,7 +706,9 @@ fn bracket_depth(toks: &[Tok]) -> usize {
 }
 
 fn out_of_fuel_message() -> String {
-    format!("{OUT_OF_FUEL}: it has an error, and the parser gave up looking for where (check its brackets and operators)")
+    format!(
+        "{OUT_OF_FUEL}: it has an error, and the parser gave up looking for where (check its brackets and operators)"
+    )
 }
 
 fn depth_error() -> (LoadKind, String) {
