@@ -206,11 +206,20 @@ fn range_term_wide(a: f64, k: f64, st: f64) -> f64 {
     (a / 2.0 + k * (st / 2.0)) * 2.0
 }
 
+/// A run's compiled patterns go with it (see `re::forget_patterns`).
+impl Drop for Interp<'_> {
+    fn drop(&mut self) {
+        crate::builtins::re::forget_patterns();
+    }
+}
+
 impl<'p> Interp<'p> {
     pub fn new(prog: &'p Program, cfg: &RunConfig) -> Self {
         let mut out = Output::default();
         out.hold = cfg.cgi;
         crate::value::set_growth_limits(&cfg.limits);
+        // Before the heap budget starts: no earlier run's compiled patterns are held.
+        crate::builtins::re::forget_patterns();
         Interp {
             prog,
             stack: Vec::with_capacity(256),

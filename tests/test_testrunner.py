@@ -154,3 +154,17 @@ def test_format_json_one_object_per_test(tmp_path):
     assert summary == {"passed": 1, "failed": 2}
     r = run(["test", "--format", "yaml"], cwd=tmp_path)
     assert r.status == 2, r
+
+
+def test_a_files_regex_compile_charge_does_not_depend_on_earlier_files(tmp_path):
+    # The compiled-pattern cache is emptied at each run's start and end (issue 10): two
+    # identical files are charged the same work, the second does not find the first's
+    # pattern already compiled (it did: 139,007 units, then 42).
+    body = 'fn test_one()\n  assert(re.test("([a-z]+)@([a-z]+)\\\\.(com|org)", "mail bob@example.com"))\nend\n'
+    write(tmp_path, "a_test.lsh", body)
+    write(tmp_path, "b_test.lsh", body)
+    r = run(["test", "--format", "json"], cwd=tmp_path)
+    assert r.status == 0, r
+    objs = [json.loads(line) for line in r.out.splitlines()]
+    works = [o["work"] for o in objs if "work" in o]
+    assert len(works) == 2 and works[0] == works[1] and works[0] > 10000, objs
