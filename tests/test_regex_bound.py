@@ -73,6 +73,12 @@ HOSTILE = [
     ("many matches thrash", ab_random(MIB), 'x = re.replace("a[ab]{200}", w, "")'),
     # capture groups over a match of the whole subject
     ("captures on a long match", ab_random(MIB), 'x = re.match("(a[ab]{500}[ab]*)", w)'),
+    # the lazy DFA walks every byte (no thrashing, no rescan): before 2026-12-02 its pass
+    # was charged 0.05 a byte, and this loop ran about 90 s within the default work
+    ("dfa walk", ['w = repeat("a", 1048576)'], 'x = re.test("(a|aa)*b", w)'),
+    ("dfa walk anchored", ['w = repeat("a", 1048576)'], 'x = re.test("^(a|aa)*b", w)'),
+    # re.match of an anchored pattern: the capture engine's own search first, then the DFA
+    ("match anchored walk", ['w = repeat("a", 1048576)'], 'x = re.match("^(a|aa)*(b)", w)'),
 ]
 
 

@@ -16,8 +16,9 @@
 //!    starts), with a prefilter on the pattern's literal prefixes. Its cache is capped
 //!    at `MAX_REGEX_DFA_CACHE` and it may clear it at most `REGEX_DFA_CLEARS` times per
 //!    call, then it gives up: deterministically, for the same pattern, subject and call
-//!    history. Charged: the subject's bytes up front (`RE`), bytes scanned past twice the
-//!    subject as they are scanned (iteration can rescan), and the DFA states it built
+//!    history. Charged: the subject's bytes up front (`RE`: a prefilter's skip to the
+//!    first candidate, at memchr's speed), every byte the DFAs scan from there as they are
+//!    scanned (`WORK_REGEX_SCAN_BYTE_X256`; iteration can rescan), and the DFA states it built
 //!    (bytes of cache, `WORK_REGEX_DFA_BYTE_X256`) after each search;
 //! 2. when it gives up (or meets a byte it cannot handle: Unicode `\b` on non-ASCII),
 //!    or has no DFA (an NFA too big for its cache), a resumable NFA simulation
@@ -83,6 +84,8 @@ pub struct Engine {
     bt: Option<BoundedBacktracker>,
     /// The specialised capture backtracker (`capture.rs`), for patterns it models.
     cap: Option<capture::Prog>,
+    /// Every match begins where the search does (`^...` without multi-line mode).
+    anchored: bool,
     /// States of the pattern's Thompson NFA (the up-front weight).
     states: u64,
     /// The pattern's positions (see `positions`): what one byte of subject costs the
@@ -205,7 +208,8 @@ fn build(pat: &str, utf8: bool, unicode: bool) -> Result<Engine, PatternError> {
         sim: sim::SimCache::default(),
         caps: None,
     });
-    Ok(Engine { hy, pike, bt, cap, states, threads, caches })
+    let anchored = pike.get_nfa().is_always_start_anchored();
+    Ok(Engine { hy, pike, bt, cap, anchored, states, threads, caches })
 }
 
 impl Compiled {
@@ -233,8 +237,8 @@ impl Compiled {
     }
 }
 
-/// One call's search state: the engine, the bytes its up-front charge paid for, and
-/// the bytes scanned so far.
+/// One call's search state: the engine, the DFA bytes already charged for, and the
+/// bytes scanned so far.
 struct Run<'h> {
     e: Rc<Engine>,
     hay: &'h [u8],
@@ -295,7 +299,10 @@ impl<'h> Run<'h> {
                 }
             }
         }
-        Ok(Run { e, hay, paid: 2 * hay.len() as u64, scanned: 0, sim_positions: 0, sim_charged: 0 })
+        // The up-front charge pays for the prefilter's skipping to a first candidate (at
+        // memchr's speed, not counted as scanned); every byte the DFAs scan from there
+        // is charged as scanned (`charge_dfa`), at about 2 ns, 40 times the up-front rate.
+        Ok(Run { e, hay, paid: 0, scanned: 0, sim_positions: 0, sim_charged: 0 })
     }
 
     /// Charge what one lazy-DFA search did: bytes scanned past what was paid, and the
@@ -400,6 +407,24 @@ impl<'h> Run<'h> {
         }
         e.pike.search(&mut c.pike, &input, caps);
         Ok(())
+    }
+
+    /// For a pattern anchored at its start that the capture engine models, the match and
+    /// its groups (into `caps`) in one backtracking pass, without the DFA's: Some(true)
+    /// found, Some(false) no match, None when the engine does not apply or gave up on its
+    /// quick budget (about the program plus twice the subject, which the up-front charge
+    /// covers); the caller then searches as usual. A match is charged what `captures`
+    /// charges for its span.
+    fn find_anchored(&mut self, it: &mut Interp<'_>, caps: &mut Captures) -> R<Option<bool>> {
+        let e = self.e.clone();
+        let Some(p) = e.cap.as_ref().filter(|_| e.anchored) else { return Ok(None) };
+        caps.set_pattern(Some(regex_automata::PatternID::ZERO));
+        let found = p.find_anchored(&mut e.caches.borrow_mut().cap, self.hay, 0, self.hay.len(), caps.slots_mut());
+        if found == Some(true) {
+            let end = caps.get_match().map_or(0, |m| m.end());
+            pike_charge(it, "re.match", WORK_REGEX_CAPTURES + pike_units(end as u64, e.threads))?;
+        }
+        Ok(found)
     }
 
     /// Every leftmost-first match, in order (empty matches as the `regex` crate's
@@ -677,15 +702,24 @@ fn test(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.match", args)?;
     let mut run = Run::new(it, "re.match", &re, s)?;
-    let Some(m) = run.find(it, &Input::new(s))? else {
-        return Ok(Value::Nil);
-    };
     let e = run.e.clone();
     let mut caps = e.caches.borrow_mut().caps.take().unwrap_or_else(|| e.pike.create_captures());
-    let r = run.captures(it, "re.match", m, &mut caps);
-    let items = r.map(|()| group_values(&caps, s));
+    let r = match run.find_anchored(it, &mut caps) {
+        Ok(Some(true)) => Ok(true),
+        Ok(Some(false)) => Ok(false),
+        Ok(None) => match run.find(it, &Input::new(s)) {
+            Ok(Some(m)) => run.captures(it, "re.match", m, &mut caps).map(|()| true),
+            Ok(None) => Ok(false),
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    };
+    let items = r.map(|found| found.then(|| group_values(&caps, s)));
     e.caches.borrow_mut().caps = Some(caps);
-    it.make_list(items?)
+    match items? {
+        Some(items) => it.make_list(items),
+        None => Ok(Value::Nil),
+    }
 }
 
 /// Collect the pieces `pieces` yields into a list, within the list limit.
@@ -1049,6 +1083,22 @@ mod tests {
             r"([^a]+)(a)",
             r"(?i)(K)(s+)",
             r"((a)(b)?)*c",
+            // Runs that keep no shorter candidates (what follows cannot take a byte of
+            // theirs) and runs that must keep them.
+            r"(a+)a",
+            r"(a+)(b)",
+            r"([ab]+)(b)",
+            r"(\S+)(\s)(\S*)",
+            r#"([^"]*)"(.*)"#,
+            r"(a+)$",
+            r"(a+)()b",
+            r"(\d+)(\d)",
+            r"(\d+)([a-c]+)(a)?",
+            r"(a{1,3})(a{0,2})(b)",
+            r"([^ ]+) ([^ ]*) ?(.*)",
+            r"(a+)(?:b|a)",
+            r"(a+)\b(b)?",
+            r"([^ab]+)(c|a)",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -1100,10 +1150,14 @@ mod tests {
                     e.pike.search(&mut c, &input, &mut want);
                     let mut got = e.pike.create_captures();
                     got.set_pattern(Some(regex_automata::PatternID::ZERO));
-                    if !prog.captures(&mut cc, s, m.start(), m.end(), got.slots_mut()) {
-                        // Over its step budget: the caller falls back to the PikeVM.
-                        gave_up += 1;
-                        continue;
+                    match prog.try_captures(&mut cc, s, m.start(), m.end(), got.slots_mut()) {
+                        Some(true) => {}
+                        Some(false) => panic!("pattern {p:?} on {s:?} at {m:?}: no path found, {want:?} exists"),
+                        None => {
+                            // Over its step budget: the caller falls back to the PikeVM.
+                            gave_up += 1;
+                            continue;
+                        }
                     }
                     assert_eq!(format!("{got:?}"), format!("{want:?}"), "pattern {p:?} on {s:?} at {m:?}");
                     compared += 1;
@@ -1120,7 +1174,38 @@ mod tests {
         let e = q.engine(s.as_bytes()).0.unwrap();
         let mut got = e.pike.create_captures();
         let prog = e.cap.as_ref().unwrap();
-        assert!(!prog.captures(&mut capture::Cache::default(), s.as_bytes(), 0, s.len(), got.slots_mut()));
+        assert_eq!(prog.try_captures(&mut capture::Cache::default(), s.as_bytes(), 0, s.len(), got.slots_mut()), None);
+        // Anchored at the start, the engine finds the match itself (re.match without the
+        // DFA pass): the same match and groups as the PikeVM's, or no match when it has
+        // none, on every pattern above anchored with `^`.
+        let (mut found, mut none, mut quick_gave_up) = (0, 0, 0);
+        for p in &pats {
+            let Ok(re) = compile(&format!("^(?:{p})")) else { continue };
+            for s in &subjects {
+                let e = re.engine(s).0.unwrap();
+                let Some(prog) = e.cap.as_ref() else { continue };
+                assert!(e.anchored, "{p}");
+                let mut c = e.pike.create_cache();
+                let mut want = e.pike.create_captures();
+                e.pike.search(&mut c, &Input::new(s.as_slice()), &mut want);
+                let mut got = e.pike.create_captures();
+                got.set_pattern(Some(regex_automata::PatternID::ZERO));
+                match prog.find_anchored(&mut capture::Cache::default(), s, 0, s.len(), got.slots_mut()) {
+                    Some(true) => {
+                        assert_eq!(format!("{got:?}"), format!("{want:?}"), "pattern ^(?:{p}) on {s:?}");
+                        found += 1;
+                    }
+                    Some(false) => {
+                        assert!(!want.is_match(), "pattern ^(?:{p}) on {s:?}: no match found, {want:?} exists");
+                        none += 1;
+                    }
+                    None => quick_gave_up += 1,
+                }
+            }
+        }
+        assert!(found > 3000 && none > 1000, "{found} {none}");
+        assert!(quick_gave_up * 20 < found, "{quick_gave_up} of {found}");
+        assert!(!compile("(?m)^(a)").unwrap().text.anchored);
         // The log pattern is modelled in its ASCII form, not in its Unicode form.
         let log = compile(&pats[0]).unwrap();
         assert!(log.engine(b"x").0.unwrap().cap.is_some());

@@ -37,15 +37,23 @@ const NO_ROW: u32 = u32::MAX;
 /// within about twice the PikeVM charge the caller took.
 const STEPS_PER_PAIR: usize = 1;
 
+/// Frames the search without the visited set may hold (alternatives still to try and
+/// saves to undo) before it gives up: its memory stays a few KiB whatever the subject
+/// (`^(a|aa)*b` over 1 MiB of `a` would otherwise stack a frame per repetition).
+const MAX_QUICK_FRAMES: usize = 256;
+
 #[derive(Debug, Clone, Copy)]
 enum Inst {
     Byte(u8),
     Class(u32),
     /// A greedy repetition of class `cls`, `min..=max` bytes (`max` u32::MAX: unbounded).
+    /// `keep`: its shorter candidates are kept to back off to; false when none of them
+    /// can go on (see `Prog::new`), as in `\S+ ` or `[^"]*"`.
     Run {
         cls: u32,
         min: u32,
         max: u32,
+        keep: bool,
     },
     Save(u32),
     /// Try `0` first, then `1`.
@@ -65,8 +73,33 @@ pub struct Prog {
     row: Vec<u32>,
     rows: usize,
     classes: Vec<[bool; 256]>,
+    /// Per class, how a `Run` of it is scanned.
+    scans: Vec<Scan>,
     slots: usize,
     look: LookMatcher,
+}
+
+/// How a run of a class is scanned: byte by byte through its table, or, for a class of
+/// all bytes but one, two or three (`[^"]`, `[^ ?"]` in their Unicode-off form), by
+/// `memchr` for the first of those.
+#[derive(Debug, Clone, Copy)]
+enum Scan {
+    Table,
+    Until1(u8),
+    Until2(u8, u8),
+    Until3(u8, u8, u8),
+}
+
+impl Scan {
+    fn of(t: &[bool; 256]) -> Scan {
+        let out: Vec<u8> = (0..=255u8).filter(|&b| !t[b as usize]).collect();
+        match out[..] {
+            [a] => Scan::Until1(a),
+            [a, b] => Scan::Until2(a, b),
+            [a, b, c] => Scan::Until3(a, b, c),
+            _ => Scan::Table,
+        }
+    }
 }
 
 enum Frame {
@@ -264,7 +297,7 @@ impl Compiler {
                 };
                 if let (Some(t), true) = (single, r.greedy) {
                     let cls = self.class(t);
-                    self.push(Inst::Run { cls, min: r.min, max: r.max.unwrap_or(u32::MAX) })?;
+                    self.push(Inst::Run { cls, min: r.min, max: r.max.unwrap_or(u32::MAX), keep: true })?;
                     return Some(());
                 }
                 if r.min as usize > MAX_INSTS || r.max.is_some_and(|m| m as usize > MAX_INSTS) {
@@ -318,6 +351,12 @@ impl Compiler {
     }
 }
 
+/// The first search's budget over a span of `width` positions: the program once and
+/// every position twice, plus a little.
+fn quick_budget(p: &Prog, width: usize) -> usize {
+    p.insts.len().saturating_add(width.saturating_mul(2)).saturating_add(64)
+}
+
 impl Prog {
     /// The program for `hir` with `slots` capture slots (two per group, group 0 first),
     /// or `None` when the pattern is not one this engine models.
@@ -341,6 +380,30 @@ impl Prog {
                 _ => {}
             }
         }
+        // A run need not keep its shorter candidates when what must follow it (past group
+        // saves, which consume nothing) cannot begin with a byte of its class, or is the
+        // end: every shorter candidate ends before a byte of the class (one the run took),
+        // or before the span's end, so its path fails at once.
+        for pc in 0..c.insts.len() {
+            let Inst::Run { cls, .. } = c.insts[pc] else { continue };
+            let t = &c.classes[cls as usize];
+            let disjoint = |u: &[bool; 256]| !(0..256).any(|b| t[b] && u[b]);
+            let mut next = pc + 1;
+            while let Some(Inst::Save(_)) = c.insts.get(next) {
+                next += 1;
+            }
+            let stops = match c.insts.get(next) {
+                Some(Inst::Byte(b)) => !t[*b as usize],
+                Some(Inst::Class(k)) => disjoint(&c.classes[*k as usize]),
+                Some(Inst::Run { cls: k, min, .. }) => *min >= 1 && disjoint(&c.classes[*k as usize]),
+                Some(Inst::Match) => true,
+                _ => false,
+            };
+            if let Inst::Run { keep, .. } = &mut c.insts[pc] {
+                *keep = !stops;
+            }
+        }
+        let scans = c.classes.iter().map(Scan::of).collect();
         let mut rows = 0;
         let row = c
             .insts
@@ -355,28 +418,91 @@ impl Prog {
                 }
             })
             .collect();
-        Some(Prog { insts: c.insts, row, rows, classes: c.classes, slots, look })
+        Some(Prog { insts: c.insts, row, rows, classes: c.classes, scans, slots, look })
     }
 
     /// The capture slots of the highest-priority path from `s` ending exactly at `e`
     /// (which the caller knows to exist), into `out` (`slots` entries); false when the
     /// search gave up (too big a span for the visited set, or over its step budget) or
     /// found no such path (not expected): the caller then uses another engine.
+    ///
+    /// First without the visited set, on a budget of about the program and twice the
+    /// span: a path that needs little backtracking (a log line's) is found without the
+    /// set's upkeep. Only past that budget, again with the set, on the linear budget.
+    /// Both explore paths in the same order, and the set only prunes (instruction,
+    /// position) pairs already explored without reaching the end, so both find the
+    /// same path.
     pub fn captures(&self, c: &mut Cache, hay: &[u8], s: usize, e: usize, out: &mut [Option<NonMaxUsize>]) -> bool {
-        let n = self.rows;
+        self.try_captures(c, hay, s, e, out) == Some(true)
+    }
+
+    /// As `captures`: Some(true) found, Some(false) no path (a bug when the caller knows
+    /// a match), None gave up.
+    pub fn try_captures(
+        &self,
+        c: &mut Cache,
+        hay: &[u8],
+        s: usize,
+        e: usize,
+        out: &mut [Option<NonMaxUsize>],
+    ) -> Option<bool> {
         let width = e - s + 1;
-        let Some(bits) = n.checked_mul(width).filter(|&b| b <= MAX_VISITED_BITS) else { return false };
+        if let Some(found) = self.search::<false>(c, hay, s, e, true, out, quick_budget(self, width)) {
+            return Some(found);
+        }
+        let bits = self.rows.checked_mul(width).filter(|&b| b <= MAX_VISITED_BITS)?;
         c.visited.clear();
         c.visited.resize(bits.div_ceil(64), 0);
+        let budget = self.insts.len().saturating_mul(width).saturating_mul(STEPS_PER_PAIR).saturating_add(64);
+        self.search::<true>(c, hay, s, e, true, out, budget)
+    }
+
+    /// The leftmost-first match starting at `s` and ending by `e`, with its groups, for
+    /// a pattern anchored at its start: the first path in priority order that reaches
+    /// the end of the pattern is the match the PikeVM reports (leftmost-first is the
+    /// order a backtracker tries paths in), and its groups are that path's. Without the
+    /// visited set, on the quick budget (about the program plus twice the subject).
+    /// Some(true) found (`out[1]` is its end), Some(false) no match, None gave up.
+    pub fn find_anchored(
+        &self,
+        c: &mut Cache,
+        hay: &[u8],
+        s: usize,
+        e: usize,
+        out: &mut [Option<NonMaxUsize>],
+    ) -> Option<bool> {
+        self.search::<false>(c, hay, s, e, false, out, quick_budget(self, e - s + 1))
+    }
+
+    /// One backtracking search from `s`, within `..e` (with the visited set when `MEMO`;
+    /// a path must end exactly at `e` when `exact`): Some(found), or None when it ran out
+    /// of `budget`.
+    #[allow(clippy::too_many_arguments)]
+    fn search<const MEMO: bool>(
+        &self,
+        c: &mut Cache,
+        hay: &[u8],
+        s: usize,
+        e: usize,
+        exact: bool,
+        out: &mut [Option<NonMaxUsize>],
+        mut budget: usize,
+    ) -> Option<bool> {
+        let width = e - s + 1;
         c.stack.clear();
         c.slots.clear();
         c.slots.resize(self.slots, None);
-        let mut budget = self.insts.len().saturating_mul(width).saturating_mul(STEPS_PER_PAIR).saturating_add(64);
         let Cache { visited, stack, slots } = c;
+        // Frames on the stack that are paths still to try: a group save needs undoing on
+        // backtracking only when there is one (with none, a failure ends the search).
+        let mut alts = 1usize;
         stack.push(Frame::Step(0, s));
         while let Some(f) = stack.pop() {
             let (mut pc, mut at) = match f {
-                Frame::Step(pc, at) => (pc as usize, at),
+                Frame::Step(pc, at) => {
+                    alts -= 1;
+                    (pc as usize, at)
+                }
                 Frame::Restore(slot, v) => {
                     slots[slot as usize] = v;
                     continue;
@@ -384,23 +510,27 @@ impl Prog {
                 Frame::RunNext { pc, lo, next } => {
                     if next > lo {
                         stack.push(Frame::RunNext { pc, lo, next: next - 1 });
+                    } else {
+                        alts -= 1;
                     }
                     (pc as usize + 1, next)
                 }
             };
             loop {
-                if budget == 0 {
-                    return false;
+                if budget == 0 || (!MEMO && stack.len() > MAX_QUICK_FRAMES) {
+                    return None;
                 }
                 budget -= 1;
-                let row = self.row[pc];
-                if row != NO_ROW {
-                    let bit = row as usize * width + (at - s);
-                    let (w, m) = (bit / 64, 1u64 << (bit % 64));
-                    if visited[w] & m != 0 {
-                        break;
+                if MEMO {
+                    let row = self.row[pc];
+                    if row != NO_ROW {
+                        let bit = row as usize * width + (at - s);
+                        let (w, m) = (bit / 64, 1u64 << (bit % 64));
+                        if visited[w] & m != 0 {
+                            break;
+                        }
+                        visited[w] |= m;
                     }
-                    visited[w] |= m;
                 }
                 match self.insts[pc] {
                     Inst::Byte(b) => {
@@ -419,32 +549,45 @@ impl Prog {
                             break;
                         }
                     }
-                    Inst::Run { cls, min, max } => {
-                        let t = &self.classes[cls as usize];
+                    Inst::Run { cls, min, max, keep } => {
                         let lim = if max == u32::MAX { e } else { e.min(at.saturating_add(max as usize)) };
-                        let scanned = hay[at..lim].iter().position(|&b| !t[b as usize]).unwrap_or(lim - at);
+                        let run = &hay[at..lim];
+                        let scanned = match self.scans[cls as usize] {
+                            Scan::Until1(a) => memchr::memchr(a, run),
+                            Scan::Until2(a, b) => memchr::memchr2(a, b, run),
+                            Scan::Until3(a, b, c) => memchr::memchr3(a, b, c, run),
+                            Scan::Table => {
+                                let t = &self.classes[cls as usize];
+                                run.iter().position(|&b| !t[b as usize])
+                            }
+                        }
+                        .unwrap_or(run.len());
                         let r = at + scanned;
                         if budget < scanned {
-                            return false;
+                            return None;
                         }
                         budget -= scanned;
                         let lo = at + min as usize;
                         if r < lo {
                             break;
                         }
-                        if r > lo {
+                        if keep && r > lo {
                             stack.push(Frame::RunNext { pc: pc as u32, lo, next: r - 1 });
+                            alts += 1;
                         }
                         pc += 1;
                         at = r;
                     }
                     Inst::Save(k) => {
-                        stack.push(Frame::Restore(k, slots[k as usize]));
+                        if alts > 0 {
+                            stack.push(Frame::Restore(k, slots[k as usize]));
+                        }
                         slots[k as usize] = Some(at);
                         pc += 1;
                     }
                     Inst::Split(a, b) => {
                         stack.push(Frame::Step(b, at));
+                        alts += 1;
                         pc = a as usize;
                     }
                     Inst::Jmp(t) => pc = t as usize,
@@ -457,19 +600,19 @@ impl Prog {
                         }
                     }
                     Inst::Match => {
-                        if at == e && out.len() == slots.len() {
+                        if (at == e || !exact) && out.len() == slots.len() {
                             for (o, v) in out.iter_mut().zip(slots.iter()) {
                                 *o = v.and_then(NonMaxUsize::new);
                             }
                             out[0] = NonMaxUsize::new(s);
-                            out[1] = NonMaxUsize::new(e);
-                            return true;
+                            out[1] = NonMaxUsize::new(at);
+                            return Some(true);
                         }
                         break;
                     }
                 }
             }
         }
-        false
+        Some(false)
     }
 }
