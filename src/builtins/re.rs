@@ -242,8 +242,7 @@ impl Compiled {
 struct Run<'h> {
     e: Rc<Engine>,
     hay: &'h [u8],
-    /// DFA bytes scanned the up-front charge covers (twice the subject: forward and
-    /// reverse); past it, scanning is charged as it happens.
+    /// DFA bytes scanned already charged (each search's bytes are charged after it).
     paid: u64,
     scanned: u64,
     /// Positions the NFA simulation has run in this call, and the work charged for them.
