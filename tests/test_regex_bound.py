@@ -71,8 +71,11 @@ HOSTILE = [
     ("nfa rescan find_all", ab_random(MIB), 'x = re.find_all("(?:a[ab]{1280}[ab]*c)|b", w)'),
     # many matches while the DFA thrashes
     ("many matches thrash", ab_random(MIB), 'x = re.replace("a[ab]{200}", w, "")'),
-    # capture groups over a match of the whole subject
-    ("captures on a long match", ab_random(MIB), 'x = re.match("(a[ab]{500}[ab]*)", w)'),
+    # capture groups over a match of the whole subject, charged at the PikeVM's rate when
+    # the capture engine's quick search gives up (an alternation per two bytes: more
+    # frames than it may hold); see test_captures_on_a_long_match_are_cheap for the path
+    # without backtracking
+    ("captures over many choices", ab_random(MIB), 'x = len(re.match("(a[ab]{500}(?:ab|ba|aa|bb)+)", w)[1])'),
     # the lazy DFA walks every byte (no thrashing, no rescan): before 2026-12-02 its pass
     # was charged 0.05 a byte, and this loop ran about 90 s within the default work
     ("dfa walk", ['w = repeat("a", 1048576)'], 'x = re.test("(a|aa)*b", w)'),
@@ -101,6 +104,20 @@ def test_hostile_regex_meets_the_deadline(tmp_path, name, setup, line):
                    cpu=5)
     assert r.status == 4, r
     assert r.diag["kind"] == "time", r
+
+
+def test_captures_on_a_long_match_are_cheap(tmp_path):
+    """Groups over a 1 MiB match that the capture engine's quick search finds without
+    backtracking: charged its step budget (about 4 units a subject byte), not the PikeVM's
+    rate (8 a byte per pattern position: 4 billion here, which made this a hostile case
+    until 2026-12-02). Holding the 2 MiB of groups then meets the frame-storage limit."""
+    p = tmp_path / "h.lsh"
+    p.write_text(prog(*ab_random(MIB), "while true", '  x = re.match("(a[ab]{500}[ab]*)", w)', "end"))
+    r = run_capped(["--error-format", "json", "--stats", p], cpu=5)
+    assert r.status == 4, r
+    assert r.diag["kind"] == "frame_storage", r
+    stats = [d for d in r.json_lines() if "stats" in d][0]["stats"]
+    assert stats["work"] < 50_000_000, stats
 
 
 FALLBACK = prog(

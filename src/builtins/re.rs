@@ -261,6 +261,13 @@ fn pike_charge(it: &mut Interp<'_>, name: &str, units: u64) -> R<()> {
     pike_deadline(it, name, units)
 }
 
+/// The capture engine's quick search over `len` bytes: its set-up and its step budget
+/// (the program once, every position twice), charged before it runs.
+fn quick_charge(p: &capture::Prog, len: usize) -> u64 {
+    WORK_REGEX_CAPTURES
+        .saturating_add((p.quick_steps(len.saturating_add(1)) as u64).saturating_mul(WORK_REGEX_QUICK_STEP))
+}
+
 /// The PikeVM cannot be interrupted: a search whose work (at about a nanosecond a unit,
 /// with a margin of 2) would end past the deadline is stopped now rather than let run
 /// past it.
@@ -389,13 +396,23 @@ impl<'h> Run<'h> {
     /// The capture groups of match `m` (the PikeVM anchored on its span).
     fn captures(&mut self, it: &mut Interp<'_>, name: &str, m: Match, caps: &mut Captures) -> R<()> {
         let e = self.e.clone();
+        if let Some(p) = e.cap.as_ref() {
+            // The capture engine's quick search first, charged its step budget before it
+            // runs; only when it gives up, the searches that may take pattern x span.
+            it.work(quick_charge(p, m.len()))?;
+            caps.set_pattern(Some(regex_automata::PatternID::ZERO));
+            let mut c = e.caches.borrow_mut();
+            if p.quick_captures(&mut c.cap, self.hay, m.start(), m.end(), caps.slots_mut()) == Some(true) {
+                return Ok(());
+            }
+        }
         pike_charge(it, name, WORK_REGEX_CAPTURES + pike_units(m.len() as u64, e.threads))?;
         let input = Input::new(self.hay).span(m.range()).anchored(Anchored::Yes);
         let mut c = e.caches.borrow_mut();
         let c = &mut *c;
         if let Some(p) = e.cap.as_ref() {
             caps.set_pattern(Some(regex_automata::PatternID::ZERO));
-            if p.captures(&mut c.cap, self.hay, m.start(), m.end(), caps.slots_mut()) {
+            if p.thorough_captures(&mut c.cap, self.hay, m.start(), m.end(), caps.slots_mut()) == Some(true) {
                 return Ok(());
             }
         }
@@ -411,18 +428,14 @@ impl<'h> Run<'h> {
     /// For a pattern anchored at its start that the capture engine models, the match and
     /// its groups (into `caps`) in one backtracking pass, without the DFA's: Some(true)
     /// found, Some(false) no match, None when the engine does not apply or gave up on its
-    /// quick budget (about the program plus twice the subject, which the up-front charge
-    /// covers); the caller then searches as usual. A match is charged what `captures`
-    /// charges for its span.
+    /// quick budget (about the program plus twice the subject, charged before it runs:
+    /// `quick_charge`); the caller then searches as usual.
     fn find_anchored(&mut self, it: &mut Interp<'_>, caps: &mut Captures) -> R<Option<bool>> {
         let e = self.e.clone();
         let Some(p) = e.cap.as_ref().filter(|_| e.anchored) else { return Ok(None) };
+        it.work(quick_charge(p, self.hay.len()))?;
         caps.set_pattern(Some(regex_automata::PatternID::ZERO));
         let found = p.find_anchored(&mut e.caches.borrow_mut().cap, self.hay, 0, self.hay.len(), caps.slots_mut());
-        if found == Some(true) {
-            let end = caps.get_match().map_or(0, |m| m.end());
-            pike_charge(it, "re.match", WORK_REGEX_CAPTURES + pike_units(end as u64, e.threads))?;
-        }
         Ok(found)
     }
 

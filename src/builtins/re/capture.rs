@@ -422,9 +422,11 @@ impl Prog {
     }
 
     /// The capture slots of the highest-priority path from `s` ending exactly at `e`
-    /// (which the caller knows to exist), into `out` (`slots` entries); false when the
-    /// search gave up (too big a span for the visited set, or over its step budget) or
-    /// found no such path (not expected): the caller then uses another engine.
+    /// (which the caller knows to exist), into `out` (`slots` entries): Some(true)
+    /// found, Some(false) no path (a bug when the caller knows a match), None gave up
+    /// (too big a span for the visited set, or over its step budget): the caller then
+    /// uses another engine. (The caller runs the two searches itself, charging each
+    /// before it runs.)
     ///
     /// First without the visited set, on a budget of about the program and twice the
     /// span: a path that needs little backtracking (a log line's) is found without the
@@ -432,12 +434,7 @@ impl Prog {
     /// Both explore paths in the same order, and the set only prunes (instruction,
     /// position) pairs already explored without reaching the end, so both find the
     /// same path.
-    pub fn captures(&self, c: &mut Cache, hay: &[u8], s: usize, e: usize, out: &mut [Option<NonMaxUsize>]) -> bool {
-        self.try_captures(c, hay, s, e, out) == Some(true)
-    }
-
-    /// As `captures`: Some(true) found, Some(false) no path (a bug when the caller knows
-    /// a match), None gave up.
+    #[cfg(test)]
     pub fn try_captures(
         &self,
         c: &mut Cache,
@@ -446,10 +443,40 @@ impl Prog {
         e: usize,
         out: &mut [Option<NonMaxUsize>],
     ) -> Option<bool> {
-        let width = e - s + 1;
-        if let Some(found) = self.search::<false>(c, hay, s, e, true, out, quick_budget(self, width)) {
+        if let Some(found) = self.quick_captures(c, hay, s, e, out) {
             return Some(found);
         }
+        self.thorough_captures(c, hay, s, e, out)
+    }
+
+    /// The steps the quick search (`quick_captures`, `find_anchored`) may take over a
+    /// span of `width` positions: what the caller charges before it runs.
+    pub fn quick_steps(&self, width: usize) -> usize {
+        quick_budget(self, width)
+    }
+
+    /// `try_captures`' first search: without the visited set, on the quick budget.
+    pub fn quick_captures(
+        &self,
+        c: &mut Cache,
+        hay: &[u8],
+        s: usize,
+        e: usize,
+        out: &mut [Option<NonMaxUsize>],
+    ) -> Option<bool> {
+        self.search::<false>(c, hay, s, e, true, out, quick_budget(self, e - s + 1))
+    }
+
+    /// `try_captures`' second search: with the visited set, on the linear budget.
+    pub fn thorough_captures(
+        &self,
+        c: &mut Cache,
+        hay: &[u8],
+        s: usize,
+        e: usize,
+        out: &mut [Option<NonMaxUsize>],
+    ) -> Option<bool> {
+        let width = e - s + 1;
         let bits = self.rows.checked_mul(width).filter(|&b| b <= MAX_VISITED_BITS)?;
         c.visited.clear();
         c.visited.resize(bits.div_ceil(64), 0);
