@@ -402,7 +402,7 @@ impl<'h> Run<'h> {
             it.work(quick_charge(p, m.len()))?;
             caps.set_pattern(Some(regex_automata::PatternID::ZERO));
             let mut c = e.caches.borrow_mut();
-            if p.quick_captures(&mut c.cap, self.hay, m.start(), m.end(), caps.slots_mut()) == Some(true) {
+            if p.quick(&mut c.cap, self.hay, m.start(), m.end(), true, caps.slots_mut()) == Some(true) {
                 return Ok(());
             }
         }
@@ -435,7 +435,7 @@ impl<'h> Run<'h> {
         let Some(p) = e.cap.as_ref().filter(|_| e.anchored) else { return Ok(None) };
         it.work(quick_charge(p, self.hay.len()))?;
         caps.set_pattern(Some(regex_automata::PatternID::ZERO));
-        let found = p.find_anchored(&mut e.caches.borrow_mut().cap, self.hay, 0, self.hay.len(), caps.slots_mut());
+        let found = p.quick(&mut e.caches.borrow_mut().cap, self.hay, 0, self.hay.len(), false, caps.slots_mut());
         Ok(found)
     }
 
@@ -1202,7 +1202,7 @@ mod tests {
                 e.pike.search(&mut c, &Input::new(s.as_slice()), &mut want);
                 let mut got = e.pike.create_captures();
                 got.set_pattern(Some(regex_automata::PatternID::ZERO));
-                match prog.find_anchored(&mut capture::Cache::default(), s, 0, s.len(), got.slots_mut()) {
+                match prog.quick(&mut capture::Cache::default(), s, 0, s.len(), false, got.slots_mut()) {
                     Some(true) => {
                         assert_eq!(format!("{got:?}"), format!("{want:?}"), "pattern ^(?:{p}) on {s:?}");
                         found += 1;

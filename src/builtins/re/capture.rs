@@ -443,28 +443,35 @@ impl Prog {
         e: usize,
         out: &mut [Option<NonMaxUsize>],
     ) -> Option<bool> {
-        if let Some(found) = self.quick_captures(c, hay, s, e, out) {
+        if let Some(found) = self.quick(c, hay, s, e, true, out) {
             return Some(found);
         }
         self.thorough_captures(c, hay, s, e, out)
     }
 
-    /// The steps the quick search (`quick_captures`, `find_anchored`) may take over a
+    /// The steps the quick search (`quick`) may take over a
     /// span of `width` positions: what the caller charges before it runs.
     pub fn quick_steps(&self, width: usize) -> usize {
         quick_budget(self, width)
     }
 
-    /// `try_captures`' first search: without the visited set, on the quick budget.
-    pub fn quick_captures(
+    /// The quick search: without the visited set, on the quick budget (about the program
+    /// plus twice the span). `exact`: `try_captures`' first search, a path from `s` ending
+    /// exactly at `e`. Otherwise, for a pattern anchored at its start, the leftmost-first
+    /// match from `s` ending by `e`, with its groups: the first path in priority order that
+    /// reaches the end of the pattern is the match the PikeVM reports (leftmost-first is
+    /// the order a backtracker tries paths in), and its groups are that path's; `out[1]`
+    /// is its end. Some(true) found, Some(false) none, None gave up.
+    pub fn quick(
         &self,
         c: &mut Cache,
         hay: &[u8],
         s: usize,
         e: usize,
+        exact: bool,
         out: &mut [Option<NonMaxUsize>],
     ) -> Option<bool> {
-        self.search::<false>(c, hay, s, e, true, out, quick_budget(self, e - s + 1))
+        self.search::<false>(c, hay, s, e, exact, out, quick_budget(self, e - s + 1))
     }
 
     /// `try_captures`' second search: with the visited set, on the linear budget.
@@ -482,23 +489,6 @@ impl Prog {
         c.visited.resize(bits.div_ceil(64), 0);
         let budget = self.insts.len().saturating_mul(width).saturating_mul(STEPS_PER_PAIR).saturating_add(64);
         self.search::<true>(c, hay, s, e, true, out, budget)
-    }
-
-    /// The leftmost-first match starting at `s` and ending by `e`, with its groups, for
-    /// a pattern anchored at its start: the first path in priority order that reaches
-    /// the end of the pattern is the match the PikeVM reports (leftmost-first is the
-    /// order a backtracker tries paths in), and its groups are that path's. Without the
-    /// visited set, on the quick budget (about the program plus twice the subject).
-    /// Some(true) found (`out[1]` is its end), Some(false) no match, None gave up.
-    pub fn find_anchored(
-        &self,
-        c: &mut Cache,
-        hay: &[u8],
-        s: usize,
-        e: usize,
-        out: &mut [Option<NonMaxUsize>],
-    ) -> Option<bool> {
-        self.search::<false>(c, hay, s, e, false, out, quick_budget(self, e - s + 1))
     }
 
     /// One backtracking search from `s`, within `..e` (with the visited set when `MEMO`;
