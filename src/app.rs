@@ -185,6 +185,10 @@ fn write_profile(path: &Path, p: Option<(&crate::tools::profile::Profile, &crate
 
 /// Everything after argv: returns the exit status.
 pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
+    // Under a web server, only the gateway's workers and a page's own interpreter line run.
+    if let Some(status) = crate::cgi_guard::check(&args) {
+        return status;
+    }
     let (json, stats) = cli::prescan(&args);
     // The internal-error path (a panic caught by `main`, exit 70) cannot be reached by any
     // input; this switch lets the test suite check that it works.

@@ -608,6 +608,8 @@ pub fn worker_env(vars: &[(OsString, OsString)], env_pass: &[String], script: &P
     }
     out.retain(|(k, _)| k != "PATH_INFO" && k != "PATH_TRANSLATED");
     set("SCRIPT_FILENAME", script.as_os_str().to_owned(), &mut out);
+    // Only workers started here carry the marker (SPEC 12: only the gateway starts workers).
+    set(crate::cgi_guard::WORKER_MARKER, "1".into(), &mut out);
     if get("GATEWAY_INTERFACE").is_none() {
         set("GATEWAY_INTERFACE", "CGI/1.1".into(), &mut out);
     }
@@ -989,7 +991,7 @@ mod tests {
         let names: Vec<String> = env.iter().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
         assert_eq!(
             names,
-            ["GATEWAY_INTERFACE", "HTTP_USER_AGENT", "QUERY_STRING", "SCRIPT_FILENAME", "SCRIPT_NAME", "TZ"]
+            ["GATEWAY_INTERFACE", "HTTP_USER_AGENT", "LEASH_CGI_WORKER", "QUERY_STRING", "SCRIPT_FILENAME", "SCRIPT_NAME", "TZ"]
         );
         let get = |n: &str| env.iter().find(|(k, _)| k == n).map(|(_, v)| v.to_string_lossy().into_owned());
         assert_eq!(get("SCRIPT_NAME").as_deref(), Some("/x.lsh"));

@@ -54,7 +54,15 @@ def parse_cgi(out):
 # The cgi module under `leash --cgi`, with a crafted environment
 # ---------------------------------------------------------------------------
 
-BASE_ENV = {"GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": "GET", "SERVER_PROTOCOL": "HTTP/1.1"}
+# As the gateway runs its workers: with the marker only it sets (SPEC 12, round 3; without
+# it, `leash` under GATEWAY_INTERFACE runs only a page's own interpreter line:
+# tests/test_cgi_attack.py).
+BASE_ENV = {
+    "GATEWAY_INTERFACE": "CGI/1.1",
+    "REQUEST_METHOD": "GET",
+    "SERVER_PROTOCOL": "HTTP/1.1",
+    "LEASH_CGI_WORKER": "1",
+}
 
 
 def cgi_run(tmp_path, code, env=None, input=b""):
@@ -844,7 +852,9 @@ Timeout 30
 RequestReadTimeout header=10 body=3
 TypesConfig /dev/null
 DocumentRoot "{base}/www"
-ScriptAlias /cgi-bin/ "{base}/cgi-bin/"
+# The documented layout (SPEC 12, round 3): only the gateway is mapped to CGI, as one
+# file; `leash` sits beside it in a directory no URL reaches.
+ScriptAlias /cgi-bin/leash-cgi "{base}/lib/leash-cgi"
 SetEnv LEASH_CGI_CONFIG "{base}/leash-cgi.toml"
 SetEnv LEASH_TEST_PASS "hello-from-apache"
 SetEnv LEASH_TEST_SECRET "s3cret"
@@ -1029,10 +1039,10 @@ def apache(request):
     # Not under pytest's tmp_path: Apache's children (www-data) must be able to reach it.
     base = pathlib.Path(tempfile.mkdtemp(prefix=f"leash-apache-{setup}-"))
     try:
-        for d in ["run", "logs", "cgi-bin", "www/app", "www/other", "www/roomy/db"]:
+        for d in ["run", "logs", "lib", "www/app", "www/other", "www/roomy/db"]:
             (base / d).mkdir(parents=True, exist_ok=True)
-        shutil.copy2(LEASH_CGI, base / "cgi-bin" / "leash-cgi")
-        shutil.copy2(LEASH, base / "cgi-bin" / "leash")  # the default interpreter: beside leash-cgi
+        shutil.copy2(LEASH_CGI, base / "lib" / "leash-cgi")
+        shutil.copy2(LEASH, base / "lib" / "leash")  # the default interpreter: beside leash-cgi, unmapped
         for rel, text in PAGES.items():
             (base / "www" / rel).parent.mkdir(parents=True, exist_ok=True)
             (base / "www" / rel).write_text(text)

@@ -355,7 +355,8 @@ print({Q3}
 def test_cgi_template(tmp_path):
     p = tmp_path / "page.lsh"
     p.write_text(CGI_PAGE)
-    env = dict(os.environ, QUERY_STRING="name=%3Cb%3EAda", REQUEST_METHOD="GET", GATEWAY_INTERFACE="CGI/1.1")
+    env = dict(os.environ, QUERY_STRING="name=%3Cb%3EAda", REQUEST_METHOD="GET", GATEWAY_INTERFACE="CGI/1.1",
+               SCRIPT_FILENAME=str(p))  # the page's own interpreter line (SPEC 12, round 3)
     r = run(["--cgi", p], env=env)
     assert r.status == 0, r
     head, _, body = r.out.partition("\n\n") if "\r\n\r\n" not in r.out else r.out.partition("\r\n\r\n")
