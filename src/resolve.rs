@@ -331,7 +331,10 @@ impl Resolver<'_> {
                     let entry = self.map.files.first().map(|f| f.name.as_str());
                     vals.push(Expr::Const(Value::Bool(here.is_some() && here == entry)));
                 }
+                // Only a call of valid arity becomes the idiom node (its users index the
+                // arguments); a wrong one stays a call, whose arity error load reports.
                 if b.name == "get"
+                    && (2..=3).contains(&vals.len())
                     && vals.iter().all(|v| matches!(v, Expr::Const(_) | Expr::Local(..) | Expr::Global(..)))
                 {
                     return Expr::MapGet(b, vals.into_boxed_slice(), sp);
@@ -555,6 +558,9 @@ impl Resolver<'_> {
 fn is_count(root: Slot, key: &Expr, v: &Expr) -> bool {
     let Expr::BinK(BinOp::Add | BinOp::Sub, _, g, _) = v else { return false };
     let Expr::MapGet(_, args, _) = &**g else { return false };
+    if args.len() != 3 {
+        return false;
+    }
     let same_root = match (&args[0], root) {
         (Expr::Local(i, _), Slot::Local(j)) | (Expr::Global(i, _), Slot::Global(j)) => *i == j,
         _ => false,
@@ -564,7 +570,7 @@ fn is_count(root: Slot, key: &Expr, v: &Expr) -> bool {
         (Expr::Const(Value::Str(a)), Expr::Const(Value::Str(b))) => a == b,
         _ => false,
     };
-    same_root && same_key && args.len() == 3 && matches!(args[2], Expr::Const(_))
+    same_root && same_key && matches!(args[2], Expr::Const(_))
 }
 
 /// Pick the specialized form of a binary operator when its operands allow one.

@@ -256,6 +256,29 @@ impl Gen<'_, '_> {
                 let e = self.expr(3)?;
                 self.line(&format!("{v} = {e}"));
             }
+            2 if self.u.ratio(1, 4)? => {
+                // The shapes the resolver turns into idiom nodes (`m[k] = get(m, k, d) + n`,
+                // `x = get(m, k)`), with every arity of `get` from 0 to 4: a node that read
+                // its arguments before the arity check crashed on `m[k] = get(m) + 1`.
+                let v = self.pick(VARS)?;
+                let k = self.atom()?;
+                let n = self.u.int_in_range(0..=4)?;
+                let mut args: Vec<String> = vec![v.to_string(), k.clone()];
+                if n > 2 {
+                    args.push(self.literal()?);
+                }
+                if n > 3 {
+                    args.push(self.atom()?);
+                }
+                args.truncate(n);
+                let op = self.pick(&["+", "-", "*"])?;
+                let d = self.literal()?;
+                if self.u.ratio(1, 2)? {
+                    self.line(&format!("{v}[{k}] = get({}) {op} {d}", args.join(", ")));
+                } else {
+                    self.line(&format!("{v} = get({})", args.join(", ")));
+                }
+            }
             2 => {
                 let p = self.place()?;
                 let op = self.pick(&["=", "+=", "-=", "*=", "/=", "%=", "..="])?;
