@@ -82,7 +82,10 @@ pub fn report_internal(msg: &str, json: bool, stats: bool, started: Instant) {
 /// Read a program's text within the source budget.
 // A diagnostic is the rare path here; boxing it would only move the allocation.
 #[allow(clippy::result_large_err)]
-fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::PathBuf>), Diagnostic> {
+fn read_program(
+    src: &Source,
+    deadline: Option<Instant>,
+) -> Result<(String, Vec<u8>, Option<std::path::PathBuf>), Diagnostic> {
     let fail = |name: &str, e: std::io::Error| {
         let mut d = crate::diag::LoadError::new(
             crate::diag::LoadKind::Include,
@@ -106,9 +109,33 @@ fn read_program(src: &Source) -> Result<(String, Vec<u8>, Option<std::path::Path
         }
         Source::Stdin => {
             use std::io::Read;
-            let mut buf = Vec::new();
-            match std::io::stdin().lock().take(MAX_SOURCE_BYTES as u64 + 1).read_to_end(&mut buf) {
-                Ok(_) => Ok(("<stdin>".into(), buf, None)),
+            let read = || {
+                let mut buf = Vec::new();
+                std::io::stdin().lock().take(MAX_SOURCE_BYTES as u64 + 1).read_to_end(&mut buf).map(|_| buf)
+            };
+            // With `--max-time`, a writer that never closes stdin cannot hold the run
+            // past its deadline: the read happens on a thread, waited for until then.
+            let got = match deadline {
+                None => read(),
+                Some(d) => {
+                    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                    std::thread::spawn(move || {
+                        let _ = tx.send(read());
+                    });
+                    match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                        Ok(r) => r,
+                        Err(_) => {
+                            return Err(Diagnostic::new(
+                                crate::diag::Class::Limit,
+                                "time",
+                                "wall-clock deadline (--max-time) reached while reading the program from stdin",
+                            ))
+                        }
+                    }
+                }
+            };
+            match got {
+                Ok(buf) => Ok(("<stdin>".into(), buf, None)),
                 Err(e) => Err(fail("<stdin>", e)),
             }
         }
@@ -269,7 +296,7 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
         let src = Source::File(s.clone());
         // Each script is loaded under its own `--max-memory` budget, as a run would be.
         let budget = crate::memory::Budget::start(cfg.max_memory);
-        let loaded = read_program(&src)
+        let loaded = read_program(&src, None)
             .map_err(|d| vec![d])
             .and_then(|(name, text, path)| crate::load_within(&name, text, path.as_deref(), &area, budget));
         match loaded {
@@ -425,20 +452,35 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
     // The script's heap budget begins before its text is read: the text, the loaded
     // program and the run all count against `--max-memory`.
     let budget = crate::memory::Budget::start(cfg.max_memory);
-    let (name, text, path) = match read_program(src) {
+    // `--max-time` covers loading too (SPEC 1: the deadline of the whole run).
+    let deadline = cfg.max_time.map(|t| started + Duration::from_secs_f64(t));
+    let (name, text, path) = match read_program(src, deadline) {
         Ok(x) => x,
         Err(d) => {
             emit_diag(&d, cfg.json_errors);
             if let Some(p) = &cfg.profile {
                 write_profile(p, None, cfg.json_errors);
             }
-            return finish(3, &Stats::default());
+            return finish(if d.class == crate::diag::Class::Limit { 4 } else { 3 }, &Stats::default());
         }
     };
-    let prog = match crate::load_within(&name, text, path.as_deref().map(Path::new), &include_area(cfg, &gate), budget)
-    {
+    let loaded = crate::meter::with_load_deadline(deadline, || {
+        crate::load_within(&name, text, path.as_deref().map(Path::new), &include_area(cfg, &gate), budget)
+    });
+    let prog = match loaded {
         Ok(p) => p,
         Err(ds) => {
+            // The deadline passing while loading is the run's `time` limit (exit 4), not
+            // a fault of the program: it is the only diagnostic then.
+            if let Some(t) = ds.iter().find(|d| d.kind == "time").cloned() {
+                let mut t = t;
+                t.class = crate::diag::Class::Limit;
+                emit_diag(&t, cfg.json_errors);
+                if let Some(p) = &cfg.profile {
+                    write_profile(p, None, cfg.json_errors);
+                }
+                return finish(4, &Stats::default());
+            }
             for d in &ds {
                 emit_diag(d, cfg.json_errors);
             }

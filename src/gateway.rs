@@ -991,7 +991,15 @@ mod tests {
         let names: Vec<String> = env.iter().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
         assert_eq!(
             names,
-            ["GATEWAY_INTERFACE", "HTTP_USER_AGENT", "LEASH_CGI_WORKER", "QUERY_STRING", "SCRIPT_FILENAME", "SCRIPT_NAME", "TZ"]
+            [
+                "GATEWAY_INTERFACE",
+                "HTTP_USER_AGENT",
+                "LEASH_CGI_WORKER",
+                "QUERY_STRING",
+                "SCRIPT_FILENAME",
+                "SCRIPT_NAME",
+                "TZ"
+            ]
         );
         let get = |n: &str| env.iter().find(|(k, _)| k == n).map(|(_, v)| v.to_string_lossy().into_owned());
         assert_eq!(get("SCRIPT_NAME").as_deref(), Some("/x.lsh"));

@@ -37,6 +37,36 @@ pub struct Meter {
     pub profiling: bool,
 }
 
+// ---------------------------------------------------------------------------
+// Loading: the same deadline (and the load's heap budget) while the program is read,
+// parsed and validated
+// ---------------------------------------------------------------------------
+
+thread_local! {
+    static LOAD_DEADLINE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// Run `f` (a load) with `--max-time`'s deadline in force: the loader looks at it between
+/// lines and statements (`load_over`), so a dense 4 MiB source cannot run past it.
+pub fn with_load_deadline<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) -> T {
+    let prev = LOAD_DEADLINE.with(|c| c.replace(deadline));
+    let r = f();
+    LOAD_DEADLINE.with(|c| c.set(prev));
+    r
+}
+
+/// Has the load under way gone past a limit: its heap budget (`memory`) or the run's
+/// deadline (`time`)? Then the limit and its message. Called once per source line parsed
+/// and statement validated: the clock is read only when a deadline is set.
+pub fn load_over() -> Option<(LimitKind, String)> {
+    if let Some(m) = crate::memory::load_over() {
+        return Some((LimitKind::Memory, m));
+    }
+    let d = LOAD_DEADLINE.with(std::cell::Cell::get)?;
+    (Instant::now() >= d)
+        .then(|| (LimitKind::Time, "wall-clock deadline (--max-time) reached while loading the program".into()))
+}
+
 fn limit(kind: LimitKind, message: String) -> Fail {
     Box::new(Unwind::Limit { kind, message, pos: NO_POS })
 }

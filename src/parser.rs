@@ -853,8 +853,8 @@ fn gather(file: &str, lines: &[&str], first: usize, single: bool) -> Gathered {
     loop {
         let text = lines[i];
         if i > first {
-            if let Some(m) = crate::memory::load_over() {
-                g.fail = Some(LoadError::new(LoadKind::Limit(LimitKind::Memory), m, file, i as u32 + 1));
+            if let Some((k, m)) = crate::meter::load_over() {
+                g.fail = Some(LoadError::new(LoadKind::Limit(k), m, file, i as u32 + 1));
                 g.fatal = Fatal::Memory;
                 g.last = i;
                 return g;
@@ -1027,8 +1027,8 @@ pub fn parse_file(file: &str, base: Pos, lines: &[&str], errors: &mut LoadErrors
             break;
         }
         let line_no = i + 1;
-        if let Some(m) = crate::memory::load_over() {
-            fp.err(LoadKind::Limit(LimitKind::Memory), m, line_no);
+        if let Some((k, m)) = crate::meter::load_over() {
+            fp.err(LoadKind::Limit(k), m, line_no);
             fp.errors.stop = true;
             break;
         }

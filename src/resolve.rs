@@ -459,8 +459,8 @@ impl Resolver<'_> {
             if let Some(st) = self.stmt(s) {
                 out.push(st);
             }
-            if let Some(m) = crate::memory::load_over() {
-                self.err(LoadKind::Limit(LimitKind::Memory), m);
+            if let Some((k, m)) = crate::meter::load_over() {
+                self.err(LoadKind::Limit(k), m);
                 self.errors.stop = true;
             }
         }

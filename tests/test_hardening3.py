@@ -55,3 +55,52 @@ def test_get_idiom_with_a_wrong_arity_is_a_load_error(tmp_path, shape):
 
 def test_get_idiom_of_the_right_arity_still_counts(ok):
     assert ok(lines_of("m = {}", 'for w in ["a", "b", "a"]', "  m[w] = get(m, w, 0) + 1", "end", "print(m)")) == '{"a":2,"b":1}\n'
+
+
+# ---------------------------------------------------------------------------
+# Finding 5: loading ignored --max-time (a dense 4 MiB source ran seconds past it)
+# ---------------------------------------------------------------------------
+
+
+def _dense(tmp_path):
+    line = "x = [" + ",".join(["1"] * 500) + "]\n"
+    p = tmp_path / "dense.lsh"
+    p.write_text(line * ((4 * MIB - 100) // len(line)))
+    return p
+
+
+def test_the_deadline_covers_loading(tmp_path):
+    p = _dense(tmp_path)
+    r = run(["--error-format", "json", "--max-time", "0.05", p])
+    assert r.status == 4, r
+    d = r.diag
+    assert d["error"] == "limit" and d["kind"] == "time", d
+    # Stopped by the loader itself, not at the first step after a whole load.
+    assert "while loading the program" in d["message"], d
+    assert d["line"] >= 1
+
+
+def test_the_deadline_covers_a_program_read_from_stdin():
+    # A writer that never closes stdin: the read ends at the deadline, not never.
+    proc = subprocess.Popen(
+        [str(LEASH), "--error-format", "json", "--max-time", "0.5", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdin.write(b'print("never")\n')
+    proc.stdin.flush()
+    try:
+        proc.wait(timeout=20)  # stdin stays open all the while
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("reading the program from stdin ignored --max-time")
+    out, err = proc.stdout.read(), proc.stderr.read()
+    proc.stdin.close()
+    assert proc.returncode == 4, err
+    assert b'"kind":"time"' in err and b"never" not in out
+
+
+def test_a_dense_source_without_a_deadline_still_loads_and_runs(tmp_path):
+    r = run(["--max-steps", "100000000", _dense(tmp_path)], timeout=120)
+    assert r.status == 0, r
