@@ -445,6 +445,11 @@ impl<'p> Interp<'p> {
         self.meter.steps_n(n)
     }
 
+    /// `--max-memory`, in bytes.
+    pub fn max_memory(&self) -> usize {
+        self.max_mem
+    }
+
     /// Steps left before the `steps` limit (what outside work may still be charged).
     pub fn steps_left(&self) -> u64 {
         self.meter.steps_left()

@@ -905,6 +905,24 @@ pub const WORK_REGEX_COMPILE_STATE: u64 = 700;
 /// SQLite's virtual machine: work per progress-handler call (every `DB_OPS_PER_STEP`
 /// instructions, about a microsecond of SQLite work here).
 pub const WORK_DB_TICK: u64 = 1_000;
+/// SQL functions (src/builtins/db_sqlfn.rs), charged by the bytes they read and write:
+/// a call's base, then per byte (x256) for copies and case mapping, searches (memmem),
+/// trimming (characters split and looked up), random bytes (the kernel's generator),
+/// and per step of a GLOB or LIKE match.
+pub const WORK_SQLFN_BASE: u64 = 50;
+/// Bytes bound as `db.*` parameters and returned in rows (x256 per byte).
+pub const WORK_DB_BYTE_X256: u32 = 256;
+pub const WORK_SQLFN_BYTE_X256: u32 = 256;
+pub const WORK_SQLFN_FIND_BYTE_X256: u32 = 256;
+pub const WORK_SQLFN_TRIM_BYTE_X256: u32 = 1024;
+pub const WORK_SQLFN_RANDOM_BYTE_X256: u32 = 512;
+pub const WORK_SQLFN_MATCH_STEP: u64 = 3;
+/// Per item sorted (a trim set's non-ASCII characters, a GLOB class's characters).
+pub const WORK_SQLFN_SORT_ITEM: u64 = 64;
+/// SQL functions charge (and look at the deadline) at least every this many bytes or steps.
+pub const SQLFN_CHUNK: usize = 4096;
+/// The longest LIKE or GLOB pattern, in bytes (SQLite's own default).
+pub const SQLFN_PATTERN_MAX: usize = 50_000;
 
 /// How often (in work units, about a millisecond of CPU) the wall-clock deadline is
 /// looked at by the work charge, so a builtin that charges as it goes (copies, JSON,

@@ -55,6 +55,28 @@ const DENIED_NONE: u8 = 0;
 const DENIED_ATTACH: u8 = 1;
 const DENIED_DETACH: u8 = 2;
 const DENIED_EXTENSION: u8 = 3;
+const DENIED_PRAGMA: u8 = 4;
+
+/// Pragmas that reach outside the leash (SPEC 10, round 3), refused like ATTACH: where
+/// temporary files go (`temp_store_directory`, `data_store_directory`), memory-mapped I/O
+/// (`mmap_size` above 0: a mapped file is resident memory no bound sees; the build also
+/// caps it at 0), moving temporary storage out of memory (`temp_store` other than
+/// MEMORY; the build keeps it in memory whatever the pragma says), trusting the schema,
+/// the process-wide heap limits SQLite lives under, and `case_sensitive_like` (it would
+/// replace the charged `like` with SQLite's own). Reading any of them is allowed.
+fn pragma_refused(name: &str, value: Option<&str>) -> bool {
+    let Some(v) = value.map(|v| v.trim().trim_matches(|c| c == '\'' || c == '"').to_ascii_lowercase()) else {
+        return false;
+    };
+    match name.to_ascii_lowercase().as_str() {
+        "temp_store_directory" | "data_store_directory" | "hard_heap_limit" | "soft_heap_limit" => true,
+        "case_sensitive_like" => true,
+        "mmap_size" => v != "0",
+        "temp_store" => !(v == "2" || v == "memory"),
+        "trusted_schema" => !(v == "0" || v == "off" || v == "false" || v == "no"),
+        _ => false,
+    }
+}
 
 /// Shared by the interpreter and the callbacks it gives SQLite (which must be `Send`
 /// and `'static`, so they cannot borrow the interpreter).
@@ -69,13 +91,38 @@ struct Meter {
     /// The busy handler gave up waiting for a lock during the current call.
     busy_gave_up: AtomicBool,
     deadline: Option<Instant>,
+    /// Work charged by SQL functions (db_sqlfn.rs) during the current call.
+    fn_work: AtomicU64,
+    /// Work left when the current call started.
+    work_allowance: AtomicU64,
+    /// Set while `db.open` runs its own setup statements (the authorizer lets them be).
+    setup: AtomicBool,
+}
+
+impl super::db_sqlfn::Charge for Meter {
+    fn charge(&self, units: u64) -> bool {
+        let w = self.fn_work.fetch_add(units, Relaxed).saturating_add(units);
+        let ticks = self.used.load(Relaxed);
+        if ticks.saturating_mul(WORK_DB_TICK).saturating_add(w) > self.work_allowance.load(Relaxed) {
+            self.stop.store(STOP_STEPS, Relaxed);
+            return false;
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.stop.store(STOP_TIME, Relaxed);
+            return false;
+        }
+        true
+    }
 }
 
 impl Meter {
     /// The progress handler: true interrupts SQLite.
     fn tick(&self) -> bool {
         let n = self.used.fetch_add(1, Relaxed) + 1;
-        if n > self.allowance.load(Relaxed) {
+        if n > self.allowance.load(Relaxed)
+            || n.saturating_mul(WORK_DB_TICK).saturating_add(self.fn_work.load(Relaxed))
+                > self.work_allowance.load(Relaxed)
+        {
             self.stop.store(STOP_STEPS, Relaxed);
             return true;
         }
@@ -108,11 +155,17 @@ impl Meter {
 
     /// The authorizer, called while SQL is prepared.
     fn authorize(&self, ctx: AuthContext<'_>) -> Authorization {
+        if self.setup.load(Relaxed) {
+            return Authorization::Allow;
+        }
         let denied = match ctx.action {
             AuthAction::Attach { .. } => DENIED_ATTACH,
             AuthAction::Detach { .. } => DENIED_DETACH,
             AuthAction::Function { function_name } if function_name.eq_ignore_ascii_case("load_extension") => {
                 DENIED_EXTENSION
+            }
+            AuthAction::Pragma { pragma_name, pragma_value } if pragma_refused(pragma_name, pragma_value) => {
+                DENIED_PRAGMA
             }
             _ => return Authorization::Allow,
         };
@@ -176,13 +229,17 @@ fn db_err(it: &Interp<'_>, name: &str, m: &Meter, e: rusqlite::Error) -> Fail {
     if oom {
         return it.limit(
             LimitKind::Memory,
-            format!("{name}: SQLite ran out of memory (its heap is limited to {DB_HEAP_LIMIT} bytes)"),
+            format!(
+                "{name}: SQLite ran out of memory (its heap is limited to {} bytes)",
+                DB_HEAP_LIMIT.min(it.max_memory())
+            ),
         );
     }
     let refused = match m.denied.load(Relaxed) {
         DENIED_ATTACH => "ATTACH is refused: ",
         DENIED_DETACH => "DETACH is refused: ",
         DENIED_EXTENSION => "extension loading is refused: ",
+        DENIED_PRAGMA => "this PRAGMA reaches outside the leash and is refused: ",
         _ => "",
     };
     let busy = matches!(&e, rusqlite::Error::SqliteFailure(f, _) if f.code == ErrorCode::DatabaseBusy);
@@ -220,9 +277,11 @@ fn begin(it: &Interp<'_>) -> R<Arc<Meter>> {
     m.stop.store(STOP_NONE, Relaxed);
     m.denied.store(DENIED_NONE, Relaxed);
     m.busy_gave_up.store(false, Relaxed);
-    // Each progress-handler call is one step and WORK_DB_TICK units of work: SQLite
-    // stops at whichever budget runs out first.
-    m.allowance.store(it.steps_left().min(it.work_left() / WORK_DB_TICK), Relaxed);
+    m.fn_work.store(0, Relaxed);
+    // Each progress-handler call is one step and WORK_DB_TICK units of work, and SQL
+    // functions charge their own work: SQLite stops at whichever budget runs out first.
+    m.allowance.store(it.steps_left(), Relaxed);
+    m.work_allowance.store(it.work_left(), Relaxed);
     Ok(m)
 }
 
@@ -230,7 +289,7 @@ fn begin(it: &Interp<'_>) -> R<Arc<Meter>> {
 fn finish(it: &mut Interp<'_>, m: &Meter) -> R<()> {
     let used = m.used.load(Relaxed);
     it.charge_steps(used)?;
-    it.work(used.saturating_mul(WORK_DB_TICK))?;
+    it.work(used.saturating_mul(WORK_DB_TICK).saturating_add(m.fn_work.load(Relaxed)))?;
     if m.stop.load(Relaxed) == STOP_TIME {
         return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"));
     }
@@ -291,9 +350,25 @@ fn params_of<'a>(it: &Interp<'_>, name: &str, args: &'a [Value], i: usize) -> R<
     }
 }
 
+/// Charge the bytes a value moves into or out of SQLite (bound parameters, returned
+/// values) to the call's work; past the work left, the call stops (`finish` reports it).
+fn charge_bytes(it: &Interp<'_>, name: &str, m: &Meter, v: ValueRef<'_>) -> R<()> {
+    use super::db_sqlfn::Charge;
+    let n = match v {
+        ValueRef::Text(b) | ValueRef::Blob(b) => b.len() as u64,
+        _ => return Ok(()),
+    };
+    if m.charge(n * u64::from(WORK_DB_BYTE_X256) / 256) {
+        Ok(())
+    } else {
+        Err(it.err(ErrKind::Db, format!("{name}: interrupted (a limit of the run was reached)")))
+    }
+}
+
 fn bind(it: &Interp<'_>, name: &str, m: &Meter, stmt: &mut Statement<'_>, p: &Params<'_>) -> R<()> {
     let count = stmt.parameter_count();
     let bind_one = |stmt: &mut Statement<'_>, i: usize, v: ValueRef<'_>| {
+        charge_bytes(it, name, m, v)?;
         stmt.raw_bind_parameter(i, ToSqlOutput::Borrowed(v)).map_err(|e| db_err(it, name, m, e))
     };
     let plural = |n: usize| if n == 1 { "" } else { "s" };
@@ -485,6 +560,7 @@ fn query_in(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, sql: &str
         let mut map = Map::with_capacity(names.len());
         for (i, col) in names.iter().enumerate() {
             let v = guarded(it, name, || row.get_ref(i))?.map_err(|e| db_err(it, name, m, e))?;
+            charge_bytes(it, name, m, v)?;
             let v = leash_value(it, name, col, v)?;
             map.insert(col.clone(), v);
         }
@@ -569,6 +645,9 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 denied: AtomicU8::new(DENIED_NONE),
                 busy_gave_up: AtomicBool::new(false),
                 deadline,
+                fn_work: AtomicU64::new(0),
+                work_allowance: AtomicU64::new(0),
+                setup: AtomicBool::new(false),
             })
         })
         .clone();
@@ -601,20 +680,28 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let mut conn =
         Connection::open_with_flags(Path::new(std::ffi::OsStr::from_bytes(&path)), flags).map_err(|e| fail(it, e))?;
     limit_setup(&conn, it.lim.n(L::String)).map_err(|e| fail(it, e))?;
+    // SQL functions charged by their size and stopped at the budgets and the deadline.
+    let length = (it.lim.n(L::String) + DB_LENGTH_SLACK).min(i32::MAX as usize);
+    super::db_sqlfn::register(&conn, m.clone(), length).map_err(|e| fail(it, e))?;
     let (pm, am, bm) = (m.clone(), m.clone(), m.clone());
     conn.progress_handler(DB_OPS_PER_STEP, Some(move || pm.tick())).map_err(|e| fail(it, e))?;
     conn.authorizer(Some(move |ctx: AuthContext<'_>| am.authorize(ctx))).map_err(|e| fail(it, e))?;
     let mut until = None;
     conn.busy_handler(Some(move |count| bm.busy(&mut until, count))).map_err(|e| fail(it, e))?;
     begin(it)?;
+    m.setup.store(true, Relaxed);
     let r = (|| {
         if first {
             // Process-wide; SQL can only lower it afterwards.
-            conn.query_row(&format!("PRAGMA hard_heap_limit = {DB_HEAP_LIMIT}"), [], |_| Ok(()))?;
+            // Never above --max-memory: SQLite's heap (its temporary storage included,
+            // which the build keeps in memory) stays under the run's memory bound.
+            let heap = DB_HEAP_LIMIT.min(it.max_memory());
+            conn.query_row(&format!("PRAGMA hard_heap_limit = {heap}"), [], |_| Ok(()))?;
         }
         // Read the header now, so that a file that is not a database fails here.
         conn.query_row("PRAGMA schema_version", [], |_| Ok(()))
     })();
+    m.setup.store(false, Relaxed);
     finish(it, &m)?;
     r.map_err(|e| fail(it, e))?;
     it.db.next_id += 1;
@@ -704,6 +791,9 @@ mod tests {
             denied: AtomicU8::new(DENIED_NONE),
             busy_gave_up: AtomicBool::new(false),
             deadline: None,
+            fn_work: AtomicU64::new(0),
+            work_allowance: AtomicU64::new(u64::MAX),
+            setup: AtomicBool::new(false),
         };
         assert!(!m.tick() && !m.tick() && !m.tick());
         assert!(m.tick());
@@ -733,6 +823,9 @@ mod tests {
             denied: AtomicU8::new(DENIED_NONE),
             busy_gave_up: AtomicBool::new(false),
             deadline: Some(Instant::now() + Duration::from_millis(30)),
+            fn_work: AtomicU64::new(0),
+            work_allowance: AtomicU64::new(u64::MAX),
+            setup: AtomicBool::new(false),
         };
         let (start, mut until, mut count) = (Instant::now(), None, 0);
         while m.busy(&mut until, count) {
