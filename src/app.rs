@@ -41,16 +41,24 @@ fn stdout_diag(e: &std::io::Error) -> Diagnostic {
 }
 
 fn emit_diag(d: &Diagnostic, json: bool) {
+    if crate::report::take_diag(d) {
+        return;
+    }
     let mut e = std::io::stderr().lock();
     let _ = writeln!(e, "{}", d.render(json));
 }
 
+/// Whether the stats are wanted: `--stats`, or a report (which always holds them).
+fn want_stats(stats: bool) -> bool {
+    stats || crate::report::active()
+}
+
 fn emit_stats(s: &Stats, started: Instant) {
     let line = format!(
-        "{{\"stats\":{{\"steps\":{},\"work\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
+        "{{\"steps\":{},\"work\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
          \"stdout_bytes\":{},\"stderr_bytes\":{},\"stdin_bytes\":{},\"file_write_bytes\":{},\
          \"file_read_bytes\":{},\"http_requests\":{},\"http_body_bytes\":{},\"net_sent_bytes\":{},\
-         \"net_recv_bytes\":{},\"wall_ms\":{}}}}}",
+         \"net_recv_bytes\":{},\"wall_ms\":{}}}",
         s.steps,
         s.work,
         s.max_call_depth,
@@ -67,14 +75,17 @@ fn emit_stats(s: &Stats, started: Instant) {
         s.net_recv_bytes,
         started.elapsed().as_millis()
     );
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    if crate::report::take_stats(&line) {
+        return;
+    }
+    let _ = writeln!(std::io::stderr().lock(), "{{\"stats\":{line}}}");
 }
 
 /// Report a panic caught by `main`.
 pub fn report_internal(msg: &str, json: bool, stats: bool, started: Instant) {
     let _ = std::io::stdout().flush();
     emit_diag(&Diagnostic::internal(format!("internal error (a bug in leash): {msg}")), json);
-    if stats {
+    if want_stats(stats) {
         emit_stats(&Stats::default(), started);
     }
 }
@@ -185,7 +196,24 @@ fn write_profile(path: &Path, p: Option<(&crate::tools::profile::Profile, &crate
 
 /// Everything after argv: returns the exit status.
 pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
+    let status = command(args, started);
+    // A report always holds the stats, even of an exit that wrote none.
+    if crate::report::active() && !crate::report::has_stats() {
+        emit_stats(&Stats::default(), started);
+    }
+    status
+}
+
+fn command(args: Vec<OsString>, started: Instant) -> i32 {
     let (json, stats) = cli::prescan(&args);
+    // `--report FILE` first: every later exit, a usage error included, is reported there.
+    // A report that cannot be written is a usage error before anything runs.
+    if let Some(path) = crate::report::prescan(&args) {
+        if let Err(m) = crate::report::open(&path) {
+            emit_diag(&Diagnostic::usage(m), json);
+            return 2;
+        }
+    }
     // The internal-error path (a panic caught by `main`, exit 70) cannot be reached by any
     // input; this switch lets the test suite check that it works.
     if std::env::var_os("LEASH_TEST_INTERNAL_ERROR").is_some() {
@@ -202,7 +230,7 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
         Ok(x) => x,
         Err(m) => {
             emit_diag(&Diagnostic::usage(m), json);
-            if stats {
+            if want_stats(stats) {
                 emit_stats(&Stats::default(), started);
             }
             return 2;
@@ -237,7 +265,7 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
             use std::io::IsTerminal;
             if !explicit && !std::io::stdin().is_terminal() {
                 emit_diag(&Diagnostic::usage("no SCRIPT given (try --help)".to_string()), json);
-                if stats {
+                if want_stats(stats) {
                     emit_stats(&Stats::default(), started);
                 }
                 return 2;
@@ -295,7 +323,7 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
             }
         }
     }
-    if cfg.stats {
+    if want_stats(cfg.stats) {
         emit_stats(&Stats::default(), started);
     }
     status
@@ -401,7 +429,7 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
         Some(e) => output_failed(e, summary.status(), cfg.json_errors),
         None => summary.status(),
     };
-    if cfg.stats {
+    if want_stats(cfg.stats) {
         emit_stats(&Stats::default(), started);
     }
     status
@@ -409,7 +437,7 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
 
 fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 {
     let finish = |status: i32, stats: &Stats| {
-        if cfg.stats {
+        if want_stats(cfg.stats) {
             emit_stats(stats, started);
         }
         status
