@@ -265,3 +265,42 @@ pub fn finish(status: i32) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(args: &[&str]) -> Option<String> {
+        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
+        prescan(&v).map(|s| s.to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn prescan_finds_the_report_before_the_program() {
+        assert_eq!(scan(&["--report", "r.json", "x.lsh"]).as_deref(), Some("r.json"));
+        assert_eq!(scan(&["--report=r.json", "-e", "print(1)"]).as_deref(), Some("r.json"));
+        assert_eq!(scan(&["--max-steps", "5", "--report", "a", "test", "dir"]).as_deref(), Some("a"));
+        assert_eq!(scan(&["test", "--report", "a"]).as_deref(), Some("a"));
+        // After the program, it is a script argument.
+        assert_eq!(scan(&["x.lsh", "--report", "r.json"]), None);
+        assert_eq!(scan(&["-e", "print(1)", "--report", "r.json"]), None);
+        // An option's value that looks like --report is that option's value.
+        assert_eq!(scan(&["--audit", "--report", "x.lsh"]), None);
+        assert_eq!(scan(&["--report"]), None);
+    }
+
+    #[test]
+    fn document_shape() {
+        let dir = rustix::fs::open(".", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).unwrap();
+        let r = Report {
+            dir,
+            dir_id: (0, 0),
+            name: "r.json".into(),
+            shown: "r.json".into(),
+            existing: None,
+            diags: vec!["{\"error\":\"usage\"}".into()],
+            stats: None,
+        };
+        assert_eq!(document(&r, 2), b"{\"status\":2,\"diagnostics\":[{\"error\":\"usage\"}],\"stats\":{}}\n");
+    }
+}

@@ -48,8 +48,8 @@ def parse_response(raw: bytes) -> Tuple[int, List[Tuple[str, str]], bytes]:
     headers: List[Tuple[str, str]] = []
     for line in head.replace(b"\r\n", b"\n").split(b"\n"):
         if b":" in line:
-            k, v = line.split(b":", 1)
-            headers.append((k.decode("latin-1").strip(), v.decode("latin-1").strip()))
+            name, value = line.split(b":", 1)
+            headers.append((name.decode("latin-1").strip(), value.decode("latin-1").strip()))
     status = 200
     for k, v in headers:
         if k.lower() == "status":

@@ -36,7 +36,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 import pytest
 
 from ._cgi import CgiResponse, cgi
-from ._run import Diagnostic, Result, StrPath, find_leash, run
+from ._run import Diagnostic, Result, StrPath, find_leash, group_kwargs, run
 
 FN_RE = re.compile(r"^\s*fn\s+(test_[A-Za-z0-9_]*)\s*\(")
 MARK_RE = re.compile(r"^\s*#\s*mark:\s*(.+?)\s*$")
@@ -113,7 +113,7 @@ def _timeout(config: pytest.Config) -> float:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Optional["LeashFile"]:
     if file_path.name.endswith("_test.lsh"):
-        return LeashFile.from_parent(parent, path=file_path)  # type: ignore[no-any-return]
+        return LeashFile.from_parent(parent, path=file_path)
     return None
 
 
@@ -250,7 +250,7 @@ class LeashFile(pytest.File):
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                start_new_session=True,
+                **group_kwargs(),
             )
             try:
                 out, err = proc.communicate(timeout=_timeout(self.config))
@@ -370,7 +370,7 @@ class LeashItem(pytest.Item):
             return None
         return lines[line - 1] if line <= len(lines) else None
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, LeashTestFailed):
             return excinfo.value.text
         return super().repr_failure(excinfo)
