@@ -236,6 +236,12 @@ fn command(args: Vec<OsString>, started: Instant) -> i32 {
             return 2;
         }
     };
+    if let Err(m) = report_clash(&cfg, &cmd) {
+        // Said on stderr: written to the report, it would replace that very file.
+        crate::report::cancel();
+        emit_diag(&Diagnostic::usage(m), json);
+        return 2;
+    }
     match cmd {
         Command::Help => say(&cli::help_text()).map_or_else(|e| output_failed(&e, 0, json), |_| 0),
         Command::Version => {
@@ -278,6 +284,36 @@ fn command(args: Vec<OsString>, started: Instant) -> i32 {
             let rc = run_config(&cfg, &gate, vec![], started, budget);
             crate::tools::repl::main(&cfg, rc)
         }
+    }
+}
+
+/// A `--report` that would replace a file the run reads or writes otherwise (the script,
+/// a test file, the audit log, the profile) is a usage error.
+fn report_clash(cfg: &Config, cmd: &Command) -> Result<(), String> {
+    use std::path::PathBuf;
+    if !crate::report::active() {
+        return Ok(());
+    }
+    let mut named: Vec<(&str, PathBuf)> = Vec::new();
+    match cmd {
+        Command::Run { program: Source::File(p), .. } => named.push(("the script", p.clone())),
+        Command::Check { scripts } => named.extend(scripts.iter().map(|p| ("a script to check", p.clone()))),
+        Command::Test { paths } => named.extend(paths.iter().map(|p| ("a test file", p.clone()))),
+        _ => {}
+    }
+    if let Some(a) = &cfg.scopes.audit {
+        named.push(("the --audit log", a.clone()));
+    }
+    if let Some(p) = &cfg.profile {
+        for ext in ["", ".work", ".lines"] {
+            let mut s = p.as_os_str().to_owned();
+            s.push(ext);
+            named.push(("a --profile file", s.into()));
+        }
+    }
+    match named.iter().find(|(_, p)| crate::report::is_report(p)) {
+        Some((what, p)) => Err(format!("--report: \"{}\" is {what}", p.display())),
+        None => Ok(()),
     }
 }
 

@@ -156,6 +156,11 @@ pub fn open(path: &OsStr) -> Result<(), String> {
     Ok(())
 }
 
+/// Turn the report off (nothing is written at exit).
+pub fn cancel() {
+    lock().take();
+}
+
 /// Whether a report is being kept (diagnostics and stats go there, not to stderr).
 pub fn active() -> bool {
     lock().is_some()
@@ -217,6 +222,28 @@ pub fn refuses_file(dev: u64, ino: u64) -> bool {
         Ok(st) => (st.st_dev, st.st_ino) == (dev, ino),
         Err(_) => false,
     }
+}
+
+/// Whether `p` names the report: the same name in the same directory, or the file that
+/// was at the report's path when the run began. Used to refuse a report that would
+/// replace the script, the audit log or the profile.
+pub fn is_report(p: &Path) -> bool {
+    let g = lock();
+    let Some(r) = g.as_ref() else { return false };
+    if let (Some(e), Ok(st)) = (r.existing, rustix::fs::stat(p)) {
+        if (st.st_dev, st.st_ino) == e {
+            return true;
+        }
+    }
+    let Some(name) = p.file_name() else { return false };
+    if name != r.name.as_os_str() {
+        return false;
+    }
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    rustix::fs::stat(parent).is_ok_and(|st| (st.st_dev, st.st_ino) == r.dir_id)
 }
 
 /// The document for `status`.

@@ -221,3 +221,22 @@ def test_test_command_and_check(tmp_path):
 def test_help_and_version(tmp_path):
     r, doc = report_of(tmp_path, ["--version"])
     assert r.status == 0 and r.out.startswith("leash ") and doc["diagnostics"] == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["job.lsh"],
+        ["./job.lsh"],
+        ["--audit", "job.json", "-e", "print(1)"],
+        ["--profile", "prof", "-e", "print(1)"],
+        ["test", "job.lsh"],
+        ["check", "job.lsh"],
+    ],
+)
+def test_report_may_not_replace_what_the_run_uses(tmp_path, args):
+    (tmp_path / "job.lsh").write_text('print("job")\n')
+    report = {"--audit": "job.json", "--profile": "prof.work"}.get(args[0], "job.lsh")
+    r = run(["--report", report, *args], cwd=tmp_path)
+    assert r.status == 2 and "--report" in r.err, r
+    assert (tmp_path / "job.lsh").read_text() == 'print("job")\n'
