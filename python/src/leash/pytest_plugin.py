@@ -339,7 +339,11 @@ class LeashItem(pytest.Item):
             raise LeashTestFailed(self._text(row, run_.diag.get(self.name), None))
 
     def _text(self, row: Dict[str, Any], d: Optional[Diagnostic], head: Optional[str]) -> str:
-        file = row.get("file") or (d.file if d else None) or self.parent._shown()  # type: ignore[union-attr]
+        # Where it failed: `failure_file`/`line` of the result (leash test, round 3), else
+        # its diagnostic's, else the test file.
+        file = (
+            row.get("failure_file") or (d.file if d else None) or row.get("file") or self.parent._shown()  # type: ignore[union-attr]
+        )
         line = row.get("line") or (d.line if d else None)
         message = str(row.get("message") or "failed")
         kind = f"{d.error} error [{d.kind}]" if d else "failed"
