@@ -317,3 +317,31 @@ def test_python_versions_and_typing():
                 names = getattr(sys, "stdlib_module_names", None)  # Python 3.10+
                 assert names is None or mod in names or mod in ("__future__", "pytest"), (f.name, line)
     assert subprocess.run([sys.executable, "-m", "py_compile", *map(str, src.glob("*.py"))]).returncode == 0
+
+
+def test_diagnostic_carries_limit_fields():
+    d = leash.Diagnostic.from_json(
+        {
+            "error": "limit",
+            "kind": "stdin",
+            "message": "stdin over 16777216 bytes",
+            "file": "job.lsh",
+            "line": 4,
+            "limit": "stdin",
+            "value": 16777216,
+            "option": "--limit stdin=N",
+            "help": ["raise it with --limit stdin=64M (ceiling 1T)"],
+        }
+    )
+    assert (d.limit, d.value, d.option) == ("stdin", 16777216, "--limit stdin=N")
+    assert d.help == ("raise it with --limit stdin=64M (ceiling 1T)",)
+    assert str(d).startswith("job.lsh:4: limit error [stdin]: stdin over")
+    assert "help: raise it" in str(d)
+    bare = leash.Diagnostic.from_json({"error": "usage", "kind": "usage", "message": "m"})
+    assert (bare.file, bare.line, bare.column, bare.limit, bare.value, bare.option) == (None,) * 6
+    assert str(bare) == "leash: usage error [usage]: m"
+
+
+def test_result_json():
+    r = run(code='print(json.stringify({"a": [1, 2]}))')
+    assert r.json() == {"a": [1, 2]}
