@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import pytest, xdist" 2>/dev/null; then
+# setuptools and wheel: python/tests pip-installs the `leash` package offline into a
+# fresh virtualenv (no build isolation, no index).
+if ! "$PY" -c "import pytest, xdist, setuptools, wheel" 2>/dev/null; then
   echo "== installing Python test requirements"
   "$PY" -m pip install --quiet -r tests/requirements.txt
 fi
@@ -36,9 +38,9 @@ echo "== cargo build --release"
 cargo build --release --locked
 echo "== cargo test (unit tests)"
 cargo test --release --locked --quiet --workspace
-echo "== pytest (integration tests, real binary)"
+echo "== pytest (integration tests and the Python package's tests, real binary)"
 export LEASH_BIN="$PWD/target/release/leash"
-"$PY" -m pytest -q -n "${PYTEST_WORKERS:-2}" tests "$@"
+"$PY" -m pytest -q -n "${PYTEST_WORKERS:-2}" tests python/tests "$@"
 if [ $# -eq 0 ] && [ "${FUZZ_SMOKE_SECS:-20}" != 0 ]; then
   echo "== fuzz smoke runs (${FUZZ_SMOKE_SECS:-20} s per target; fuzz/README.md)"
   scripts/fuzz.sh smoke "${FUZZ_SMOKE_SECS:-20}"

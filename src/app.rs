@@ -41,16 +41,24 @@ fn stdout_diag(e: &std::io::Error) -> Diagnostic {
 }
 
 fn emit_diag(d: &Diagnostic, json: bool) {
+    if crate::report::take_diag(d) {
+        return;
+    }
     let mut e = std::io::stderr().lock();
     let _ = writeln!(e, "{}", d.render(json));
 }
 
+/// Whether the stats are wanted: `--stats`, or a report (which always holds them).
+fn want_stats(stats: bool) -> bool {
+    stats || crate::report::active()
+}
+
 fn emit_stats(s: &Stats, started: Instant) {
     let line = format!(
-        "{{\"stats\":{{\"steps\":{},\"work\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
+        "{{\"steps\":{},\"work\":{},\"max_call_depth\":{},\"peak_frame_bytes\":{},\"peak_memory_bytes\":{},\
          \"stdout_bytes\":{},\"stderr_bytes\":{},\"stdin_bytes\":{},\"file_write_bytes\":{},\
          \"file_read_bytes\":{},\"http_requests\":{},\"http_body_bytes\":{},\"net_sent_bytes\":{},\
-         \"net_recv_bytes\":{},\"wall_ms\":{}}}}}",
+         \"net_recv_bytes\":{},\"wall_ms\":{}}}",
         s.steps,
         s.work,
         s.max_call_depth,
@@ -67,14 +75,17 @@ fn emit_stats(s: &Stats, started: Instant) {
         s.net_recv_bytes,
         started.elapsed().as_millis()
     );
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    if crate::report::take_stats(&line) {
+        return;
+    }
+    let _ = writeln!(std::io::stderr().lock(), "{{\"stats\":{line}}}");
 }
 
 /// Report a panic caught by `main`.
 pub fn report_internal(msg: &str, json: bool, stats: bool, started: Instant) {
     let _ = std::io::stdout().flush();
     emit_diag(&Diagnostic::internal(format!("internal error (a bug in leash): {msg}")), json);
-    if stats {
+    if want_stats(stats) {
         emit_stats(&Stats::default(), started);
     }
 }
@@ -216,7 +227,24 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
     if let Some(status) = crate::cgi_guard::check(&args) {
         return status;
     }
+    let status = command(args, started);
+    // A report always holds the stats, even of an exit that wrote none.
+    if crate::report::active() && !crate::report::has_stats() {
+        emit_stats(&Stats::default(), started);
+    }
+    status
+}
+
+fn command(args: Vec<OsString>, started: Instant) -> i32 {
     let (json, stats) = cli::prescan(&args);
+    // `--report FILE` first: every later exit, a usage error included, is reported there.
+    // A report that cannot be written is a usage error before anything runs.
+    if let Some(path) = crate::report::prescan(&args) {
+        if let Err(m) = crate::report::open(&path) {
+            emit_diag(&Diagnostic::usage(m), json);
+            return 2;
+        }
+    }
     // The internal-error path (a panic caught by `main`, exit 70) cannot be reached by any
     // input; this switch lets the test suite check that it works.
     if std::env::var_os("LEASH_TEST_INTERNAL_ERROR").is_some() {
@@ -233,12 +261,18 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
         Ok(x) => x,
         Err(m) => {
             emit_diag(&Diagnostic::usage(m), json);
-            if stats {
+            if want_stats(stats) {
                 emit_stats(&Stats::default(), started);
             }
             return 2;
         }
     };
+    if let Err(m) = report_clash(&cfg, &cmd) {
+        // Said on stderr: written to the report, it would replace that very file.
+        crate::report::cancel();
+        emit_diag(&Diagnostic::usage(m), json);
+        return 2;
+    }
     match cmd {
         Command::Help => say(&cli::help_text()).map_or_else(|e| output_failed(&e, 0, json), |_| 0),
         Command::Version => {
@@ -268,7 +302,7 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
             use std::io::IsTerminal;
             if !explicit && !std::io::stdin().is_terminal() {
                 emit_diag(&Diagnostic::usage("no SCRIPT given (try --help)".to_string()), json);
-                if stats {
+                if want_stats(stats) {
                     emit_stats(&Stats::default(), started);
                 }
                 return 2;
@@ -281,6 +315,36 @@ pub fn main(args: Vec<OsString>, started: Instant) -> i32 {
             let rc = run_config(&cfg, &gate, vec![], started, budget);
             crate::tools::repl::main(&cfg, rc)
         }
+    }
+}
+
+/// A `--report` that would replace a file the run reads or writes otherwise (the script,
+/// a test file, the audit log, the profile) is a usage error.
+fn report_clash(cfg: &Config, cmd: &Command) -> Result<(), String> {
+    use std::path::PathBuf;
+    if !crate::report::active() {
+        return Ok(());
+    }
+    let mut named: Vec<(&str, PathBuf)> = Vec::new();
+    match cmd {
+        Command::Run { program: Source::File(p), .. } => named.push(("the script", p.clone())),
+        Command::Check { scripts } => named.extend(scripts.iter().map(|p| ("a script to check", p.clone()))),
+        Command::Test { paths } => named.extend(paths.iter().map(|p| ("a test file", p.clone()))),
+        _ => {}
+    }
+    if let Some(a) = &cfg.scopes.audit {
+        named.push(("the --audit log", a.clone()));
+    }
+    if let Some(p) = &cfg.profile {
+        for ext in ["", ".work", ".lines"] {
+            let mut s = p.as_os_str().to_owned();
+            s.push(ext);
+            named.push(("a --profile file", s.into()));
+        }
+    }
+    match named.iter().find(|(_, p)| crate::report::is_report(p)) {
+        Some((what, p)) => Err(format!("--report: \"{}\" is {what}", p.display())),
+        None => Ok(()),
     }
 }
 
@@ -326,7 +390,7 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
             }
         }
     }
-    if cfg.stats {
+    if want_stats(cfg.stats) {
         emit_stats(&Stats::default(), started);
     }
     status
@@ -432,7 +496,7 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
         Some(e) => output_failed(e, summary.status(), cfg.json_errors),
         None => summary.status(),
     };
-    if cfg.stats {
+    if want_stats(cfg.stats) {
         emit_stats(&Stats::default(), started);
     }
     status
@@ -440,7 +504,7 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
 
 fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 {
     let finish = |status: i32, stats: &Stats| {
-        if cfg.stats {
+        if want_stats(cfg.stats) {
             emit_stats(stats, started);
         }
         status

@@ -71,6 +71,11 @@ pub const OPTIONS: &[Opt] = &[
     Opt { name: "--error-format", value: Some("text|json"), help: "how diagnostics are written to stderr" },
     Opt { name: "--stats", value: None, help: "at exit, write one JSON line of usage figures to stderr" },
     Opt {
+        name: "--report",
+        value: Some("FILE"),
+        help: "at exit (any exit), write status, diagnostics and stats to FILE as one JSON document",
+    },
+    Opt {
         name: "--profile",
         value: Some("FILE"),
         help: "at exit, write steps and work per call stack to FILE (folded), FILE.work, FILE.lines",
@@ -426,6 +431,8 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                     }
                 }
                 "--stats" => cfg.stats = true,
+                // Opened before parsing (`report::prescan`, `report::open`).
+                "--report" => {}
                 "--profile" => cfg.profile = Some(PathBuf::from(&v)),
                 "--cgi" => cfg.cgi = true,
                 "--filter" => cfg.filter = Some(v),

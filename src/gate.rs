@@ -569,6 +569,12 @@ impl Gate {
                 return Err(GateErr::Refused(format!("\"{}\" is the audit log", loc.shown())));
             }
         }
+        if crate::report::active() {
+            let st = rustix::fs::fstat(fd).map_err(rx)?;
+            if crate::report::refuses_file(st.st_dev, st.st_ino) {
+                return Err(GateErr::Refused(format!("\"{}\" is the --report file", loc.shown())));
+            }
+        }
         Ok(())
     }
 
@@ -618,6 +624,9 @@ impl Gate {
                     return Err(GateErr::Refused(format!("\"{}\" is the audit log", loc.shown())));
                 }
             }
+        }
+        if crate::report::refuses_name(&fd, &name) {
+            return Err(GateErr::Refused(format!("\"{}\" is the --report file", loc.shown())));
         }
         Ok((fd, name))
     }

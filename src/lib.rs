@@ -23,6 +23,7 @@ pub mod memory;
 pub mod meter;
 pub mod parser;
 pub mod program;
+pub mod report;
 pub mod resolve;
 pub mod source;
 pub mod stdlib;

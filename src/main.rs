@@ -36,5 +36,7 @@ fn main() {
             70
         }
     };
+    // `--report FILE`: the document is written last, whatever the exit.
+    leash::report::finish(code);
     std::process::exit(code);
 }

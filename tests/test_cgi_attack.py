@@ -212,10 +212,12 @@ def test_documented_layout_has_no_interpreter_url(server):
 
 
 def test_interpreter_line_page_gets_query_words_as_arguments(server):
-    status, out, marker = _attack(server, "pages/echo.lsh?--allow-files+-", "page")
+    # (A GET: the page does not read a body, and mod_cgid cuts the response of a CGI
+    # program that leaves a request body unread; the refusals above drain theirs.)
+    status, _, out = fetch(server.url("pages/echo.lsh?--allow-files+-+--max-steps+1"))
     assert status == 200, (out, server.log()[-2000:])
-    assert out == b'args ["--allow-files","-"]\n'
-    assert not marker.exists()
+    assert out == b'args ["--allow-files","-","--max-steps","1"]\n'
+    assert sorted(os.listdir(server.base / "loot")) == []
 
 
 @pytest.mark.parametrize("path", ["pages/plain.lsh?x", "pages/alias.lsh?--allow-files+-", "pages/alias.lsh"])
