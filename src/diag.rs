@@ -408,3 +408,22 @@ impl LoadErrors {
         self.list.is_empty()
     }
 }
+
+/// How many bytes of script data a message quotes at most (SPEC 7; issue 23): a message
+/// never carries a whole 900 KB key or value, and building it costs a bounded amount.
+pub const QUOTE_MAX: usize = 200;
+
+/// Script data as a message quotes it: in double quotes with Rust's escapes (control
+/// characters and invalid UTF-8 visible), at most `QUOTE_MAX` bytes of it, then how many
+/// bytes were cut: `"aaaa…" (+899800 bytes)`. The one rule for every message that shows
+/// a key, an option name, a header or any other string the script gave.
+pub fn quoted(b: &[u8]) -> String {
+    let cut = b.len().saturating_sub(QUOTE_MAX);
+    let head = &b[..b.len() - cut];
+    let text = String::from_utf8_lossy(head);
+    if cut == 0 {
+        format!("{text:?}")
+    } else {
+        format!("{:?} (+{cut} bytes)", format!("{text}…"))
+    }
+}

@@ -991,7 +991,7 @@ impl<'p> Interp<'p> {
     }
 
     fn missing_key(&self, k: &[u8]) -> Fail {
-        self.err(ErrKind::Key, format!("key \"{}\" not found", String::from_utf8_lossy(k)))
+        self.err(ErrKind::Key, format!("key {} not found", crate::diag::quoted(k)))
     }
 
     /// Walk `keys` into `v` (copying shared containers on the way) and apply `leaf` to
@@ -1050,6 +1050,10 @@ impl<'p> Interp<'p> {
         let r = match &mut cur {
             Value::Map(rc) => match key {
                 Value::Str(k) => {
+                    if let Err(e) = self.work(key_work(k.len())) {
+                        *self.slot_mut(slot) = cur;
+                        return Err(e);
+                    }
                     if rc.len() >= self.lim.n(L::Map) && !rc.contains(&k) {
                         Err(self.limit(
                             LimitKind::Map,
@@ -1473,6 +1477,9 @@ impl<'p> Interp<'p> {
                 }
                 let x = self.eval(a)?;
                 let k = self.eval(i)?;
+                if let (Value::Map(_), Value::Str(s)) = (&x, &k) {
+                    self.work(key_work(s.len())).map_err(|f| spotted(f, *sp))?;
+                }
                 self.index_value(&x, &k).map_err(|f| spotted(f, *sp))
             }
             Expr::Field(a, name, sp) => {
@@ -1639,7 +1646,11 @@ impl<'p> Interp<'p> {
             Lt | Le | Gt | Ge => {
                 let ord = match (&x, &y) {
                     (Value::Num(a), Value::Num(b)) => a.partial_cmp(b),
-                    (Value::Str(a), Value::Str(b)) => Some(a.as_slice().cmp(b.as_slice())),
+                    (Value::Str(a), Value::Str(b)) => {
+                        let (o, touched) = crate::value::cmp_touched(a, b);
+                        self.work(crate::meter::scaled(touched as u64, WORK_EQ_BYTE_X256))?;
+                        Some(o)
+                    }
                     _ => {
                         return Err(self.err(
                             ErrKind::Type,
@@ -1733,9 +1744,8 @@ impl<'p> Interp<'p> {
     /// an ordinary call, through the same path as a call in the source (call depth,
     /// argument and frame storage, steps and work of its lines, the profile's stacks);
     /// the arguments are copies (copy-on-write) the callee cannot change for the caller.
-    /// Each call is charged `WORK_CALLBACK` work first.
+    /// Each call is charged `WORK_CALLBACK` work first (in `enter`, as every call is).
     pub fn call_fn<const N: usize>(&mut self, fi: usize, args: [Value; N]) -> R<Value> {
-        self.work(WORK_CALLBACK)?;
         let new_base = self.stack.len();
         let mut arg_heap = 0usize;
         for v in args {
@@ -1754,6 +1764,12 @@ impl<'p> Interp<'p> {
     /// Run user function `fi` whose arguments are on the stack from `new_base`.
     #[inline(always)]
     fn enter(&mut self, fi: usize, f: &'p Function, nargs: usize, new_base: usize, arg_heap: usize) -> R<Value> {
+        // Every call is charged a little work, from the source or from a builtin alike: a
+        // line of many calls to an empty function is one step, but not free.
+        if let Err(e) = self.work(WORK_CALLBACK) {
+            self.stack.truncate(new_base);
+            return Err(e);
+        }
         if arg_heap + nargs * ACCT_SLOT > self.lim.n(L::CallArgs) || self.depth >= self.lim.n(L::CallDepth) {
             self.stack.truncate(new_base);
             return Err(self.call_refused(f, arg_heap + nargs * ACCT_SLOT));
@@ -2003,7 +2019,11 @@ impl<'p> Interp<'p> {
         if !fast {
             return self.call_builtin(b, args);
         }
-        self.work(b.cost.before(&[]))?;
+        let klen = match self.direct(&args[1]) {
+            Some(Value::Str(k)) => k.len(),
+            _ => 0,
+        };
+        self.work(b.cost.before(&[]).saturating_add(key_work(klen)))?;
         let (Some(Value::Map(m)), Some(Value::Str(k))) = (self.direct(&args[0]), self.direct(&args[1])) else {
             unreachable!("checked above")
         };
@@ -2139,6 +2159,17 @@ pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[inline]
 pub fn concat_work(n: usize) -> u64 {
     WORK_CONCAT_BASE + crate::meter::scaled(n as u64, WORK_CONCAT_BYTE_X256)
+}
+
+/// Hashing and comparing a map key: free up to `KEY_FREE_BYTES` (within the operation's
+/// own cost), then by its bytes, so a 1 MB key looked up per line is charged for it.
+#[inline]
+pub fn key_work(len: usize) -> u64 {
+    if len <= KEY_FREE_BYTES {
+        0
+    } else {
+        crate::meter::scaled(len as u64, WORK_HASH_BYTE_X256)
+    }
 }
 
 /// Work of searching `hay` for a needle of `needle` bytes.

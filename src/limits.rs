@@ -830,8 +830,19 @@ pub const WORK_CONCAT_BASE: u64 = 20;
 pub const WORK_EQ_ITEM_X256: u32 = 1152;
 /// ... and per string byte compared (memcmp).
 pub const WORK_EQ_BYTE_X256: u32 = 7;
-/// `in` on strings: per byte of the subject searched (memchr::memmem).
-pub const WORK_FIND_BYTE_X256: u32 = 6;
+/// Hashing a map key (foldhash) and comparing it with the entry found, per byte past
+/// `KEY_FREE_BYTES` (x256): a lookup of a 1 MB key is charged, a short one costs nothing
+/// more than its operation.
+pub const WORK_HASH_BYTE_X256: u32 = 64;
+pub const KEY_FREE_BYTES: usize = 64;
+/// `in`, `find`, `index_of` on strings: per byte of the subject and the needle searched
+/// (memchr::memmem), set by its worst input shape (a needle that almost matches
+/// everywhere: about 1.4 ns a byte), not by the typical memchr-fast search (issue 23).
+pub const WORK_FIND_BYTE_X256: u32 = 320;
+/// Case mapping of non-ASCII text (`upper`, `lower`: Unicode tables) and validating it
+/// (`trim`): per byte on top of the ASCII rate (x256).
+pub const WORK_CASE_UNICODE_BYTE_X256: u32 = 1024;
+pub const WORK_TRIM_UNICODE_BYTE_X256: u32 = 384;
 /// `str` of a list or map (also print, `..` and interpolation of one), JSON text written:
 /// per byte of text.
 pub const WORK_TEXT_BYTE_X256: u32 = 768;
@@ -842,10 +853,11 @@ pub const WORK_COPY_ITEM_X256: u32 = 1900;
 pub const WORK_COPY_ENTRY_X256: u32 = 8 * 256;
 /// A copy-on-write copy of a shared string, per byte.
 pub const WORK_COPY_BYTE_X256: u32 = 32;
-/// One call of a function argument by a higher-order builtin (`sort(xs, before)`,
-/// `map`, `re.replace(pat, s, fn)`, ...: SPEC 10): entering and leaving the frame and
-/// copying the arguments, besides what the function's own lines charge (a function with
-/// an empty body runs no line, so its calls are bounded by this charge alone).
+/// One call of a user function, from the source or as a function argument of a
+/// higher-order builtin (`sort(xs, before)`, `map`, `re.replace(pat, s, fn)`, ...: SPEC
+/// 10): entering and leaving the frame and copying the arguments, besides what the
+/// function's own lines charge (a function with an empty body runs no line, so a line of
+/// many calls to it is bounded by this charge alone).
 pub const WORK_CALLBACK: u64 = 20;
 /// Regular expressions: NFA states per extra unit of work per subject byte, in the
 /// up-front charge of the lazy DFA's pass (about a nanosecond a byte whatever the

@@ -578,6 +578,26 @@ impl EqCount {
     }
 }
 
+/// Order two byte strings, with the bytes the comparison touched (the common prefix and
+/// the first byte that differs): `<`, `>`, `<=`, `>=` are charged by it (a comparison of
+/// two long strings that differ early is cheap, one of two long equal prefixes is not).
+/// The prefix is found by comparisons of doubling blocks, so the count costs no more
+/// than the comparison.
+pub fn cmp_touched(a: &[u8], b: &[u8]) -> (std::cmp::Ordering, usize) {
+    let n = a.len().min(b.len());
+    let (mut lo, mut step) = (0usize, 64usize);
+    while lo < n {
+        let hi = (lo + step).min(n);
+        if a[lo..hi] != b[lo..hi] {
+            let i = lo + a[lo..hi].iter().zip(&b[lo..hi]).position(|(x, y)| x != y).unwrap_or(0);
+            return (a[i].cmp(&b[i]), i + 1);
+        }
+        lo = hi;
+        step = step.saturating_mul(2);
+    }
+    (a.len().cmp(&b.len()), n + 1)
+}
+
 /// `equals`, counting what it touched into `n`.
 pub fn equals_counted(a: &Value, b: &Value, n: &mut EqCount) -> bool {
     n.items += 1;

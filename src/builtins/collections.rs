@@ -38,7 +38,10 @@ fn get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         args.get_mut(2).map(std::mem::take).unwrap_or(Value::Nil)
     }
     match &args[0] {
-        Value::Map(m) => {
+        Value::Map(_) => {
+            let k = it.arg_str("get", args, 1)?;
+            it.work(crate::interp::key_work(k.len()))?;
+            let Value::Map(m) = &args[0] else { unreachable!("matched above") };
             let k = it.arg_str("get", args, 1)?;
             match m.get(k) {
                 Some(v) => Ok(v.clone()),
@@ -113,7 +116,7 @@ fn remove(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Valu
         Value::Map(m) => {
             let k = it.arg_str("remove", args, 0)?;
             if !m.contains(k) {
-                return Err(it.err(ErrKind::Key, format!("remove: key \"{}\" not found", String::from_utf8_lossy(k))));
+                return Err(it.err(ErrKind::Key, format!("remove: key {} not found", crate::diag::quoted(k))));
             }
             it.cow(m)?;
             Ok(Rc::make_mut(m).remove(k).unwrap_or(Value::Nil))
@@ -226,9 +229,7 @@ fn sort_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             return Err(it.err(ErrKind::Type, format!("sort_by: items must be maps, got {}", item.type_name())));
         };
         let Some(k) = m.get(&key) else {
-            return Err(
-                it.err(ErrKind::Key, format!("sort_by: an item has no key \"{}\"", String::from_utf8_lossy(&key)))
-            );
+            return Err(it.err(ErrKind::Key, format!("sort_by: an item has no key {}", crate::diag::quoted(&key))));
         };
         keyed.push((k.clone(), item.clone()));
     }

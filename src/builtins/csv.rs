@@ -72,7 +72,7 @@ pub fn opts(it: &Interp<'_>, name: &str, args: &[Value], i: usize, writing: bool
                 let known = if writing { "header, delimiter, quote, line_end" } else { "header, delimiter, quote" };
                 return Err(it.err(
                     ErrKind::Value,
-                    format!("{name}: unknown option {:?} (known: {known})", String::from_utf8_lossy(other)),
+                    format!("{name}: unknown option {} (known: {known})", crate::diag::quoted(other)),
                 ));
             }
         }
@@ -160,7 +160,7 @@ impl RowBuilder {
                 if names[..i].contains(k) {
                     return Err(it.err(
                         ErrKind::Parse,
-                        format!("{name}: the header names column {:?} twice", String::from_utf8_lossy(k)),
+                        format!("{name}: the header names column {} twice", crate::diag::quoted(k)),
                     ));
                 }
             }

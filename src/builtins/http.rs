@@ -106,7 +106,7 @@ fn opts(it: &Interp<'_>, name: &str, args: &[Value], i: usize, body_allowed: boo
                     if body_allowed { "headers, timeout_ms, max_body, body" } else { "headers, timeout_ms, max_body" };
                 return Err(it.err(
                     ErrKind::Value,
-                    format!("{name}: unknown option {:?} (known: {known})", String::from_utf8_lossy(other)),
+                    format!("{name}: unknown option {} (known: {known})", crate::diag::quoted(other)),
                 ));
             }
         }
@@ -124,7 +124,7 @@ fn headers(it: &Interp<'_>, name: &str, v: &Value) -> R<Vec<(HeaderName, HeaderV
         let Value::Str(val) = v else {
             return Err(it.err(
                 ErrKind::Type,
-                format!("{name}: header {:?} must be a string, got {}", String::from_utf8_lossy(k), v.type_name()),
+                format!("{name}: header {} must be a string, got {}", crate::diag::quoted(k), v.type_name()),
             ));
         };
         bytes += k.len() + val.len();
@@ -133,15 +133,14 @@ fn headers(it: &Interp<'_>, name: &str, v: &Value) -> R<Vec<(HeaderName, HeaderV
                 it.err(ErrKind::Value, format!("{name}: request headers exceed {MAX_HTTP_REQUEST_HEADER_BYTES} bytes"))
             );
         }
-        let hn = HeaderName::from_bytes(k).map_err(|_| {
-            it.err(ErrKind::Value, format!("{name}: invalid header name {:?}", String::from_utf8_lossy(k)))
-        })?;
+        let hn = HeaderName::from_bytes(k)
+            .map_err(|_| it.err(ErrKind::Value, format!("{name}: invalid header name {}", crate::diag::quoted(k))))?;
         // The body's framing is ureq's to write: a script's own would contradict it.
         if hn == ureq::http::header::CONTENT_LENGTH || hn == ureq::http::header::TRANSFER_ENCODING {
             return Err(it.err(ErrKind::Value, format!("{name}: header {hn} is set from the body, not by the script")));
         }
         let hv = HeaderValue::from_bytes(val).map_err(|_| {
-            it.err(ErrKind::Value, format!("{name}: invalid value for header {:?}", String::from_utf8_lossy(k)))
+            it.err(ErrKind::Value, format!("{name}: invalid value for header {}", crate::diag::quoted(k)))
         })?;
         out.push((hn, hv));
     }
@@ -198,11 +197,11 @@ fn method_of(it: &Interp<'_>, name: &str, m: &[u8]) -> R<Method> {
     {
         return Err(it.err(
             ErrKind::Value,
-            format!("{name}: invalid method {:?} (letters, - and _ only)", String::from_utf8_lossy(m)),
+            format!("{name}: invalid method {} (letters, - and _ only)", crate::diag::quoted(m)),
         ));
     }
     Method::from_bytes(&upper)
-        .map_err(|_| it.err(ErrKind::Value, format!("{name}: invalid method {:?}", String::from_utf8_lossy(m))))
+        .map_err(|_| it.err(ErrKind::Value, format!("{name}: invalid method {}", crate::diag::quoted(m))))
 }
 
 /// The agent, built on the first request with the operator's trust and resolver.

@@ -462,7 +462,7 @@ fn host_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<String> 
         return Err(bad(&format!("is longer than {MAX_HOST_BYTES} bytes")));
     }
     if !h.iter().all(|c| c.is_ascii_alphanumeric() || b".-_:[]".contains(c)) {
-        return Err(bad(&format!("is not a host name or IP address: {:?}", String::from_utf8_lossy(h))));
+        return Err(bad(&format!("is not a host name or IP address: {}", crate::diag::quoted(h))));
     }
     Ok(String::from_utf8_lossy(h).into_owned())
 }
@@ -568,7 +568,7 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 (other, _) => {
                     return Err(it.err(
                         ErrKind::Value,
-                        format!("{NAME}: unknown option {:?} (known: tls, timeout_ms)", String::from_utf8_lossy(other)),
+                        format!("{NAME}: unknown option {} (known: tls, timeout_ms)", crate::diag::quoted(other)),
                     ))
                 }
             }
@@ -703,8 +703,8 @@ fn listen(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             it.err(
                 ErrKind::Value,
                 format!(
-                    "{NAME}: argument 1 must be an IP address or \"\" (127.0.0.1), got {:?}",
-                    String::from_utf8_lossy(other)
+                    "{NAME}: argument 1 must be an IP address or \"\" (127.0.0.1), got {}",
+                    crate::diag::quoted(other)
                 ),
             )
         })?,

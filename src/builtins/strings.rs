@@ -15,6 +15,10 @@ fn case(it: &mut Interp<'_>, args: &mut [Value], name: &str, upper: bool) -> R<V
         let out = if upper { s.to_ascii_uppercase() } else { s.to_ascii_lowercase() };
         return it.make_str(out);
     }
+    // Non-ASCII text goes through Unicode's tables: charged by its worst shape.
+    let extra = crate::meter::scaled(s.len() as u64, WORK_CASE_UNICODE_BYTE_X256);
+    it.work(extra)?;
+    let s = it.arg_str(name, args, 0)?;
     let out = match std::str::from_utf8(s) {
         Ok(t) => {
             if upper {
@@ -43,6 +47,12 @@ fn lower(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 fn trimmed(it: &mut Interp<'_>, args: &mut [Value], name: &str, start: bool, end: bool) -> R<Value> {
+    let s = it.arg_str(name, args, 0)?;
+    if !s.is_ascii() {
+        // Validating non-ASCII text as UTF-8 costs more than the ASCII rate.
+        let extra = crate::meter::scaled(s.len() as u64, WORK_TRIM_UNICODE_BYTE_X256);
+        it.work(extra)?;
+    }
     let s = it.arg_str(name, args, 0)?;
     let out: &[u8] = match std::str::from_utf8(s) {
         Ok(t) => {
@@ -232,7 +242,7 @@ pub const TABLE: &[Builtin] = &[
     b("replace", "replace(s, from, to[, count])", 3, 4, Cost::bytes(1.5), replace),
     b("starts_with", "starts_with(s, prefix)", 2, 2, AFFIX, starts_with),
     b("ends_with", "ends_with(s, suffix)", 2, 2, AFFIX, ends_with),
-    b("find", "find(s, sub)", 2, 2, Cost::bytes(0.025), find),
+    b("find", "find(s, sub)", 2, 2, Cost::bytes(1.25), find),
     b("repeat", "repeat(s, n)", 2, 2, REPEAT, repeat),
     b("chars", "chars(s)", 1, 1, Cost::bytes_items(1.0, 50.0), chars),
     b("ord", "ord(c)", 1, 1, CONST, ord),

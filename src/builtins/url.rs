@@ -141,8 +141,8 @@ fn build_query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             return Err(it.err(
                 ErrKind::Type,
                 format!(
-                    "{NAME}: value of key {:?} must be a string, number, bool or a list of them, got {t}",
-                    String::from_utf8_lossy(k)
+                    "{NAME}: value of key {} must be a string, number, bool or a list of them, got {t}",
+                    crate::diag::quoted(k)
                 ),
             ));
         }
