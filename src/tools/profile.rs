@@ -55,7 +55,7 @@ const MAIN: usize = usize::MAX;
 const OTHER_FUNC: usize = usize::MAX - 1;
 
 /// Stacks between two looks at the clock while writing.
-const CLOCK_EVERY: usize = 256;
+const CLOCK_EVERY: usize = 64;
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Cell {
