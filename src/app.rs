@@ -190,11 +190,15 @@ fn open_gate(cfg: &Config) -> Result<std::sync::Arc<crate::gate::Gate>, i32> {
     }
 }
 
-/// Write `--profile FILE` (and its `.work` and `.lines` companions); a failure is
-/// reported and does not change the exit status.
-fn write_profile(path: &Path, p: Option<(&crate::tools::profile::Profile, &crate::program::Program)>, json: bool) {
+/// The profile of a run, its program, and the run's `--max-time` deadline.
+type ProfileOut<'a> = (&'a crate::tools::profile::Profile, &'a crate::program::Program, Option<Instant>);
+
+/// Write `--profile FILE` (and its `.work` and `.lines` companions), streamed and bounded
+/// (`tools/profile.rs`: stacks past the bounds in `[other]`, what the deadline left in
+/// `[truncated]`); a failure is reported and does not change the exit status.
+fn write_profile(path: &Path, p: Option<ProfileOut<'_>>, json: bool) {
     let r = match p {
-        Some((p, prog)) => p.write(prog, path),
+        Some((p, prog, deadline)) => p.write(prog, path, deadline),
         None => {
             let mut names = vec![path.to_path_buf()];
             for ext in [".work", ".lines"] {
@@ -563,7 +567,7 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
     });
     let mut out = crate::run(&prog, &rc);
     if let (Some(path), Some(p)) = (&cfg.profile, out.profile.take()) {
-        write_profile(path, Some((&p, &prog)), cfg.json_errors);
+        write_profile(path, Some((&p, &prog, deadline)), cfg.json_errors);
     }
     if let Some(d) = &out.diag {
         emit_diag(d, cfg.json_errors);

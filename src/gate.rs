@@ -294,6 +294,37 @@ impl HostScope {
 // The gate
 // ----------------------------------------------------------------------
 
+/// Bytes of a call's target that its audit line quotes (PATH_MAX): the rest is cut, and
+/// counted in the line's `target_cut` (issue 23: a script passing a 1 MiB path 100 times
+/// wrote 600 MB of log).
+pub const AUDIT_TARGET_MAX: usize = 4096;
+
+/// Work charged for one audit line: its `write` (measured at about 1.5 us for a short
+/// line to a file) and one unit a byte of the line (escaping and copying).
+pub fn audit_work(line_bytes: usize) -> u64 {
+    if line_bytes == 0 {
+        0
+    } else {
+        AUDIT_LINE_WORK + line_bytes as u64
+    }
+}
+
+/// The fixed part of [`audit_work`].
+pub const AUDIT_LINE_WORK: u64 = 2_000;
+
+/// One gated call, as its audit line says it.
+#[derive(Debug)]
+pub struct AuditRecord<'a> {
+    pub step: u64,
+    pub file: &'a str,
+    pub line: Option<u32>,
+    pub builtin: &'a str,
+    pub capability: &'a str,
+    pub target: Option<&'a str>,
+    pub bytes: u64,
+    pub result: &'a str,
+}
+
 #[derive(Debug)]
 pub struct Audit {
     file: Mutex<std::fs::File>,
@@ -404,29 +435,79 @@ impl Gate {
     /// usage error.
     pub fn new(specs: &Specs) -> Result<Gate, String> {
         let cwd = std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
-        let audit = match &specs.audit {
-            None => None,
-            Some(p) => {
-                let f = std::fs::OpenOptions::new().append(true).create(true).open(p).map_err(|e| {
-                    format!("--audit: cannot open \"{}\": {}", p.display(), crate::source::io_reason(&e))
-                })?;
-                let st = rustix::fs::fstat(&f).map_err(|e| format!("--audit: {}", rx(e)))?;
-                if !rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() {
-                    return Err(format!("--audit: \"{}\" is not a regular file", p.display()));
-                }
-                Some(Audit { file: Mutex::new(f), dev: st.st_dev, ino: st.st_ino })
-            }
-        };
-        Ok(Gate {
+        let mut gate = Gate {
             read: PathScope::build(&specs.read, FLAG_READ, &cwd)?,
             files: PathScope::build(&specs.files, FLAG_FILES, &cwd)?,
             db: PathScope::build(&specs.db, FLAG_DB, &cwd)?,
             network: HostScope::build(&specs.network, "--allow-network")?,
             listen: HostScope::build(&specs.listen, "--allow-listen")?,
-            audit,
+            audit: None,
             cwd,
             no_openat2: std::env::var_os("LEASH_TEST_NO_OPENAT2").is_some(),
-        })
+        };
+        if let Some(p) = &specs.audit {
+            // Where the operator's name is (its directory, canonical), before anything is
+            // created: a log in a directory the script may write is refused.
+            let abs = absolute(&gate.cwd, p);
+            if let (Some(dir), Some(name)) = (abs.parent(), abs.file_name()) {
+                if let Ok(dir) = std::fs::canonicalize(dir) {
+                    gate.audit_writable(p, &dir, name)?;
+                }
+            }
+            let f =
+                std::fs::OpenOptions::new().append(true).create(true).open(p).map_err(|e| {
+                    format!("--audit: cannot open \"{}\": {}", p.display(), crate::source::io_reason(&e))
+                })?;
+            let st = rustix::fs::fstat(&f).map_err(|e| format!("--audit: {}", rx(e)))?;
+            if !rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() {
+                return Err(format!("--audit: \"{}\" is not a regular file", p.display()));
+            }
+            // And where the file really is (the name may be a symbolic link).
+            if let Ok(real) = std::fs::canonicalize(p) {
+                if let (Some(dir), Some(name)) = (real.parent(), real.file_name()) {
+                    gate.audit_writable(p, dir, name)?;
+                }
+            }
+            gate.audit = Some(Audit { file: Mutex::new(f), dev: st.st_dev, ino: st.st_ino });
+        }
+        Ok(gate)
+    }
+
+    /// Refuse an audit file (`name` in the canonical directory `dir`) that a script could
+    /// rename, remove or replace with a file of its own: one in the area of a write
+    /// scope. A directory grant of `--allow-files` or `--allow-db` (or either flag
+    /// unscoped) covers everything beneath it; a file grant covers that file, and for
+    /// `--allow-db` also SQLite's companions of it (`NAME-journal`, `NAME-wal`,
+    /// `NAME-shm`), which SQLite creates and removes itself.
+    fn audit_writable(&self, audit: &Path, dir: &Path, name: &std::ffi::OsStr) -> Result<(), String> {
+        for (scope, flag) in [(&self.files, FLAG_FILES), (&self.db, FLAG_DB)] {
+            let Some(scope) = scope else { continue };
+            let hit = match scope {
+                PathScope::All => Some(format!("{flag} (unscoped)")),
+                PathScope::Only(grants) => grants.iter().find_map(|g| {
+                    let inside = match &g.file {
+                        None => dir.starts_with(&g.real),
+                        Some(f) => {
+                            let companion = flag == FLAG_DB && {
+                                let mut c = f.as_bytes().to_vec();
+                                c.push(b'-');
+                                name.as_bytes().starts_with(&c)
+                            };
+                            g.real.parent() == Some(dir) && (f.as_os_str() == name || companion)
+                        }
+                    };
+                    inside.then(|| format!("{flag}=\"{}\"", g.real.display()))
+                }),
+            };
+            if let Some(grant) = hit {
+                return Err(format!(
+                    "--audit \"{}\" is within {grant}: a script could rename it and write a log of its own \
+                     in its place (put the audit file outside every scope the script may write)",
+                    audit.display()
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The directories includes may load from because of read grants: None when a
@@ -649,15 +730,40 @@ impl Gate {
         self.audit.is_some()
     }
 
-    /// Append one line to the audit log (a failure to write it is reported once on
-    /// stderr and does not stop the script).
-    pub fn audit_line(&self, line: &str) {
-        if let Some(a) = &self.audit {
-            let mut f = a.file.lock().unwrap_or_else(|p| p.into_inner());
-            let mut buf = line.as_bytes().to_vec();
-            buf.push(b'\n');
-            let _ = f.write_all(&buf);
+    /// Append one gated call's line to the audit log, with one `write` (a failure to
+    /// write it does not stop the script). The target is quoted up to
+    /// [`AUDIT_TARGET_MAX`] bytes (cut at a character boundary), and `target_cut` then
+    /// says how many bytes were left out. Returns the bytes of the line, for its work
+    /// charge ([`audit_work`]); 0 when not auditing.
+    pub fn audit_record(&self, r: &AuditRecord<'_>) -> usize {
+        let Some(a) = &self.audit else { return 0 };
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(format!("{{\"step\":{},\"file\":", r.step).as_bytes());
+        crate::diag::json_string(&mut out, r.file.as_bytes());
+        let line = r.line.map_or_else(|| "null".to_string(), |l| l.to_string());
+        out.extend_from_slice(
+            format!(",\"line\":{line},\"builtin\":\"{}\",\"capability\":\"{}\",\"target\":", r.builtin, r.capability)
+                .as_bytes(),
+        );
+        let mut cut = 0;
+        match r.target {
+            Some(t) => {
+                let mut end = t.len().min(AUDIT_TARGET_MAX);
+                while !t.is_char_boundary(end) {
+                    end -= 1;
+                }
+                cut = t.len() - end;
+                crate::diag::json_string(&mut out, &t.as_bytes()[..end]);
+            }
+            None => out.extend_from_slice(b"null"),
         }
+        if cut > 0 {
+            out.extend_from_slice(format!(",\"target_cut\":{cut}").as_bytes());
+        }
+        out.extend_from_slice(format!(",\"bytes\":{},\"result\":\"{}\"}}\n", r.bytes, r.result).as_bytes());
+        let mut f = a.file.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = f.write_all(&out);
+        out.len()
     }
 }
 

@@ -1893,8 +1893,8 @@ impl<'p> Interp<'p> {
             },
         };
         let (file, line) = match self.prog.sources.locate(self.pos) {
-            Some((f, l)) => (f.to_string(), l.to_string()),
-            None => (String::new(), "null".to_string()),
+            Some((f, l)) => (f, Some(l)),
+            None => ("", None),
         };
         let cap = match b.cap {
             Some(Cap::Read) => "read",
@@ -1904,18 +1904,18 @@ impl<'p> Interp<'p> {
             Some(Cap::Db) => "db",
             None => "none",
         };
-        let mut out = Vec::with_capacity(160);
-        out.extend_from_slice(format!("{{\"step\":{},\"file\":", self.meter.steps).as_bytes());
-        crate::diag::json_string(&mut out, file.as_bytes());
-        out.extend_from_slice(
-            format!(",\"line\":{line},\"builtin\":\"{}\",\"capability\":\"{cap}\",\"target\":", b.name).as_bytes(),
-        );
-        match &self.audit_target {
-            Some(t) => crate::diag::json_string(&mut out, t.as_bytes()),
-            None => out.extend_from_slice(b"null"),
-        }
-        out.extend_from_slice(format!(",\"bytes\":{},\"result\":\"{result}\"}}", self.audit_bytes).as_bytes());
-        self.gate.audit_line(&String::from_utf8_lossy(&out));
+        let written = self.gate.audit_record(&crate::gate::AuditRecord {
+            step: self.meter.steps,
+            file,
+            line,
+            builtin: b.name,
+            capability: cap,
+            target: self.audit_target.as_deref(),
+            bytes: self.audit_bytes,
+            result,
+        });
+        // Writing the line is work like any output (the target quoted is bounded).
+        self.work(crate::gate::audit_work(written))?;
         r
     }
 

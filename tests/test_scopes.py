@@ -413,8 +413,14 @@ def test_audit_lines(tmp_path):
 
 def test_audit_file_out_of_reach_inside_a_grant(tmp_path):
     data, _ = layout(tmp_path)
-    audit = data / "audit.log"
-    os.link(data / "victim", data / "hard")  # another name, same inode: checked by inode
+    # An audit file inside a write scope is a usage error (issue 23: the script could
+    # rename it and forge one at its path; tests/test_operator_outputs.py); a hard link
+    # to it inside the grant is another name of the same inode, refused by inode.
+    r = run(["--allow-files=data", "--audit", data / "log", "-e", "1"], cwd=tmp_path)
+    assert r.status == 2 and "--audit" in r.err and "--allow-files" in r.err, r
+    audit = tmp_path / "audit.log"
+    audit.write_text("")
+    os.link(audit, data / "audit.log")
     for call in ['file.write("data/audit.log", "x")', 'file.append("data/audit.log", "x")',
                  'file.read("data/audit.log")', 'file.remove("data/audit.log")',
                  'file.rename("data/audit.log", "data/z")', 'file.open("data/audit.log")',
