@@ -312,7 +312,7 @@ fn items_of(it: &Interp<'_>, name: &str, args: &[Value]) -> R<Rc<List>> {
 }
 
 /// `sort(list, before)`: `before(a, b)` is truthy when a must come before b.
-fn sort_fn(it: &mut Interp<'_>, args: &mut [Value], fi: usize) -> R<Value> {
+fn sort_fn(it: &mut Interp<'_>, args: &mut [Value], fi: super::FnRef) -> R<Value> {
     let l = items_of(it, "sort", args)?;
     let items = l.items();
     let order = merge_sort(items.len(), |a, b| Ok(it.call_fn(fi, [items[a].clone(), items[b].clone()])?.truthy()))?;
@@ -321,7 +321,7 @@ fn sort_fn(it: &mut Interp<'_>, args: &mut [Value], fi: usize) -> R<Value> {
 
 /// `sort_by(list, key_fn)`: each item's key computed once, then sorted as `sort_by`'s
 /// map keys are.
-fn sort_by_fn(it: &mut Interp<'_>, args: &mut [Value], fi: usize) -> R<Value> {
+fn sort_by_fn(it: &mut Interp<'_>, args: &mut [Value], fi: super::FnRef) -> R<Value> {
     let l = items_of(it, "sort_by", args)?;
     let mut keyed = Vec::with_capacity(l.len());
     for item in l.items() {

@@ -318,12 +318,21 @@ pub struct FnParam {
     pub only: bool,
 }
 
-/// A function argument at run time: the index of the user function that resolve.rs put
-/// at an FN position, carried as a constant handle that no script can see or keep (it
-/// exists only in a builtin's argument list).
-pub fn fn_arg(v: &Value) -> Option<usize> {
+/// A function argument at run time, as `Interp::call_fn` takes it: a named user
+/// function (its index), or an anonymous function of a builtin call running now (its
+/// entry in `Interp::lambdas`: its synthetic function and captured values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FnRef {
+    Named(usize),
+    Lambda(usize),
+}
+
+/// A function argument at run time: what resolve.rs put at an FN position, carried as a
+/// handle that no script can see or keep (it exists only in a builtin's argument list).
+pub fn fn_arg(v: &Value) -> Option<FnRef> {
     match v {
-        Value::Handle(Handle { kind: HandleKind::Function, id }) => Some(*id as usize),
+        Value::Handle(Handle { kind: HandleKind::Function, id }) => Some(FnRef::Named(*id as usize)),
+        Value::Handle(Handle { kind: HandleKind::Lambda, id }) => Some(FnRef::Lambda(*id as usize)),
         _ => None,
     }
 }
@@ -438,9 +447,10 @@ fn ordinal(i: usize) -> String {
 }
 
 /// The user function at argument `i` (a function parameter: resolve.rs put one there).
-pub fn fn_at(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<usize> {
+pub fn fn_at(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<FnRef> {
     match args.get(i).and_then(fn_arg) {
-        Some(fi) if fi < it.prog.funcs.len() => Ok(fi),
+        Some(FnRef::Named(fi)) if fi < it.prog.funcs.len() => Ok(FnRef::Named(fi)),
+        Some(FnRef::Lambda(li)) if li < it.lambdas.len() => Ok(FnRef::Lambda(li)),
         _ => Err(it.err(ErrKind::Type, format!("{name}: {} must be a function", ordinal(i)))),
     }
 }
