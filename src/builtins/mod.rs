@@ -10,6 +10,7 @@ use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::value::{is_integral, Bytes, Handle, HandleKind, List, Map, Value};
 
+pub mod bits;
 pub mod codec;
 pub mod collections;
 pub mod core;
@@ -29,6 +30,7 @@ pub mod re;
 pub mod stdin;
 pub mod strings;
 pub mod url;
+pub mod utf8;
 
 /// A capability a builtin needs (SPEC 9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -386,7 +388,7 @@ pub const fn place(name: &'static str, sig: &'static str, min: u8, max: u8, cost
 }
 
 /// Every area's table.
-pub fn tables() -> [&'static [Builtin]; 18] {
+pub fn tables() -> [&'static [Builtin]; 20] {
     [
         core::TABLE,
         collections::TABLE,
@@ -406,6 +408,8 @@ pub fn tables() -> [&'static [Builtin]; 18] {
         http::TABLE,
         net::TABLE,
         db::TABLE,
+        bits::TABLE,
+        utf8::TABLE,
     ]
 }
 
@@ -426,7 +430,7 @@ pub fn lookup_module_only(name: &str) -> Option<&'static Builtin> {
 /// Builtin namespaces (reserved names, SPEC 5).
 pub const NAMESPACES: &[&str] = &[
     "math", "rand", "json", "csv", "date", "re", "url", "html", "base64", "hash", "file", "dir", "stdin", "env",
-    "http", "net", "db",
+    "http", "net", "db", "bit", "utf8",
 ];
 
 /// Namespace constants (`math.pi`), resolved at load time.
