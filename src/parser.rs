@@ -694,6 +694,9 @@ impl FileParser<'_> {
             Line::Call(e) => {
                 if matches!(e.0, Expr::Call(..)) {
                     self.push_stmt(Stmt { pos, kind: StmtKind::Call(e.0) });
+                } else if matches!(e.0, Expr::Lambda(..)) {
+                    let msg = "an anonymous function can only be the argument of a builtin that takes a function";
+                    self.err(LoadKind::Syntax, msg, line_no);
                 } else {
                     self.err(LoadKind::Syntax, "only a call can stand alone as a statement", line_no);
                 }
