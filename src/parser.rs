@@ -1534,6 +1534,11 @@ mod tests {
             }
             Expr::Field(a, n, _) => format!("{}.{}", show(a), n),
             Expr::Index(a, i, _) => format!("{}[{}]", show(a), show(i)),
+            Expr::Cond(a, c, b) => format!("({} if {} else {})", show(a), show(c), show(b)),
+            Expr::Lambda(l) => {
+                let ps: Vec<String> = l.params.iter().map(|p| p.to_string()).collect();
+                format!("fn({}) => {}", ps.join(", "), show(&l.body))
+            }
             other => format!("{other:?}"),
         }
     }
@@ -1550,6 +1555,11 @@ mod tests {
         assert_eq!(show(&expr("a not in b")), "(a not in b)");
         assert_eq!(show(&expr("1 + 2 .. 3")), "((1 + 2) .. 3)");
         assert_eq!(show(&expr("m.f(1)[2]")), "m.f(1)[2]");
+        // Round 3: the conditional is loosest and right-associative; `//` is a `*` level.
+        assert_eq!(show(&expr("a + 1 if c or d else b")), "((a + 1) if (c or d) else b)");
+        assert_eq!(show(&expr("a if b else c if d else e")), "(a if b else (c if d else e))");
+        assert_eq!(show(&expr("-7 // 2 * 3")), "(((-7) // 2) * 3)");
+        assert_eq!(show(&expr("f(x, fn(a, b) => a > b if a else b)")), "f(x, fn(a, b) => ((a > b) if a else b))");
         assert_eq!(show(&expr("a - b - c")), "((a - b) - c)");
     }
 
