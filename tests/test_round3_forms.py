@@ -499,6 +499,7 @@ def test_repl_knows_the_new_forms(tmp_path):
             "fn(x) => x",
             "utf8.codes(\"é\")",
         ],
+        timeout=90,  # nine entries on a loaded machine
     )
     assert status == 0, out
     lines = out.splitlines()
