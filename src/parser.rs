@@ -1314,9 +1314,9 @@ fn lex_hints(mut le: LoadError, f: &crate::lexer::LexFailure, text: &str) -> Loa
     } else if rest.starts_with('!') {
         ("!", "use `not` for `!` (`not x`); `!=` is the only operator with `!`")
     } else if rest.starts_with('&') {
-        ("&", "use `and` for a logical and; Leash has no bitwise operators")
+        ("&", "use `and` for a logical and; for bits, `bit.band(a, b)`")
     } else if rest.starts_with('|') {
-        ("|", "use `or` for a logical or; Leash has no bitwise operators")
+        ("|", "use `or` for a logical or; for bits, `bit.bor(a, b)`")
     } else if rest.starts_with(';') {
         (";", "one statement per line: remove the `;`")
     } else if rest.chars().next().is_some_and(|c| c.is_alphabetic() && !c.is_ascii()) {
