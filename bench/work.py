@@ -74,6 +74,20 @@ CASES = [
     ("reduce", "l = range(N)\nfn f(a, x)\nend", "x = reduce(l, f, 0)", [2048, 8192, 16384], 100),
     ("group_by", "l = range(N)\nfn f(x)\nend", "x = group_by(l, f)", [2048, 8192, 16384], 100),
     ("sort (function)", "l = range(N)\nfn f(a, b)\nend", "x = sort(l, f)", [2048, 8192, 16384], 20),
+    # round 3: anonymous functions (a one-expression body: one step and the call per item)
+    ("map (lambda)", "l = range(N)", "x = map(l, fn(v) => v)", [2048, 8192, 16384], 100),
+    # round 3: lists, bytes, bits, UTF-8
+    ("repeat (list)", "l = [1, 2, 3, 4]", "x = repeat(l, N / 4)", [2048, 8192, 16384], 300),
+    ("concat", "l = range(N / 2)", "x = concat(l, l)", [2048, 8192, 16384], 300),
+    ("extend", "l = range(N)", "x = []\n  extend(x, l)", [2048, 8192, 16384], 300),
+    ("tr", 'w = repeat("GATTACAN", N / 8)', 'x = tr(w, "ACGTN", "TGCA")', [65536, 262144, 917504], 200),
+    ("count (string)", WORDS, 'x = count(w, "a")', [65536, 262144, 917504], 300),
+    ("count (overlapping)", 'w = repeat("a", N)', 'x = count(w, "aa")', [65536, 262144, 917504], 100),
+    ("utf8.len", 'w = repeat("aé日😀", N // 10)', "x = utf8.len(w)", [65536, 262144, 917504], 300),
+    ("utf8.sub", 'w = repeat("aé日😀", N // 10)', "x = utf8.sub(w, 1, -1)", [65536, 262144, 917504], 200),
+    ("utf8.valid", 'w = repeat("aé日😀", N // 10)', "x = utf8.valid(w)", [65536, 262144, 917504], 300),
+    ("utf8.width", 'w = repeat("aé日😀", N // 10)', "x = utf8.width(w)", [65536, 262144, 917504], 100),
+    ("utf8.codes", 'w = repeat("aé日😀", N // 10)', "x = utf8.codes(w)", [4096, 16384, 40960], 300),
     ("fmt (text)", 'f = repeat("ab%%", int(N / 4))', "x = fmt(f)", [65536, 262144, 917504], 50),
     ("fmt (%s)", 'w = repeat("abcdefgh", int(N / 8))', 'x = fmt("[%s]", w)', [65536, 262144, 917504], 100),
     # data

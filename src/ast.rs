@@ -83,6 +83,8 @@ pub enum BinOp {
     Sub,
     Mul,
     Div,
+    /// `//`: floored division.
+    FloorDiv,
     Mod,
     Pow,
     Concat,
@@ -104,6 +106,7 @@ impl BinOp {
             Sub => "-",
             Mul => "*",
             Div => "/",
+            FloorDiv => "//",
             Mod => "%",
             Pow => "**",
             Concat => "..",
@@ -156,6 +159,19 @@ pub enum Expr {
     Index(Box<Expr>, Box<Expr>, Spot),
     /// The spot of a field is its name.
     Field(Box<Expr>, Name, Spot),
+    /// `A if C else B` (then, condition, else): only C and the chosen side are evaluated.
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// An anonymous function `fn(PARAMS) => EXPR`, only at a builtin's function parameter.
+    Lambda(Box<Lambda>),
+}
+
+/// An anonymous function: its parameters, its one-expression body, and the spot of its
+/// `fn(PARAMS)` head.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lambda {
+    pub params: Vec<Name>,
+    pub body: Expr,
+    pub spot: Spot,
 }
 
 impl Expr {
@@ -179,6 +195,8 @@ impl Expr {
             Expr::Call(f, args, _) => f.depth().max(1 + args.iter().map(Expr::depth).max().unwrap_or(0)),
             Expr::Index(a, i, _) => a.depth().max(1 + i.depth()),
             Expr::Field(a, ..) => a.depth(),
+            Expr::Cond(a, c, b) => a.depth().max(c.depth()).max(b.depth()),
+            Expr::Lambda(l) => 1 + l.body.depth(),
         }
     }
 
@@ -231,6 +249,13 @@ pub enum StmtKind {
         target: Expr,
         op: Option<BinOp>,
         value: Expr,
+    },
+    /// `a, b = x, y` (parallel assignment: every value first, then each target left to
+    /// right) or `a, b = e` (unpacking: `e` must be a list of exactly that many items).
+    /// At least two targets; one value, or as many values as targets.
+    MultiAssign {
+        targets: Vec<Expr>,
+        values: Vec<Expr>,
     },
     /// A call on its own line.
     Call(Expr),

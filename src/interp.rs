@@ -138,6 +138,10 @@ pub struct Interp<'p> {
     func: usize,
     depth: usize,
     max_depth: usize,
+    /// The anonymous functions of the builtin calls running now: each one's synthetic
+    /// function and the values it captured when its call started (a stack: a call's
+    /// entries are dropped when it returns; see `Expr::WithLambdas`).
+    pub(crate) lambdas: Vec<(u32, Box<[Value]>)>,
 
     /// Steps, work and the deadline: the one place anything is charged (meter.rs).
     pub(crate) meter: Meter,
@@ -231,6 +235,7 @@ impl<'p> Interp<'p> {
             meter: Meter::new(cfg.max_steps, cfg.max_work, cfg.deadline),
             deadline: cfg.deadline,
             ret: Value::Nil,
+            lambdas: Vec::new(),
             gbytes: 0,
             fbytes: 0,
             mem: 0,
@@ -784,6 +789,10 @@ impl<'p> Interp<'p> {
                 let v = self.eval(e)?;
                 self.assign(place, v)?;
             }
+            StmtKind::MultiAssign(places, values) => {
+                self.step(s.pos)?;
+                self.multi_assign(places, values)?;
+            }
             StmtKind::Compound(place, op, e) => {
                 self.step(s.pos)?;
                 let v = self.eval(e)?;
@@ -828,6 +837,45 @@ impl<'p> Interp<'p> {
             _ => unreachable!("hot statements are run by exec"),
         }
         Ok(Flow::Normal)
+    }
+
+    /// `a, b = x, y`: every value first, then each target left to right; `a, b = e`:
+    /// `e` must be a list of exactly as many items as there are targets.
+    fn multi_assign(&mut self, places: &'p [Place], values: &'p [Expr]) -> R<()> {
+        let vals: Vec<Value> = if values.len() == 1 {
+            let v = self.eval(&values[0])?;
+            let n = places.len();
+            match &v {
+                Value::List(l) if l.len() == n => l.items().to_vec(),
+                Value::List(l) => {
+                    let m = l.len();
+                    let s = if m == 1 { "" } else { "s" };
+                    return Err(
+                        self.err(ErrKind::Value, format!("cannot unpack a list of {m} item{s} into {n} targets"))
+                    );
+                }
+                other => {
+                    return Err(self.err(
+                        ErrKind::Type,
+                        format!("cannot unpack a {} into {n} targets: it must be a list", other.type_name()),
+                    ))
+                }
+            }
+        } else {
+            let mut vals = Vec::with_capacity(values.len());
+            for e in values {
+                vals.push(self.eval(e)?);
+            }
+            vals
+        };
+        for (p, v) in places.iter().zip(vals) {
+            if p.path.is_empty() {
+                self.store(p.root, v)?;
+            } else {
+                self.assign(p, v)?;
+            }
+        }
+        self.check_memory()
     }
 
     /// The map a `catch` variable receives.
@@ -1533,6 +1581,28 @@ impl<'p> Interp<'p> {
                 self.work(WORK_CONCAT_BASE + crate::meter::scaled(out.len() as u64, WORK_INTERP_BYTE_X256))?;
                 Ok(Value::str(out))
             }
+            Expr::Cond(a, c, b) => {
+                if self.cond(c)? {
+                    self.eval(a)
+                } else {
+                    self.eval(b)
+                }
+            }
+            Expr::WithLambdas(call) => {
+                let mark = self.lambdas.len();
+                let r = self.eval(call);
+                self.lambdas.truncate(mark);
+                r
+            }
+            Expr::Lambda(fi, caps) => {
+                let mut vals = Vec::with_capacity(caps.len());
+                for c in caps.iter() {
+                    vals.push(self.eval_fast(c)?);
+                }
+                let id = self.lambdas.len() as u32;
+                self.lambdas.push((*fi, vals.into_boxed_slice()));
+                Ok(Value::Handle(crate::value::Handle { kind: crate::value::HandleKind::Lambda, id }))
+            }
             _ => unreachable!("hot expressions are evaluated by eval"),
         }
     }
@@ -1563,7 +1633,7 @@ impl<'p> Interp<'p> {
     pub fn binop(&mut self, op: BinOp, x: Value, y: Value) -> R<Value> {
         use BinOp::*;
         match op {
-            Add | Sub | Mul | Div | Mod | Pow => {
+            Add | Sub | Mul | Div | FloorDiv | Mod | Pow => {
                 let (Value::Num(a), Value::Num(b)) = (&x, &y) else {
                     return Err(self.err(
                         ErrKind::Type,
@@ -1585,6 +1655,12 @@ impl<'p> Interp<'p> {
                             return Err(self.err(ErrKind::Arith, "division by zero"));
                         }
                         a / b
+                    }
+                    FloorDiv => {
+                        if b == 0.0 {
+                            return Err(self.err(ErrKind::Arith, "division by zero"));
+                        }
+                        floor_div(a, b)
                     }
                     Mod => {
                         if b == 0.0 {
@@ -1745,20 +1821,33 @@ impl<'p> Interp<'p> {
     /// argument and frame storage, steps and work of its lines, the profile's stacks);
     /// the arguments are copies (copy-on-write) the callee cannot change for the caller.
     /// Each call is charged `WORK_CALLBACK` work first (in `enter`, as every call is).
-    pub fn call_fn<const N: usize>(&mut self, fi: usize, args: [Value; N]) -> R<Value> {
+    /// An anonymous function's captured values follow its arguments (its frame's slots
+    /// after its parameters), copies like the arguments.
+    pub fn call_fn<const N: usize>(&mut self, fr: crate::builtins::FnRef, args: [Value; N]) -> R<Value> {
         let new_base = self.stack.len();
         let mut arg_heap = 0usize;
         for v in args {
             arg_heap += v.heap();
             self.stack.push(v);
         }
+        let (fi, nargs) = match fr {
+            crate::builtins::FnRef::Named(fi) => (fi, N),
+            crate::builtins::FnRef::Lambda(li) => {
+                let (fi, caps) = &self.lambdas[li];
+                for v in caps.iter() {
+                    arg_heap += v.heap();
+                    self.stack.push(v.clone());
+                }
+                (*fi as usize, N + caps.len())
+            }
+        };
         let prog = self.prog;
         let f = &prog.funcs[fi];
         if arg_heap > self.lim.n(L::CallArgs) {
             self.stack.truncate(new_base);
             return Err(self.call_refused(f, arg_heap));
         }
-        self.enter(fi, f, N, new_base, arg_heap)
+        self.enter(fi, f, nargs, new_base, arg_heap)
     }
 
     /// Run user function `fi` whose arguments are on the stack from `new_base`.
@@ -2103,6 +2192,25 @@ fn arith(op: BinOp, x: f64, y: f64) -> Option<f64> {
         _ => return None,
     };
     r.is_finite().then_some(r)
+}
+
+/// Floored division `a // b` (b not 0), as Python computes it for floats: exact for
+/// integers below 2^53, and the quotient that `%`'s floored remainder goes with.
+pub fn floor_div(a: f64, b: f64) -> f64 {
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
+    }
+    if div == 0.0 {
+        return 0.0;
+    }
+    let f = div.floor();
+    if div - f > 0.5 {
+        f + 1.0
+    } else {
+        f
+    }
 }
 
 /// The position of a failure not located yet.

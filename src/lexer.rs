@@ -119,6 +119,8 @@ pub enum Tok {
     Star,
     #[token("/")]
     Slash,
+    #[token("//")]
+    SlashSlash,
     #[token("%")]
     Percent,
     #[token("**")]
@@ -135,6 +137,8 @@ pub enum Tok {
     StarAssign,
     #[token("/=")]
     SlashAssign,
+    #[token("//=")]
+    SlashSlashAssign,
     #[token("%=")]
     PercentAssign,
     #[token("..=")]
@@ -169,6 +173,9 @@ pub enum Tok {
     Dot,
     #[token(":")]
     Colon,
+    /// The arrow of an anonymous function, `fn(x) => x * 2`.
+    #[token("=>")]
+    Arrow,
 }
 
 impl Tok {
@@ -220,6 +227,7 @@ impl Tok {
             Minus => "-",
             Star => "*",
             Slash => "/",
+            SlashSlash => "//",
             Percent => "%",
             Pow => "**",
             Concat => "..",
@@ -228,6 +236,7 @@ impl Tok {
             MinusAssign => "-=",
             StarAssign => "*=",
             SlashAssign => "/=",
+            SlashSlashAssign => "//=",
             PercentAssign => "%=",
             ConcatAssign => "..=",
             Eq => "==",
@@ -245,6 +254,7 @@ impl Tok {
             Comma => ",",
             Dot => ".",
             Colon => ":",
+            Arrow => "=>",
         }
     }
 }

@@ -81,6 +81,7 @@ enum Line {
     Include(Vec<u8>),
     Import(String),
     Assign(Expr, Option<BinOp>, SExpr),
+    MultiAssign(Vec<Expr>, Vec<SExpr>),
     Call(SExpr),
 }
 
@@ -141,9 +142,12 @@ impl Spots<'_> {
     }
 }
 
-// expr -> or-expression, by the precedence table of SPEC 3:
-//   or < and < not < comparisons (non-associative) < .. (right) < + - < * / %
+// expr -> or-expr [ 'if' or-expr 'else' expr ]      (conditional, right-associative)
+// or-expr -> by the precedence table of SPEC 3:
+//   or < and < not < comparisons (non-associative) < .. (right) < + - < * / // %
 //   < unary - < ** (right) < call, index, field
+// atom -> literal | NAME | '(' expr ')' | list | map | lambda
+// lambda -> 'fn' '(' [NAME {',' NAME}] ')' '=>' expr
 fn expr_parser<'a, I>(sp: Spots<'a>) -> impl Parser<'a, I, Expr, Extra<'a>> + Clone
 where
     I: ValueInput<'a, Token = Tok, Span = SimpleSpan>,
@@ -179,7 +183,18 @@ where
         let paren = expr.clone().delimited_by(just(Tok::LParen), just(Tok::RParen)).map(|e| Expr::Paren(Box::new(e)));
         let name = ident.map_with(move |s, x| Expr::Name(intern(s), at(x.span())));
         let fuel = empty().try_map(|(), s: SimpleSpan| if burn() { Ok(()) } else { Err(Rich::custom(s, OUT_OF_FUEL)) });
-        let atom = fuel.ignore_then(choice((literal, name, paren, list, map)));
+        let params = ident
+            .map(intern)
+            .separated_by(just(Tok::Comma))
+            .collect::<Vec<_>>()
+            .delimited_by(just(Tok::LParen), just(Tok::RParen));
+        let lambda = just(Tok::Fn)
+            .ignore_then(params)
+            .map_with(move |p, x| (p, at(x.span())))
+            .then_ignore(just(Tok::Arrow))
+            .then(expr.clone())
+            .map(|((params, spot), body)| Expr::Lambda(Box::new(Lambda { params, body, spot })));
+        let atom = fuel.ignore_then(choice((literal, name, paren, list, map, lambda)));
 
         let args = items.delimited_by(just(Tok::LParen), just(Tok::RParen)).map_with(|a, x| {
             let s: SimpleSpan = x.span();
@@ -190,8 +205,11 @@ where
             (i, sp.of(s.start..s.start + 1))
         });
         let field = just(Tok::Dot).ignore_then(ident.map_with(move |n, x| (intern(n), at(x.span()))));
-        let mul_op = select! { Tok::Star => BinOp::Mul, Tok::Slash => BinOp::Div, Tok::Percent => BinOp::Mod }
-            .map_with(move |o, x| (o, at(x.span())));
+        let mul_op = select! {
+            Tok::Star => BinOp::Mul, Tok::Slash => BinOp::Div, Tok::SlashSlash => BinOp::FloorDiv,
+            Tok::Percent => BinOp::Mod,
+        }
+        .map_with(move |o, x| (o, at(x.span())));
         let add_op =
             select! { Tok::Plus => BinOp::Add, Tok::Minus => BinOp::Sub }.map_with(move |o, x| (o, at(x.span())));
         let cmp_op = choice((
@@ -204,7 +222,7 @@ where
         .map_with(move |o, x| (o, at(x.span())));
         let tok_at = move |t: Tok| just(t).map_with(move |_, x| at(x.span()));
         let bin = |op: BinOp, l: Expr, r: Expr, s: Spot| Expr::Binary(op, Box::new(l), Box::new(r), s);
-        atom.pratt((
+        let ops = atom.pratt((
             postfix(10, args, move |f, (a, open): (Vec<Expr>, usize), x| {
                 let s: SimpleSpan = x.span();
                 let callee = sp.of(s.start..open.max(s.start + 1));
@@ -221,7 +239,13 @@ where
             prefix(3, tok_at(Tok::Not), |s, e, _| Expr::Unary(UnOp::Not, Box::new(e), s)),
             infix(left(2), just(Tok::And), |l, _, r, _| Expr::And(Box::new(l), Box::new(r))),
             infix(left(1), just(Tok::Or), |l, _, r, _| Expr::Or(Box::new(l), Box::new(r))),
-        ))
+        ));
+        ops.clone().then(just(Tok::If).ignore_then(ops).then_ignore(just(Tok::Else)).then(expr).or_not()).map(
+            |(a, rest)| match rest {
+                Some((c, b)) => Expr::Cond(Box::new(a), Box::new(c), Box::new(b)),
+                None => a,
+            },
+        )
     })
 }
 
@@ -259,10 +283,24 @@ where
         Tok::MinusAssign => Some(BinOp::Sub),
         Tok::StarAssign => Some(BinOp::Mul),
         Tok::SlashAssign => Some(BinOp::Div),
+        Tok::SlashSlashAssign => Some(BinOp::FloorDiv),
         Tok::PercentAssign => Some(BinOp::Mod),
         Tok::ConcatAssign => Some(BinOp::Concat),
     };
-    let assign = place.then(assign_op).then(sexpr.clone()).map(|((p, op), v)| Line::Assign(p, op, v));
+    // assign -> place {',' place} ASSIGN_OP expr {',' expr}
+    // One target and one value is an assignment (`x = e`, `x += e`); more on either side
+    // a parallel assignment or an unpacking (`a, b = b, a`; `lo, hi = bounds(xs)`).
+    let assign = place
+        .separated_by(just(Tok::Comma))
+        .at_least(1)
+        .collect::<Vec<_>>()
+        .then(assign_op)
+        .then(sexpr.clone().separated_by(just(Tok::Comma)).at_least(1).collect::<Vec<_>>())
+        .try_map(|((mut t, op), mut v), s| match (t.len(), v.len(), op) {
+            (1, 1, _) => Ok(Line::Assign(t.pop().expect("one"), op, v.pop().expect("one"))),
+            (_, _, None) => Ok(Line::MultiAssign(t, v)),
+            _ => Err(Rich::custom(s, "a compound assignment takes one target and one value")),
+        });
 
     let for_range = just(Tok::For)
         .ignore_then(ident)
@@ -293,7 +331,9 @@ where
         just(Tok::Break).to(Line::Break),
         just(Tok::Continue).to(Line::Continue),
         just(Tok::Fn).ignore_then(ident).then(params).map(|(n, p)| Line::Fn(n, p)),
-        just(Tok::Return).ignore_then(sexpr.clone().or_not()).map(Line::Return),
+        just(Tok::Return)
+            .ignore_then(sexpr.clone().separated_by(just(Tok::Comma)).at_least(1).collect::<Vec<_>>().or_not())
+            .map(|v| Line::Return(v.map(list_of))),
         just(Tok::Global)
             .ignore_then(ident.separated_by(just(Tok::Comma)).at_least(1).collect::<Vec<_>>())
             .map(Line::Global),
@@ -306,6 +346,15 @@ where
         sexpr.map(Line::Call),
     ))
     .then_ignore(end())
+}
+
+/// `return a, b`: one expression, or the list of several (its range spans them all).
+fn list_of(mut v: Vec<SExpr>) -> SExpr {
+    if v.len() == 1 {
+        return v.pop().expect("one");
+    }
+    let r = v[0].1.start..v.last().map_or(0, |e| e.1.end);
+    SExpr(Expr::List(v.into_iter().map(|e| e.0).collect()), r)
 }
 
 /// The keyword a line starts with decides its block role even when the rest of the
@@ -337,6 +386,7 @@ fn fallback_from(toks: &[Tok]) -> Option<Line> {
         Some(Tok::MinusAssign) => Some(Some(BinOp::Sub)),
         Some(Tok::StarAssign) => Some(Some(BinOp::Mul)),
         Some(Tok::SlashAssign) => Some(Some(BinOp::Div)),
+        Some(Tok::SlashSlashAssign) => Some(Some(BinOp::FloorDiv)),
         Some(Tok::PercentAssign) => Some(Some(BinOp::Mod)),
         Some(Tok::ConcatAssign) => Some(Some(BinOp::Concat)),
         _ => None,
@@ -354,6 +404,8 @@ fn fallback_from(toks: &[Tok]) -> Option<Line> {
             Some(Line::ForIn(n.clone(), second, dummy()))
         }
         (Some(Tok::Catch), Some(Tok::Ident(n))) => Some(Line::Catch(n.clone())),
+        // `fn(x) => ...` at the start of a line is an anonymous function, not a definition.
+        (Some(Tok::Fn), Some(Tok::LParen)) => None,
         (first, _) => fallback_line(first),
     }
 }
@@ -614,9 +666,37 @@ impl FileParser<'_> {
             Line::Assign(target, op, value) => {
                 self.push_stmt(Stmt { pos, kind: StmtKind::Assign { target, op, value: value.0 } })
             }
+            Line::MultiAssign(targets, values) => {
+                if targets.len() == 1 {
+                    let n = values.len();
+                    let le = LoadError::new(
+                        LoadKind::Syntax,
+                        format!("one target but {n} values: a name holds one value"),
+                        &self.file,
+                        line_no as u32,
+                    );
+                    self.errors
+                        .push(le.help("write a list in brackets (`x = [a, b]`), or name a target for each value"));
+                    return;
+                }
+                if values.len() > 1 && values.len() != targets.len() {
+                    let (t, v) = (targets.len(), values.len());
+                    self.err(
+                        LoadKind::Syntax,
+                        format!("{t} targets but {v} values: give each target one value"),
+                        line_no,
+                    );
+                    return;
+                }
+                let values = values.into_iter().map(|v| v.0).collect();
+                self.push_stmt(Stmt { pos, kind: StmtKind::MultiAssign { targets, values } })
+            }
             Line::Call(e) => {
                 if matches!(e.0, Expr::Call(..)) {
                     self.push_stmt(Stmt { pos, kind: StmtKind::Call(e.0) });
+                } else if matches!(e.0, Expr::Lambda(..)) {
+                    let msg = "an anonymous function can only be the argument of a builtin that takes a function";
+                    self.err(LoadKind::Syntax, msg, line_no);
                 } else {
                     self.err(LoadKind::Syntax, "only a call can stand alone as a statement", line_no);
                 }
@@ -684,6 +764,12 @@ fn visit_mut(e: &mut Expr, f: &mut impl FnMut(&mut Expr)) {
             visit_mut(c, f);
             args.iter_mut().for_each(|x| visit_mut(x, f));
         }
+        Expr::Cond(a, c, b) => {
+            visit_mut(a, f);
+            visit_mut(c, f);
+            visit_mut(b, f);
+        }
+        Expr::Lambda(l) => visit_mut(&mut l.body, f),
         _ => {}
     }
 }
@@ -781,6 +867,15 @@ fn check_line(line: &mut Line, lexed: &LexedLine, src: Src) -> Result<(), (LoadK
             *target = t.0;
             r?;
             exprs.push(v);
+        }
+        Line::MultiAssign(targets, vs) => {
+            for target in targets.iter_mut() {
+                let mut t = SExpr(std::mem::replace(target, Expr::Nil), 0..0);
+                let r = check_expr(&mut t, lexed, src);
+                *target = t.0;
+                r?;
+            }
+            exprs.extend(vs.iter_mut());
         }
         _ => {}
     }
@@ -1219,9 +1314,9 @@ fn lex_hints(mut le: LoadError, f: &crate::lexer::LexFailure, text: &str) -> Loa
     } else if rest.starts_with('!') {
         ("!", "use `not` for `!` (`not x`); `!=` is the only operator with `!`")
     } else if rest.starts_with('&') {
-        ("&", "use `and` for a logical and; Leash has no bitwise operators")
+        ("&", "use `and` for a logical and; for bits, `bit.band(a, b)`")
     } else if rest.starts_with('|') {
-        ("|", "use `or` for a logical or; Leash has no bitwise operators")
+        ("|", "use `or` for a logical or; for bits, `bit.bor(a, b)`")
     } else if rest.starts_with(';') {
         (";", "one statement per line: remove the `;`")
     } else if rest.chars().next().is_some_and(|c| c.is_alphabetic() && !c.is_ascii()) {
@@ -1308,10 +1403,39 @@ fn parse_hints(le: LoadError, at: usize, l: &LexedLine, src: Src) -> LoadError {
     if matches!(ident(0), Some("elsif" | "elseif" | "else_if")) {
         return point(le, 0, 1).help("write `elif`");
     }
+    // An anonymous function written as a block (`fn(x) x * 2 end`, `fn(x) return x end`)
+    // or in another language's spelling (`lambda x: x * 2`).
+    if let Some(i) = (1..toks.len()).find(|&i| toks[i] == Tok::Fn && toks.get(i + 1) == Some(&Tok::LParen)) {
+        let close = (i + 2..toks.len()).find(|&j| toks[j] == Tok::RParen);
+        if close.is_none_or(|j| toks.get(j + 1) != Some(&Tok::Arrow)) {
+            let n = close.map_or(2, |j| j + 1 - i);
+            let mut le = point(le, i, n);
+            le.message = "an anonymous function needs `=>` and one expression".into();
+            return le.help(
+                "write `fn(x) => x * 2`: the body is one expression after `=>`, with no `return` and no `end` \
+                 (for more than an expression, define `fn NAME(x)` ... `end` at the top level and pass NAME)",
+            );
+        }
+    }
+    if let Some(i) = (0..toks.len()).find(|&i| ident(i) == Some("lambda")) {
+        let mut le = point(le, i, 1);
+        le.message = "Leash has no `lambda`".into();
+        return le.help("write an anonymous function as `fn(x) => x * 2`");
+    }
     // (Not within a block string's content, which is text, not code.)
     let block = src.starts.len() > 1
         && toks.iter().zip(&l.spans).any(|(t, s)| matches!(t, Tok::Str(_)) && text[s.clone()].contains('\n'));
-    if let Some((b, m)) = comment_marker(text).filter(|_| !block) {
+    // `//` is floored division: a comment only when words follow it that no expression
+    // can hold (`x = 1 // the answer`: two operands side by side).
+    let comment_like = |m: &str| {
+        m == "--"
+            || (at > 0
+                && at < toks.len()
+                && crate::tools::fmt::operand_end(&toks[at - 1])
+                && matches!(toks[at], Tok::Ident(_) | Tok::Num(_) | Tok::Str(_)))
+            || toks.first() == Some(&Tok::SlashSlash)
+    };
+    if let Some((b, m)) = comment_marker(text).filter(|&(_, m)| !block && comment_like(m)) {
         let (c, _) = (char_column(text, b), 0);
         let mut le = le.at(c, 2);
         le.message = format!("`{m}` does not start a comment");
@@ -1410,6 +1534,11 @@ mod tests {
             }
             Expr::Field(a, n, _) => format!("{}.{}", show(a), n),
             Expr::Index(a, i, _) => format!("{}[{}]", show(a), show(i)),
+            Expr::Cond(a, c, b) => format!("({} if {} else {})", show(a), show(c), show(b)),
+            Expr::Lambda(l) => {
+                let ps: Vec<String> = l.params.iter().map(|p| p.to_string()).collect();
+                format!("fn({}) => {}", ps.join(", "), show(&l.body))
+            }
             other => format!("{other:?}"),
         }
     }
@@ -1426,6 +1555,11 @@ mod tests {
         assert_eq!(show(&expr("a not in b")), "(a not in b)");
         assert_eq!(show(&expr("1 + 2 .. 3")), "((1 + 2) .. 3)");
         assert_eq!(show(&expr("m.f(1)[2]")), "m.f(1)[2]");
+        // Round 3: the conditional is loosest and right-associative; `//` is a `*` level.
+        assert_eq!(show(&expr("a + 1 if c or d else b")), "((a + 1) if (c or d) else b)");
+        assert_eq!(show(&expr("a if b else c if d else e")), "(a if b else (c if d else e))");
+        assert_eq!(show(&expr("-7 // 2 * 3")), "(((-7) // 2) * 3)");
+        assert_eq!(show(&expr("f(x, fn(a, b) => a > b if a else b)")), "f(x, fn(a, b) => ((a > b) if a else b))");
         assert_eq!(show(&expr("a - b - c")), "((a - b) - c)");
     }
 

@@ -75,6 +75,16 @@ pub enum Expr {
     /// string key are looked up in place, without copying the arguments into a call
     /// (`Interp::map_get`); anything else is the call `Builtin` makes, with its errors.
     MapGet(&'static Builtin, Box<[Expr]>, Spot),
+    /// `A if C else B`: (then, condition, else).
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// An anonymous function at a builtin's function parameter: the synthetic user
+    /// function `.0` (its parameters, then one slot per captured variable) and the
+    /// expressions whose values it captures, evaluated when the builtin call starts
+    /// (`Interp::lambda`). Only inside a `WithLambdas` call.
+    Lambda(u32, Box<[Expr]>),
+    /// A builtin call with anonymous functions among its arguments: the captured values
+    /// they hold live exactly as long as the call.
+    WithLambdas(Box<Expr>),
 }
 
 pub type Block = Box<[Stmt]>;
@@ -111,6 +121,8 @@ pub enum StmtKind {
     CompoundVar(Slot, BinOp, Expr),
     /// `x += k` / `x -= k` with a constant number (the operator is Add or Sub).
     IncVar(Slot, BinOp, f64),
+    /// `a, b = x, y` (values: one per target) or `a, b = e` (one value, unpacked).
+    MultiAssign(Box<[Place]>, Box<[Expr]>),
     /// A call statement.
     Expr(Expr),
     If(Box<[Arm]>, Option<Block>),

@@ -24,6 +24,14 @@ use crate::value::{bytes, Handle, HandleKind, LStr, Value};
 struct FnCtx {
     locals: HashMap<String, u32>,
     module: Option<String>,
+    /// In an anonymous function: the slot names (parameters, then captured variables)
+    /// and, for each captured variable, how the enclosing scope reads it.
+    lambda: Option<LambdaCtx>,
+}
+
+struct LambdaCtx {
+    names: Vec<String>,
+    captures: Vec<Expr>,
 }
 
 /// Is `a` one edit (insert, delete, replace, or swap of neighbours) from `b`?
@@ -63,6 +71,12 @@ struct Resolver<'a> {
     caps: Caps,
     sites: Vec<crate::program::CallSite>,
     ctx: Option<FnCtx>,
+    /// The scopes that enclose the anonymous function being resolved (innermost last).
+    outer: Vec<Option<FnCtx>>,
+    /// The anonymous functions' synthetic functions, numbered after the named ones.
+    lambdas: Vec<Function>,
+    /// How many named functions there are.
+    nfns: usize,
     pos: Pos,
     /// Names assigned somewhere as globals: in main (assignment, `for`, `catch`), or in a
     /// function that declares them `global` (SPEC 7: a read of any other name that is not
@@ -175,6 +189,9 @@ impl Resolver<'_> {
                     self.reserved_err(*sp, n, format!("`{n}` is a namespace, not a value"));
                     return Expr::Const(Value::Nil);
                 }
+                if self.ctx.as_ref().is_some_and(|c| c.lambda.is_some() && !c.locals.contains_key(&**n)) {
+                    return self.capture(n, *sp);
+                }
                 let slot = self.read_slot(n);
                 self.check_read(n, slot, *sp);
                 match slot {
@@ -229,7 +246,85 @@ impl Resolver<'_> {
                 Expr::Field(Box::new(self.expr(base)), bytes(name.as_bytes()), *sp)
             }
             AExpr::Call(callee, args, sp) => self.call(callee, args, *sp),
+            AExpr::Cond(a, c, b) => {
+                let c = self.expr(c);
+                let (a, b) = (self.expr(a), self.expr(b));
+                Expr::Cond(Box::new(a), Box::new(c), Box::new(b))
+            }
+            AExpr::Lambda(l) => {
+                self.err_full(
+                    l.spot,
+                    LoadKind::Syntax,
+                    "an anonymous function can only be the argument of a builtin that takes a function",
+                    Some(LAMBDA_HELP.into()),
+                );
+                Expr::Const(Value::Nil)
+            }
         }
+    }
+
+    /// A variable that the anonymous function being resolved reads from the scope around
+    /// it: read there (with that scope's checks, so an error comes in source order),
+    /// its value captured when the builtin call starts, and a slot of its own here.
+    fn capture(&mut self, n: &crate::ast::Name, sp: Spot) -> Expr {
+        let inner = self.ctx.take();
+        self.ctx = self.outer.pop().expect("an anonymous function has a scope around it");
+        let e = self.expr(&AExpr::Name(n.clone(), sp));
+        self.outer.push(self.ctx.take());
+        self.ctx = inner;
+        let ctx = self.ctx.as_mut().expect("in an anonymous function");
+        let lam = ctx.lambda.as_mut().expect("in an anonymous function");
+        let i = lam.names.len() as u32;
+        ctx.locals.insert(n.to_string(), i);
+        lam.names.push(n.to_string());
+        lam.captures.push(e);
+        Expr::Local(i, sp)
+    }
+
+    /// An anonymous function at the function parameter of builtin `b`, which calls it
+    /// with `want` arguments: checked like a named function argument (its arity, its
+    /// parameters' names, its body's names), and made a synthetic user function whose
+    /// body is `return EXPR` at this line (so each call costs the one step of a line).
+    fn lambda(&mut self, b: &'static Builtin, want: usize, l: &crate::ast::Lambda) -> Expr {
+        let noun = |n: usize| if n == 1 { "argument" } else { "arguments" };
+        let has = l.params.len();
+        if has != want {
+            let s = if has == 1 { "" } else { "s" };
+            self.err_full(
+                l.spot,
+                LoadKind::Arity,
+                format!("this function takes {has} parameter{s}, but `{}` calls it with {want} {}", b.name, noun(want)),
+                Some(format!("`{}` passes {want} {} to its function argument", b.name, noun(want))),
+            );
+        }
+        let mut names: Vec<String> = Vec::new();
+        for p in &l.params {
+            if self.reserved.contains(&**p) {
+                self.reserved_err(l.spot, p, format!("`{p}` is reserved and cannot be a parameter"));
+            } else if names.iter().any(|n| **n == **p) {
+                self.err_full(l.spot, LoadKind::Name, format!("parameter `{p}` appears twice"), None);
+            }
+            names.push(p.to_string());
+        }
+        let locals = names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect();
+        let module = self.ctx.as_ref().and_then(|c| c.module.clone());
+        let saved = self.ctx.take();
+        self.outer.push(saved);
+        self.ctx = Some(FnCtx { locals, module, lambda: Some(LambdaCtx { names, captures: Vec::new() }) });
+        let body = self.expr(&l.body);
+        let ctx = std::mem::replace(&mut self.ctx, self.outer.pop().expect("pushed above"));
+        let LambdaCtx { names, captures } = ctx.and_then(|c| c.lambda).expect("a lambda context");
+        let line = self.map.locate(self.pos).map_or(0, |(_, l)| l);
+        let fi = self.nfns + self.lambdas.len();
+        self.lambdas.push(Function {
+            name: format!("fn@{line}"),
+            nparams: has,
+            base_bytes: frame_base_bytes(&names),
+            slot_names: names,
+            body: Box::new([Stmt { pos: self.pos, kind: StmtKind::Return(Some(body)) }]),
+            pos: self.pos,
+        });
+        Expr::Lambda(fi as u32, captures.into_boxed_slice())
     }
 
     /// What a call names. In a stdlib module, a bare name is a builtin and the module's
@@ -310,6 +405,17 @@ impl Resolver<'_> {
                     None => {}
                 }
                 if b.is_place() {
+                    if self.ctx.as_ref().is_some_and(|c| c.lambda.is_some()) {
+                        self.err_full(
+                            sp,
+                            LoadKind::Syntax,
+                            format!(
+                                "an anonymous function cannot change anything: `{name}` changes its first argument"
+                            ),
+                            Some("compute a new value instead (`concat(xs, [x])`), or use a named function".into()),
+                        );
+                        return Expr::Const(Value::Nil);
+                    }
                     let Some((first, rest)) = args.split_first() else {
                         return Expr::Const(Value::Nil);
                     };
@@ -339,6 +445,9 @@ impl Resolver<'_> {
                 {
                     return Expr::MapGet(b, vals.into_boxed_slice(), sp);
                 }
+                if vals.iter().any(|v| matches!(v, Expr::Lambda(..))) {
+                    return Expr::WithLambdas(Box::new(Expr::Builtin(b, vals.into_boxed_slice(), sp)));
+                }
                 Expr::Builtin(b, vals.into_boxed_slice(), sp)
             }
         }
@@ -351,6 +460,9 @@ impl Resolver<'_> {
         let Some(fp) = b.fnp.filter(|p| p.pos as usize == i) else { return self.expr(a) };
         let want = fp.arity as usize;
         let noun = |n: usize| if n == 1 { "argument" } else { "arguments" };
+        if let AExpr::Lambda(l) = a {
+            return self.lambda(b, want, l);
+        }
         if let AExpr::Name(n, sp) = a {
             if let Some(fi) = self.user_function(n) {
                 let has = self.fn_params[fi];
@@ -395,7 +507,7 @@ impl Resolver<'_> {
             call_spot,
             LoadKind::Syntax,
             format!(
-                "argument {} of `{}` must be the bare name of a user function taking {want} {}",
+                "argument {} of `{}` must be a function taking {want} {}: the bare name of a user function, or `fn(...) => EXPR`",
                 i + 1,
                 b.name,
                 noun(want)
@@ -471,6 +583,18 @@ impl Resolver<'_> {
         self.pos = s.pos;
         let kind = match s.kind {
             AKind::Assign { target, op, value } => {
+                if let (AExpr::Lambda(l), AExpr::Name(n, _)) = (&value, &target) {
+                    self.err_full(
+                        l.spot,
+                        LoadKind::Syntax,
+                        "a variable cannot hold a function",
+                        Some(format!(
+                            "define `fn {n}(...)` ... `end` at the top level and pass `{n}`, or write the `fn(...) => ...` \
+                             where it is used, as the argument of `map`, `filter`, `sort_by`..."
+                        )),
+                    );
+                    return None;
+                }
                 let v = self.expr(&value);
                 let Some(place) = self.place(&target, op.is_some()) else {
                     self.err(LoadKind::Syntax, "cannot assign to this expression");
@@ -495,6 +619,20 @@ impl Resolver<'_> {
                     (Some(op), true, root) => StmtKind::CompoundVar(root, op, v),
                     (Some(op), false, _) => StmtKind::Compound(Box::new(place), op, v),
                 }
+            }
+            AKind::MultiAssign { targets, values } => {
+                let vals: Box<[Expr]> = values.iter().map(|v| self.expr(v)).collect();
+                let mut places = Vec::with_capacity(targets.len());
+                for t in &targets {
+                    match self.place(t, false) {
+                        Some(p) => places.push(p),
+                        None => {
+                            self.err(LoadKind::Syntax, "cannot assign to this expression");
+                            return None;
+                        }
+                    }
+                }
+                StmtKind::MultiAssign(places.into_boxed_slice(), vals)
             }
             AKind::Call(e) => StmtKind::Expr(self.expr(&e)),
             AKind::If { arms, else_body } => {
@@ -552,6 +690,10 @@ impl Resolver<'_> {
         Some(Stmt { pos: s.pos, kind })
     }
 }
+
+const LAMBDA_HELP: &str = "pass it straight to a builtin that takes a function (`map(xs, fn(x) => x * 2)`; also \
+     `filter`, `sort`, `sort_by`, `reduce`, `any`, `all`, `count`, `group_by`, `re.replace`), or define \
+     `fn NAME(...)` ... `end` at the top level";
 
 /// Is `root[key] = v` the counting idiom `x[k] = get(x, k, d) + n` (or `- n`): the map,
 /// the key and the default variables or constants, the same map and key on both sides?
@@ -626,6 +768,11 @@ fn collect_bindings(stmts: &[AStmt], assigned: &mut Vec<String>, changed: &mut V
                 in_expr(a, pos, changed);
                 in_expr(b, pos, changed);
             }
+            AExpr::Cond(a, c, b) => {
+                in_expr(a, pos, changed);
+                in_expr(c, pos, changed);
+                in_expr(b, pos, changed);
+            }
             AExpr::List(items) => items.iter().for_each(|a| in_expr(a, pos, changed)),
             AExpr::Map(items) => items.iter().for_each(|(_, a)| in_expr(a, pos, changed)),
             AExpr::Interp(parts) => parts.iter().for_each(|p| {
@@ -647,6 +794,17 @@ fn collect_bindings(stmts: &[AStmt], assigned: &mut Vec<String>, changed: &mut V
                     (_, Some((r, sp))) => changed.push((r.to_string(), pos, sp)),
                     _ => {}
                 }
+            }
+            AKind::MultiAssign { targets, values } => {
+                for t in targets {
+                    in_expr(t, pos, changed);
+                    match (t, root(t)) {
+                        (AExpr::Name(n, _), _) => assigned.push(n.to_string()),
+                        (_, Some((r, sp))) => changed.push((r.to_string(), pos, sp)),
+                        _ => {}
+                    }
+                }
+                values.iter().for_each(|v| in_expr(v, pos, changed));
             }
             AKind::Call(e) | AKind::Throw(e) => in_expr(e, pos, changed),
             AKind::Return(Some(e)) => in_expr(e, pos, changed),
@@ -716,6 +874,9 @@ pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
         caps: Caps::default(),
         sites: Vec::new(),
         ctx: None,
+        outer: Vec::new(),
+        lambdas: Vec::new(),
+        nfns: fns.len(),
         pos: 0,
         assigned: HashSet::new(),
     };
@@ -762,6 +923,7 @@ pub fn resolve(loaded: Loaded, errors: &mut LoadErrors) -> Option<Program> {
     for f in fns {
         funcs.push(resolve_fn(&mut r, f));
     }
+    funcs.append(&mut r.lambdas);
     if !r.errors.is_empty() {
         return None;
     }
@@ -825,7 +987,7 @@ fn resolve_fn(r: &mut Resolver<'_>, f: FnDef) -> Function {
         );
     }
     let locals = names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect();
-    r.ctx = Some(FnCtx { locals, module: f.module.clone() });
+    r.ctx = Some(FnCtx { locals, module: f.module.clone(), lambda: None });
     let body = r.block(f.body);
     r.ctx = None;
     Function {

@@ -134,6 +134,8 @@ pub enum HandleKind {
     /// A function argument (`builtins::fn_arg`): made by resolve.rs at a builtin's
     /// function parameter, never held by a variable.
     Function,
+    /// An anonymous function of a builtin call running now (`builtins::FnRef::Lambda`).
+    Lambda,
 }
 
 impl HandleKind {
@@ -144,7 +146,7 @@ impl HandleKind {
             HandleKind::Socket => "socket",
             HandleKind::Listener => "listener",
             HandleKind::Db => "db",
-            HandleKind::Function => "function",
+            HandleKind::Function | HandleKind::Lambda => "function",
         }
     }
 }

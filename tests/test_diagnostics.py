@@ -113,7 +113,7 @@ def col_of(line, needle, nth=0):
     "code,lineno,needle,kind",
     [
         ("if x then\nend\n", 1, "then", "syntax"),
-        ("x = 1 // c\n", 1, "//", "syntax"),
+        ("x = 1 // a comment\n", 1, "//", "syntax"),  # `x = 1 // c` is floored division now (round 3)
         ("x = (1 + 2\n", 1, "(", "syntax"),
         ("x = [1, (2]\n", 1, "]", "syntax"),
         ("x = 1\ny = x === 1\n", 2, "===", "syntax"),

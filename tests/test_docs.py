@@ -3,6 +3,8 @@ documented in UTILITIES.md, and every gated builtin's capability is the one docu
 import pathlib
 import re
 
+import pytest
+
 from conftest import ROOT, run
 
 
@@ -61,3 +63,36 @@ def test_help_lists_every_option():
         if opt in {"--builtins"}:
             continue
         assert opt in text, opt
+
+
+def _python_page_examples():
+    """Each ```leash block of docs/COMING_FROM_PYTHON.md with the ```output block after it."""
+    text = (ROOT / "docs" / "COMING_FROM_PYTHON.md").read_text()
+    blocks = re.findall(r"```(\w+)\n(.*?)```", text, re.S)
+    pairs = []
+    for (kind, code), nxt in zip(blocks, blocks[1:] + [("", "")]):
+        if kind == "leash":
+            assert nxt[0] == "output", f"a leash example without its output block: {code[:60]!r}"
+            pairs.append((code, nxt[1]))
+    return pairs
+
+
+def test_coming_from_python_has_examples():
+    # One per idiom: comprehensions, sorted/any/count/reduce, unpacking, the conditional,
+    # //, translate and count, code points, bytes and bits, list operators.
+    assert len(_python_page_examples()) >= 9
+
+
+@pytest.mark.parametrize("n", range(9))
+def test_coming_from_python_examples_run(n, tmp_path):
+    examples = _python_page_examples()
+    if n >= len(examples):
+        pytest.skip("fewer examples")
+    code, want = examples[n]
+    f = tmp_path / "ex.lsh"
+    f.write_text(code)
+    r = run([str(f)])
+    assert r.status == 0, (code, r)
+    assert r.out == want, (code, r.out, want)
+    # Each example is already in the canonical layout.
+    assert run(["fmt", "--check", str(f)]).status == 0, code

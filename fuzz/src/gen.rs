@@ -130,6 +130,8 @@ pub struct Gen<'a, 'b> {
     interp: u32,
     loops: usize,
     in_fn: bool,
+    /// Inside an anonymous function's body: no in-place builtin (it cannot change anything).
+    in_lambda: u32,
     fns: Vec<usize>,
     modules: Vec<&'static str>,
     builtins: &'static [&'static leash::builtins::Builtin],
@@ -148,6 +150,7 @@ pub fn program(u: &mut Unstructured<'_>) -> Result<String> {
         indent: 0,
         interp: 0,
         loops: 0,
+        in_lambda: 0,
         in_fn: false,
         fns: vec![],
         modules: vec![],
@@ -251,6 +254,16 @@ impl Gen<'_, '_> {
     fn stmt(&mut self, depth: u32) -> Result<()> {
         let choice = if depth == 0 { self.u.int_in_range(0..=4)? } else { self.u.int_in_range(0..=14)? };
         match choice {
+            0 | 1 if self.u.ratio(1, 6)? => {
+                // Parallel assignment or unpacking (round 3), now and then a swap.
+                let (v, w) = (self.pick(VARS)?, self.pick(VARS)?);
+                let rhs = match self.u.int_in_range(0..=2)? {
+                    0 => format!("{w}, {v}"),
+                    1 => format!("{}, {}", self.expr(2)?, self.expr(2)?),
+                    _ => self.expr(2)?,
+                };
+                self.line(&format!("{v}, {w} = {rhs}"));
+            }
             0 | 1 => {
                 let v = self.pick(VARS)?;
                 let e = self.expr(3)?;
@@ -281,7 +294,7 @@ impl Gen<'_, '_> {
             }
             2 => {
                 let p = self.place()?;
-                let op = self.pick(&["=", "+=", "-=", "*=", "/=", "%=", "..="])?;
+                let op = self.pick(&["=", "+=", "-=", "*=", "/=", "//=", "%=", "..="])?;
                 let e = self.expr(2)?;
                 self.line(&format!("{p} {op} {e}"));
             }
@@ -468,10 +481,8 @@ impl Gen<'_, '_> {
             // Gated builtins fail on their gate (no capability is granted): now and then.
             // A builtin that needs a function argument: only when a function of the
             // arity it calls is defined (else the program would not load).
-            if let Some(fp) = b.fnp {
-                if fp.only && fp.pos < b.min && self.fn_of(fp.arity as usize).is_none() {
-                    continue;
-                }
+            if b.is_place() && self.in_lambda > 0 {
+                continue;
             }
             if b.cap.is_none() || self.u.ratio(1, 8)? {
                 break b;
@@ -491,8 +502,17 @@ impl Gen<'_, '_> {
         if let Some(fp) = b.fnp {
             let pos = fp.pos as usize;
             if n > pos {
+                // A function argument (SPEC 10): an anonymous function (round 3), or the
+                // bare name of a user function.
+                let lambda = self.fn_of(fp.arity as usize).is_none() || self.u.ratio(1, 2)?;
                 match self.fn_of(fp.arity as usize) {
-                    // A function argument (SPEC 10): the bare name of a user function.
+                    _ if lambda && (fp.only || self.u.ratio(1, 2)?) => {
+                        let mut v = Vec::with_capacity(n);
+                        for k in 0..n {
+                            v.push(if k == pos { self.lambda(fp.arity as usize, depth)? } else { self.expr(depth)? });
+                        }
+                        return Ok(format!("{}({})", b.name, v.join(", ")));
+                    }
                     Some(i) if fp.only || self.u.ratio(1, 2)? => {
                         let mut v = Vec::with_capacity(n);
                         for k in 0..n {
@@ -507,6 +527,22 @@ impl Gen<'_, '_> {
         }
         let args = self.args(n, depth)?;
         Ok(format!("{}({args})", b.name))
+    }
+
+    /// An anonymous function of `arity` parameters (`p0`, `p1`) whose body reads them and
+    /// captures what else it reads.
+    fn lambda(&mut self, arity: usize, depth: u32) -> Result<String> {
+        let params: Vec<String> = (0..arity).map(|i| format!("p{i}")).collect();
+        self.in_lambda += 1;
+        let e = self.expr(depth.saturating_sub(1));
+        self.in_lambda -= 1;
+        let p = params.first().cloned().unwrap_or_else(|| "nil".into());
+        let body = match self.u.int_in_range(0..=2)? {
+            0 => e?,
+            1 => format!("[{}, {}]", params.join(", "), e?),
+            _ => format!("{p} if {} else {p}", e?),
+        };
+        Ok(format!("fn({}) => {body}", params.join(", ")))
     }
 
     /// A generated function taking `arity` parameters, if there is one.
@@ -537,7 +573,8 @@ impl Gen<'_, '_> {
         Ok(match self.u.int_in_range(0..=9)? {
             0 | 1 => {
                 let op = self.pick(&[
-                    "+", "-", "*", "/", "%", "**", "..", "==", "!=", "<", "<=", ">", ">=", "in", "not in", "and", "or",
+                    "+", "-", "*", "/", "//", "%", "**", "..", "==", "!=", "<", "<=", ">", ">=", "in", "not in", "and",
+                    "or",
                 ])?;
                 let a = self.expr(d)?;
                 let b = self.expr(d)?;
@@ -563,6 +600,11 @@ impl Gen<'_, '_> {
                     items.push(format!("{k}: {v}"));
                 }
                 format!("{{{}}}", items.join(", "))
+            }
+            7 if self.u.ratio(1, 3)? => {
+                // The conditional expression (round 3).
+                let (a, c, b) = (self.expr(d)?, self.expr(d)?, self.expr(d)?);
+                format!("({a} if {c} else {b})")
             }
             7 => {
                 let a = self.expr(d)?;

@@ -313,7 +313,7 @@ fn items_of(it: &Interp<'_>, name: &str, args: &[Value]) -> R<Rc<List>> {
 }
 
 /// `sort(list, before)`: `before(a, b)` is truthy when a must come before b.
-fn sort_fn(it: &mut Interp<'_>, args: &mut [Value], fi: usize) -> R<Value> {
+fn sort_fn(it: &mut Interp<'_>, args: &mut [Value], fi: super::FnRef) -> R<Value> {
     let l = items_of(it, "sort", args)?;
     let items = l.items();
     let order = merge_sort(items.len(), |a, b| Ok(it.call_fn(fi, [items[a].clone(), items[b].clone()])?.truthy()))?;
@@ -322,7 +322,7 @@ fn sort_fn(it: &mut Interp<'_>, args: &mut [Value], fi: usize) -> R<Value> {
 
 /// `sort_by(list, key_fn)`: each item's key computed once, then sorted as `sort_by`'s
 /// map keys are.
-fn sort_by_fn(it: &mut Interp<'_>, args: &mut [Value], fi: usize) -> R<Value> {
+fn sort_by_fn(it: &mut Interp<'_>, args: &mut [Value], fi: super::FnRef) -> R<Value> {
     let l = items_of(it, "sort_by", args)?;
     let mut keyed = Vec::with_capacity(l.len());
     for item in l.items() {
@@ -423,8 +423,80 @@ fn all(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Bool(!tally(it, "all", args, Some(false))?.1))
 }
 
+/// `count(list, FN)`, or `count(s, sub)` when the first argument is a string.
 fn count(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    if let Value::Str(_) = &args[0] {
+        return super::strings::count_sub(it, args);
+    }
+    if !matches!(&args[0], Value::List(_)) {
+        return Err(it.type_err("count", 0, "a list or a string", &args[0]));
+    }
     Ok(Value::Num(tally(it, "count", args, None)?.0 as f64))
+}
+
+// ----------------------------------------------------------------------
+// Round 3: repeat(list, n), concat, extend. Each charges the items it produces before
+// producing them (their number is known), at REPEAT's item rate.
+// ----------------------------------------------------------------------
+
+/// `repeat(list, n)`: the items n times (`repeat([0], 1000)`).
+pub(crate) fn repeat_list(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let n = it.arg_int("repeat", args, 1, 0.0, 9_007_199_254_740_991.0)? as u64;
+    let l = it.arg_list("repeat", args, 0)?;
+    let total = (l.len() as u64).saturating_mul(n);
+    if total > it.lim.n(L::List) as u64 {
+        return Err(it.limit(
+            LimitKind::List,
+            format!("list of more than {max_list_items} items", max_list_items = it.lim.n(L::List)),
+        ));
+    }
+    let l = l.clone();
+    it.work(super::strings::REPEAT.units(0, total))?;
+    let mut items = Vec::with_capacity(total as usize);
+    for _ in 0..n {
+        items.extend_from_slice(l.items());
+    }
+    it.make_list(items)
+}
+
+/// concat: the items of the new list, charged before it is built.
+const CONCAT: Cost = Cost::custom(0.0, 8.0);
+
+/// extend: the items appended.
+const EXTEND: Cost = Cost::custom(0.0, 4.0);
+
+/// `concat(list, list, ...)`: a new list of every argument's items, in order.
+fn concat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let mut total = 0usize;
+    for i in 0..args.len() {
+        total += it.arg_list("concat", args, i)?.len();
+    }
+    it.check_list_len(total)?;
+    it.work(CONCAT.units(0, total as u64))?;
+    let mut items = Vec::with_capacity(total);
+    for a in args.iter() {
+        if let Value::List(l) = a {
+            items.extend_from_slice(l.items());
+        }
+    }
+    it.make_list(items)
+}
+
+/// `extend(PLACE, list)`: append every item of the list in place (`push` for each).
+fn extend(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Value> {
+    let add = match &args[0] {
+        Value::List(l) => l.clone(),
+        other => return Err(it.type_err("extend", 1, "a list", other)),
+    };
+    let l = target_list(it, "extend", target)?;
+    it.check_list_len(l.len() + add.len())?;
+    it.work(EXTEND.units(0, add.len() as u64))?;
+    it.cow(l)?;
+    let v = Rc::make_mut(l);
+    for x in add.items() {
+        v.push(x.clone());
+    }
+    Ok(Value::Nil)
 }
 
 /// `group_by(list, fn)`: a map from `str(fn(item))` to the items with that key, keys in
@@ -679,7 +751,7 @@ pub const TABLE: &[Builtin] = &[
     b("reduce", "reduce(list, FN(acc, item), init)", 3, 3, Cost::items(4.0), reduce).with_fn(1, 2, true),
     b("any", "any(list, FN(item))", 2, 2, Cost::items(3.0), any).with_fn(1, 1, true),
     b("all", "all(list, FN(item))", 2, 2, Cost::items(3.0), all).with_fn(1, 1, true),
-    b("count", "count(list, FN(item))", 2, 2, Cost::items(3.0), count).with_fn(1, 1, true),
+    b("count", "count(list, FN(item)) | count(s, sub)", 2, 2, Cost::items(3.0), count).with_fn(1, 1, false),
     b("group_by", "group_by(list, FN(item))", 2, 2, GROUP_BY, group_by).with_fn(1, 1, true),
     b("reverse", "reverse(v)", 1, 1, Cost::bytes_items(0.8, 4.5), reverse),
     b("index_of", "index_of(v, x)", 2, 2, CONST, index_of),
@@ -690,6 +762,8 @@ pub const TABLE: &[Builtin] = &[
     b("join", "join(list, sep)", 2, 2, JOIN, join),
     b("split", "split(s, sep[, max])", 2, 3, Cost::bytes_items(0.5, 85.0), split),
     b("lines", "lines(s)", 1, 1, Cost::bytes_items(0.4, 80.0), lines),
+    b("concat", "concat(list, list, ...)", 1, VARIADIC, CONCAT, concat),
+    place("extend", "extend(PLACE, list)", 2, 2, EXTEND, extend),
 ];
 
 #[cfg(test)]

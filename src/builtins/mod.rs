@@ -10,6 +10,7 @@ use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::value::{is_integral, Bytes, Handle, HandleKind, List, Map, Value};
 
+pub mod bits;
 pub mod codec;
 pub mod collections;
 pub mod core;
@@ -30,6 +31,7 @@ pub mod re;
 pub mod stdin;
 pub mod strings;
 pub mod url;
+pub mod utf8;
 
 /// A capability a builtin needs (SPEC 9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,12 +321,21 @@ pub struct FnParam {
     pub only: bool,
 }
 
-/// A function argument at run time: the index of the user function that resolve.rs put
-/// at an FN position, carried as a constant handle that no script can see or keep (it
-/// exists only in a builtin's argument list).
-pub fn fn_arg(v: &Value) -> Option<usize> {
+/// A function argument at run time, as `Interp::call_fn` takes it: a named user
+/// function (its index), or an anonymous function of a builtin call running now (its
+/// entry in `Interp::lambdas`: its synthetic function and captured values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FnRef {
+    Named(usize),
+    Lambda(usize),
+}
+
+/// A function argument at run time: what resolve.rs put at an FN position, carried as a
+/// handle that no script can see or keep (it exists only in a builtin's argument list).
+pub fn fn_arg(v: &Value) -> Option<FnRef> {
     match v {
-        Value::Handle(Handle { kind: HandleKind::Function, id }) => Some(*id as usize),
+        Value::Handle(Handle { kind: HandleKind::Function, id }) => Some(FnRef::Named(*id as usize)),
+        Value::Handle(Handle { kind: HandleKind::Lambda, id }) => Some(FnRef::Lambda(*id as usize)),
         _ => None,
     }
 }
@@ -378,7 +389,7 @@ pub const fn place(name: &'static str, sig: &'static str, min: u8, max: u8, cost
 }
 
 /// Every area's table.
-pub fn tables() -> [&'static [Builtin]; 18] {
+pub fn tables() -> [&'static [Builtin]; 20] {
     [
         core::TABLE,
         collections::TABLE,
@@ -398,6 +409,8 @@ pub fn tables() -> [&'static [Builtin]; 18] {
         http::TABLE,
         net::TABLE,
         db::TABLE,
+        bits::TABLE,
+        utf8::TABLE,
     ]
 }
 
@@ -418,7 +431,7 @@ pub fn lookup_module_only(name: &str) -> Option<&'static Builtin> {
 /// Builtin namespaces (reserved names, SPEC 5).
 pub const NAMESPACES: &[&str] = &[
     "math", "rand", "json", "csv", "date", "re", "url", "html", "base64", "hash", "file", "dir", "stdin", "env",
-    "http", "net", "db",
+    "http", "net", "db", "bit", "utf8",
 ];
 
 /// Namespace constants (`math.pi`), resolved at load time.
@@ -439,9 +452,10 @@ fn ordinal(i: usize) -> String {
 }
 
 /// The user function at argument `i` (a function parameter: resolve.rs put one there).
-pub fn fn_at(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<usize> {
+pub fn fn_at(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<FnRef> {
     match args.get(i).and_then(fn_arg) {
-        Some(fi) if fi < it.prog.funcs.len() => Ok(fi),
+        Some(FnRef::Named(fi)) if fi < it.prog.funcs.len() => Ok(FnRef::Named(fi)),
+        Some(FnRef::Lambda(li)) if li < it.lambdas.len() => Ok(FnRef::Lambda(li)),
         _ => Err(it.err(ErrKind::Type, format!("{name}: {} must be a function", ordinal(i)))),
     }
 }

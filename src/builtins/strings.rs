@@ -143,11 +143,18 @@ fn find(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Num(find_bytes(s, sub).map(|i| i as f64).unwrap_or(-1.0)))
 }
 
-/// repeat: the bytes of the result, charged before it is built.
-const REPEAT: Cost = Cost::custom(0.035, 0.0);
+/// repeat: the bytes of the result (a string) or its items (a list), charged before it
+/// is built.
+pub(crate) const REPEAT: Cost = Cost::custom(0.035, 8.0);
 
 fn repeat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let s = it.arg_str("repeat", args, 0)?;
+    if let Value::List(_) = &args[0] {
+        return super::collections::repeat_list(it, args);
+    }
+    let s = match &args[0] {
+        Value::Str(s) => s,
+        other => return Err(it.type_err("repeat", 0, "a string or list", other)),
+    };
     let n = it.arg_int("repeat", args, 1, 0.0, 9_007_199_254_740_991.0)? as u64;
     let total = (s.len() as u64).saturating_mul(n);
     if total > it.lim.n(L::String) as u64 {
@@ -233,6 +240,86 @@ fn pad_right(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     pad(it, args, "pad_right", false)
 }
 
+// ----------------------------------------------------------------------
+// Bytes (round 3): strings are bytes; these see them as bytes, whatever UTF-8 says.
+// ----------------------------------------------------------------------
+
+/// `byte(n)`: the one-byte string of byte value n (0..255).
+fn byte(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let n = it.arg_int("byte", args, 0, 0.0, 255.0)?;
+    Ok(Value::str(vec![n as u8]))
+}
+
+/// `byte_at(s, i)`: the byte value at index i (negative from the end).
+fn byte_at(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("byte_at", args, 0)?;
+    let n = it.arg_int("byte_at", args, 1, -9_007_199_254_740_991.0, 9_007_199_254_740_991.0)?;
+    let i = if n < 0 { n + s.len() as i64 } else { n };
+    if i < 0 || i >= s.len() as i64 {
+        return Err(it.err(ErrKind::Index, format!("byte_at: index {n} out of range for length {}", s.len())));
+    }
+    Ok(Value::Num(s[i as usize] as f64))
+}
+
+/// tr: the bytes of the string, `from` and `to`, charged before the one pass.
+const TR: Cost = Cost::custom(1.25, 0.0);
+
+/// `tr(s, from, to)`: each byte of `from` in s becomes the byte at the same index of
+/// `to`, or is removed when `to` is shorter; a byte listed twice in `from` maps as its
+/// last listing says (as Python's `str.maketrans` and POSIX `tr` do). One pass over s
+/// through a 256-entry table.
+fn tr(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("tr", args, 0)?;
+    let from = it.arg_str("tr", args, 1)?;
+    let to = it.arg_str("tr", args, 2)?;
+    it.work(TR.units((s.len() + from.len() + to.len()) as u64, 0))?;
+    if to.len() > from.len() {
+        return Err(it.err(
+            ErrKind::Value,
+            format!(
+                "tr: `to` ({} bytes) is longer than `from` ({} bytes): each byte of `to` replaces the byte of `from` at its index",
+                to.len(),
+                from.len()
+            ),
+        ));
+    }
+    // 0..=255: the byte it becomes; 256: removed.
+    let mut table: [u16; 256] = std::array::from_fn(|b| b as u16);
+    for (i, &f) in from.iter().enumerate() {
+        table[f as usize] = to.get(i).map_or(256, |&t| t as u16);
+    }
+    let mut out = Vec::with_capacity(s.len());
+    for &c in s.iter() {
+        let t = table[c as usize];
+        if t < 256 {
+            out.push(t as u8);
+        }
+    }
+    it.make_str(out)
+}
+
+/// count(s, sub): the bytes of s scanned, charged before; each match found, after.
+pub(crate) const COUNT_SUB: Cost = Cost::custom(0.05, 0.0);
+const COUNT_MATCH: u64 = 8;
+
+/// `count(s, sub)`: non-overlapping occurrences of sub in s, left to right; an empty
+/// sub occurs len(s) + 1 times (between every two bytes and at both ends, as Python counts).
+pub(crate) fn count_sub(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    let s = it.arg_str("count", args, 0)?;
+    let sub = match &args[1] {
+        Value::Str(t) => t,
+        other => return Err(it.type_err("count", 1, "a string (argument 1 is a string)", other)),
+    };
+    if sub.is_empty() {
+        return Ok(Value::Num((s.len() + 1) as f64));
+    }
+    it.work(COUNT_SUB.units(s.len() as u64, 0))?;
+    // memmem's matches do not overlap: each search starts after the last match.
+    let n = memchr::memmem::find_iter(s.as_slice(), sub.as_slice()).count();
+    it.work((n as u64).saturating_mul(COUNT_MATCH))?;
+    Ok(Value::Num(n as f64))
+}
+
 pub const TABLE: &[Builtin] = &[
     b("upper", "upper(s)", 1, 1, Cost::bytes(0.0625), upper),
     b("lower", "lower(s)", 1, 1, Cost::bytes(0.0625), lower),
@@ -243,10 +330,13 @@ pub const TABLE: &[Builtin] = &[
     b("starts_with", "starts_with(s, prefix)", 2, 2, AFFIX, starts_with),
     b("ends_with", "ends_with(s, suffix)", 2, 2, AFFIX, ends_with),
     b("find", "find(s, sub)", 2, 2, Cost::bytes(1.25), find),
-    b("repeat", "repeat(s, n)", 2, 2, REPEAT, repeat),
+    b("repeat", "repeat(s_or_list, n)", 2, 2, REPEAT, repeat),
     b("chars", "chars(s)", 1, 1, Cost::bytes_items(1.0, 50.0), chars),
     b("ord", "ord(c)", 1, 1, CONST, ord),
     b("chr", "chr(n)", 1, 1, CONST, chr),
     b("pad_left", "pad_left(s, width[, fill])", 2, 3, Cost::bytes(0.0625), pad_left),
     b("pad_right", "pad_right(s, width[, fill])", 2, 3, Cost::bytes(0.0625), pad_right),
+    b("byte", "byte(n)", 1, 1, CONST, byte),
+    b("byte_at", "byte_at(s, i)", 2, 2, CONST, byte_at),
+    b("tr", "tr(s, from, to)", 3, 3, TR, tr),
 ];

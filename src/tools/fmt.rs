@@ -61,7 +61,7 @@ fn parse_dump(name: &str, src: &str) -> (String, Vec<Diagnostic>) {
 }
 
 /// A token after which a `-` is binary and a `(` or `[` is a call or an index.
-fn operand_end(t: &Tok) -> bool {
+pub fn operand_end(t: &Tok) -> bool {
     matches!(
         t,
         Tok::Ident(_)
@@ -86,6 +86,10 @@ fn space_between(prev: &Tok, prev_unary: bool, cur: &Tok) -> bool {
         return false;
     }
     if matches!(cur, LParen | LBracket) && operand_end(prev) {
+        return false;
+    }
+    // An anonymous function's parameters follow `fn` as a call's arguments follow its name.
+    if matches!(cur, LParen) && matches!(prev, Fn) {
         return false;
     }
     true

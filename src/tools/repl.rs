@@ -44,9 +44,11 @@ fn balance(line: &str) -> (isize, isize, Option<&'static str>) {
             _ => {}
         }
     }
-    let blocks = match l.toks.first() {
-        Some(Tok::If | Tok::While | Tok::For | Tok::Fn | Tok::Try) => 1,
-        Some(Tok::End) => -1,
+    let blocks = match (l.toks.first(), l.toks.get(1)) {
+        // `fn(x) => ...` is an anonymous function, not a definition: it opens no block.
+        (Some(Tok::Fn), Some(Tok::LParen)) => 0,
+        (Some(Tok::If | Tok::While | Tok::For | Tok::Fn | Tok::Try), _) => 1,
+        (Some(Tok::End), _) => -1,
         _ => 0,
     };
     (blocks, brackets, block_opener(&l))
