@@ -58,8 +58,9 @@ def test_fractional_seconds_keep_precision(script):
         "2024-04-31T00:00:00Z",
         "2024-01-01T24:00:01Z",
         "2024-01-01T12:60:00Z",
-        "2024-01-01T12:00:00",  # no offset
-        "2024-01-01",  # no time
+        "2024-01-01T12",  # an hour alone
+        "2024-01-01T12:00:00+2",  # a one-digit offset
+        "20240101",  # ISO 8601 basic format: not one of the forms SPEC 10 lists
         "2024-01-01T12:00:00Z junk",
         "",
         "yesterday",
