@@ -177,7 +177,7 @@ fn resolve_local(zone: &Zone, local: &NaiveDateTime, gap: Gap) -> Result<DateTim
 }
 
 /// Levenshtein distance of two byte strings (two rows).
-fn distance(a: &[u8], b: &[u8]) -> usize {
+pub fn distance(a: &[u8], b: &[u8]) -> usize {
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     let mut cur = vec![0; b.len() + 1];
     for (i, &x) in a.iter().enumerate() {
