@@ -17,7 +17,7 @@ use chrono::{
 };
 use chrono_tz::{OffsetName, Tz};
 
-use super::{b, Builtin, Cost, CONST};
+use super::{b, Builtin, Cost, Rule, CONST};
 use crate::diag::ErrKind;
 use crate::interp::{Interp, R};
 use crate::limits::*;
@@ -833,16 +833,20 @@ fn duration(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.make_str(duration_text(d).into_bytes())
 }
 
+/// Bases measured on this machine (CPU time over 300,000 calls, less the loop's): a call
+/// that builds a map (`date.parts` 670 ns, `date.diff` 300 ns), writes a duration
+/// (600 ns), resolves a local time (`date.parse` 130 to 200 ns, `date.add` 450 ns) or
+/// finds an offset (130 ns); `date.zones` builds 597 strings (30 µs).
 pub const TABLE: &[Builtin] = &[
     b("date.now", "date.now()", 0, 0, CONST, now),
-    b("date.parse", "date.parse(s[, format[, zone]])", 1, 3, Cost::bytes(1.0), parse),
+    b("date.parse", "date.parse(s[, format[, zone]])", 1, 3, Cost::new(Rule::Bytes, 200, 1.0, 0.0), parse),
     b("date.format", "date.format(t[, format[, zone]])", 1, 3, Cost::bytes(40.0), format),
-    b("date.parts", "date.parts(t[, zone])", 1, 2, Cost::bytes(1.0), parts),
-    b("date.offset", "date.offset(t, zone)", 2, 2, Cost::bytes(1.0), offset),
-    b("date.zones", "date.zones()", 0, 0, Cost::out(1.0, 20.0), zones),
-    b("date.add", "date.add(t, fields[, zone])", 2, 3, Cost::bytes_items(1.0, 20.0), add),
-    b("date.diff", "date.diff(a, b)", 2, 2, CONST, diff),
-    b("date.duration", "date.duration(seconds)", 1, 1, CONST, duration),
+    b("date.parts", "date.parts(t[, zone])", 1, 2, Cost::new(Rule::Bytes, 650, 1.0, 0.0), parts),
+    b("date.offset", "date.offset(t, zone)", 2, 2, Cost::new(Rule::Bytes, 130, 1.0, 0.0), offset),
+    b("date.zones", "date.zones()", 0, 0, Cost::out(1.0, 45.0), zones),
+    b("date.add", "date.add(t, fields[, zone])", 2, 3, Cost::new(Rule::BytesItems, 450, 1.0, 20.0), add),
+    b("date.diff", "date.diff(a, b)", 2, 2, Cost::konst(300), diff),
+    b("date.duration", "date.duration(seconds)", 1, 1, Cost::konst(600), duration),
 ];
 
 #[cfg(test)]
