@@ -481,6 +481,7 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
     for f in &files {
         let report = &mut |d: &Diagnostic| emit_diag(d, cfg.json_errors);
         summary.json = cfg.test_json;
+        summary.failure_diags = cfg.json_errors;
         crate::testrun::run_file(f, &rc, &area, cfg.filter.as_deref(), cfg.update_snapshots, &mut summary, report);
         if summary.output.is_some() {
             break; // stdout failed: the remaining tests would report to no one

@@ -1042,6 +1042,45 @@ impl<'p> Interp<'p> {
         self.err(ErrKind::Key, format!("key {} not found", crate::diag::quoted(k)))
     }
 
+    /// A field `m.k` that is not there: the key error, with a help line naming the
+    /// nearest key of a small map (`opts.ignore_case` for `--ignore-case`: the same
+    /// name but for case and `-`/`_`, else an edit distance of at most a third of the
+    /// name). Maps of more than 64 keys and names over 64 bytes get no search; the
+    /// comparison is charged as work (a unit per byte pair).
+    #[cold]
+    fn missing_field(&mut self, k: &[u8], m: &crate::value::Map) -> Fail {
+        let mut e = self.missing_key(k);
+        if m.len() > 64 || k.len() > 64 {
+            return e;
+        }
+        let norm = |x: &[u8]| -> Vec<u8> {
+            x.iter().map(|c| if *c == b'-' { b'_' } else { c.to_ascii_lowercase() }).collect()
+        };
+        let q = norm(k);
+        let mut cells = 0u64;
+        let mut best: Option<(usize, &[u8])> = None;
+        for (key, _) in m.iter() {
+            if key.len() > 64 {
+                continue;
+            }
+            let c = norm(key);
+            cells += (q.len() * c.len()) as u64 + c.len() as u64;
+            let d = if c == q { 0 } else { crate::builtins::date::distance(&q, &c) };
+            if d <= if q.len() >= 4 { (q.len() / 3).max(2) } else { 1 } && best.is_none_or(|(b, _)| d < b) {
+                best = Some((d, key));
+            }
+        }
+        if let Some((_, key)) = best {
+            if let Unwind::Error(r) = &mut *e {
+                r.help = Some(format!("did you mean \"{}\"?", String::from_utf8_lossy(key)));
+            }
+        }
+        if let Err(limit) = self.work(cells) {
+            return limit;
+        }
+        e
+    }
+
     /// Walk `keys` into `v` (copying shared containers on the way) and apply `leaf` to
     /// the value found. Accounting inside containers is kept by `with_item`/`with_value`.
     fn nav_mut(
@@ -1535,7 +1574,7 @@ impl<'p> Interp<'p> {
                 match &x {
                     Value::Map(m) => match m.get(name) {
                         Some(v) => Ok(v.clone()),
-                        None => Err(spotted(self.missing_key(name), *sp)),
+                        None => Err(spotted(self.missing_field(name, m), *sp)),
                     },
                     other => Err(spotted(
                         self.err(

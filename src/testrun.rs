@@ -25,6 +25,10 @@ pub struct Summary {
     pub output: Option<std::io::Error>,
     /// `--format json`: one JSON object per test.
     pub json: bool,
+    /// `--error-format json`: a test's failure is also written to stderr as a JSON
+    /// diagnostic, for tools that asked for diagnostics; in text each failure is written
+    /// once, on stdout (SPEC 11, round 3).
+    pub failure_diags: bool,
 }
 
 /// One test's result, as a line of text or a JSON object.
@@ -36,6 +40,15 @@ struct Outcome<'a> {
     steps: Option<u64>,
     work: Option<u64>,
     ms: Option<f64>,
+    /// Where a failure happened: the file (as a diagnostic names it) and the line.
+    at: Option<(&'a str, u32)>,
+}
+
+/// Where a diagnostic points, for a result line (`./` left out).
+fn place(d: Option<&Diagnostic>) -> Option<(&str, u32)> {
+    let d = d?;
+    let file = d.file.as_deref()?;
+    Some((file.strip_prefix("./").unwrap_or(file), d.line?))
 }
 
 impl Outcome<'_> {
@@ -50,6 +63,9 @@ impl Outcome<'_> {
             if let Some(m) = self.message {
                 s.push_str(": ");
                 s.push_str(m);
+            }
+            if let Some((f, l)) = self.at {
+                s.push_str(&format!("\n  at {f}:{l}"));
             }
             return s;
         }
@@ -75,6 +91,11 @@ impl Outcome<'_> {
         }
         if let Some(ms) = self.ms {
             o.extend_from_slice(format!(",\"ms\":{:.3}", ms).as_bytes());
+        }
+        if let Some((f, l)) = self.at {
+            o.extend_from_slice(b",\"failure_file\":");
+            crate::diag::json_string(&mut o, f.as_bytes());
+            o.extend_from_slice(format!(",\"line\":{l}").as_bytes());
         }
         o.push(b'}');
         String::from_utf8_lossy(&o).into_owned()
@@ -176,8 +197,16 @@ pub fn run_file(
             summary.load_errors = true;
             summary.failed += 1;
             let msg = format!("load error [{}]: {}", d.kind, d.message);
-            let o =
-                Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps: None, work: None, ms: None };
+            let o = Outcome {
+                file: &shown,
+                name: None,
+                ok: false,
+                message: Some(&msg),
+                steps: None,
+                work: None,
+                ms: None,
+                at: None,
+            };
             if say_line(summary, &o.render(json)) {
                 report(&d);
             }
@@ -191,8 +220,16 @@ pub fn run_file(
             summary.load_errors = true;
             summary.failed += 1;
             let msg = ds.first().map(|d| format!("load error [{}]: {}", d.kind, d.message)).unwrap_or_default();
-            let o =
-                Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps: None, work: None, ms: None };
+            let o = Outcome {
+                file: &shown,
+                name: None,
+                ok: false,
+                message: Some(&msg),
+                steps: None,
+                work: None,
+                ms: None,
+                at: None,
+            };
             if say_line(summary, &o.render(json)) {
                 ds.iter().for_each(&mut *report);
             }
@@ -220,8 +257,10 @@ pub fn run_file(
         let msg = format!("top level: {msg}");
         summary.failed += 1;
         let (steps, work) = (Some(it.meter.steps), Some(it.meter.work));
-        let o = Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps, work, ms: None };
-        if say(&mut it, summary, o) {
+        // Written once, on stdout, with where it happened (SPEC 11, round 3).
+        let at = place(d.as_ref());
+        let o = Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps, work, ms: None, at };
+        if say(&mut it, summary, o) && summary.failure_diags {
             if let Some(d) = d {
                 report(&d);
             }
@@ -243,8 +282,16 @@ pub fn run_file(
         if f.nparams != 0 {
             summary.failed += 1;
             let m = "a test function takes no arguments";
-            let o =
-                Outcome { file: &shown, name: tname, ok: false, message: Some(m), steps: None, work: None, ms: None };
+            let o = Outcome {
+                file: &shown,
+                name: tname,
+                ok: false,
+                message: Some(m),
+                steps: None,
+                work: None,
+                ms: None,
+                at: None,
+            };
             if !say(&mut it, summary, o) {
                 break;
             }
@@ -258,7 +305,7 @@ pub fn run_file(
         match r {
             Ok(()) => {
                 summary.passed += 1;
-                let o = Outcome { file: &shown, name: tname, ok: true, message: None, steps, work, ms };
+                let o = Outcome { file: &shown, name: tname, ok: true, message: None, steps, work, ms, at: None };
                 if !say(&mut it, summary, o) {
                     break;
                 }
@@ -270,11 +317,13 @@ pub fn run_file(
                     None => format!("exit({status}) called"),
                 };
                 summary.failed += 1;
-                let o = Outcome { file: &shown, name: tname, ok: false, message: Some(&msg), steps, work, ms };
+                // Written once, on stdout, with where it happened (SPEC 11, round 3).
+                let at = place(d.as_ref());
+                let o = Outcome { file: &shown, name: tname, ok: false, message: Some(&msg), steps, work, ms, at };
                 if !say(&mut it, summary, o) {
                     break;
                 }
-                if let Some(d) = d {
+                if let (Some(d), true) = (d, summary.failure_diags) {
                     report(&d);
                 }
             }

@@ -277,3 +277,59 @@ def test_module_bytes_count_toward_source_bytes_at_n_plus_1(script):
     r = script(_bytes_script(n), timeout=TIMEOUT)
     assert r.status == 3, r
     assert (r.diag["error"], r.diag["kind"]) == ("load", "source_bytes")
+
+
+# ---------------------------------------------------------------------------
+# Round 3 (SPEC 5, issue 27): dashed options under underscore keys, suggestions
+# ---------------------------------------------------------------------------
+
+GREP = """import args
+o = args.parse({
+  "name": "grep-lite",
+  "options": [
+    {"name": "ignore-case", "short": "i", "flag": true, "help": "match without case"},
+    {"name": "max-count", "short": "m", "type": "number", "help": "stop after N lines"},
+    {"name": "tag-name", "multiple": true},
+  ],
+  "positionals": ["pattern"],
+}, args())
+"""
+
+
+def test_dashed_options_are_underscore_keys(script):
+    r = script(GREP + "print(o)\nprint(o.ignore_case, o.max_count)\n", "-i", "--max-count", "3",
+               "--tag-name", "a", "--tag-name=b", "pat")
+    assert r.status == 0, r
+    assert r.out.splitlines() == [
+        '{"ignore_case":true,"max_count":3,"tag_name":["a","b"],"pattern":"pat"}',
+        "true 3",
+    ]
+    # The help names the value after the key, as argparse does (MAX_COUNT).
+    r = script(GREP, "--help")
+    assert "--max-count MAX_COUNT" in r.out and "--ignore-case " in r.out, r
+
+
+def test_unknown_key_suggests_the_nearest_option(script):
+    r = script(GREP + "print(o.ignore_cas)\n", "pat")
+    assert (r.status, r.diag["kind"]) == (1, "key"), r
+    assert r.diag["help"] == ['did you mean "ignore_case"?'], r.diag
+    # The dashed spelling is not a key (o["..."] is not searched for a suggestion).
+    r = script(GREP + 'x = o["ignore-case"]\n', "pat")
+    assert r.diag["kind"] == "key", r
+    # Case and "-" for "_" are near.
+    r = script(GREP + "y = o.Ignore_Case\n", "pat")
+    assert r.diag["help"] == ['did you mean "ignore_case"?'], r.diag
+
+
+def test_key_suggestions_are_bounded(script):
+    # A map of 64 keys is searched, of 65 not; a name over 64 bytes is not searched.
+    mk = 'm = {}\nfor i = 1 to N\n  m["key_" .. i] = i\nend\n'
+    r = script(mk.replace("N", "64") + "x = m.key_6x\n")
+    assert r.diag["kind"] == "key" and "help" in r.diag, r.diag
+    r = script(mk.replace("N", "65") + "x = m.key_6x\n")
+    assert r.diag["kind"] == "key" and "help" not in r.diag, r.diag
+    r = script(mk.replace("N", "64") + "x = m." + "k" * 65 + "\n")
+    assert r.diag["kind"] == "key" and "help" not in r.diag, r.diag
+    # Short keys: one edit at most.
+    r = script('m = {"ab": 1}\nx = m.zz\n')
+    assert "help" not in r.diag, r.diag

@@ -188,28 +188,6 @@ fn assert(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Err(it.err(ErrKind::Assert, msg))
 }
 
-/// A value as it reads in an assertion message: strings quoted, containers as JSON.
-pub fn repr(v: &Value) -> String {
-    let mut out = Vec::new();
-    match v {
-        Value::Str(s) if std::str::from_utf8(s).is_err() => {
-            return format!("{:?}", String::from_utf8_lossy(s));
-        }
-        Value::Nil | Value::Unset => return "nil".into(),
-        _ => {
-            if write_json(v, &mut out, None, 0, 4096).is_err() {
-                return format!("<{}>", v.type_name());
-            }
-        }
-    }
-    let s = String::from_utf8_lossy(&out).into_owned();
-    if s.len() > 200 {
-        format!("{}...", &s[..s.floor_char_boundary(200)])
-    } else {
-        s
-    }
-}
-
 fn assert_eq(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let mut n = EqCount::default();
     let same = equals_counted(&args[0], &args[1], &mut n);
@@ -217,12 +195,217 @@ fn assert_eq(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     if same {
         return Ok(Value::Nil);
     }
-    let mut msg = format!("expected {}, got {}", repr(&args[1]), repr(&args[0]));
+    let (mut msg, units) = difference(&args[0], &args[1]);
+    // The walk reads both values again and writes at most MAX_PATHS quoted lines (or
+    // the diff): charged by what it touched and wrote.
+    it.work(units)?;
     if let Some(m) = args.get(2) {
         let t = it.to_text(m, it.lim.n(L::String))?;
         msg = format!("{}: {msg}", String::from_utf8_lossy(&t));
     }
     Err(it.err(ErrKind::Assert, msg))
+}
+
+/// Longest quoted value in an assertion message, in bytes (longer ones are cut, with
+/// the count of bytes cut).
+pub const QUOTE_MAX: usize = 200;
+/// At most this many differing paths are listed; then a count of the rest.
+pub const MAX_PATHS: usize = 10;
+/// A unified diff in an assertion message keeps at most this many lines.
+pub const MAX_DIFF_LINES: usize = 200;
+
+/// A value as an assertion message quotes it: JSON (strings quoted, `nil`), at most
+/// `QUOTE_MAX` bytes; a longer string is cut at a character boundary and says how many
+/// bytes were cut (`"aaa..." (1000 more bytes)`), a longer list or map its size.
+pub fn quote(v: &Value) -> String {
+    match v {
+        Value::Nil | Value::Unset => "nil".into(),
+        Value::Str(s) => {
+            let text = String::from_utf8_lossy(s);
+            let cut = text.floor_char_boundary(QUOTE_MAX.min(text.len()));
+            let mut out = Vec::new();
+            crate::diag::json_string(&mut out, text[..cut].as_bytes());
+            let mut q = String::from_utf8_lossy(&out).into_owned();
+            if cut < text.len() {
+                q.insert_str(q.len() - 1, "...");
+                q.push_str(&format!(" ({} more bytes)", s.len().saturating_sub(cut)));
+            }
+            q
+        }
+        _ => {
+            let mut out = Vec::new();
+            let whole = write_json(v, &mut out, None, 0, QUOTE_MAX).is_ok() && out.len() <= QUOTE_MAX;
+            let s = String::from_utf8_lossy(&out).into_owned();
+            if whole {
+                return s;
+            }
+            let cut = s.floor_char_boundary(QUOTE_MAX.min(s.len()));
+            let size = match v {
+                Value::List(l) => format!("a list of {} items", l.len()),
+                Value::Map(m) => format!("a map of {} keys", m.len()),
+                other => other.type_name().to_string(),
+            };
+            format!("{}... ({size})", &s[..cut])
+        }
+    }
+}
+
+/// What differs between `got` and `want` (known to differ), as an assertion message, and
+/// the work units of finding and writing it: for lists and maps the paths that differ
+/// (`[3].name: expected "ada", got "Ada"`; at most `MAX_PATHS`, then a count), for
+/// strings of more than one line a unified diff, else `expected X, got Y`.
+pub fn difference(got: &Value, want: &Value) -> (String, u64) {
+    match (got, want) {
+        (Value::Str(g), Value::Str(w)) if g.contains(&b'\n') || w.contains(&b'\n') => {
+            let diff = unified_diff(w, g);
+            let mut lines = diff.lines();
+            let mut out = String::from("strings differ:");
+            for l in lines.by_ref().take(MAX_DIFF_LINES) {
+                out.push('\n');
+                // Each diff line is bounded like a quoted value.
+                if l.len() > QUOTE_MAX {
+                    let cut = l.floor_char_boundary(QUOTE_MAX);
+                    out.push_str(&format!("{}... ({} more bytes)", &l[..cut], l.len() - cut));
+                } else {
+                    out.push_str(l);
+                }
+            }
+            let rest = lines.count();
+            if rest > 0 {
+                out.push_str(&format!("\n... and {rest} more lines of the diff"));
+            }
+            let units = (g.len() + w.len() + out.len()) as u64;
+            (out, units)
+        }
+        (Value::List(_), Value::List(_)) | (Value::Map(_), Value::Map(_)) => {
+            let mut d = Diffs::default();
+            let mut path = String::new();
+            walk(&mut path, got, want, &mut d, 0);
+            if d.count == 1 && d.root {
+                return (d.shown.remove(0), d.units);
+            }
+            let what = if matches!(got, Value::List(_)) { "lists" } else { "maps" };
+            let mut out = format!("{what} differ at {} path{}:", d.count, if d.count == 1 { "" } else { "s" });
+            for l in &d.shown {
+                out.push_str("\n  ");
+                out.push_str(l);
+            }
+            if d.count > d.shown.len() as u64 {
+                out.push_str(&format!("\n  ... and {} more", d.count - d.shown.len() as u64));
+            }
+            let units = d.units + out.len() as u64;
+            (out, units)
+        }
+        _ => {
+            let s = format!("expected {}, got {}", quote(want), quote(got));
+            let units = s.len() as u64;
+            (s, units)
+        }
+    }
+}
+
+#[derive(Default)]
+struct Diffs {
+    shown: Vec<String>,
+    count: u64,
+    units: u64,
+    /// The one difference found is the whole value (no path).
+    root: bool,
+}
+
+/// Path text of a map key: `.name` for a plain name, else `["a key"]` (bounded).
+fn key_path(path: &mut String, k: &[u8]) {
+    let plain = !k.is_empty()
+        && k.len() <= 64
+        && (k[0].is_ascii_alphabetic() || k[0] == b'_')
+        && k.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
+    if plain {
+        path.push('.');
+        path.push_str(std::str::from_utf8(k).unwrap_or(""));
+    } else {
+        path.push('[');
+        path.push_str(&quote(&Value::Str(bytes(k))));
+        path.push(']');
+    }
+}
+
+const MISSING: &str = "<missing>";
+
+fn record(path: &str, want: Option<&Value>, got: Option<&Value>, d: &mut Diffs) {
+    d.count += 1;
+    if d.shown.len() < MAX_PATHS {
+        let q = |v: Option<&Value>| v.map(quote).unwrap_or_else(|| MISSING.to_string());
+        let line = if path.is_empty() {
+            d.root = true;
+            format!("expected {}, got {}", q(want), q(got))
+        } else {
+            // A path is bounded too: deep nesting of long keys would make it long.
+            let p = if path.len() > 4 * QUOTE_MAX {
+                let cut = path.floor_char_boundary(4 * QUOTE_MAX);
+                format!("{}... ({} more bytes)", &path[..cut], path.len() - cut)
+            } else {
+                path.to_string()
+            };
+            format!("{p}: expected {}, got {}", q(want), q(got))
+        };
+        d.units += line.len() as u64;
+        d.shown.push(line);
+    }
+}
+
+fn walk(path: &mut String, got: &Value, want: &Value, d: &mut Diffs, depth: usize) {
+    d.units += 1;
+    match (got, want) {
+        (Value::List(g), Value::List(w)) if depth < 256 => {
+            if std::rc::Rc::ptr_eq(g, w) {
+                return;
+            }
+            let (gi, wi) = (g.items(), w.items());
+            for i in 0..gi.len().max(wi.len()) {
+                let l = path.len();
+                path.push_str(&format!("[{i}]"));
+                match (gi.get(i), wi.get(i)) {
+                    (Some(a), Some(b)) => walk(path, a, b, d, depth + 1),
+                    (a, b) => {
+                        d.units += 1;
+                        record(path, b, a, d)
+                    }
+                }
+                path.truncate(l);
+            }
+        }
+        (Value::Map(g), Value::Map(w)) if depth < 256 => {
+            if std::rc::Rc::ptr_eq(g, w) {
+                return;
+            }
+            for (k, wv) in w.iter() {
+                let l = path.len();
+                d.units += k.len() as u64;
+                key_path(path, k);
+                match g.get(k) {
+                    Some(gv) => walk(path, gv, wv, d, depth + 1),
+                    None => record(path, Some(wv), None, d),
+                }
+                path.truncate(l);
+            }
+            for (k, gv) in g.iter() {
+                d.units += k.len() as u64;
+                if !w.contains(k) {
+                    let l = path.len();
+                    key_path(path, k);
+                    record(path, None, Some(gv), d);
+                    path.truncate(l);
+                }
+            }
+        }
+        _ => {
+            let mut n = EqCount::default();
+            if !equals_counted(got, want, &mut n) {
+                record(path, Some(want), Some(got), d);
+            }
+            d.units += n.units();
+        }
+    }
 }
 
 /// `assert_snapshot(name, value)`: compare `str(value)` with the stored snapshot
