@@ -16,6 +16,7 @@ pub mod core;
 pub mod csv;
 pub mod date;
 pub mod db;
+pub mod db_pg;
 pub mod env;
 pub mod files;
 pub mod format;
