@@ -378,3 +378,20 @@ def test_nothing_postgres_is_set_up_by_a_run_that_does_not_open_one(pg, tmp_path
                        capture_output=True, timeout=60)
     assert b"hi" in r.stdout
     assert b"socket(" not in r.stderr
+
+
+def test_the_password_is_masked_in_a_shown_source_line(pg, tmp_path):
+    p = tmp_path / "s.lsh"
+    p.write_text(f'x = 1\nh = db.open("{pg.url()}")\n')
+    r = subprocess.run([str(LEASH), str(p)], capture_output=True, timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "db.open needs --allow-db" in err
+    assert PASSWORD not in err and f"app:{'*' * len(PASSWORD)}@127.0.0.1" in err
+
+
+def test_connections_per_run_are_bounded(pg, tmp_path):
+    code = (f'for i = 1 to {{n}}\n  h = db.open("{pg.url()}")\n  db.close(h)\nend\nprint("done")\n')
+    assert ok(pg, code.format(n=64), tmp_path).strip() == "done"
+    r = run_pg(pg, code.format(n=65), tmp_path)
+    assert r.returncode == 4 and diag(r)["kind"] == "databases", r
+    assert "more than 64 PostgreSQL connections per run" in diag(r)["message"]

@@ -82,6 +82,39 @@ pub fn redact(p: &[u8]) -> Vec<u8> {
     }
 }
 
+/// `line` with the password of any PostgreSQL URL in it masked (each character an
+/// `*`, so that columns stay where they were): for source lines shown in diagnostics.
+pub fn mask_passwords(line: &str) -> std::borrow::Cow<'_, str> {
+    let lower = line.to_ascii_lowercase();
+    if !lower.contains("postgres") {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out: Vec<char> = line.chars().collect();
+    let idx: Vec<usize> = line.char_indices().map(|(i, _)| i).collect();
+    let mut from = 0;
+    while let Some(k) = lower[from..].find("://") {
+        let start = from + k + 3;
+        from = start;
+        if !(lower[..start - 3].ends_with("postgresql") || lower[..start - 3].ends_with("postgres")) {
+            continue;
+        }
+        let end = line[start..]
+            .find(|c: char| c == '/' || c == '"' || c == '\'' || c == '?' || c.is_whitespace())
+            .map_or(line.len(), |e| start + e);
+        let auth = &line[start..end];
+        if let Some(at) = auth.rfind('@') {
+            if let Some(colon) = auth[..at].find(':') {
+                for (ci, bi) in idx.iter().enumerate() {
+                    if *bi > start + colon && *bi < start + at {
+                        out[ci] = '*';
+                    }
+                }
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out.into_iter().collect())
+}
+
 /// Bytes received and the message-size guard, shared with the protocol reader.
 #[derive(Debug, Default)]
 struct Io {
@@ -95,6 +128,8 @@ struct Io {
 pub struct PgState {
     rt: Option<Arc<tokio::runtime::Runtime>>,
     conns: HashMap<u32, PgConn>,
+    /// Connections opened in this run (bounded like `net.connect`'s).
+    opened: u64,
 }
 
 impl std::fmt::Debug for PgState {
@@ -132,22 +167,24 @@ impl PgState {
         self.conns.insert(id, c);
     }
 
-    /// Close every connection (end of a run): each is told to terminate, briefly.
+    /// Close every connection (end of a run): each is told to terminate, all within
+    /// 200 ms.
     pub fn close_all(&mut self) {
+        let until = Instant::now() + Duration::from_millis(200);
         let ids: Vec<u32> = self.conns.keys().copied().collect();
         for id in ids {
             if let Some(c) = self.conns.remove(&id) {
-                self.shut(c, Duration::from_millis(200));
+                self.shut(c, until);
             }
         }
     }
 
-    fn shut(&self, mut c: PgConn, wait: Duration) {
+    fn shut(&self, mut c: PgConn, until: Instant) {
         drop(c.client.take());
         if let (Some(rt), Some(task)) = (&self.rt, c.task.take()) {
             // Dropping the client ends the connection's task (it sends Terminate).
             rt.block_on(async {
-                let _ = tokio::time::timeout(wait, task).await;
+                let _ = tokio::time::timeout_at(until.into(), task).await;
             });
         }
     }
@@ -276,13 +313,17 @@ fn parse_url(url: &str) -> Result<PgUrl, String> {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         let v = pct_decode(v, "query")?;
         match k {
-            "sslmode" => u.tls = match v.as_str() {
-                "disable" => false,
-                "require" | "verify-ca" | "verify-full" => true,
-                other => return Err(format!(
+            "sslmode" => {
+                u.tls = match v.as_str() {
+                    "disable" => false,
+                    "require" | "verify-ca" | "verify-full" => true,
+                    other => {
+                        return Err(format!(
                     "has sslmode={other:?} (known: disable, require, verify-ca, verify-full; TLS is always verified)"
-                )),
-            },
+                ))
+                    }
+                }
+            }
             "connect_timeout" => {
                 let s: u64 = v
                     .parse()
@@ -525,6 +566,11 @@ pub fn open(it: &mut Interp<'_>, raw: &[u8]) -> R<PgConn> {
     let shown = u.shown();
     it.audit_note(shown.clone());
     it.check_time()?;
+    let most = it.lim.get(L::SocketsConnects);
+    if it.db.pg.opened >= most {
+        return Err(it.limit(LimitKind::Databases, format!("more than {most} PostgreSQL connections per run")));
+    }
+    it.db.pg.opened += 1;
     it.work(WORK_PG_CONNECT)?;
     let gate = it.gate.clone();
     let grant = format!("--allow-db=postgresql://{}:{}/{}", u.host_shown(), u.port, u.db);
@@ -1428,7 +1474,8 @@ fn drain(
 pub fn close(it: &mut Interp<'_>, id: u32) -> R<Value> {
     if let Some(c) = it.db.pg.conns.remove(&id) {
         it.audit_note(c.shown.clone());
-        it.db.pg.shut(c, Duration::from_millis(1000));
+        let until = Instant::now() + Duration::from_millis(1000);
+        it.db.pg.shut(c, it.deadline.map_or(until, |d| d.min(until)));
     }
     Ok(Value::Nil)
 }
@@ -1478,6 +1525,12 @@ mod tests {
         }
         assert_eq!(redact(b"postgresql://u:secret@h/db"), b"postgresql://u@h:5432/db");
         assert_eq!(redact(b"data/app.db"), b"data/app.db");
+        assert_eq!(
+            mask_passwords(r#"h = db.open("postgresql://u:pw@h/db")"#),
+            r#"h = db.open("postgresql://u:**@h/db")"#
+        );
+        assert_eq!(mask_passwords("x = 'postgres://u:p@ss@h' .. z"), "x = 'postgres://u:****@h' .. z");
+        assert_eq!(mask_passwords("print(\"postgres is fine: a:b@c\")"), "print(\"postgres is fine: a:b@c\")");
     }
 
     #[test]
