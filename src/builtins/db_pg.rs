@@ -638,9 +638,6 @@ pub fn open(it: &mut Interp<'_>, raw: &[u8]) -> R<PgConn> {
     let statement_ms = statement_ms(it);
     let mut config = tokio_postgres::Config::new();
     config.user(&u.user).dbname(&u.db).application_name(u.application_name.as_deref().unwrap_or("leash"));
-    // Session defaults: the statement timeout from the time left, and UTC (timestamps
-    // with a time zone come back in UTC).
-    config.options(format!("-c statement_timeout={statement_ms} -c TimeZone=UTC"));
     if let Some(p) = &u.password {
         config.password(p.as_bytes());
     }
@@ -693,6 +690,13 @@ pub fn open(it: &mut Interp<'_>, raw: &[u8]) -> R<PgConn> {
                 )
             }
         };
+        // Session settings: the statement timeout from the time left, and UTC (timestamps
+        // with a time zone come back in UTC). Sent as statements, not as start-up
+        // `options`, which poolers such as PgBouncer refuse.
+        client
+            .batch_execute(&format!("SET statement_timeout = {statement_ms}; SET TimeZone = 'UTC'"))
+            .await
+            .map_err(|e| Setup::Pg(e, peer))?;
         Ok((client, task, peer))
     });
     it.audit_bytes = io.received.load(Relaxed);
