@@ -34,6 +34,18 @@ if ! command -v apache2 >/dev/null 2>&1 && [ ! -x /usr/sbin/apache2 ]; then
     || echo "   (apache2 could not be installed; the Apache CGI tests will be skipped)"
 fi
 
+# postgresql (initdb, postgres, psql) and openssl let tests/test_db_pg.py and
+# tests/test_scaleout.py start a private PostgreSQL server (with a test CA for TLS);
+# without them those tests are skipped, saying so. Debian's package starts no cluster
+# the tests need: they run their own in a temporary directory.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1; then
+  echo "== installing postgresql"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO=sudo
+  APT="$SUDO env DEBIAN_FRONTEND=noninteractive apt-get"
+  ($APT install -y -qq --no-install-recommends postgresql openssl >/dev/null 2>&1 || { $APT update -qq >/dev/null 2>&1 && $APT install -y -qq --no-install-recommends postgresql openssl >/dev/null 2>&1; }) \
+    || echo "   (postgresql could not be installed; the PostgreSQL tests will be skipped)"
+fi
+
 echo "== cargo build --release"
 cargo build --release --locked
 echo "== cargo test (unit tests)"

@@ -58,7 +58,12 @@ pub const OPTIONS: &[Opt] = &[
         value: None,
         help: "[=ADDR:PORT,...] grant net.listen, net.accept (needs --allow-network)",
     },
-    Opt { name: "--allow-db", value: None, help: "[=PATH,...] grant db.* (SQLite), only database files beneath PATHs" },
+    Opt {
+        name: "--allow-db",
+        value: None,
+        help:
+            "[=PATH|postgresql://HOST[:PORT]/DB,...] grant db.*: SQLite files beneath PATHs, PostgreSQL servers named",
+    },
     Opt { name: "--audit", value: Some("FILE"), help: "append one JSON line per gated call to FILE" },
     Opt { name: "--json", value: None, help: "leash check: capabilities and every gated call site as JSON" },
     Opt { name: "--tls-ca-file", value: Some("PATH"), help: "replace default TLS trust (needs --allow-network)" },
@@ -469,11 +474,13 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
     if cfg.allow_listen && !cfg.allow_network {
         return Err("--allow-listen needs --allow-network".into());
     }
-    if cfg.tls_ca_file.is_some() && !cfg.allow_network {
-        return Err("--tls-ca-file needs --allow-network".into());
+    // They also serve PostgreSQL servers granted by `--allow-db=postgresql://...`.
+    let pg = cfg.scopes.db.items.iter().any(|i| crate::gate::is_pg_url(i.as_bytes()));
+    if cfg.tls_ca_file.is_some() && !cfg.allow_network && !pg {
+        return Err("--tls-ca-file needs --allow-network (or an --allow-db=postgresql:// scope)".into());
     }
-    if cfg.dns_server.is_some() && !cfg.allow_network {
-        return Err("--dns-server needs --allow-network".into());
+    if cfg.dns_server.is_some() && !cfg.allow_network && !pg {
+        return Err("--dns-server needs --allow-network (or an --allow-db=postgresql:// scope)".into());
     }
     let to_path = |a: &OsString| PathBuf::from(a);
     let cmd = match sub {

@@ -245,6 +245,8 @@ impl Diagnostic {
         };
         // Annotation spans are byte ranges of the shown line; columns are characters.
         let text = text.strip_suffix('\r').unwrap_or(text);
+        // A PostgreSQL URL's password in the line is never shown.
+        let text = &*crate::builtins::db_pg::mask_passwords(text);
         // Without a column, the whole statement is underlined.
         let (start, end) = match d.column {
             Some(col) => {

@@ -290,6 +290,49 @@ impl HostScope {
     }
 }
 
+/// A PostgreSQL server scope of `--allow-db=postgresql://HOST[:PORT][/DB]`: the host as
+/// an `--allow-network` host item (a name, `*.suffix` or an address; the port 5432 when
+/// none is written), and the database (any when none is written, or `*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PgGrant {
+    host: HostScope,
+    db: Option<String>,
+}
+
+/// Does this `--allow-db` item (or `db.open` argument) name a PostgreSQL server?
+pub fn is_pg_url(s: &[u8]) -> bool {
+    let starts = |p: &[u8]| s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p);
+    starts(b"postgresql://") || starts(b"postgres://")
+}
+
+/// Parse one `postgresql://HOST[:PORT][/DB]` scope item.
+pub fn parse_pg_scope(item: &str, flag: &str) -> Result<PgGrant, String> {
+    let bad = |why: &str| format!("{flag}: \"{item}\" {why}");
+    let rest = item.split_once("://").map(|(_, r)| r).unwrap_or_default();
+    let (hostport, db) = match rest.split_once('/') {
+        Some((h, d)) => (h, d),
+        None => (rest, ""),
+    };
+    if hostport.contains('@') {
+        return Err(bad("names a user (a scope names a server and a database: postgresql://HOST[:PORT]/DB)"));
+    }
+    if db.contains('?') || db.contains('/') || hostport.contains('?') {
+        return Err(bad("is not of the form postgresql://HOST[:PORT]/DB"));
+    }
+    if hostport.is_empty() {
+        return Err(bad("names no host"));
+    }
+    let mut g = parse_host(hostport, flag)?;
+    if g.port.is_none() {
+        g.port = Some(5432);
+    }
+    let db = match db {
+        "" | "*" => None,
+        d => Some(d.to_string()),
+    };
+    Ok(PgGrant { host: HostScope::Only(vec![g]), db })
+}
+
 // ----------------------------------------------------------------------
 // The gate
 // ----------------------------------------------------------------------
@@ -339,6 +382,8 @@ pub struct Gate {
     pub db: Option<PathScope>,
     pub network: Option<HostScope>,
     pub listen: Option<HostScope>,
+    /// PostgreSQL servers granted by `--allow-db=postgresql://...` items (none: no server).
+    pub pg: Vec<PgGrant>,
     pub audit: Option<Audit>,
     /// The working directory when the run started (relative paths are beneath it).
     cwd: PathBuf,
@@ -435,10 +480,22 @@ impl Gate {
     /// usage error.
     pub fn new(specs: &Specs) -> Result<Gate, String> {
         let cwd = std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
+        // `--allow-db` items that name PostgreSQL servers are host scopes; the rest are
+        // paths (SQLite files). A bare `--allow-db` grants every path, and no server.
+        let mut db_paths = specs.db.clone();
+        db_paths.items.retain(|i| !is_pg_url(i.as_bytes()));
+        let pg = specs
+            .db
+            .items
+            .iter()
+            .filter(|i| is_pg_url(i.as_bytes()))
+            .map(|i| parse_pg_scope(i, FLAG_DB))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut gate = Gate {
             read: PathScope::build(&specs.read, FLAG_READ, &cwd)?,
             files: PathScope::build(&specs.files, FLAG_FILES, &cwd)?,
-            db: PathScope::build(&specs.db, FLAG_DB, &cwd)?,
+            db: PathScope::build(&db_paths, FLAG_DB, &cwd)?,
+            pg,
             network: HostScope::build(&specs.network, "--allow-network")?,
             listen: HostScope::build(&specs.listen, "--allow-listen")?,
             audit: None,
@@ -726,6 +783,17 @@ impl Gate {
         self.listen.as_ref().is_none_or(|s| s.allows(host, addr))
     }
 
+    /// May the script connect to the PostgreSQL server at `addr`, reached through `name`,
+    /// for the database `db`?
+    pub fn pg_allowed(&self, name: &str, addr: SocketAddr, db: &str) -> bool {
+        self.pg.iter().any(|g| g.host.allows(name, addr) && g.db.as_deref().is_none_or(|d| d == db))
+    }
+
+    /// May the name of a PostgreSQL server be looked up at all?
+    pub fn pg_may_resolve(&self, name: &str) -> bool {
+        self.pg.iter().any(|g| g.host.may_resolve(name))
+    }
+
     pub fn auditing(&self) -> bool {
         self.audit.is_some()
     }
@@ -869,5 +937,31 @@ mod tests {
         assert!(parse_host("a..b", "f").is_err());
         assert!(parse_host("host:0", "f").is_err());
         assert!(parse_host("::1", "f").is_ok());
+    }
+
+    #[test]
+    fn pg_scopes() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let g = |items: &[&str]| Gate {
+            pg: items.iter().map(|i| parse_pg_scope(i, "--allow-db").unwrap()).collect(),
+            ..Gate::default()
+        };
+        let gate = g(&["postgresql://db.internal/app", "postgres://127.0.0.1:5433", "postgresql://[::1]:6000/*"]);
+        assert!(gate.pg_allowed("db.internal", a("10.1.2.3:5432"), "app"));
+        assert!(!gate.pg_allowed("db.internal", a("10.1.2.3:5433"), "app"));
+        assert!(!gate.pg_allowed("db.internal", a("10.1.2.3:5432"), "other"));
+        assert!(!gate.pg_allowed("other.internal", a("10.1.2.3:5432"), "app"));
+        assert!(gate.pg_allowed("localhost", a("127.0.0.1:5433"), "anything"));
+        assert!(!gate.pg_allowed("localhost", a("127.0.0.2:5433"), "anything"));
+        assert!(gate.pg_allowed("::1", a("[::1]:6000"), "x"));
+        assert!(gate.pg_may_resolve("db.internal") && gate.pg_may_resolve("anything"));
+        assert!(!g(&["postgresql://db.internal/app"]).pg_may_resolve("evil.example"));
+        assert!(!Gate::default().pg_allowed("127.0.0.1", a("127.0.0.1:5432"), "app"));
+        for bad in
+            ["postgresql://u@h/db", "postgresql:///db", "postgresql://h/db?sslmode=require", "postgresql://h:0/d"]
+        {
+            assert!(parse_pg_scope(bad, "--allow-db").is_err(), "{bad}");
+        }
+        assert!(is_pg_url(b"PostgreSQL://x") && !is_pg_url(b"data/app.db"));
     }
 }

@@ -268,6 +268,10 @@ fn parse_allow(v: &toml::Value, what: &str, root: &Path) -> Result<Allow, String
                             crate::gate::parse_host(item, &format!("`{what}`: {cap}"))?;
                             item.to_string()
                         }
+                        "db" if crate::gate::is_pg_url(item.as_bytes()) => {
+                            crate::gate::parse_pg_scope(item, &format!("`{what}`: {cap}"))?;
+                            item.to_string()
+                        }
                         _ => scope_path(root, item, what, &entry)?,
                     };
                     if item.contains(',') {

@@ -388,6 +388,7 @@ impl Resolver<'_> {
                         None => (String::new(), 0),
                     };
                     let target = match args.first() {
+                        Some(AExpr::Str(s)) if b.name == "db.open" => Some(crate::builtins::db_pg::redact(s)),
                         Some(AExpr::Str(s)) => Some(s.clone()),
                         _ => None,
                     };

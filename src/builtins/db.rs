@@ -194,16 +194,19 @@ pub struct DbState {
     next_id: u32,
     /// Made by the first `db.open` (and the process-wide heap limit set then).
     meter: Option<Arc<Meter>>,
+    /// PostgreSQL connections (`db_pg.rs`), numbered with the same ids.
+    pub pg: super::db_pg::PgState,
 }
 
 impl DbState {
     /// Close every open database (at the end of a run).
     pub fn close_all(&mut self) {
         self.conns.clear();
+        self.pg.close_all();
     }
 
     pub fn open_count(&self) -> usize {
-        self.conns.len()
+        self.conns.len() + self.pg.len()
     }
 }
 
@@ -304,7 +307,9 @@ fn finish(it: &mut Interp<'_>, m: &Meter) -> R<()> {
 }
 
 fn db_id(it: &Interp<'_>, name: &str, v: &Value) -> R<u32> {
-    let h = it.arg_handle(name, std::slice::from_ref(v), 0, &[HandleKind::Db], |h| it.db.conns.contains_key(&h.id))?;
+    let h = it.arg_handle(name, std::slice::from_ref(v), 0, &[HandleKind::Db], |h| {
+        it.db.conns.contains_key(&h.id) || it.db.pg.has(h.id)
+    })?;
     Ok(h.id)
 }
 
@@ -629,7 +634,7 @@ fn scoped_path(it: &mut Interp<'_>, p: &[u8]) -> R<Option<Vec<u8>>> {
 fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "db.open";
     let p = it.arg_str(NAME, args, 0)?.clone();
-    if it.db.conns.len() >= it.lim.n(L::Databases) {
+    if it.db.open_count() >= it.lim.n(L::Databases) {
         return Err(it.limit(
             LimitKind::Databases,
             format!("more than {max_db_open} open databases", max_db_open = it.lim.n(L::Databases)),
@@ -637,6 +642,13 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     if p.contains(&0) {
         return Err(it.err(ErrKind::Value, format!("{NAME}: argument 1 contains a NUL byte")));
+    }
+    if super::db_pg::is_url(&p) {
+        let c = super::db_pg::open(it, &p)?;
+        it.db.next_id += 1;
+        let id = it.db.next_id;
+        it.db.pg.insert(id, c);
+        return Ok(Value::Handle(Handle { kind: HandleKind::Db, id }));
     }
     it.check_time()?;
     let first = it.db.meter.is_none();
@@ -720,6 +732,9 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 fn exec(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "db.exec";
     let id = db_id(it, NAME, &args[0])?;
+    if it.db.pg.has(id) {
+        return super::db_pg::exec(it, args, id);
+    }
     let sql = it.arg_text(NAME, args, 1)?;
     let p = params_of(it, NAME, args, 2)?;
     let conn = &it.db.conns[&id];
@@ -732,6 +747,9 @@ fn exec(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 fn query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "db.query";
     let id = db_id(it, NAME, &args[0])?;
+    if it.db.pg.has(id) {
+        return super::db_pg::query(it, args, id);
+    }
     let sql = it.arg_text(NAME, args, 1)?;
     let p = params_of(it, NAME, args, 2)?;
     let conn = &it.db.conns[&id];
@@ -744,6 +762,9 @@ fn query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "db.close";
     let id = db_id(it, NAME, &args[0])?;
+    if it.db.pg.has(id) {
+        return super::db_pg::close(it, id);
+    }
     let conn = it.db.conns.remove(&id).expect("checked handle");
     if let Err((_, e)) = conn.close() {
         let (msg, _) = message(&e);
@@ -755,7 +776,7 @@ fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 const D: Cap = Cap::Db;
 
 pub const TABLE: &[Builtin] = &[
-    gated("db.open", "db.open(path)", 1, 1, D, CONST, open),
+    gated("db.open", "db.open(path or url)", 1, 1, D, CONST, open),
     gated("db.exec", "db.exec(db, sql[, params])", 2, 3, D, Cost::io(1.0), exec),
     gated("db.query", "db.query(db, sql[, params])", 2, 3, D, Cost::items(2.0), query),
     gated("db.close", "db.close(db)", 1, 1, D, CONST, close),

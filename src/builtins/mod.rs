@@ -18,6 +18,7 @@ pub mod csv;
 pub mod date;
 pub mod db;
 pub mod db_sqlfn;
+pub mod db_pg;
 pub mod env;
 pub mod files;
 pub mod format;
