@@ -13,6 +13,8 @@ pub mod budget;
 pub mod builtins;
 pub mod cli;
 pub mod diag;
+pub mod fastcgi;
+pub mod fastcgi_server;
 pub mod gate;
 pub mod gateway;
 pub mod interp;
