@@ -446,3 +446,286 @@ def test_many_requests_and_runaways(tmp_path, mode):
     finally:
         srv.stop()
     assert srv.proc.returncode == 0
+
+
+# ---------------------------------------------------------------------------
+# Behind real web servers: Apache 2.4 (event MPM, mod_proxy_fcgi, over TCP) and nginx
+# (fastcgi_pass over the unix socket, keep-alive connections)
+# ---------------------------------------------------------------------------
+
+APACHE_MODULES = pathlib.Path("/usr/lib/apache2/modules")
+
+APACHE_FCGI_CONF = """ServerRoot "{base}"
+Listen 127.0.0.1:{port}
+PidFile "{base}/run/httpd.pid"
+DefaultRuntimeDir "{base}/run"
+ErrorLog "{base}/logs/error.log"
+LogLevel warn
+ServerName 127.0.0.1
+{user}
+LoadModule mpm_event_module {mods}/mod_mpm_event.so
+LoadModule authz_core_module {mods}/mod_authz_core.so
+LoadModule proxy_module {mods}/mod_proxy.so
+LoadModule proxy_fcgi_module {mods}/mod_proxy_fcgi.so
+StartServers 1
+Timeout 30
+ProxyTimeout 30
+DocumentRoot "{base}/www"
+<Directory />
+  Require all granted
+</Directory>
+<FilesMatch "\\.lsh$">
+  SetHandler "proxy:fcgi://127.0.0.1:{fport}"
+</FilesMatch>
+"""
+
+NGINX_CONF = """daemon off;
+master_process on;
+worker_processes 1;
+pid {base}/run/nginx.pid;
+error_log {base}/logs/error.log warn;
+{user}
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {base}/tmp/body;
+  fastcgi_temp_path {base}/tmp/fastcgi;
+  proxy_temp_path {base}/tmp/proxy;
+  uwsgi_temp_path {base}/tmp/uwsgi;
+  scgi_temp_path {base}/tmp/scgi;
+  client_max_body_size 4m;
+  upstream leash {{
+    server unix:{sock};
+    keepalive 8;
+  }}
+  server {{
+    listen 127.0.0.1:{port};
+    root {base}/www;
+    location ~ \\.lsh$ {{
+      fastcgi_pass leash;
+      fastcgi_keep_conn on;
+      fastcgi_read_timeout 30s;
+      fastcgi_param GATEWAY_INTERFACE CGI/1.1;
+      fastcgi_param SERVER_SOFTWARE nginx;
+      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
+      fastcgi_param SCRIPT_NAME $fastcgi_script_name;
+      fastcgi_param QUERY_STRING $query_string;
+      fastcgi_param REQUEST_METHOD $request_method;
+      fastcgi_param CONTENT_TYPE $content_type;
+      fastcgi_param CONTENT_LENGTH $content_length;
+      fastcgi_param REQUEST_URI $request_uri;
+      fastcgi_param SERVER_PROTOCOL $server_protocol;
+      fastcgi_param REMOTE_ADDR $remote_addr;
+      fastcgi_param SERVER_NAME $server_name;
+      fastcgi_param SERVER_PORT $server_port;
+      fastcgi_param HTTP_PROXY "";
+    }}
+  }}
+}}
+"""
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_user(kind):
+    if os.geteuid() != 0:
+        return ""
+    import grp
+    import pwd
+
+    for user, group in [("www-data", "www-data"), ("nobody", "nogroup")]:
+        try:
+            pwd.getpwnam(user)
+            grp.getgrnam(group)
+            return f"User {user}\nGroup {group}\n" if kind == "apache" else f"user {user} {group};"
+        except KeyError:
+            continue
+    return None
+
+
+class Web:
+    def __init__(self, kind, base, port, proc, srv):
+        self.kind, self.base, self.port, self.proc, self.srv = kind, base, port, proc, srv
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}/{path}"
+
+    def log(self):
+        try:
+            return (self.base / "logs" / "error.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+def _start_web(kind, base, srv):
+    port = _free_port()
+    user = _run_user(kind)
+    if user is None:
+        pytest.skip("running as root but neither www-data nor nobody exists for the web server's workers")
+    for d in ["run", "logs", "tmp"]:
+        (base / d).mkdir(exist_ok=True)
+    os.chmod(base / "tmp", 0o777)
+    for dirpath, _dirs, files in os.walk(base):
+        os.chmod(dirpath, 0o755 if not dirpath.endswith("/tmp") else 0o777)
+    if kind == "apache":
+        exe = shutil.which("apache2") or ("/usr/sbin/apache2" if os.path.exists("/usr/sbin/apache2") else None)
+        if not exe:
+            pytest.skip("apache2 is not installed (scripts/test.sh installs it with apt-get when it can)")
+        for m in ["mod_mpm_event.so", "mod_proxy.so", "mod_proxy_fcgi.so"]:
+            if not (APACHE_MODULES / m).exists():
+                pytest.skip(f"{m} not found in {APACHE_MODULES}")
+        conf = base / "httpd.conf"
+        conf.write_text(APACHE_FCGI_CONF.format(base=base, port=port, user=user, mods=APACHE_MODULES,
+                                                fport=srv.addr[1]))
+        cmd = [exe, "-f", str(conf), "-D", "FOREGROUND"]
+    else:
+        exe = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+        if not exe:
+            pytest.skip("nginx is not installed (scripts/test.sh installs it with apt-get when it can)")
+        os.chmod(srv.sock, 0o777)
+        conf = base / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(base=base, port=port, user=user, sock=srv.sock))
+        cmd = [exe, "-c", str(conf), "-p", str(base), "-e", str(base / "logs" / "error.log")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    web = Web(kind, base, port, proc, srv)
+    deadline = time.monotonic() + 15
+    while True:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace")
+            pytest.skip(f"{kind} could not start: {err.strip()[-500:]} {web.log()[-500:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return web
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                pytest.skip(f"{kind} did not listen on port {port} within 15 s: {web.log()[-500:]}")
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module", params=["apache", "nginx"])
+def web(request):
+    kind = request.param
+    # Not under pytest's tmp_path: the web server's workers (www-data) must reach it.
+    base = pathlib.Path(tempfile.mkdtemp(prefix=f"leash-fcgi-{kind}-"))
+    srv = None
+    proc = None
+    try:
+        addr = f"127.0.0.1:{_free_port()}" if kind == "apache" else None
+        srv = Server(base, workers=4, queue=64, time_ms=1500, addr=addr)
+        w = _start_web(kind, base, srv)
+        proc = w.proc
+        yield w
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM if kind == "apache" else signal.SIGQUIT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if srv is not None:
+            srv.stop()
+            assert srv.proc.returncode == 0, srv.log()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def http(web, path, body=None, headers=None, chunked=False, timeout=30):
+    """One HTTP/1.1 request on a raw socket -> (status, headers, body)."""
+    import http.client
+
+    c = http.client.HTTPConnection("127.0.0.1", web.port, timeout=timeout)
+    h = dict(headers or {})
+    if body is not None and chunked:
+        c.request("POST", "/" + path, body=iter([body[i:i + 1000] for i in range(0, len(body), 1000)]),
+                  headers=h, encode_chunked=True)
+    elif body is not None:
+        c.request("POST", "/" + path, body=body, headers=h)
+    else:
+        c.request("GET", "/" + path, headers=h)
+    r = c.getresponse()
+    out = r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    c.close()
+    return out
+
+
+def test_web_pages_and_statuses(web):
+    status, headers, body = http(web, "hello.lsh?who=%3Cweb%3E")
+    assert status == 200 and body == b"hello &lt;web&gt;\n", (body, web.log(), web.srv.log())
+    assert headers["content-type"] == "text/plain"
+    assert http(web, "status.lsh")[0] == 404
+    status, _, body = http(web, "fail.lsh")
+    assert status == 500 and b"SECRET" not in body
+    assert http(web, "loop.lsh")[0] == 504
+    assert http(web, "nope.lsh")[0] == 404
+    assert http(web, "hello.lsh")[0] == 200
+
+
+def test_web_bodies(web):
+    data = b"a=1&b=two+words"
+    status, _, body = http(web, "form.lsh", data, {"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 200 and body == b'POST {"a":"1","b":"two words"}\n', (body, web.srv.log())
+    up = os.urandom(1 << 20)
+    status, _, body = http(web, "body.lsh", up, {"Content-Type": "application/octet-stream"})
+    assert status == 200 and body.split() == [str(len(up)).encode(), hashlib.sha256(up).hexdigest().encode()], body
+    status, _, body = http(web, "body.lsh", b"c" * 5000, {"Content-Type": "application/octet-stream"}, chunked=True)
+    assert status == 200 and body.split() == [b"5000", hashlib.sha256(b"c" * 5000).hexdigest().encode()], (
+        body, web.log(), web.srv.log()[-2000:])
+
+
+def test_web_large_response_and_slow_client(web):
+    status, _, body = http(web, "big.lsh")
+    assert status == 200 and len(body) == 4096 * 1024
+    # A slow client: the request trickles in, the response is read late and slowly.
+    s = socket.create_connection(("127.0.0.1", web.port), timeout=30)
+    req = b"GET /big.lsh HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    for i in range(0, len(req), 10):
+        s.sendall(req[i:i + 10])
+        time.sleep(0.02)
+    time.sleep(1)
+    got = b""
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        got += c
+        if len(got) < 1 << 20:
+            time.sleep(0.01)
+    s.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    if b"transfer-encoding: chunked" in head.lower():
+        plain = b""
+        while True:
+            size, _, rest = body.partition(b"\r\n")
+            n = int(size, 16)
+            if n == 0:
+                break
+            plain += rest[:n]
+            body = rest[n + 2:]
+        body = plain
+    assert body == (b"h" * 1023 + b"\n") * 4096
+
+
+def test_web_client_disconnects_and_concurrency(web):
+    before = len(summary_lines(web.srv.log()))
+    for page in ["big.lsh", "sleep.lsh?s=1"]:
+        s = socket.create_connection(("127.0.0.1", web.port), timeout=30)
+        s.sendall(f"GET /{page} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        if page == "big.lsh":
+            s.recv(1000)
+        else:
+            time.sleep(0.3)
+        s.close()
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        got = list(ex.map(lambda i: http(web, f"hello.lsh?who={i}")[:3:2], range(200)))
+    assert got == [(200, f"hello {i}\n".encode()) for i in range(200)]
+    end = time.monotonic() + 10
+    while (web.srv.workers() or len(summary_lines(web.srv.log())) < before + 202) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert web.srv.workers() == []
+    assert len(summary_lines(web.srv.log())) == before + 202, web.srv.log()[-3000:]
