@@ -1397,15 +1397,20 @@ fn supervise(
     let t0 = Instant::now();
     // The body: a thread writes it to the worker's stdin.
     let (btx, brx) = mpsc::channel::<Vec<u8>>();
-    let in_file = std::fs::File::from(in_w);
-    std::thread::spawn(move || {
-        let mut f = in_file;
-        for chunk in brx {
-            if f.write_all(&chunk).is_err() {
-                break;
+    if body_len > 0 {
+        let in_file = std::fs::File::from(in_w);
+        std::thread::spawn(move || {
+            let mut f = in_file;
+            for chunk in brx {
+                if f.write_all(&chunk).is_err() {
+                    break;
+                }
             }
-        }
-    });
+        });
+    } else {
+        // No body: the worker's stdin is /dev/null; no thread.
+        drop((in_w, brx));
+    }
     let mut body = Body { left: body_len, tx: Some(btx), ended: stdin_ended };
     if let Some(b) = held {
         body.take(&b);

@@ -155,7 +155,7 @@ class Server:
         return kids
 
     def zygote(self):
-        z = [r for r in self.children() if "--fastcgi-zygote" in r[-1]]
+        z = [r for r in self.children() if r[1] == str(self.proc.pid) and "--fastcgi-zygote" in r[-1]]
         return int(z[0][0]) if z else None
 
     def workers(self):
@@ -350,11 +350,12 @@ def test_nothing_of_one_request_reaches_the_next(srv):
     pids = set()
     for _ in range(3):
         s = fc.connect(srv.addr)
-        fc.begin(s, 1, False, srv.params("sleep.lsh", "s=0.3"))
+        fc.begin(s, 1, False, srv.params("sleep.lsh", "s=1"))
         end = time.monotonic() + 10
-        while not srv.workers() and time.monotonic() < end:
-            time.sleep(0.01)
-        pids.update(srv.workers())
+        found = []
+        while not found and time.monotonic() < end:
+            found = srv.workers()
+        pids.update(found)
         fc.response(s, 1)
         s.close()
     assert len(pids) == 3 and srv.zygote() not in pids
