@@ -175,6 +175,7 @@ def main():
     ap.add_argument("-n", type=int, default=5000)
     ap.add_argument("--cgi-n", type=int, default=500)
     ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--only", help="run only the rows whose name contains this text (e.g. 'FastCGI, fork')")
     a = ap.parse_args()
     binp = pathlib.Path(a.bin)
     apache = shutil.which("apache2") or "/usr/sbin/apache2"
@@ -236,6 +237,10 @@ def main():
         wait_port(port, pr, "apache2")
         out = [f"ab -c {a.c}; {os.cpu_count()} CPUs; page: a query parameter escaped into a 100-row table", "",
                "| server | requests | req/s | p50 ms | p99 ms | failed |", "|---|---:|---:|---:|---:|---:|"]
+        if a.only:
+            rows = [r for r in rows if a.only in r[0]]
+        leash_servers = procs[:2]
+        before = [(len(os.listdir(f"/proc/{p.pid}/fd"))) for p in leash_servers]
         for name, path, n in rows:
             url = f"http://127.0.0.1:{port}/{path}?q=%3Cb%3Ebench%3C/b%3E"
             body = subprocess.run(["curl", "-s", url], capture_output=True, text=True).stdout if shutil.which(
@@ -246,6 +251,17 @@ def main():
             rps, p50, p99, failed = ab(url, n, a.c)
             out.append(f"| {name} | {n} | {rps:,.0f} | {p50} | {p99} | {failed} |")
             print(out[-1], flush=True)
+        # Leaks: the FastCGI servers' descriptors, processes and TMPDIRs after the runs.
+        time.sleep(1)
+        for p, fd0 in zip(leash_servers, before):
+            kids = subprocess.run(["ps", "--ppid", str(p.pid), "-o", "pid="], capture_output=True, text=True).stdout.split()
+            grandkids = subprocess.run(["ps", "--ppid", ",".join(kids) or "1", "-o", "pid="], capture_output=True,
+                                       text=True).stdout.split() if kids else []
+            tmp = pathlib.Path(tempfile.gettempdir()) / f"leash-cgi-{p.pid}"
+            left = len(os.listdir(tmp)) if tmp.exists() else 0
+            out.append(f"leash-cgi --fastcgi pid {p.pid}: descriptors {fd0} before, "
+                       f"{len(os.listdir(f'/proc/{p.pid}/fd'))} after; warm processes {len(kids)}, "
+                       f"workers left {len(grandkids)}, TMPDIRs left {left}")
         text = "\n".join(out) + "\n"
         (ROOT / "target" / "bench").mkdir(parents=True, exist_ok=True)
         (ROOT / "target" / "bench" / "cgi.md").write_text(text)
