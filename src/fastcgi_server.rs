@@ -8,7 +8,9 @@
 //!   (`max_workers` running, `queue` waiting, then 503), supervises each worker (deadline,
 //!   output bound, statuses) and logs one line per request. It is multi-threaded (a thread
 //!   per connection and a few per request) and never runs a script itself.
-//! - the **warm process** (`leash-cgi --fastcgi-zygote`, started by the server with `exec`,
+//! - the **warm process** (`leash --fastcgi-zygote`: the interpreter binary named by the
+//!   configuration's `interpreter`, by default the `leash` beside `leash-cgi`, started by
+//!   the server with `exec`,
 //!   so it is single-threaded and has never run anything): it has the interpreter loaded
 //!   and only forks. The server sends it each request (the worker's argv, environment,
 //!   directory and resource limits, and its three pipes as descriptors) over a
@@ -214,8 +216,18 @@ fn report(ctl: &impl AsFd, text: &str) {
 // The warm process
 // ---------------------------------------------------------------------------
 
-/// `leash-cgi --fastcgi-zygote`: the warm process. Its stdin is the control socket.
+/// `leash --fastcgi-zygote`: the warm process (the `leash` binary, so that `leash-cgi`
+/// stays small for CGI mode). Its stdin is the control socket.
 pub fn zygote_main() -> i32 {
+    // Only `leash-cgi --fastcgi` starts it: with an empty environment, one argument, and
+    // a SOCK_SEQPACKET socket as stdin. A web server running `leash` as a CGI program
+    // (GATEWAY_INTERFACE set; stdin a pipe or a stream socket) gets nothing from it.
+    let seqpacket =
+        rustix::net::sockopt::socket_type(std::io::stdin()).is_ok_and(|t| t == rustix::net::SocketType::SEQPACKET);
+    if std::env::var_os("GATEWAY_INTERFACE").is_some() || std::env::args_os().count() != 2 || !seqpacket {
+        log_line("leash: --fastcgi-zygote is started by leash-cgi --fastcgi only");
+        return 2;
+    }
     // Descriptors its parent's parent leaked (a shell's, a supervisor's) go first: they
     // would reach every worker. Nothing of ours is open yet.
     if let Err(m) = leash_alloc::close_inherited_descriptors() {
@@ -507,8 +519,8 @@ impl Zygote {
 
 /// Keep a warm process running: start it, route its reports, start another when it dies.
 fn run_zygote(srv: Arc<Server>) {
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("leash-cgi"));
     loop {
+        let exe = interpreter(&srv.config());
         let pair = rustix::net::socketpair(
             rustix::net::AddressFamily::UNIX,
             rustix::net::SocketType::SEQPACKET,
@@ -1238,6 +1250,14 @@ fn worker_env(
     env
 }
 
+/// The `leash` binary: the configuration's `interpreter`, else the one beside `leash-cgi`.
+fn interpreter(cfg: &Config) -> PathBuf {
+    cfg.interpreter.clone().unwrap_or_else(|| {
+        let me = std::env::current_exe().unwrap_or_default();
+        me.parent().unwrap_or(Path::new("/")).join("leash")
+    })
+}
+
 /// The limits a worker runs under, each at most the server's own hard limit (as CGI).
 fn worker_limits(cfg: &Config, script: &Path) -> Vec<(u8, u64)> {
     let cpu = cfg.max_time_ms.div_ceil(1000) + CGI_CPU_GRACE_SECS;
@@ -1378,12 +1398,7 @@ fn supervise(
     };
     let job = Job {
         id: job_id,
-        exec: cfg.worker_exec.then(|| {
-            cfg.interpreter.clone().unwrap_or_else(|| {
-                let me = std::env::current_exe().unwrap_or_default();
-                me.parent().unwrap_or(Path::new("/")).join("leash")
-            })
-        }),
+        exec: cfg.worker_exec.then(|| interpreter(cfg)),
         cwd: script.parent().unwrap_or(Path::new("/")).to_path_buf(),
         has_stdin: body_len > 0,
         args: gateway::worker_args(cfg, allow, script),

@@ -730,3 +730,22 @@ def test_web_client_disconnects_and_concurrency(web):
         time.sleep(0.05)
     assert web.srv.workers() == []
     assert len(summary_lines(web.srv.log())) == before + 202, web.srv.log()[-3000:]
+
+
+def test_the_warm_process_refuses_anyone_but_the_server(tmp_path):
+    """`leash --fastcgi-zygote` runs only with a SOCK_SEQPACKET socket as stdin and no
+    GATEWAY_INTERFACE: a web server running `leash` as a CGI program (a query string
+    `?--fastcgi-zygote` becomes its argument; its stdin is the request body on a pipe or a
+    stream socket) cannot make it fork workers from the body."""
+    job = b"\x02\x00\x00\x0042"  # the start of a job message, as a request body would carry it
+    for env in [{"GATEWAY_INTERFACE": "CGI/1.1"}, {}]:
+        r = subprocess.run([str(LEASH), "--fastcgi-zygote"], input=job, capture_output=True, env=env, timeout=20)
+        assert r.returncode == 2 and b"started by leash-cgi --fastcgi only" in r.stderr, r
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        r = subprocess.run([str(LEASH), "--fastcgi-zygote"], stdin=b, capture_output=True, env={}, timeout=20)
+    assert r.returncode == 2, r
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with a, b:
+        r = subprocess.run([str(LEASH), "--fastcgi-zygote", "x"], stdin=b, capture_output=True, env={}, timeout=20)
+    assert r.returncode == 2, r

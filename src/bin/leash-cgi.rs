@@ -224,7 +224,6 @@ fn command(args: &[OsString]) -> i32 {
     let a: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     match a.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["--fastcgi", addr] => leash::fastcgi_server::serve(addr),
-        ["--fastcgi-zygote"] => leash::fastcgi_server::zygote_main(),
         ["--version"] => say(&format!("leash-cgi {}\n", env!("CARGO_PKG_VERSION"))),
         ["--help"] | ["-h"] => say(&format!(
             "leash-cgi: the CGI gateway for Leash scripts\n\n\
