@@ -181,8 +181,11 @@ fn pair_len(b: &[u8], at: &mut usize) -> Option<usize> {
     Some((u32::from_be_bytes([four[0] & 0x7f, four[1], four[2], four[3]])) as usize)
 }
 
+/// Name-value pairs: names and values as bytes.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Parse name-value pairs (a whole PARAMS stream, or a GET_VALUES body).
-pub fn parse_pairs(b: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+pub fn parse_pairs(b: &[u8]) -> Result<Pairs, String> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < b.len() {
