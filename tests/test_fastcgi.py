@@ -34,7 +34,8 @@ PAGES = {
     "form.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nprint(cgi.method(), cgi.form())\n',
     "body.lsh": 'import cgi\nb = cgi.body()\ncgi.headers({"Content-Type": "text/plain"})\nprint(len(b), hash.sha256(b))\n',
     "big.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nfor i = 1 to 4096\n  print(repeat("h", 1023))\nend\n',
-    "loop.lsh": "while true\n  x = 1\nend\n",
+    # Slow steps (a hash of 200 KB each): the deadline comes long before the step limit.
+    "loop.lsh": 'x = repeat("x", 200000)\nwhile true\n  h = hash.sha256(x)\nend\n',
     "sleep.lsh": 'import cgi\nsleep(num(get(cgi.query(), "s", "1")))\ncgi.headers({"Content-Type": "text/plain"})\nprint("slept")\n',
     "fail.lsh": 'import cgi\ncgi.headers({})\nprint("SECRET-PAGE-TEXT")\nx = 1 / 0\n',
     "status.lsh": 'import cgi\ncgi.headers({"Status": 404, "Content-Type": "text/plain"})\nprint("custom not found")\n',
@@ -215,7 +216,7 @@ def test_statuses(srv):
 
 def test_deadline_is_504_and_the_server_goes_on(srv):
     status, _, _ = srv.get("loop.lsh")
-    assert status == 504
+    assert status == 504, srv.log()
     assert srv.get("hello.lsh")[0] == 200
     assert srv.wait_log("status=504")
 
