@@ -46,6 +46,16 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v openssl
     || echo "   (postgresql could not be installed; the PostgreSQL tests will be skipped)"
 fi
 
+# nginx lets tests/test_fastcgi.py run `leash-cgi --fastcgi` behind fastcgi_pass (Apache's
+# mod_proxy_fcgi, the other web server there, is in apache2); skipped, saying so, without.
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+  echo "== installing nginx"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO=sudo
+  APT="$SUDO env DEBIAN_FRONTEND=noninteractive apt-get"
+  ($APT install -y -qq --no-install-recommends nginx >/dev/null 2>&1 || { $APT update -qq >/dev/null 2>&1 && $APT install -y -qq --no-install-recommends nginx >/dev/null 2>&1; }) \
+    || echo "   (nginx could not be installed; the nginx FastCGI tests will be skipped)"
+fi
+
 echo "== cargo build --release"
 cargo build --release --locked
 echo "== cargo test (unit tests)"

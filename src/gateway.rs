@@ -26,6 +26,10 @@
 //! [dir.limits]                      # moves these on top of [limits] for this dir
 //! frame_storage = "32M"
 //! ```
+//!
+//! `leash-cgi --fastcgi` reads three more keys (CGI mode ignores them): `max_workers`
+//! (requests running at once), `queue` (requests waiting for one; more get 503) and
+//! `worker_start` (`"fork"`, the default, or `"exec"`).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -122,7 +126,20 @@ pub struct Config {
     /// `[limits]`: the run-time limits moved for every script, as `--limit` would.
     pub limits: Vec<(L, u64)>,
     pub dirs: Vec<DirRule>,
+    /// FastCGI (`leash-cgi --fastcgi`): requests running at once.
+    pub max_workers: u64,
+    /// FastCGI: requests waiting for a worker; more are answered 503.
+    pub queue: u64,
+    /// FastCGI: `worker_start = "exec"`: each worker execs the interpreter (instead of
+    /// running it in the process forked from the warm one).
+    pub worker_exec: bool,
 }
+
+/// FastCGI defaults and bounds (`max_workers`, `queue`).
+pub const FCGI_DEFAULT_MAX_WORKERS: u64 = 16;
+pub const FCGI_MAX_MAX_WORKERS: u64 = 4096;
+pub const FCGI_DEFAULT_QUEUE: u64 = 64;
+pub const FCGI_MAX_QUEUE: u64 = 65_536;
 
 const KEYS: &[&str] = &[
     "root",
@@ -138,6 +155,9 @@ const KEYS: &[&str] = &[
     "allow",
     "limits",
     "dir",
+    "max_workers",
+    "queue",
+    "worker_start",
 ];
 
 /// A `[limits]` table: names and values as `--limit` takes them (numbers, or strings
@@ -406,6 +426,13 @@ fn parse_config_text(text: &str) -> Result<Config, String> {
         }
         Some(_) => return Err("`dir` must be written as [[dir]] tables".into()),
     }
+    let max_workers = int_key(&t, "max_workers", FCGI_DEFAULT_MAX_WORKERS, 1, FCGI_MAX_MAX_WORKERS)?;
+    let queue = int_key(&t, "queue", FCGI_DEFAULT_QUEUE, 0, FCGI_MAX_QUEUE)?;
+    let worker_exec = match str_key(&t, "worker_start")?.as_deref() {
+        None | Some("fork") => false,
+        Some("exec") => true,
+        Some(other) => return Err(format!("`worker_start` must be \"fork\" or \"exec\", got {other:?}")),
+    };
     Ok(Config {
         root,
         interpreter,
@@ -420,6 +447,9 @@ fn parse_config_text(text: &str) -> Result<Config, String> {
         allow,
         limits,
         dirs,
+        max_workers,
+        queue,
+        worker_exec,
     })
 }
 
@@ -884,6 +914,7 @@ mod tests {
         assert_eq!(c.max_time_ms, CGI_DEFAULT_MAX_TIME_MS);
         assert_eq!(c.max_memory, DEFAULT_MAX_MEMORY);
         assert_eq!(c.allow, Allow::default());
+        assert_eq!((c.max_workers, c.queue, c.worker_exec), (FCGI_DEFAULT_MAX_WORKERS, FCGI_DEFAULT_QUEUE, false));
         let c = parse_config(&format!(
             "root = \"{}\"\nmax_memory = \"64M\"\nallow = [\"files\"]\nenv_pass = [\"TZ\"]\n\
              [[dir]]\npath = \"a/b\"\nallow = [\"network\", \"listen\"]\n",
@@ -898,6 +929,9 @@ mod tests {
         for (bad, want) in [
             ("max_steps = 0", "max_steps"),
             ("max_work = 0", "max_work"),
+            ("max_workers = 0", "max_workers"),
+            ("queue = -1", "queue"),
+            ("worker_start = \"vfork\"", "worker_start"),
             ("max_work = 10000000000001", "max_work"),
             ("max_stepz = 1", "unknown key `max_stepz`"),
             ("allow = [\"shell\"]", "unknown capability"),

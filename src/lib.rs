@@ -14,6 +14,8 @@ pub mod builtins;
 pub mod cgi_guard;
 pub mod cli;
 pub mod diag;
+pub mod fastcgi;
+pub mod fastcgi_server;
 pub mod gate;
 pub mod gateway;
 pub mod interp;

@@ -8,6 +8,11 @@ use std::sync::{Arc, Mutex};
 const STACK_BYTES: usize = leash::limits::INTERP_STACK_BYTES;
 
 fn main() {
+    // The warm process of `leash-cgi --fastcgi` (it refuses unless started by it: see
+    // `fastcgi_server::zygote_main`). First, while the process is single-threaded.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "--fastcgi-zygote") {
+        std::process::exit(leash::fastcgi_server::zygote_main());
+    }
     let started = std::time::Instant::now();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let (json, stats) = leash::cli::prescan(&args);

@@ -223,10 +223,12 @@ fn say(text: &str) -> i32 {
 fn command(args: &[OsString]) -> i32 {
     let a: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     match a.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["--fastcgi", addr] => leash::fastcgi_server::serve(addr),
         ["--version"] => say(&format!("leash-cgi {}\n", env!("CARGO_PKG_VERSION"))),
         ["--help"] | ["-h"] => say(&format!(
             "leash-cgi: the CGI gateway for Leash scripts\n\n\
              usage:\n  leash-cgi                       handle one CGI request (run by the web server)\n  \
+             leash-cgi --fastcgi ADDR         serve FastCGI on ADDR (unix:/path or 127.0.0.1:PORT)\n  \
              leash-cgi --check-config [FILE]  check a configuration (default: ${})\n  \
              leash-cgi --version | --help\n",
             gateway::CONFIG_ENV
@@ -267,6 +269,12 @@ fn describe(c: &Config) -> String {
         c.env_pass,
         c.allow.describe()
     );
+    s.push_str(&format!(
+        "max_workers = {}\nqueue = {}\nworker_start = {}\n",
+        c.max_workers,
+        c.queue,
+        if c.worker_exec { "exec" } else { "fork" }
+    ));
     s.push_str(&format!("limits = {}\n", gateway::describe_limits(&c.limits)));
     for d in &c.dirs {
         let allow = d.allow.as_ref().map_or_else(|| "(default)".to_string(), |a| a.describe());

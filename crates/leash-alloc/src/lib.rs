@@ -38,8 +38,9 @@
 //! blocks count as freed.
 //!
 //! This is the only crate of the project with unsafe code: `GlobalAlloc` is an unsafe
-//! trait, each method forwards to `std::alloc::System` under the same contract, and
-//! `getrusage` is a C call.
+//! trait, each method forwards to `std::alloc::System` under the same contract,
+//! `getrusage` is a C call, and so is [`fork`] (for `leash-cgi --fastcgi`'s warm
+//! process; single-threaded callers only, checked, the counters reset in the child).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -278,6 +279,101 @@ pub fn peak_rss() -> Option<usize> {
     (r == 0).then(|| (u.ru_maxrss.max(0) as usize).saturating_mul(1024))
 }
 
+/// What [`fork`] returned in the process that reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forked {
+    /// This is the new process.
+    Child,
+    /// This is the process that forked; the child's process id.
+    Parent(i32),
+}
+
+/// The number of threads of this process (`/proc/self/stat`, field 20), if readable.
+fn threads() -> Option<usize> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_ascii_whitespace().nth(17)?.parse().ok()
+}
+
+/// Fork the process (`fork(2)`), for a warm process that starts a fresh worker per
+/// request without an `exec` (`leash-cgi --fastcgi`).
+///
+/// Precondition, checked: the process is single-threaded (`/proc/self/stat` says one
+/// thread). A fork copies only the calling thread, so a lock held by another thread (the
+/// allocator's, stdout's) would stay locked forever in the child; with one thread there
+/// is none. It refuses (an error, nothing forked) otherwise, or when the thread count
+/// cannot be read.
+///
+/// In the child the allocator's state starts clean: every live byte is counted as held
+/// by "other threads" (none is the script's yet), the mark and the credit are reset (no
+/// check is pending), and the calling thread is no longer the script's thread, its stash
+/// given back to malloc. The child's first interpreter thread calls [`count_here`] as a
+/// fresh process's does, and a run's memory budget starts from the live bytes then.
+pub fn fork() -> Result<Forked, String> {
+    match threads() {
+        Some(1) => {}
+        Some(n) => return Err(format!("cannot fork: the process has {n} threads (it must have one)")),
+        None => return Err("cannot fork: /proc/self/stat cannot be read (the thread count is unknown)".into()),
+    }
+    // SAFETY: the process has one thread (checked above), so no lock is held by a thread
+    // that the child would not have; fork has no other precondition.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(format!("cannot fork: {}", std::io::Error::last_os_error())),
+        0 => {
+            reset_after_fork();
+            Ok(Forked::Child)
+        }
+        p => Ok(Forked::Parent(p)),
+    }
+}
+
+/// Close every descriptor from 3 up (`close_range(2)`), for a process that has just
+/// started and must pass none of what it inherited to its children (the warm process of
+/// `leash-cgi --fastcgi`: a descriptor its parent leaked would reach every worker).
+///
+/// Precondition (the caller's, not checked): nothing in the process owns a descriptor
+/// from 3 up, that is, it is called first thing in `main`, before any file, socket or
+/// pipe is opened; otherwise an `OwnedFd` would be left naming a closed descriptor.
+pub fn close_inherited_descriptors() -> Result<(), String> {
+    // SAFETY: close_range only closes descriptors; by the precondition none of them is
+    // owned by anything in this process.
+    let r = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(format!("close_range: {}", std::io::Error::last_os_error()))
+    }
+}
+
+/// The allocator's state in a new child (see [`fork`]).
+fn reset_after_fork() {
+    if OWNER.get() {
+        // Give the stash back to malloc (its blocks counted as freed already).
+        STASH.with(|st| {
+            for i in 0..STASH_CLASSES {
+                let mut p = st.head[i].replace(std::ptr::null_mut());
+                while !p.is_null() {
+                    // SAFETY: a stashed block is a live malloc block owned by the stash,
+                    // whose first word links the next.
+                    let next = unsafe { *(p as *mut *mut u8) };
+                    // SAFETY: `System.alloc` made it (only malloc blocks are stashed);
+                    // free() needs no layout.
+                    unsafe { libc::free(p as *mut libc::c_void) };
+                    p = next;
+                }
+                st.len[i].set(0);
+            }
+        });
+        OWNER.set(false);
+    }
+    OTHERS.store(live(), Relaxed);
+    MINE.store(0, Relaxed);
+    MARK.store(isize::MAX, Relaxed);
+    CREDIT.store(isize::MAX, Relaxed);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,6 +417,14 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn fork_refuses_a_threaded_process() {
+        // The test harness runs tests on threads of their own: more than one thread.
+        let e = fork().unwrap_err();
+        assert!(e.contains("threads"), "{e}");
+        assert!(threads().unwrap() > 1);
     }
 
     #[test]

@@ -1,0 +1,752 @@
+"""FastCGI: `leash-cgi --fastcgi ADDR` driven by a FastCGI client written here
+(tests/fcgi_client.py: the records of the specification), then behind real web servers
+(Apache 2.4 mod_proxy_fcgi with the event MPM, nginx fastcgi_pass; each skipped, saying
+why, when it is not installed or cannot start).
+
+A fresh worker per request: the tests look for what one request could leave to the next
+(environment, TMPDIR files, descriptors, processes), for the statuses (404, 403, 413, 500,
+502, 503, 504), the protocol's corners (GET_VALUES, multiplexing refused, ABORT_REQUEST,
+unknown roles and types, keep-alive), SIGHUP and SIGTERM.
+"""
+import concurrent.futures
+import hashlib
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import fcgi_client as fc
+from conftest import LEASH
+
+LEASH_CGI = LEASH.parent / "leash-cgi"
+
+pytestmark = pytest.mark.skipif(not LEASH_CGI.exists(), reason=f"{LEASH_CGI} is not built")
+
+PAGES = {
+    "hello.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nprint("hello", cgi.escape(get(cgi.query(), "who", "world")))\n',
+    "form.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nprint(cgi.method(), cgi.form())\n',
+    "body.lsh": 'import cgi\nb = cgi.body()\ncgi.headers({"Content-Type": "text/plain"})\nprint(len(b), hash.sha256(b))\n',
+    "big.lsh": 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\nfor i = 1 to 4096\n  print(repeat("h", 1023))\nend\n',
+    # Slow steps (a hash of 200 KB each): the deadline comes long before the step limit.
+    "loop.lsh": 'x = repeat("x", 200000)\nwhile true\n  h = hash.sha256(x)\nend\n',
+    "sleep.lsh": 'import cgi\nsleep(num(get(cgi.query(), "s", "1")))\ncgi.headers({"Content-Type": "text/plain"})\nprint("slept")\n',
+    "fail.lsh": 'import cgi\ncgi.headers({})\nprint("SECRET-PAGE-TEXT")\nx = 1 / 0\n',
+    "status.lsh": 'import cgi\ncgi.headers({"Status": 404, "Content-Type": "text/plain"})\nprint("custom not found")\n',
+    "env.lsh": (
+        'import cgi\ncgi.headers({"Content-Type": "text/plain"})\n'
+        'for k in sort(keys(env.all()))\n  print(k)\nend\n'
+    ),
+    # What one request might leave to the next: a file in its TMPDIR, an environment
+    # variable, a global; and which descriptors it sees open.
+    "files/probe.lsh": (
+        "import cgi\n"
+        "q = cgi.query()\n"
+        'cgi.headers({"Content-Type": "text/plain"})\n'
+        't = env.get("TMPDIR")\n'
+        'print("tmp-left:", file.exists(t .. "/left.txt"))\n'
+        'file.write(t .. "/left.txt", "from an earlier request")\n'
+        'print("env-left:", env.get("PROBE_LEFT") != nil)\n'
+        'env.set("PROBE_LEFT", "1")\n'
+        "fds = []\n"
+        "for fd = 0 to 40\n"
+        '  if file.exists("/proc/self/fd/" .. str(fd))\n'
+        "    push(fds, fd)\n"
+        "  end\n"
+        "end\n"
+        'print("fds:", fds)\n'
+        'print("secret:", get(env.all(), "HTTP_X_SECRET", "-"))\n'
+    ),
+    "other.txt": "not a script\n",
+}
+
+CONF = """root = "{root}"
+max_time_ms = {time_ms}
+max_steps = 100000000
+max_work = 10000000000000
+max_body_bytes = 2000000
+max_workers = {workers}
+queue = {queue}
+{extra}
+[[dir]]
+path = "files"
+allow = ["files"]
+"""
+
+
+class Server:
+    def __init__(self, base, workers=4, queue=8, time_ms=1500, extra="", addr=None):
+        self.base = base
+        self.root = base / "www"
+        for rel, text in PAGES.items():
+            (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.root / rel).write_text(text)
+        (self.base / "outside.lsh").write_text(PAGES["hello.lsh"])
+        (self.root / "escape.lsh").symlink_to(self.base / "outside.lsh")
+        self.config = base / "leash-cgi.toml"
+        self.write_config(workers, queue, time_ms, extra)
+        self.sock = str(base / "fcgi.sock")
+        self.addr_arg = addr or f"unix:{self.sock}"
+        self.addr = self.sock if addr is None else (addr.rsplit(":", 1)[0], int(addr.rsplit(":", 1)[1]))
+        self.log_path = base / "server.log"
+        env = {"LEASH_CGI_CONFIG": str(self.config), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        self.proc = subprocess.Popen(
+            [str(LEASH_CGI), "--fastcgi", self.addr_arg],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.log_path, "wb"),
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                fc.connect(self.addr, 1).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"leash-cgi --fastcgi did not start: {self.log()}")
+                time.sleep(0.02)
+
+    def write_config(self, workers=4, queue=8, time_ms=1500, extra=""):
+        self.config.write_text(CONF.format(root=self.root, workers=workers, queue=queue, time_ms=time_ms, extra=extra))
+
+    def log(self):
+        return self.log_path.read_text(errors="replace")
+
+    def wait_log(self, text, timeout=10):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if text in self.log():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def params(self, page, query="", method="GET", **extra):
+        p = {
+            "GATEWAY_INTERFACE": "CGI/1.1",
+            "REQUEST_METHOD": method,
+            "SCRIPT_FILENAME": str(self.root / page),
+            "SCRIPT_NAME": "/" + page,
+            "QUERY_STRING": query,
+            "SERVER_PROTOCOL": "HTTP/1.1",
+        }
+        p.update(extra)
+        return p
+
+    def get(self, page, query="", body=b"", **extra):
+        out, app, proto, _ = fc.request(self.addr, self.params(page, query, **extra), body)
+        assert proto == fc.REQUEST_COMPLETE
+        return fc.split_http(out)
+
+    def children(self):
+        """Processes below the server (the warm process and its workers)."""
+        out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True, text=True).stdout
+        rows = [line.split(None, 2) for line in out.splitlines()]
+        kids, frontier = [], {str(self.proc.pid)}
+        while frontier:
+            new = {r[0] for r in rows if len(r) >= 2 and r[1] in frontier}
+            kids += [r for r in rows if r[0] in new]
+            frontier = new
+        return kids
+
+    def zygote(self):
+        z = [r for r in self.children() if r[1] == str(self.proc.pid) and "--fastcgi-zygote" in r[-1]]
+        return int(z[0][0]) if z else None
+
+    def workers(self):
+        z = self.zygote()
+        return [int(r[0]) for r in self.children() if z and r[1] == str(z)]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+@pytest.fixture
+def srv(tmp_path):
+    s = Server(tmp_path)
+    yield s
+    s.stop()
+    # Nothing stays behind: no worker, no warm process, no socket, no TMPDIR.
+    assert s.proc.returncode == 0, s.log()
+    assert not os.path.exists(s.sock)
+    assert not os.path.exists(f"{tempfile.gettempdir()}/leash-cgi-{s.proc.pid}")
+
+
+def summary_lines(log):
+    return [line for line in log.splitlines() if line.startswith("leash-cgi: time=")]
+
+
+def test_hello_and_one_log_line(srv):
+    status, headers, body = srv.get("hello.lsh", "who=<Ada>")
+    assert status == 200 and headers["content-type"] == "text/plain", body
+    assert body == b"hello &lt;Ada&gt;\n"
+    assert srv.wait_log("status=200")
+    lines = summary_lines(srv.log())
+    assert len(lines) == 1 and f'script="{srv.root}/hello.lsh" status=200 ' in lines[0], srv.log()
+
+
+def test_statuses(srv):
+    assert srv.get("nope.lsh")[0] == 404
+    assert srv.get("escape.lsh")[0] == 403
+    assert srv.get("other.txt")[0] == 403
+    assert srv.get("status.lsh")[:1] == (404,)
+    status, _, body = srv.get("fail.lsh")
+    assert status == 500 and b"SECRET" not in body
+    assert srv.get("body.lsh", CONTENT_LENGTH="3000000", body=b"")[0] == 413
+    assert srv.get("body.lsh", CONTENT_LENGTH="x")[0] == 400
+    assert srv.wait_log('"kind":"arith"')
+    assert "SECRET-PAGE-TEXT" not in srv.log()
+    # Apache's form of SCRIPT_FILENAME (ProxyPassMatch): the prefix is taken off.
+    p = srv.params("hello.lsh", SCRIPT_FILENAME=f"proxy:fcgi://127.0.0.1:9000{srv.root}/hello.lsh")
+    out, _, _, _ = fc.request(srv.addr, p)
+    assert fc.split_http(out)[0] == 200
+
+
+def test_deadline_is_504_and_the_server_goes_on(srv):
+    status, _, _ = srv.get("loop.lsh")
+    assert status == 504, srv.log()
+    assert srv.get("hello.lsh")[0] == 200
+    assert srv.wait_log("status=504")
+
+
+def test_bodies_form_upload_and_no_content_length(srv):
+    data = b"a=1&b=two+words"
+    status, _, body = srv.get(
+        "form.lsh", method="POST", body=data, CONTENT_LENGTH=str(len(data)),
+        CONTENT_TYPE="application/x-www-form-urlencoded",
+    )
+    assert status == 200 and body == b'POST {"a":"1","b":"two words"}\n', body
+    up = os.urandom(1 << 20)
+    status, _, body = srv.get("body.lsh", method="POST", body=up, CONTENT_LENGTH=str(len(up)))
+    assert status == 200 and body.split() == [str(len(up)).encode(), hashlib.sha256(up).hexdigest().encode()]
+    # No CONTENT_LENGTH (a chunked request): gathered, then passed with its length.
+    status, _, body = srv.get("body.lsh", method="POST", body=b"chunked body")
+    assert status == 200 and body.split()[0] == b"12", body
+    # A body bigger than CONTENT_LENGTH: only CONTENT_LENGTH bytes reach the script.
+    status, _, body = srv.get("body.lsh", method="POST", body=b"x" * 100, CONTENT_LENGTH="10")
+    assert status == 200 and body.split()[0] == b"10", body
+
+
+def test_large_response(srv):
+    status, _, body = srv.get("big.lsh")
+    assert status == 200 and len(body) == 4096 * 1024
+
+
+def test_get_values_unknown_types_and_roles(srv):
+    s = fc.connect(srv.addr)
+    q = fc.pairs({"FCGI_MAX_CONNS": "", "FCGI_MPXS_CONNS": "", "FCGI_MAX_REQS": ""})
+    s.sendall(fc.record(fc.GET_VALUES, 0, q))
+    kind, rid, content = fc.read_record(s)
+    assert (kind, rid) == (fc.GET_VALUES_RESULT, 0)
+    v = fc.parse_pairs(content)
+    assert v["FCGI_MPXS_CONNS"] == "0" and int(v["FCGI_MAX_CONNS"]) > 0, v
+    s.sendall(fc.record(42, 0, b""))
+    kind, rid, content = fc.read_record(s)
+    assert (kind, rid, content[0]) == (fc.UNKNOWN_TYPE, 0, 42)
+    # The authorizer role is not served.
+    s.sendall(fc.record(fc.BEGIN_REQUEST, 5, struct.pack(">HB5x", 2, fc.KEEP_CONN)))
+    kind, rid, content = fc.read_record(s)
+    assert (kind, rid) == (fc.END_REQUEST, 5) and content[4] == 3  # FCGI_UNKNOWN_ROLE
+    # The connection still serves a request.
+    fc.begin(s, 1, False, srv.params("hello.lsh"))
+    out, _, _, _ = fc.response(s, 1)
+    assert fc.split_http(out)[0] == 200
+    s.close()
+
+
+def test_keep_alive_and_multiplexing_refused(srv):
+    s = fc.connect(srv.addr)
+    for i in range(3):
+        fc.begin(s, 1, True, srv.params("hello.lsh", f"who={i}"))
+        out, _, proto, _ = fc.response(s, 1)
+        assert proto == fc.REQUEST_COMPLETE and fc.split_http(out)[2] == f"hello {i}\n".encode()
+    # A second request on the connection while the first waits for its body: refused.
+    fc.begin(s, 1, True, srv.params("body.lsh", method="POST", CONTENT_LENGTH="4"), send_body=False)
+    s.sendall(fc.record(fc.BEGIN_REQUEST, 2, struct.pack(">HB5x", fc.RESPONDER, fc.KEEP_CONN)))
+    kind, rid, content = fc.read_record(s)
+    assert (kind, rid) == (fc.END_REQUEST, 2) and content[4] == fc.CANT_MPX_CONN
+    s.sendall(fc.stream(fc.STDIN, 1, b"abcd"))
+    out, _, _, _ = fc.response(s, 1)
+    assert fc.split_http(out)[2].split()[0] == b"4"
+    # Without KEEP_CONN the server closes the connection after the request.
+    fc.begin(s, 1, False, srv.params("hello.lsh"))
+    fc.response(s, 1)
+    assert fc.read_record(s) is None
+    s.close()
+
+
+def test_abort_request_and_disconnect_stop_the_worker(srv):
+    s = fc.connect(srv.addr)
+    fc.begin(s, 1, True, srv.params("sleep.lsh", "s=20"))
+    time.sleep(0.5)
+    s.sendall(fc.record(fc.ABORT_REQUEST, 1))
+    out, _, _, _ = fc.response(s, 1)
+    assert out == b""
+    assert srv.wait_log("status=499")
+    s.close()
+    s = fc.connect(srv.addr)
+    fc.begin(s, 1, False, srv.params("sleep.lsh", "s=20"))
+    time.sleep(0.5)
+    s.close()
+    assert srv.wait_log("the web server closed the connection")
+    end = time.monotonic() + 10
+    while srv.workers() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert srv.workers() == []
+    assert srv.get("hello.lsh")[0] == 200
+
+
+def test_killed_worker_is_502_and_the_server_goes_on(srv):
+    s = fc.connect(srv.addr)
+    fc.begin(s, 1, False, srv.params("sleep.lsh", "s=20"))
+    end = time.monotonic() + 10
+    while not srv.workers() and time.monotonic() < end:
+        time.sleep(0.02)
+    (pid,) = srv.workers()
+    os.kill(pid, signal.SIGKILL)
+    out, _, _, _ = fc.response(s, 1)
+    assert fc.split_http(out)[0] == 502
+    assert srv.wait_log("signal 9")
+    # The warm process killed: a new one comes, requests go on.
+    z = srv.zygote()
+    os.kill(z, signal.SIGKILL)
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        if srv.zygote() not in (None, z):
+            break
+        time.sleep(0.05)
+    assert srv.get("hello.lsh")[0] == 200
+
+
+def test_nothing_of_one_request_reaches_the_next(srv):
+    seen = []
+    for i in range(3):
+        extra = {"HTTP_X_SECRET": "abc"} if i == 0 else {}
+        status, _, body = srv.get("files/probe.lsh", **extra)
+        assert status == 200, (body, srv.log())
+        seen.append(body.decode())
+    for i, text in enumerate(seen):
+        assert "tmp-left: false" in text, text
+        assert "env-left: false" in text, text
+        assert "fds: [0,1,2]" in text, text
+        assert ("secret: abc" if i == 0 else "secret: -") in text, text
+    # The environment: the request's CGI variables, the marker, the private TMPDIR.
+    _, _, body = srv.get("env.lsh")
+    names = body.decode().split()
+    assert "LEASH_CGI_WORKER" in names and "TMPDIR" in names and "LEASH_CGI_CONFIG" not in names, names
+    assert "PATH" not in names, names
+    # Every request ran in a process of its own, forked from the warm process.
+    pids = set()
+    for _ in range(3):
+        s = fc.connect(srv.addr)
+        fc.begin(s, 1, False, srv.params("sleep.lsh", "s=1"))
+        end = time.monotonic() + 10
+        found = []
+        while not found and time.monotonic() < end:
+            found = srv.workers()
+        pids.update(found)
+        fc.response(s, 1)
+        s.close()
+    assert len(pids) == 3 and srv.zygote() not in pids
+
+
+def test_queue_full_is_503_and_sighup_reloads(tmp_path):
+    srv = Server(tmp_path, workers=1, queue=1)
+    try:
+        conns = []
+        for _ in range(2):
+            s = fc.connect(srv.addr)
+            fc.begin(s, 1, False, srv.params("sleep.lsh", "s=1"))
+            conns.append(s)
+            time.sleep(0.2)
+        assert srv.get("hello.lsh")[0] == 503
+        assert [fc.split_http(fc.response(s, 1)[0])[0] for s in conns] == [200, 200]
+        assert srv.wait_log("queue (1) full")
+        # SIGHUP: a new configuration (3 workers) is read; a broken one is refused.
+        srv.write_config(workers=3, queue=0)
+        srv.proc.send_signal(signal.SIGHUP)
+        assert srv.wait_log("configuration reloaded (max_workers 3, queue 0)")
+        with concurrent.futures.ThreadPoolExecutor(3) as ex:
+            got = list(ex.map(lambda _: srv.get("sleep.lsh", "s=0.5")[0], range(3)))
+        assert got == [200, 200, 200]
+        srv.config.write_text("root = 5\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        assert srv.wait_log("configuration not reloaded")
+        assert srv.get("hello.lsh")[0] == 200
+    finally:
+        srv.stop()
+    assert srv.proc.returncode == 0
+
+
+def test_sigterm_finishes_running_requests(tmp_path):
+    srv = Server(tmp_path)
+    s = fc.connect(srv.addr)
+    fc.begin(s, 1, False, srv.params("sleep.lsh", "s=1"))
+    time.sleep(0.3)
+    srv.proc.send_signal(signal.SIGTERM)
+    out, _, _, _ = fc.response(s, 1)
+    assert fc.split_http(out)[2] == b"slept\n"
+    assert srv.proc.wait(timeout=20) == 0
+    assert "stopped" in srv.log()
+    assert not os.path.exists(srv.sock)
+    assert srv.children() == []
+
+
+def test_tcp_on_loopback_only(tmp_path):
+    port = None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = Server(tmp_path, addr=f"127.0.0.1:{port}")
+    try:
+        assert srv.get("hello.lsh")[0] == 200
+    finally:
+        srv.stop()
+    r = subprocess.run([str(LEASH_CGI), "--fastcgi", "0.0.0.0:9"], capture_output=True, text=True,
+                       env={"LEASH_CGI_CONFIG": str(srv.config)}, timeout=20)
+    assert r.returncode == 1 and "loopback" in r.stderr
+
+
+@pytest.mark.parametrize("mode", ["fork", "exec"])
+def test_many_requests_and_runaways(tmp_path, mode):
+    """Many concurrent requests, and runaway scripts all killed at the deadline, while the
+    server keeps answering; then no process, descriptor or TMPDIR is left."""
+    extra = 'worker_start = "exec"\n' if mode == "exec" else ""
+    if mode == "exec":
+        extra += f'interpreter = "{LEASH}"\n'
+    srv = Server(tmp_path, workers=8, queue=400, time_ms=1000, extra=extra)
+    try:
+        fds_before = len(os.listdir(f"/proc/{srv.proc.pid}/fd"))
+        with concurrent.futures.ThreadPoolExecutor(16) as ex:
+            got = list(ex.map(lambda i: srv.get("hello.lsh", f"who={i}")[0], range(300)))
+        assert got == [200] * 300
+        with concurrent.futures.ThreadPoolExecutor(24) as ex:
+            runaway = [ex.submit(lambda: srv.get("loop.lsh")[0]) for _ in range(24)]
+            time.sleep(0.2)
+            assert srv.get("hello.lsh")[0] in (200, 503)
+            assert [f.result() for f in runaway] == [504] * 24
+        assert srv.get("hello.lsh")[0] == 200
+        end = time.monotonic() + 10
+        while srv.workers() and time.monotonic() < end:
+            time.sleep(0.05)
+        assert srv.workers() == []
+        assert len(os.listdir(f"/proc/{srv.proc.pid}/fd")) <= fds_before + 2
+        assert os.listdir(f"{tempfile.gettempdir()}/leash-cgi-{srv.proc.pid}") == []
+        assert len(summary_lines(srv.log())) == 300 + 24 + 2
+    finally:
+        srv.stop()
+    assert srv.proc.returncode == 0
+
+
+# ---------------------------------------------------------------------------
+# Behind real web servers: Apache 2.4 (event MPM, mod_proxy_fcgi, over TCP) and nginx
+# (fastcgi_pass over the unix socket, keep-alive connections)
+# ---------------------------------------------------------------------------
+
+APACHE_MODULES = pathlib.Path("/usr/lib/apache2/modules")
+
+APACHE_FCGI_CONF = """ServerRoot "{base}"
+Listen 127.0.0.1:{port}
+PidFile "{base}/run/httpd.pid"
+DefaultRuntimeDir "{base}/run"
+ErrorLog "{base}/logs/error.log"
+LogLevel warn
+ServerName 127.0.0.1
+{user}
+LoadModule mpm_event_module {mods}/mod_mpm_event.so
+LoadModule authz_core_module {mods}/mod_authz_core.so
+LoadModule proxy_module {mods}/mod_proxy.so
+LoadModule proxy_fcgi_module {mods}/mod_proxy_fcgi.so
+StartServers 1
+Timeout 30
+ProxyTimeout 30
+DocumentRoot "{base}/www"
+<Directory />
+  Require all granted
+</Directory>
+<FilesMatch "\\.lsh$">
+  SetHandler "proxy:fcgi://127.0.0.1:{fport}"
+</FilesMatch>
+"""
+
+NGINX_CONF = """daemon off;
+master_process on;
+worker_processes 1;
+pid {base}/run/nginx.pid;
+error_log {base}/logs/error.log warn;
+{user}
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {base}/tmp/body;
+  fastcgi_temp_path {base}/tmp/fastcgi;
+  proxy_temp_path {base}/tmp/proxy;
+  uwsgi_temp_path {base}/tmp/uwsgi;
+  scgi_temp_path {base}/tmp/scgi;
+  client_max_body_size 4m;
+  upstream leash {{
+    server unix:{sock};
+    keepalive 8;
+  }}
+  server {{
+    listen 127.0.0.1:{port};
+    root {base}/www;
+    location ~ \\.lsh$ {{
+      fastcgi_pass leash;
+      fastcgi_keep_conn on;
+      fastcgi_read_timeout 30s;
+      fastcgi_param GATEWAY_INTERFACE CGI/1.1;
+      fastcgi_param SERVER_SOFTWARE nginx;
+      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
+      fastcgi_param SCRIPT_NAME $fastcgi_script_name;
+      fastcgi_param QUERY_STRING $query_string;
+      fastcgi_param REQUEST_METHOD $request_method;
+      fastcgi_param CONTENT_TYPE $content_type;
+      fastcgi_param CONTENT_LENGTH $content_length;
+      fastcgi_param REQUEST_URI $request_uri;
+      fastcgi_param SERVER_PROTOCOL $server_protocol;
+      fastcgi_param REMOTE_ADDR $remote_addr;
+      fastcgi_param SERVER_NAME $server_name;
+      fastcgi_param SERVER_PORT $server_port;
+      fastcgi_param HTTP_PROXY "";
+    }}
+  }}
+}}
+"""
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_user(kind):
+    if os.geteuid() != 0:
+        return ""
+    import grp
+    import pwd
+
+    for user, group in [("www-data", "www-data"), ("nobody", "nogroup")]:
+        try:
+            pwd.getpwnam(user)
+            grp.getgrnam(group)
+            return f"User {user}\nGroup {group}\n" if kind == "apache" else f"user {user} {group};"
+        except KeyError:
+            continue
+    return None
+
+
+class Web:
+    def __init__(self, kind, base, port, proc, srv):
+        self.kind, self.base, self.port, self.proc, self.srv = kind, base, port, proc, srv
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}/{path}"
+
+    def log(self):
+        try:
+            return (self.base / "logs" / "error.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+def _start_web(kind, base, srv):
+    port = _free_port()
+    user = _run_user(kind)
+    if user is None:
+        pytest.skip("running as root but neither www-data nor nobody exists for the web server's workers")
+    for d in ["run", "logs", "tmp"]:
+        (base / d).mkdir(exist_ok=True)
+    os.chmod(base / "tmp", 0o777)
+    for dirpath, _dirs, files in os.walk(base):
+        os.chmod(dirpath, 0o755 if not dirpath.endswith("/tmp") else 0o777)
+    if kind == "apache":
+        exe = shutil.which("apache2") or ("/usr/sbin/apache2" if os.path.exists("/usr/sbin/apache2") else None)
+        if not exe:
+            pytest.skip("apache2 is not installed (scripts/test.sh installs it with apt-get when it can)")
+        for m in ["mod_mpm_event.so", "mod_proxy.so", "mod_proxy_fcgi.so"]:
+            if not (APACHE_MODULES / m).exists():
+                pytest.skip(f"{m} not found in {APACHE_MODULES}")
+        conf = base / "httpd.conf"
+        conf.write_text(APACHE_FCGI_CONF.format(base=base, port=port, user=user, mods=APACHE_MODULES,
+                                                fport=srv.addr[1]))
+        cmd = [exe, "-f", str(conf), "-D", "FOREGROUND"]
+    else:
+        exe = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+        if not exe:
+            pytest.skip("nginx is not installed (scripts/test.sh installs it with apt-get when it can)")
+        os.chmod(srv.sock, 0o777)
+        conf = base / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(base=base, port=port, user=user, sock=srv.sock))
+        cmd = [exe, "-c", str(conf), "-p", str(base), "-e", str(base / "logs" / "error.log")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    web = Web(kind, base, port, proc, srv)
+    deadline = time.monotonic() + 15
+    while True:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace")
+            pytest.skip(f"{kind} could not start: {err.strip()[-500:]} {web.log()[-500:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return web
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                pytest.skip(f"{kind} did not listen on port {port} within 15 s: {web.log()[-500:]}")
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module", params=["apache", "nginx"])
+def web(request):
+    kind = request.param
+    # Not under pytest's tmp_path: the web server's workers (www-data) must reach it.
+    base = pathlib.Path(tempfile.mkdtemp(prefix=f"leash-fcgi-{kind}-"))
+    srv = None
+    proc = None
+    try:
+        addr = f"127.0.0.1:{_free_port()}" if kind == "apache" else None
+        srv = Server(base, workers=4, queue=64, time_ms=1500, addr=addr)
+        w = _start_web(kind, base, srv)
+        proc = w.proc
+        yield w
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM if kind == "apache" else signal.SIGQUIT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if srv is not None:
+            srv.stop()
+            assert srv.proc.returncode == 0, srv.log()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def http(web, path, body=None, headers=None, chunked=False, timeout=30):
+    """One HTTP/1.1 request on a raw socket -> (status, headers, body)."""
+    import http.client
+
+    c = http.client.HTTPConnection("127.0.0.1", web.port, timeout=timeout)
+    h = dict(headers or {})
+    if body is not None and chunked:
+        c.request("POST", "/" + path, body=iter([body[i:i + 1000] for i in range(0, len(body), 1000)]),
+                  headers=h, encode_chunked=True)
+    elif body is not None:
+        c.request("POST", "/" + path, body=body, headers=h)
+    else:
+        c.request("GET", "/" + path, headers=h)
+    r = c.getresponse()
+    out = r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    c.close()
+    return out
+
+
+def test_web_pages_and_statuses(web):
+    status, headers, body = http(web, "hello.lsh?who=%3Cweb%3E")
+    assert status == 200 and body == b"hello &lt;web&gt;\n", (body, web.log(), web.srv.log())
+    assert headers["content-type"] == "text/plain"
+    assert http(web, "status.lsh")[0] == 404
+    status, _, body = http(web, "fail.lsh")
+    assert status == 500 and b"SECRET" not in body
+    assert http(web, "loop.lsh")[0] == 504
+    assert http(web, "nope.lsh")[0] == 404
+    assert http(web, "hello.lsh")[0] == 200
+
+
+def test_web_bodies(web):
+    data = b"a=1&b=two+words"
+    status, _, body = http(web, "form.lsh", data, {"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 200 and body == b'POST {"a":"1","b":"two words"}\n', (body, web.srv.log())
+    up = os.urandom(1 << 20)
+    status, _, body = http(web, "body.lsh", up, {"Content-Type": "application/octet-stream"})
+    assert status == 200 and body.split() == [str(len(up)).encode(), hashlib.sha256(up).hexdigest().encode()], body
+    status, _, body = http(web, "body.lsh", b"c" * 5000, {"Content-Type": "application/octet-stream"}, chunked=True)
+    assert status == 200 and body.split() == [b"5000", hashlib.sha256(b"c" * 5000).hexdigest().encode()], (
+        body, web.log(), web.srv.log()[-2000:])
+
+
+def test_web_large_response_and_slow_client(web):
+    status, _, body = http(web, "big.lsh")
+    assert status == 200 and len(body) == 4096 * 1024
+    # A slow client: the request trickles in, the response is read late and slowly.
+    s = socket.create_connection(("127.0.0.1", web.port), timeout=30)
+    req = b"GET /big.lsh HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    for i in range(0, len(req), 10):
+        s.sendall(req[i:i + 10])
+        time.sleep(0.02)
+    time.sleep(1)
+    got = b""
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        got += c
+        if len(got) < 1 << 20:
+            time.sleep(0.01)
+    s.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    if b"transfer-encoding: chunked" in head.lower():
+        plain = b""
+        while True:
+            size, _, rest = body.partition(b"\r\n")
+            n = int(size, 16)
+            if n == 0:
+                break
+            plain += rest[:n]
+            body = rest[n + 2:]
+        body = plain
+    assert body == (b"h" * 1023 + b"\n") * 4096
+
+
+def test_web_client_disconnects_and_concurrency(web):
+    before = len(summary_lines(web.srv.log()))
+    for page in ["big.lsh", "sleep.lsh?s=1"]:
+        s = socket.create_connection(("127.0.0.1", web.port), timeout=30)
+        s.sendall(f"GET /{page} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        if page == "big.lsh":
+            s.recv(1000)
+        else:
+            time.sleep(0.3)
+        s.close()
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        got = list(ex.map(lambda i: http(web, f"hello.lsh?who={i}")[:3:2], range(200)))
+    assert got == [(200, f"hello {i}\n".encode()) for i in range(200)]
+    end = time.monotonic() + 10
+    while (web.srv.workers() or len(summary_lines(web.srv.log())) < before + 202) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert web.srv.workers() == []
+    assert len(summary_lines(web.srv.log())) == before + 202, web.srv.log()[-3000:]
+
+
+def test_the_warm_process_refuses_anyone_but_the_server(tmp_path):
+    """`leash --fastcgi-zygote` runs only with a SOCK_SEQPACKET socket as stdin and no
+    GATEWAY_INTERFACE: a web server running `leash` as a CGI program (a query string
+    `?--fastcgi-zygote` becomes its argument; its stdin is the request body on a pipe or a
+    stream socket) cannot make it fork workers from the body."""
+    job = b"\x02\x00\x00\x0042"  # the start of a job message, as a request body would carry it
+    for env in [{"GATEWAY_INTERFACE": "CGI/1.1"}, {}]:
+        r = subprocess.run([str(LEASH), "--fastcgi-zygote"], input=job, capture_output=True, env=env, timeout=20)
+        assert r.returncode == 2 and b"started by leash-cgi --fastcgi only" in r.stderr, r
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        r = subprocess.run([str(LEASH), "--fastcgi-zygote"], stdin=b, capture_output=True, env={}, timeout=20)
+    assert r.returncode == 2, r
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with a, b:
+        r = subprocess.run([str(LEASH), "--fastcgi-zygote", "x"], stdin=b, capture_output=True, env={}, timeout=20)
+    assert r.returncode == 2, r
