@@ -723,11 +723,6 @@ fn walk(dir: BorrowedFd<'_>, rel: &Path, flags: OFlags, mode: Mode) -> Result<Ow
     rustix::fs::openat(top_of(&stack, dir), ".", flags, mode)
 }
 
-/// Bytes of a path for messages.
-pub fn os_bytes(s: OsString) -> Vec<u8> {
-    s.into_vec()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
