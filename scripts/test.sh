@@ -32,6 +32,8 @@ if ! command -v apache2 >/dev/null 2>&1 && [ ! -x /usr/sbin/apache2 ]; then
     || echo "   (apache2 could not be installed; the Apache CGI tests will be skipped)"
 fi
 
+echo "== module cycles (scripts/module-cycles.py; fails only on a cycle not listed as allowed)"
+"$PY" scripts/module-cycles.py --check
 echo "== cargo build --release"
 cargo build --release --locked
 echo "== cargo test (unit tests)"
