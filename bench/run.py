@@ -85,9 +85,10 @@ WORKLOADS = {
     "nbody": [("nbody", "nbody", [])],
     "fannkuch": [("fannkuch", "fannkuch", [])],
     "binarytrees": [("binarytrees", "binarytrees", [])],
+    "translate": [("translate", "translate", [])],
 }
 CLASSIC_WORKLOADS = ["bounce", "list", "permute", "queens", "sieve", "storage", "towers",
-                     "richards", "nbody", "fannkuch", "binarytrees"]
+                     "richards", "nbody", "fannkuch", "binarytrees", "translate"]
 CORE_WORKLOADS = ["startup", "fib", "loop", "strings", "array", "map", "json"]
 WORKLOAD_ORDER = ["startup", "fib", "loop", "strings", "array", "map", "json",
                   "wordfreq", "logparse", "csvsum", "textops", "jsonbig"] + CLASSIC_WORKLOADS
@@ -140,6 +141,7 @@ EXPECTED = {
     "nbody": "-0.169075164 -0.169020695",  # 30,000 steps
     "fannkuch": "8629 30",      # n = 9
     "binarytrees": "16383 126976 130048 130816 131008 131056 8191",  # depth 12
+    "translate": "50000 qlsmmn mmnmcemr yi glpncrpqkoo",  # 20 rounds
 }
 EXPECTED["csvsum parse"] = EXPECTED["csvsum"]
 
