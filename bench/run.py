@@ -86,9 +86,10 @@ WORKLOADS = {
     "fannkuch": [("fannkuch", "fannkuch", [])],
     "binarytrees": [("binarytrees", "binarytrees", [])],
     "translate": [("translate", "translate", [])],
+    "jsonparse": [("jsonparse", "jsonparse", [])],
 }
 CLASSIC_WORKLOADS = ["bounce", "list", "permute", "queens", "sieve", "storage", "towers",
-                     "richards", "nbody", "fannkuch", "binarytrees", "translate"]
+                     "richards", "nbody", "fannkuch", "binarytrees", "translate", "jsonparse"]
 CORE_WORKLOADS = ["startup", "fib", "loop", "strings", "array", "map", "json"]
 WORKLOAD_ORDER = ["startup", "fib", "loop", "strings", "array", "map", "json",
                   "wordfreq", "logparse", "csvsum", "textops", "jsonbig"] + CLASSIC_WORKLOADS
@@ -98,7 +99,7 @@ WORKLOAD_GROUPS = {"core": CORE_WORKLOADS, "text": ["wordfreq", "logparse", "csv
 TEXT_WORKLOADS = ["wordfreq", "logparse", "csvsum", "textops", "jsonbig"]
 TEXT_CASES = {"wordfreq", "logparse", "csvsum", "csvsum parse", "textops", "jsonbig"}
 TEXT_STDIN = {"wordfreq": "words.txt", "logparse": "access.log", "textops": "text.txt",
-              "jsonbig": "big.json"}
+              "jsonbig": "big.json", "jsonparse": "ops.json"}
 INPUTS_DIR = os.path.join(ROOT, "target", "bench", "inputs")
 # A case whose program differs per language: {case: {lang: program}}. "csvsum parse" is
 # Leash's other way to read CSV (csv.parse of each line, bench/leash/csvline.lsh); the
@@ -142,6 +143,7 @@ EXPECTED = {
     "fannkuch": "8629 30",      # n = 9
     "binarytrees": "16383 126976 130048 130816 131008 131056 8191",  # depth 12
     "translate": "50000 qlsmmn mmnmcemr yi glpncrpqkoo",  # 20 rounds
+    "jsonparse": "160 124 660 663 1525 158",  # ops, objects, arrays, strings, numbers, literals
 }
 EXPECTED["csvsum parse"] = EXPECTED["csvsum"]
 
@@ -668,7 +670,7 @@ def main():
         interps[lang] = path
     langs = [l for l in langs if l in interps]
 
-    if any(w in TEXT_WORKLOADS for w in workloads):
+    if any(w in TEXT_WORKLOADS or w in TEXT_STDIN for w in workloads):
         log("writing the text inputs (bench/gen_text.py) if missing ...")
         sys.path.insert(0, BENCH)
         import gen_text
