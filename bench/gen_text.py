@@ -13,6 +13,8 @@ strings 1 MiB, JSON 16,384 nodes and 1 MiB.
   rows.csv     header + 50,000 CSV rows, quoted fields with commas, quotes  (csvsum)
   text.txt     one ~900 KB text (lines of words)                            (textops)
   big.json     one ~900 KB JSON document under 16,384 nodes                 (jsonbig)
+  ops.json     one ~24 KB JSON document of UI operations, in the manner of Are We
+               Fast Yet's Json input (our own content), with string escapes  (jsonparse)
 """
 import os
 import sys
@@ -140,8 +142,38 @@ def big_json(rng):
     return '{"version":1,"items":[' + ",".join(recs) + "]}"
 
 
+def ops_json(rng):
+    """About 24 KB: {"head": {...}, "operations": [[verb, id, ...], ...]} with nested
+    objects and arrays, numbers (negative, fractions, exponents), literals and escapes."""
+    kinds = ["Composite", "Label", "Text", "Grid", "ScrollBar", "GridItem", "Button"]
+    styles = ["NONE", "LEFT", "SINGLE", "BORDER", "VERTICAL", "HORIZONTAL"]
+    ops = []
+    for i in range(160):
+        w = "w%d" % (50 + i)
+        verb = ["create", "set", "listen", "destroy"][rng.below(4)]
+        if verb == "destroy":
+            ops.append('["destroy","%s"]' % w)
+        elif verb == "listen":
+            ops.append('["listen","%s",{"Selection":%s,"KeyDown":%s}]'
+                       % (w, ["true", "false"][rng.below(2)], ["true", "false"][rng.below(2)]))
+        else:
+            props = ['"parent":"w%d"' % (40 + rng.below(i + 10)),
+                     '"style":[%s]' % ",".join('"%s"' % styles[rng.below(6)] for _ in range(1 + rng.below(3))),
+                     '"bounds":[%d,%d,%d,%d]' % (rng.below(100), rng.below(600), rng.below(1008), rng.below(600)),
+                     '"tabIndex":%d' % (rng.below(40) - 1),
+                     '"scale":%d.%de%s%d' % (rng.below(9) + 1, rng.below(1000), ["", "-", "+"][rng.below(3)], rng.below(3)),
+                     '"text":"Item \\\\%d \\"%s\\"\\n\\t\\/ok"' % (i, kinds[rng.below(7)]),
+                     '"image":null',
+                     '"metrics":[[0,0,50,3],[1,50,50,53],[2,100,140,103]]']
+            if verb == "create":
+                ops.append('["create","%s","rwt.widgets.%s",{%s}]' % (w, kinds[rng.below(7)], ",".join(props)))
+            else:
+                ops.append('["set","%s",{%s}]' % (w, ",".join(props[rng.below(4):])))
+    return '{"head":{"requestCounter":4},"operations":[' + ",".join(ops) + "]}"
+
+
 FILES = [("words.txt", words_txt, 1), ("access.log", access_log, 2), ("rows.csv", rows_csv, 3),
-         ("text.txt", text_txt, 4), ("big.json", big_json, 5)]
+         ("text.txt", text_txt, 4), ("big.json", big_json, 5), ("ops.json", ops_json, 6)]
 
 
 def generate(outdir):

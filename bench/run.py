@@ -19,6 +19,7 @@ Standard library only.
 
 import argparse
 import json
+import math
 import os
 import platform
 import re
@@ -70,13 +71,35 @@ WORKLOADS = {
                ("csvsum parse", "csvsum", ["@rows.csv"])],
     "textops": [("textops", "textops", [])],
     "jsonbig": [("jsonbig", "jsonbig", [])],
+    # Classic cross-language interpreter benchmarks (issue 24): the Are We Fast Yet set
+    # and three of the Computer Language Benchmarks Game's, in Leash, CPython, Lua and
+    # Perl (no Tcl). Each program's default size is the measured one.
+    "bounce": [("bounce", "bounce", [])],
+    "list": [("list", "list", [])],
+    "permute": [("permute", "permute", [])],
+    "queens": [("queens", "queens", [])],
+    "sieve": [("sieve", "sieve", [])],
+    "storage": [("storage", "storage", [])],
+    "towers": [("towers", "towers", [])],
+    "richards": [("richards", "richards", [])],
+    "nbody": [("nbody", "nbody", [])],
+    "fannkuch": [("fannkuch", "fannkuch", [])],
+    "binarytrees": [("binarytrees", "binarytrees", [])],
+    "translate": [("translate", "translate", [])],
+    "jsonparse": [("jsonparse", "jsonparse", [])],
 }
+CLASSIC_WORKLOADS = ["bounce", "list", "permute", "queens", "sieve", "storage", "towers",
+                     "richards", "nbody", "fannkuch", "binarytrees", "translate", "jsonparse"]
+CORE_WORKLOADS = ["startup", "fib", "loop", "strings", "array", "map", "json"]
 WORKLOAD_ORDER = ["startup", "fib", "loop", "strings", "array", "map", "json",
-                  "wordfreq", "logparse", "csvsum", "textops", "jsonbig"]
+                  "wordfreq", "logparse", "csvsum", "textops", "jsonbig"] + CLASSIC_WORKLOADS
+# Names --only also takes for a group of workloads.
+WORKLOAD_GROUPS = {"core": CORE_WORKLOADS, "text": ["wordfreq", "logparse", "csvsum", "textops", "jsonbig"],
+                   "classic": CLASSIC_WORKLOADS}
 TEXT_WORKLOADS = ["wordfreq", "logparse", "csvsum", "textops", "jsonbig"]
 TEXT_CASES = {"wordfreq", "logparse", "csvsum", "csvsum parse", "textops", "jsonbig"}
 TEXT_STDIN = {"wordfreq": "words.txt", "logparse": "access.log", "textops": "text.txt",
-              "jsonbig": "big.json"}
+              "jsonbig": "big.json", "jsonparse": "ops.json"}
 INPUTS_DIR = os.path.join(ROOT, "target", "bench", "inputs")
 # A case whose program differs per language: {case: {lang: program}}. "csvsum parse" is
 # Leash's other way to read CSV (csv.parse of each line, bench/leash/csvline.lsh); the
@@ -84,6 +107,7 @@ INPUTS_DIR = os.path.join(ROOT, "target", "bench", "inputs")
 PROGRAM_FOR = {"csvsum parse": {"leash": "csvline"}}
 # Where a language has no library for the work, the cell says so instead of a figure.
 NOT_AVAILABLE = {("jsonbig", "lua"): "n/a: no JSON library", ("jsonbig", "tcl"): "n/a: no JSON library"}
+NOT_AVAILABLE.update({(w, "tcl"): "n/a: not written" for w in CLASSIC_WORKLOADS})
 # Extra Leash options per case (the gates a program needs).
 LEASH_FLAGS = {"csvsum": ["--allow-files"], "csvsum parse": ["--allow-files"]}
 
@@ -106,6 +130,20 @@ EXPECTED = {
               "tools:65763:62460757 toys:65566:63404910",
     "textops": "81576960",
     "jsonbig": "18147220",
+    # Classic: the Are We Fast Yet result of one run times the runs.
+    "bounce": "66550",          # 50 x 1331
+    "list": "400",              # 40 x 10
+    "permute": "519600",        # 60 x 8660
+    "queens": "1000",           # 100 x 10 placements
+    "sieve": "66900",           # 100 x 669
+    "storage": "218440",        # 40 x 5461
+    "towers": "245730",         # 30 x 8191
+    "richards": "23246 9297",   # queued packets and holds of one run (2 runs)
+    "nbody": "-0.169075164 -0.169020695",  # 30,000 steps
+    "fannkuch": "8629 30",      # n = 9
+    "binarytrees": "16383 126976 130048 130816 131008 131056 8191",  # depth 12
+    "translate": "50000 qlsmmn mmnmcemr yi glpncrpqkoo",  # 20 rounds
+    "jsonparse": "160 124 660 663 1525 158",  # ops, objects, arrays, strings, numbers, literals
 }
 EXPECTED["csvsum parse"] = EXPECTED["csvsum"]
 
@@ -449,6 +487,12 @@ def ratio(results, case, num, dens, index=0):
     return a[index] / min(vals) if min(vals) > 0 else None
 
 
+def geomean(values):
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
 def report(results, cases, langs, markdown, misses):
     headers = ["workload"] + [LANGS[l][0] for l in langs]
     has_leash = "leash" in langs
@@ -504,6 +548,28 @@ def report(results, cases, langs, markdown, misses):
         rows.append(row)
     out = [render_table(headers, rows, markdown)]
 
+    # Geometric means of the Leash/peer CPU ratios over a group of workloads (the
+    # classic set, and the core and classic set together: issue 24's targets).
+    if "leash" in langs:
+        grows = []
+        for label, group in (("classic", CLASSIC_WORKLOADS),
+                             ("core + classic", [w for w in CORE_WORKLOADS if w != "startup"]
+                              + CLASSIC_WORKLOADS)):
+            members = [c for c in cases if c in group]
+            if not members or (label != "classic" and not any(c in CORE_WORKLOADS for c in members)):
+                continue
+            grow = ["%s (%d)" % (label, len(members))]
+            for peer in ("python", "lua", "perl"):
+                rs = [ratio(results, c, "leash", [peer]) for c in members] if peer in langs else []
+                rs = [r for r in rs if r]
+                grow.append(fmt_ratio(geomean(rs), None) if len(rs) == len(members) else "-")
+            grows.append(grow)
+        if grows:
+            out.append("")
+            out.append("Geometric mean of the Leash/peer CPU ratios:" + ("\n" if markdown else ""))
+            out.append(render_table(["workloads", "Leash/CPython", "Leash/Lua", "Leash/Perl"],
+                                    grows, markdown))
+
     pairs = [(label, big, small) for label, big, small in SCALING if big in cases and small in cases]
     if pairs:
         srows = []
@@ -555,8 +621,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=1, metavar="N",
                     help="untimed rounds before the timed ones (default 1)")
     ap.add_argument("--only", metavar="WORKLOAD[,..]", default=",".join(WORKLOAD_ORDER),
-                    type=lambda v: parse_list(v, WORKLOAD_ORDER, "workload"),
-                    help="run only these workloads (default: all)")
+                    type=lambda v: [w for x in parse_list(v, WORKLOAD_ORDER + list(WORKLOAD_GROUPS),
+                                                          "workload")
+                                    for w in WORKLOAD_GROUPS.get(x, [x])],
+                    help="run only these workloads, or groups: core, text, classic (default: all)")
     ap.add_argument("--langs", metavar="LANG[,..]", default=",".join(LANG_ORDER),
                     type=lambda v: parse_list(v, LANG_ORDER, "language"),
                     help="run only these languages (default: all)")
@@ -582,6 +650,7 @@ def main():
 
     interps = {}
     problems = []
+    skipped = []
     for lang in langs:
         if lang == "leash":
             path = os.path.abspath(opts.leash) if opts.leash else build_leash()
@@ -590,10 +659,18 @@ def main():
         else:
             path = ensure_interpreter(lang)
         if path is None:
-            problems.append("%s: interpreter not available" % LANGS[lang][0])
+            # A missing peer is skipped, saying so; a missing leash is a problem.
+            if lang == "leash":
+                problems.append("%s: interpreter not available" % LANGS[lang][0])
+            else:
+                log("SKIPPING %s: no interpreter found and none could be installed"
+                    % LANGS[lang][0])
+                skipped.append(LANGS[lang][0])
+                continue
         interps[lang] = path
+    langs = [l for l in langs if l in interps]
 
-    if any(w in TEXT_WORKLOADS for w in workloads):
+    if any(w in TEXT_WORKLOADS or w in TEXT_STDIN for w in workloads):
         log("writing the text inputs (bench/gen_text.py) if missing ...")
         sys.path.insert(0, BENCH)
         import gen_text
@@ -688,6 +765,8 @@ def main():
                  if "leash" in versions and not opts.leash and re.match(r"^[0-9a-f]+ ", commit) else "")
     header.append("Interpreters: " + "; ".join(versions[l] + (leash_src if l == "leash" else "")
                                                for l in langs if l in versions))
+    if skipped:
+        header.append("Skipped (not installed): %s" % ", ".join(skipped))
     header.append("Date: %s" % time.strftime("%Y-%m-%d %H:%M %Z"))
     header.append("Median of %d runs after %d warm-up round(s); cells are user+sys CPU ms / peak RSS MB. "
                   "Run time %.0f s; 1-minute load average %s before, %s after."

@@ -56,6 +56,8 @@ if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
     || echo "   (nginx could not be installed; the nginx FastCGI tests will be skipped)"
 fi
 
+echo "== module cycles (scripts/module-cycles.py; fails only on a cycle not listed as allowed)"
+"$PY" scripts/module-cycles.py --check
 echo "== cargo build --release"
 cargo build --release --locked
 echo "== cargo test (unit tests)"

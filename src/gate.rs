@@ -18,7 +18,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
@@ -904,11 +904,6 @@ fn walk(dir: BorrowedFd<'_>, rel: &Path, flags: OFlags, mode: Mode) -> Result<Ow
     }
     // The path ends in `..` or names the grant itself: open the directory reached.
     rustix::fs::openat(top_of(&stack, dir), ".", flags, mode)
-}
-
-/// Bytes of a path for messages.
-pub fn os_bytes(s: OsString) -> Vec<u8> {
-    s.into_vec()
 }
 
 #[cfg(test)]

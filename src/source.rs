@@ -94,11 +94,6 @@ impl SourceMap {
         Some(l.strip_suffix('\r').unwrap_or(l))
     }
 
-    /// Where a file stands in load order (for sorting diagnostics into source order).
-    pub fn file_rank(&self, name: &str) -> usize {
-        self.files.iter().position(|f| f.name == name).unwrap_or(0)
-    }
-
     /// Fill in what the loaded sources can add to a diagnostic: the source line, and
     /// when no column is known the line's first non-blank character.
     pub fn complete(&self, d: &mut crate::diag::Diagnostic) {

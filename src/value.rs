@@ -325,11 +325,6 @@ impl List {
     pub fn into_vec(self) -> Vec<Value> {
         self.items
     }
-
-    /// Reorder items without changing them.
-    pub fn reorder(&mut self, f: impl FnOnce(&mut [Value])) {
-        f(&mut self.items)
-    }
 }
 
 pub type MapInner = IndexMap<Key, Value, foldhash::fast::RandomState>;
