@@ -25,6 +25,7 @@ pub mod program;
 pub mod resolve;
 pub mod source;
 pub mod stdlib;
+pub mod teach;
 pub mod testrun;
 pub mod tools;
 pub mod value;

@@ -568,8 +568,9 @@ impl Limits {
     }
 
     /// Apply one `NAME=VALUE` (the text after `--limit`), returning which limit it set.
-    /// The limits whose ceiling is `--max-memory` are checked against it by
-    /// `check_memory` once every option is read.
+    /// `max` stands for the ceiling under the largest `--max-memory`; `all=max` is refused
+    /// here (it names no one limit): the command line and the gateway read it with
+    /// [`parse_spec`] and [`Limits::resolve`], once `--max-memory` is known.
     pub fn apply(&mut self, spec: &str) -> Result<L, String> {
         let Some((name, value)) = spec.split_once('=') else {
             return Err(format!("takes NAME=VALUE, got \"{spec}\" (leash --limits lists the names)"));
@@ -579,6 +580,33 @@ impl Limits {
         Ok(d.id)
     }
 
+    /// Apply settings read by [`parse_spec`], in order, under the final `max_memory`
+    /// (`flag` names it in errors: `--max-memory`, or the gateway's `max_memory`): `max`
+    /// becomes the limit's ceiling, and a number given for a limit whose ceiling is the
+    /// memory bound must be within it.
+    pub fn resolve(&mut self, settings: &[Setting], max_memory: u64, flag: &str) -> Result<(), String> {
+        for s in settings {
+            let d = &LIMITS[s.id as usize];
+            let ceiling = d.ceiling_for(max_memory);
+            match s.value {
+                None => self.v[s.id as usize] = ceiling,
+                Some(v) => {
+                    if v > ceiling {
+                        return Err(format!(
+                            "{} takes bytes from {} to {flag} ({}), got {}",
+                            d.name,
+                            d.floor,
+                            show(ceiling, Unit::Bytes),
+                            show(v, Unit::Bytes)
+                        ));
+                    }
+                    self.v[s.id as usize] = v;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The limits in `given` whose ceiling is `--max-memory`, checked against its final
     /// value (`flag` names it: `--max-memory`, or the gateway's `max_memory`). Defaults
     /// are not checked: `--max-memory 1M` alone stays valid, and the memory limit is
@@ -586,18 +614,47 @@ impl Limits {
     pub fn check_memory(&self, max_memory: u64, given: &[L], flag: &str) -> Result<(), String> {
         for d in LIMITS.iter().filter(|d| matches!(d.ceiling, Ceiling::MaxMemory(_)) && given.contains(&d.id)) {
             let v = self.v[d.id as usize];
-            if v > max_memory {
+            if v > d.ceiling_for(max_memory) {
                 return Err(format!(
                     "{} takes bytes from {} to {flag} ({}), got {}",
                     d.name,
                     d.floor,
-                    show(max_memory, Unit::Bytes),
+                    show(d.ceiling_for(max_memory), Unit::Bytes),
                     show(v, Unit::Bytes)
                 ));
             }
         }
         Ok(())
     }
+}
+
+/// One `--limit` setting as read: which limit, and its value (`None`: `max`, the ceiling
+/// under the final memory bound).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setting {
+    pub id: L,
+    pub value: Option<u64>,
+}
+
+/// Read one `NAME=VALUE` (the text after `--limit`, or a `[limits]` entry): `NAME=max`
+/// is the limit's ceiling, `all=max` every run-time limit's ceiling (SPEC 8.2).
+pub fn parse_spec(spec: &str) -> Result<Vec<Setting>, String> {
+    let Some((name, value)) = spec.split_once('=') else {
+        return Err(format!("takes NAME=VALUE, got \"{spec}\" (leash --limits lists the names)"));
+    };
+    if name == "all" {
+        if value != "max" {
+            return Err(format!(
+                "all takes only max (all=max moves every run-time limit to its ceiling), got \"{value}\""
+            ));
+        }
+        return Ok(LIMITS.iter().map(|d| Setting { id: d.id, value: None }).collect());
+    }
+    let d = lookup(name)?;
+    if value == "max" {
+        return Ok(vec![Setting { id: d.id, value: None }]);
+    }
+    Ok(vec![Setting { id: d.id, value: Some(parse_value(d, value, None)?) }])
 }
 
 /// The row named `name`, or a usage error saying why there is none.
@@ -677,8 +734,9 @@ pub fn limits_text() -> String {
 /// Default step budget: enough for ordinary scripts, small enough that a runaway
 /// loop ends in well under a second.
 pub const DEFAULT_MAX_STEPS: u64 = 1_000_000;
-/// Largest `--max-steps`: keeps any single run to a few seconds of CPU.
-pub const MAX_MAX_STEPS: u64 = 100_000_000;
+/// Largest `--max-steps` (10^12): work, memory and time bound a run now, so the step
+/// budget is a count the operator sets, not a CPU bound (SPEC 1; it was 10^8).
+pub const MAX_MAX_STEPS: u64 = 1_000_000_000_000;
 /// Default work budget (`--max-work`, SPEC 8.1): one unit is about a nanosecond of CPU
 /// on the benchmark machine, so this is about two seconds of builtin and operator work.
 pub const DEFAULT_MAX_WORK: u64 = 2_000_000_000;
