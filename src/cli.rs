@@ -566,7 +566,8 @@ mod tests {
         }
         assert!(p(&["--max-memory", "4M", "--limit", "frame_storage=4M", "x"]).is_ok());
         assert!(p(&["--limit", "frame_storage=5M", "--max-memory", "4M", "x"]).is_err());
-        assert!(p(&["--limit", "frame_storage=33M", "--max-memory", "1G", "x"]).is_err());
+        assert!(p(&["--limit", "frame_storage=1G", "--max-memory", "1G", "x"]).is_ok());
+        assert!(p(&["--limit", "frame_storage=1025M", "--max-memory", "1G", "x"]).is_err());
         assert_eq!(p(&["--limits"]).unwrap().1, Command::Limits);
     }
 

@@ -151,7 +151,7 @@ pub fn teach(d: &mut Diagnostic, s: &Setup) {
             let Some(row) = row_for(&kind, &d.message, &s.limits) else { return };
             let v = s.limits.get(row.id);
             let ceiling = row.ceiling_for(s.max_memory);
-            let memory_bound = matches!(row.ceiling, Ceiling::MaxMemory(_));
+            let memory_bound = matches!(row.ceiling, Ceiling::MaxMemory);
             let r = if v >= ceiling && memory_bound {
                 // At the memory bound: it is the memory bound that moves it.
                 let (o, _, h) = own("--max-memory", "max_memory", s.max_memory, MAX_MAX_MEMORY, Unit::Bytes);

@@ -233,3 +233,37 @@ def test_gateway_check_config_all_max(tmp_path):
     cfg.write_text(f'root = "{root}"\n[limits]\nall = 5\n')
     p = subprocess.run([str(LEASH_CGI), "--check-config", str(cfg)], capture_output=True, timeout=30)
     assert p.returncode == 1 and "all takes only max" in p.stderr.decode(), p
+
+
+# =====================================================================================
+# Arguments shared, never copied or counted again (SPEC 8, round 3): call_args bounds
+# calls to user functions only.
+# =====================================================================================
+
+
+def test_builtins_on_a_value_that_fits_in_a_frame_always_work(tmp_path):
+    p = tmp_path / "t.lsh"
+    p.write_text(
+        """m = {}
+xs = []
+for i in range(100000)
+  m[str(i)] = i
+  push(xs, i)
+end
+print(len(m), get(m, "99999"), len(keys(m)), "5" in m, 5 in xs, len(xs))
+print(len(json.stringify(m)), len(json.stringify(xs)))
+fn f(v)
+  return len(v)
+end
+print(f(m))
+"""
+    )
+    # everything raised but call_args (the default 2 MiB; the map holds about 8 MiB)
+    opts = ["--limit", "list=max", "--limit", "map=max", "--limit", "frame_storage=64M", "--limit", "json=max"]
+    opts += ["--limit", "json_nodes=max", "--max-steps", "10000000"]
+    r = leash([*opts, p])
+    assert r.status == 4 and r.diag["kind"] == "call_args" and r.diag["line"] == 12, r
+    assert r.out == "100000 99999 100000 true true 100000\n1377781 588891\n", r
+    assert r.diag["option"].startswith("--limit call_args="), r
+    r = leash([*opts, "--limit", "call_args=max", p])
+    assert r.status == 0 and r.out.endswith("\n100000\n"), r
