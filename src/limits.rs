@@ -393,7 +393,7 @@ pub const LIMITS: &[LimitDef] = &[
         60_000,
         30 * 86_400 * 1000,
         Unit::Ms,
-        "HTTP timeouts summed over the run (each request reserves its timeout_ms)",
+        "HTTP time waited over the run (each request reserves its timeout_ms; what it did not use is returned)",
     ),
     row(
         L::HttpBodies,
