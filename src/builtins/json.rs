@@ -726,12 +726,80 @@ fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
+/// json.next: each line read, at json.parse's rate plus the read (charged as it goes).
+const NEXT: Cost = Cost::custom(21.0, 0.0);
+
+/// `json.next(source)`: the next value of a JSON Lines stream, nil at its end. The source
+/// is `"-"` (stdin, within the stdin budgets), a file reader (`file.open`, within the
+/// streaming-read budgets) or a socket (`net.read_line`'s budgets). One line is held at
+/// a time, so a filter over a stream of any length runs in constant memory; blank lines
+/// are skipped; a line that is not one JSON value is a `parse` error naming its number.
+fn json_next(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.next";
+    enum Src {
+        Stdin,
+        File(u32),
+        Sock(u32),
+    }
+    let src = match &args[0] {
+        Value::Str(s) if s.as_slice() == b"-" => Src::Stdin,
+        Value::Handle(h) if h.kind == HandleKind::File => {
+            Src::File(super::files::reader_id(it, NAME, &args[0], HandleKind::File)?)
+        }
+        Value::Handle(h) if h.kind == HandleKind::Socket => Src::Sock(h.id),
+        Value::Str(_) => {
+            return Err(
+                it.err(ErrKind::Value, format!("{NAME}: the source is \"-\" (stdin), a file reader or a socket"))
+            )
+        }
+        other => return Err(it.type_err(NAME, 0, "\"-\", a file reader or a socket", other)),
+    };
+    loop {
+        let (line, n) = match src {
+            Src::Stdin => {
+                let l = super::stdin::next_stdin_line(it)?;
+                (l, it.stdin.lines)
+            }
+            Src::File(id) => {
+                let l = super::files::next_line(it, NAME, id)?;
+                (l, super::files::lines_read(it, id))
+            }
+            Src::Sock(id) => {
+                let v = super::net::read_line(it, &mut [args[0].clone()])?;
+                let l = match v {
+                    Value::Str(s) => Some(s.to_vec()),
+                    _ => None,
+                };
+                (l, super::net::lines_read(it, id))
+            }
+        };
+        let Some(line) = line else { return Ok(Value::Nil) };
+        it.work(NEXT.units(line.len() as u64, 0))?;
+        if line.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        return match parse_until(&line, it.deadline, JsonLimits::of(&it.lim)) {
+            Ok(v) => {
+                it.check_value(&v)?;
+                Ok(v)
+            }
+            Err(ParseError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{NAME}: line {n}: {m}"))),
+            Err(ParseError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
+            Err(ParseError::Syntax(m, at)) => {
+                let (_, col) = line_col(&line, at);
+                Err(it.err(ErrKind::Parse, format!("{NAME}: line {n}: {m} at column {col}")))
+            }
+        };
+    }
+}
+
 /// json.stringify: the bytes of the text written.
 const STRINGIFY: Cost = Cost::bytes(2.0);
 
 pub const TABLE: &[Builtin] = &[
     b("json.parse", "json.parse(s)", 1, 1, Cost::bytes(20.0), json_parse),
     b("json.stringify", "json.stringify(v[, indent])", 1, 2, STRINGIFY, json_stringify),
+    b("json.next", "json.next(source)", 1, 1, NEXT, json_next),
 ];
 
 #[cfg(test)]
