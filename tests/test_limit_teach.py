@@ -267,3 +267,26 @@ print(f(m))
     assert r.diag["option"].startswith("--limit call_args="), r
     r = leash([*opts, "--limit", "call_args=max", p])
     assert r.status == 0 and r.out.endswith("\n100000\n"), r
+
+
+# =====================================================================================
+# Growing strings and lists account what they hold (issue 25)
+# =====================================================================================
+
+
+def test_a_string_grown_to_13_mb_is_not_charged_the_whole_limit(tmp_path):
+    p = tmp_path / "t.lsh"
+    p.write_text('s = ""\nchunk = repeat("x", 100000)\nfor i in range(130)\n  s ..= chunk\nend\nprint(len(s))\n')
+    # doubling gave it a 16 MiB capacity (the string limit), past a 15 MiB frame
+    r = leash(["--limit", "string=16M", "--limit", "frame_storage=15M", "--stats", p])
+    assert r.status == 0 and r.out == "13000000\n", r
+    assert r.stats["peak_frame_bytes"] < 13_000_000 * 9 // 8 + 200_000, r.stats
+
+
+def test_a_list_grown_past_65536_items_grows_by_an_eighth(tmp_path):
+    p = tmp_path / "t.lsh"
+    p.write_text("xs = []\ni = 0\nwhile i < 1000000\n  push(xs, i)\n  i += 1\nend\nprint(len(xs))\n")
+    r = leash(["--limit", "all=max", "--max-steps", "10000000", "--stats", p])
+    assert r.status == 0 and r.out == "1000000\n", r
+    # 16 bytes a slot: at most an eighth of spare capacity past what it holds
+    assert r.stats["peak_frame_bytes"] < 16 * 1_000_000 * 9 // 8 + 100_000, r.stats
