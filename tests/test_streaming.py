@@ -165,3 +165,18 @@ def test_csv_open_stdin_names_a_ragged_line(tmp_path):
     assert r.status == 1 and r.diag["kind"] == "parse" and "line 3" in r.diag["message"], r
     r = leash(["--allow-read", p], input=b"a,b\n1,2\n")
     assert r.status == 0 and r.out == "done\n", r
+
+
+def test_json_parse_of_a_document_too_big_stops_while_it_parses(tmp_path):
+    """The parser looks at the heap bound every 4,096 values: a 20 MB document under
+    --max-memory 16M stops with `memory` from the heap check, well before the whole
+    value (several times the text) is built."""
+    doc = "[" + ",".join('{"id":%d,"name":"user %d","tags":["a","b"]}' % (i, i) for i in range(450_000)) + "]"
+    (tmp_path / "d.json").write_text(doc)
+    p = tmp_path / "t.lsh"
+    p.write_text('v = json.parse(file.read("d.json"))\nprint(len(v))\n')
+    r = leash([*BIG, "--allow-read", "--max-memory", "32M", p], cwd=tmp_path)
+    assert r.status == 4 and r.diag["kind"] == "memory", r
+    assert "heap" in r.diag["message"], r
+    r = leash([*BIG, "--allow-read", "--max-memory", "1G", p], cwd=tmp_path, cap=3072 * MIB)
+    assert r.status == 0 and r.out == "450000\n", r
