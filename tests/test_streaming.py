@@ -180,3 +180,14 @@ def test_json_parse_of_a_document_too_big_stops_while_it_parses(tmp_path):
     assert "heap" in r.diag["message"], r
     r = leash([*BIG, "--allow-read", "--max-memory", "1G", p], cwd=tmp_path, cap=3072 * MIB)
     assert r.status == 0 and r.out == "450000\n", r
+
+
+def test_csv_parse_of_a_file_too_big_stops_while_it_parses(tmp_path):
+    data = "".join(f"{i},name {i},{i % 100}\n" for i in range(400_000))
+    (tmp_path / "d.csv").write_text(data)
+    p = tmp_path / "t.lsh"
+    p.write_text('rows = csv.parse(file.read("d.csv"))\nprint(len(rows))\n')
+    r = leash([*BIG, "--allow-read", "--max-memory", "32M", p], cwd=tmp_path)
+    assert r.status == 4 and r.diag["kind"] == "memory" and "heap" in r.diag["message"], r
+    r = leash([*BIG, "--allow-read", "--max-memory", "1G", p], cwd=tmp_path, cap=3072 * MIB)
+    assert r.status == 0 and r.out == "400000\n", r
