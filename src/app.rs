@@ -387,8 +387,8 @@ fn check(cfg: &Config, scripts: &[std::path::PathBuf], started: Instant) -> i32 
                 }
             }
             Err(ds) => {
-                for d in &ds {
-                    emit_diag(d, cfg.json_errors);
+                for d in ds {
+                    emit_taught(d, cfg);
                 }
                 status = 3;
             }
@@ -479,7 +479,7 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
     let mut summary = crate::testrun::Summary::default();
     let area = include_area(cfg, &gate);
     for f in &files {
-        let report = &mut |d: &Diagnostic| emit_diag(d, cfg.json_errors);
+        let report = &mut |d: &Diagnostic| emit_taught(d.clone(), cfg);
         summary.json = cfg.test_json;
         summary.failure_diags = cfg.json_errors;
         crate::testrun::run_file(f, &rc, &area, cfg.filter.as_deref(), cfg.update_snapshots, &mut summary, report);
@@ -505,6 +505,24 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
         emit_stats(&Stats::default(), started);
     }
     status
+}
+
+/// What a limit diagnostic tells about the limits of this command line (`teach.rs`).
+fn setup(cfg: &Config) -> crate::teach::Setup {
+    crate::teach::Setup {
+        max_steps: cfg.max_steps,
+        max_work: cfg.max_work,
+        max_time: cfg.max_time,
+        max_memory: cfg.max_memory,
+        limits: cfg.limits,
+        cgi: cfg.cgi,
+    }
+}
+
+/// Write a diagnostic, a limit's with its `limit`, `value`, `option` and `help:` line.
+fn emit_taught(mut d: Diagnostic, cfg: &Config) {
+    crate::teach::teach(&mut d, &setup(cfg));
+    emit_diag(&d, cfg.json_errors);
 }
 
 fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 {
@@ -544,14 +562,14 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             if let Some(t) = ds.iter().find(|d| d.kind == "time").cloned() {
                 let mut t = t;
                 t.class = crate::diag::Class::Limit;
-                emit_diag(&t, cfg.json_errors);
+                emit_taught(t, cfg);
                 if let Some(p) = &cfg.profile {
                     write_profile(p, None, cfg.json_errors);
                 }
                 return finish(4, &Stats::default());
             }
-            for d in &ds {
-                emit_diag(d, cfg.json_errors);
+            for d in ds {
+                emit_taught(d, cfg);
             }
             if let Some(p) = &cfg.profile {
                 // A run that never started (a load error) leaves empty profile files.
@@ -570,7 +588,8 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
     if let (Some(path), Some(p)) = (&cfg.profile, out.profile.take()) {
         write_profile(path, Some((&p, &prog, deadline)), cfg.json_errors);
     }
-    if let Some(d) = &out.diag {
+    if let Some(d) = out.diag.as_mut() {
+        crate::teach::teach(d, &setup(cfg));
         emit_diag(d, cfg.json_errors);
     }
     if cfg.cgi {

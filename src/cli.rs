@@ -16,7 +16,7 @@ pub struct Opt {
 }
 
 pub const OPTIONS: &[Opt] = &[
-    Opt { name: "--max-steps", value: Some("N"), help: "step budget, 1..100000000 (default 1000000)" },
+    Opt { name: "--max-steps", value: Some("N"), help: "step budget, 1..1000000000000 (default 1000000)" },
     Opt {
         name: "--max-work",
         value: Some("N"),
@@ -31,7 +31,7 @@ pub const OPTIONS: &[Opt] = &[
     Opt {
         name: "--limit",
         value: Some("NAME=VALUE"),
-        help: "move one run-time limit (repeatable; the list below, and leash --limits)",
+        help: "move one run-time limit (repeatable; NAME=max: its ceiling; all=max: every one; the list below)",
     },
     Opt {
         name: "--include-path",
@@ -307,7 +307,7 @@ fn text(v: &OsString) -> Result<String, String> {
 /// Parse the command line (without the program name).
 pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
     let mut cfg = Config::default();
-    let mut given: Vec<L> = Vec::new();
+    let mut given: Vec<crate::limits::Setting> = Vec::new();
     let mut i = 0;
     let mut sub: Option<&str> = None;
     let mut positional: Vec<OsString> = Vec::new();
@@ -381,7 +381,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                 "--max-work" => cfg.max_work = parse_u64(&name, &v, 1, MAX_MAX_WORK)?,
                 "--max-time" => cfg.max_time = Some(parse_time(&v)?),
                 "--max-memory" => cfg.max_memory = parse_memory(&v)?,
-                "--limit" => given.push(cfg.limits.apply(&v).map_err(|m| format!("--limit: {m}"))?),
+                "--limit" => given.extend(crate::limits::parse_spec(&v).map_err(|m| format!("--limit: {m}"))?),
                 "--include-path" => {
                     if cfg.include_path.len() >= MAX_INCLUDE_PATHS {
                         return Err(format!("too many --include-path options (limit is {MAX_INCLUDE_PATHS})"));
@@ -470,7 +470,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
         positional.push(a.clone());
         i += 1;
     }
-    cfg.limits.check_memory(cfg.max_memory, &given, "--max-memory").map_err(|m| format!("--limit: {m}"))?;
+    cfg.limits.resolve(&given, cfg.max_memory, "--max-memory").map_err(|m| format!("--limit: {m}"))?;
     if cfg.allow_listen && !cfg.allow_network {
         return Err("--allow-listen needs --allow-network".into());
     }
@@ -549,7 +549,8 @@ mod tests {
     fn ranges() {
         assert!(p(&["--max-steps", "0", "x"]).is_err());
         assert!(p(&["--max-steps", "100000000", "x"]).is_ok());
-        assert!(p(&["--max-steps", "100000001", "x"]).is_err());
+        assert!(p(&["--max-steps", "1000000000000", "x"]).is_ok());
+        assert!(p(&["--max-steps", "1000000000001", "x"]).is_err());
         assert_eq!(p(&["--max-work", "10000000000000", "x"]).unwrap().0.max_work, MAX_MAX_WORK);
         for bad in ["0", "-1", "1e9", "x", "10000000000001", ""] {
             assert!(p(&["--max-work", bad, "x"]).is_err(), "--max-work {bad}");
@@ -579,8 +580,26 @@ mod tests {
         }
         assert!(p(&["--max-memory", "4M", "--limit", "frame_storage=4M", "x"]).is_ok());
         assert!(p(&["--limit", "frame_storage=5M", "--max-memory", "4M", "x"]).is_err());
-        assert!(p(&["--limit", "frame_storage=33M", "--max-memory", "1G", "x"]).is_err());
+        assert!(p(&["--limit", "frame_storage=1G", "--max-memory", "1G", "x"]).is_ok());
+        assert!(p(&["--limit", "frame_storage=1025M", "--max-memory", "1G", "x"]).is_err());
         assert_eq!(p(&["--limits"]).unwrap().1, Command::Limits);
+    }
+
+    #[test]
+    fn limits_at_max() {
+        // NAME=max: the ceiling; for frame_storage the final --max-memory, whatever the order.
+        let (c, _) = p(&["--limit", "string=max", "--limit", "frame_storage=max", "--max-memory", "1G", "x"]).unwrap();
+        assert_eq!(c.limits.get(L::String), 256 * MIB as u64);
+        assert_eq!(c.limits.get(L::FrameStorage), find("frame_storage").unwrap().ceiling_for(1 << 30));
+        // all=max: every limit at its ceiling; a later setting moves one back.
+        let (c, _) = p(&["--limit", "all=max", "--limit", "list=100", "x"]).unwrap();
+        for d in LIMITS.iter().filter(|d| d.id != L::List) {
+            assert_eq!(c.limits.get(d.id), d.ceiling_for(DEFAULT_MAX_MEMORY), "{}", d.name);
+        }
+        assert_eq!(c.limits.get(L::List), 100);
+        for bad in ["all=5", "all=", "all=MAX", "steps=max", "nesting=max", "nosuch=max"] {
+            assert!(p(&["--limit", bad, "x"]).is_err(), "--limit {bad}");
+        }
     }
 
     #[test]

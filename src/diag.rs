@@ -105,6 +105,21 @@ pub struct Detail {
     pub width: u32,
     pub source_line: Option<String>,
     pub help: Vec<String>,
+    /// A limit diagnostic's `limit`, `value` and `option` (SPEC 7; `teach.rs`).
+    pub limit: Option<LimitNote>,
+}
+
+/// Which limit stopped a run, its value, and the option that raises it (SPEC 7).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LimitNote {
+    /// The name `--limit` takes, or `steps`, `work`, `memory`, `time`, or a load-time
+    /// limit's kind.
+    pub name: String,
+    /// The limit in force, as JSON number text.
+    pub value: String,
+    /// The exact option (or, under the CGI gateway, configuration key) that raises it;
+    /// None for a limit no one can move (a load-time limit, or one at its ceiling).
+    pub option: Option<String>,
 }
 
 /// An error found while loading: kind, message and where.
@@ -303,6 +318,17 @@ impl Diagnostic {
         }
         if let (Some(_), Some(c)) = (self.line, self.detail.column) {
             out.extend_from_slice(format!(",\"column\":{c}").as_bytes());
+        }
+        if let Some(n) = &self.detail.limit {
+            out.extend_from_slice(b",\"limit\":");
+            json_string(&mut out, n.name.as_bytes());
+            out.extend_from_slice(b",\"value\":");
+            out.extend_from_slice(n.value.as_bytes());
+            out.extend_from_slice(b",\"option\":");
+            match &n.option {
+                Some(o) => json_string(&mut out, o.as_bytes()),
+                None => out.extend_from_slice(b"null"),
+            }
         }
         if !self.detail.help.is_empty() {
             out.extend_from_slice(b",\"help\":[");

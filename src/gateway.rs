@@ -162,25 +162,29 @@ const KEYS: &[&str] = &[
 
 /// A `[limits]` table: names and values as `--limit` takes them (numbers, or strings
 /// with K, M, G for bytes), each within its floor and ceiling; the limits whose ceiling
-/// is `--max-memory` within `max_memory`.
+/// is `--max-memory` within `max_memory`. `NAME = "max"` is the limit's ceiling, and
+/// `all = "max"` every run-time limit's ceiling, the other entries of the table moving
+/// theirs from there (whatever the order they are written in).
 fn parse_limits(v: &toml::Value, what: &str, max_memory: u64) -> Result<Vec<(L, u64)>, String> {
     let toml::Value::Table(t) = v else {
         return Err(format!("`{what}` must be a table, got {}", v.type_str()));
     };
-    let mut out: Vec<(L, u64)> = Vec::new();
-    for (name, value) in t {
-        let d = crate::limits::lookup(name).map_err(|m| format!("`{what}`: {m}"))?;
+    let mut settings: Vec<Setting> = Vec::new();
+    let all_first = t.iter().filter(|(n, _)| *n == "all").chain(t.iter().filter(|(n, _)| *n != "all"));
+    for (name, value) in all_first {
         let text = match value {
             toml::Value::Integer(n) => n.to_string(),
             toml::Value::String(s) => s.clone(),
             other => return Err(format!("`{what}`: {name} must be a number or a string, got {}", other.type_str())),
         };
-        let n = crate::limits::parse_value(d, &text, Some(max_memory)).map_err(|m| {
-            let m =
-                if matches!(d.ceiling, Ceiling::MaxMemory(_)) { m.replace("--max-memory", "max_memory") } else { m };
-            format!("`{what}`: {m}")
-        })?;
-        out.push((d.id, n));
+        settings.extend(crate::limits::parse_spec(&format!("{name}={text}")).map_err(|m| format!("`{what}`: {m}"))?);
+    }
+    let mut lim = Limits::default();
+    lim.resolve(&settings, max_memory, "max_memory").map_err(|m| format!("`{what}`: {m}"))?;
+    let mut out: Vec<(L, u64)> = Vec::new();
+    for s in &settings {
+        out.retain(|(k, _)| *k != s.id);
+        out.push((s.id, lim.get(s.id)));
     }
     Ok(out)
 }

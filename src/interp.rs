@@ -2048,10 +2048,12 @@ impl<'p> Interp<'p> {
     }
 
     /// Evaluate a builtin's arguments into `vals`. Variables and constants are cloned
-    /// straight into place (no temporary `Value` moved through memory).
+    /// straight into place (no temporary `Value` moved through memory). A builtin's
+    /// arguments are shared, never copied: they count toward neither `call_args` nor a
+    /// frame a second time (SPEC 8, round 3: `len(m)` of a map that fits in a frame always
+    /// works); `call_args` bounds the arguments of calls to user functions.
     #[inline(always)]
-    fn eval_args_into(&mut self, b: &Builtin, args: &'p [Expr], vals: &mut SmallVec<[Value; 4]>) -> R<()> {
-        let mut bytes = 0usize;
+    fn eval_args_into(&mut self, args: &'p [Expr], vals: &mut SmallVec<[Value; 4]>) -> R<()> {
         for a in args {
             let direct = match a {
                 Expr::Const(v) => Some(v),
@@ -2062,23 +2064,9 @@ impl<'p> Interp<'p> {
             match direct {
                 Some(Value::Unset) | None => {
                     let v = self.eval_fast(a)?;
-                    bytes += v.acct();
                     vals.push(v);
                 }
-                Some(v) => {
-                    bytes += v.acct();
-                    vals.push(v.clone());
-                }
-            }
-            if bytes > self.lim.n(L::CallArgs) {
-                return Err(self.limit(
-                    LimitKind::CallArgs,
-                    format!(
-                        "arguments of `{}` exceed {max_call_arg_bytes} accounted bytes",
-                        b.name,
-                        max_call_arg_bytes = self.lim.n(L::CallArgs)
-                    ),
-                ));
+                Some(v) => vals.push(v.clone()),
             }
         }
         Ok(())
@@ -2090,7 +2078,7 @@ impl<'p> Interp<'p> {
     fn call_builtin(&mut self, b: &'static Builtin, args: &'p [Expr]) -> R<Value> {
         self.check_cap(b)?;
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
-        self.eval_args_into(b, args, &mut vals)?;
+        self.eval_args_into(args, &mut vals)?;
         let cost = b.cost;
         self.work(cost.before(&vals))?;
         let r = match b.imp {
@@ -2119,28 +2107,20 @@ impl<'p> Interp<'p> {
         (!matches!(v, Value::Unset)).then_some(v)
     }
 
-    /// Whether `get`'s arguments (the map, the key, the default's accounted bytes) fit the
-    /// `call_args` limit: the check the call makes, for the paths that skip the call.
-    #[inline]
-    fn get_args_fit(&self, m: &Value, k: &Value, d: usize) -> bool {
-        m.acct() + k.acct() + d <= self.lim.n(L::CallArgs)
-    }
-
     /// `get(m, k[, d])` on a map and a string key, its arguments variables or constants
     /// (`Expr::MapGet`): the lookup is made on the variable's map in place. The same
-    /// charges and checks as the call (`call_builtin`): the arguments' accounted bytes
-    /// against the `call_args` limit, the builtin's constant work, the heap check after;
-    /// anything else (an unset variable, a list, a key of another type, arguments over
-    /// the limit) goes through the call, which says what is wrong.
+    /// charges and checks as the call (`call_builtin`): the builtin's constant work, the
+    /// heap check after; anything else (an unset variable, a list, a key of another type)
+    /// goes through the call, which says what is wrong.
     #[inline(never)]
     fn map_get(&mut self, b: &'static Builtin, args: &'p [Expr]) -> R<Value> {
         let fast = match (self.direct(&args[0]), self.direct(&args[1])) {
-            (Some(m @ Value::Map(_)), Some(k @ Value::Str(_))) => {
+            (Some(Value::Map(_)), Some(Value::Str(_))) => {
                 let d = match args.get(2) {
                     None => Some(0),
                     Some(e) => self.direct(e).map(Value::acct),
                 };
-                d.is_some_and(|d| self.get_args_fit(m, k, d))
+                d.is_some()
             }
             _ => false,
         };
@@ -2176,12 +2156,12 @@ impl<'p> Interp<'p> {
     fn count_in_place(&mut self, slot: Slot, e: &'p Expr) -> R<bool> {
         let Expr::BinK(op, _, g, n) = e else { return Ok(false) };
         let Expr::MapGet(b, args, sp) = &**g else { return Ok(false) };
-        let (Some(mv @ Value::Map(m)), Some(kv @ Value::Str(k)), Some(d)) =
+        let (Some(Value::Map(m)), Some(Value::Str(k)), Some(_)) =
             (self.direct(&args[0]), self.direct(&args[1]), self.direct(&args[2]))
         else {
             return Ok(false);
         };
-        if Rc::strong_count(m) != 1 || !self.get_args_fit(mv, kv, d.acct()) {
+        if Rc::strong_count(m) != 1 {
             return Ok(false);
         }
         let Some(i) = m.index_of(k) else { return Ok(false) };
@@ -2199,7 +2179,7 @@ impl<'p> Interp<'p> {
         self.check_cap(b)?;
         let keys = self.eval_keys(&place.path)?;
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
-        self.eval_args_into(b, args, &mut vals)?;
+        self.eval_args_into(args, &mut vals)?;
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
         let cost = b.cost;
         self.work(cost.before(&vals))?;

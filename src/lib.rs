@@ -29,6 +29,7 @@ pub mod report;
 pub mod resolve;
 pub mod source;
 pub mod stdlib;
+pub mod teach;
 pub mod testrun;
 pub mod tools;
 pub mod value;

@@ -184,10 +184,11 @@ impl Unit {
 pub enum Ceiling {
     /// A fixed number.
     Fixed(u64),
-    /// The run's `--max-memory` (or the gateway's `max_memory`), at most this: a frame or
-    /// a call's arguments cannot usefully hold more than all storage together, and the
-    /// nesting a frame can hold must fit the native stack (`MAX_NESTED_STORAGE`).
-    MaxMemory(u64),
+    /// The run's `--max-memory` (or the gateway's `max_memory`): a frame or a call's
+    /// arguments cannot usefully hold more than all storage together. (Until round 3 it
+    /// was at most 32 MiB, the nesting a frame could hold being walked on the native
+    /// stack; every walk over a value now keeps its own work stack, SPEC 8.)
+    MaxMemory,
 }
 
 /// One row of the table.
@@ -207,12 +208,13 @@ pub struct LimitDef {
 }
 
 // The native stack of the interpreter thread (`INTERP_STACK_BYTES`, 256 MiB) is shared
-// out between the three things that recurse, so that at every ceiling together it cannot
+// out between the things that recurse, so that at every ceiling together it cannot
 // overflow (measured, WORKLOG 2026-12-01):
 // - Leash calls: a quarter (64 MiB) for `call_depth` calls of the deepest kind;
-// - nested values (`str`, `==`, `in`, dropping): half (128 MiB) for the deepest nesting
-//   a frame can hold at the `frame_storage` and `call_args` ceilings;
 // - the rest for builtins (JSON at `json_depth`, sorting, regex) and the evaluator.
+// Nested values take none: `str`, `==`, `in`, JSON and CSV writing, copies and dropping
+// walk them with explicit work stacks on the heap (value.rs), so a value nested as deep
+// as `--max-memory` allows needs no native stack in proportion to its depth.
 
 /// The most native stack one Leash call uses: a call made from an expression nested 128
 /// deep inside blocks nested 128 deep (the load-time limits) measured 119,700 bytes in
@@ -221,15 +223,6 @@ pub struct LimitDef {
 pub const CALL_FRAME_WORST: usize = 128 * KIB;
 /// `call_depth`'s ceiling: 512 such calls fill a quarter of the stack.
 pub const MAX_CALL_DEPTH_CEILING: u64 = (INTERP_STACK_BYTES / 4 / CALL_FRAME_WORST) as u64;
-/// The most native stack one level of a nested value costs the deepest recursive value
-/// operation (`str` measured at most 180 bytes a level, dropping and `==` less).
-pub const NEST_LEVEL_STACK_WORST: usize = 256;
-/// The least accounted storage one level of nesting costs (`a = [a]`: a list header and
-/// one slot).
-pub const NEST_LEVEL_ACCT_MIN: usize = ACCT_LIST_HEADER + ACCT_SLOT;
-/// The ceiling of `frame_storage` and `call_args` (below `--max-memory`): the nesting
-/// that fits in it, at `NEST_LEVEL_ACCT_MIN` a level, fills half the stack (32 MiB).
-pub const MAX_NESTED_STORAGE: u64 = (INTERP_STACK_BYTES / 2 / NEST_LEVEL_STACK_WORST * NEST_LEVEL_ACCT_MIN) as u64;
 
 /// `json_depth`'s ceiling: `json.parse` and `json.stringify` recurse once per level
 /// (measured well under a KiB of stack a level), within the builtins' share.
@@ -271,7 +264,7 @@ pub const LIMITS: &[LimitDef] = &[
         kind: Kd::FrameStorage,
         default: 2 * M,
         floor: 1,
-        ceiling: Ceiling::MaxMemory(MAX_NESTED_STORAGE),
+        ceiling: Ceiling::MaxMemory,
         unit: Unit::Bytes,
         what: "accounted storage of one frame (variables, values, arguments, for snapshots), and of any one value",
     },
@@ -281,7 +274,7 @@ pub const LIMITS: &[LimitDef] = &[
         kind: Kd::CallArgs,
         default: 2 * M,
         floor: 1,
-        ceiling: Ceiling::MaxMemory(MAX_NESTED_STORAGE),
+        ceiling: Ceiling::MaxMemory,
         unit: Unit::Bytes,
         what: "accounted storage of the arguments of one call",
     },
@@ -400,7 +393,7 @@ pub const LIMITS: &[LimitDef] = &[
         60_000,
         30 * 86_400 * 1000,
         Unit::Ms,
-        "HTTP timeouts summed over the run (each request reserves its timeout_ms)",
+        "HTTP time waited over the run (each request reserves its timeout_ms; what it did not use is returned)",
     ),
     row(
         L::HttpBodies,
@@ -504,7 +497,7 @@ impl LimitDef {
     pub fn ceiling_for(&self, max_memory: u64) -> u64 {
         match self.ceiling {
             Ceiling::Fixed(n) => n,
-            Ceiling::MaxMemory(cap) => max_memory.min(cap),
+            Ceiling::MaxMemory => max_memory,
         }
     }
 
@@ -512,7 +505,7 @@ impl LimitDef {
     pub fn ceiling_text(&self) -> String {
         match self.ceiling {
             Ceiling::Fixed(n) => show(n, self.unit),
-            Ceiling::MaxMemory(cap) => format!("min(--max-memory,{})", show(cap, Unit::Bytes)),
+            Ceiling::MaxMemory => "--max-memory".to_string(),
         }
     }
 }
@@ -568,8 +561,9 @@ impl Limits {
     }
 
     /// Apply one `NAME=VALUE` (the text after `--limit`), returning which limit it set.
-    /// The limits whose ceiling is `--max-memory` are checked against it by
-    /// `check_memory` once every option is read.
+    /// `max` stands for the ceiling under the largest `--max-memory`; `all=max` is refused
+    /// here (it names no one limit): the command line and the gateway read it with
+    /// [`parse_spec`] and [`Limits::resolve`], once `--max-memory` is known.
     pub fn apply(&mut self, spec: &str) -> Result<L, String> {
         let Some((name, value)) = spec.split_once('=') else {
             return Err(format!("takes NAME=VALUE, got \"{spec}\" (leash --limits lists the names)"));
@@ -579,25 +573,81 @@ impl Limits {
         Ok(d.id)
     }
 
+    /// Apply settings read by [`parse_spec`], in order, under the final `max_memory`
+    /// (`flag` names it in errors: `--max-memory`, or the gateway's `max_memory`): `max`
+    /// becomes the limit's ceiling, and a number given for a limit whose ceiling is the
+    /// memory bound must be within it.
+    pub fn resolve(&mut self, settings: &[Setting], max_memory: u64, flag: &str) -> Result<(), String> {
+        for s in settings {
+            let d = &LIMITS[s.id as usize];
+            let ceiling = d.ceiling_for(max_memory);
+            match s.value {
+                None => self.v[s.id as usize] = ceiling,
+                Some(v) => {
+                    if v > ceiling {
+                        return Err(format!(
+                            "{} takes bytes from {} to {flag} ({}), got {}",
+                            d.name,
+                            d.floor,
+                            show(ceiling, Unit::Bytes),
+                            show(v, Unit::Bytes)
+                        ));
+                    }
+                    self.v[s.id as usize] = v;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The limits in `given` whose ceiling is `--max-memory`, checked against its final
     /// value (`flag` names it: `--max-memory`, or the gateway's `max_memory`). Defaults
     /// are not checked: `--max-memory 1M` alone stays valid, and the memory limit is
     /// then the one met first.
     pub fn check_memory(&self, max_memory: u64, given: &[L], flag: &str) -> Result<(), String> {
-        for d in LIMITS.iter().filter(|d| matches!(d.ceiling, Ceiling::MaxMemory(_)) && given.contains(&d.id)) {
+        for d in LIMITS.iter().filter(|d| matches!(d.ceiling, Ceiling::MaxMemory) && given.contains(&d.id)) {
             let v = self.v[d.id as usize];
-            if v > max_memory {
+            if v > d.ceiling_for(max_memory) {
                 return Err(format!(
                     "{} takes bytes from {} to {flag} ({}), got {}",
                     d.name,
                     d.floor,
-                    show(max_memory, Unit::Bytes),
+                    show(d.ceiling_for(max_memory), Unit::Bytes),
                     show(v, Unit::Bytes)
                 ));
             }
         }
         Ok(())
     }
+}
+
+/// One `--limit` setting as read: which limit, and its value (`None`: `max`, the ceiling
+/// under the final memory bound).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setting {
+    pub id: L,
+    pub value: Option<u64>,
+}
+
+/// Read one `NAME=VALUE` (the text after `--limit`, or a `[limits]` entry): `NAME=max`
+/// is the limit's ceiling, `all=max` every run-time limit's ceiling (SPEC 8.2).
+pub fn parse_spec(spec: &str) -> Result<Vec<Setting>, String> {
+    let Some((name, value)) = spec.split_once('=') else {
+        return Err(format!("takes NAME=VALUE, got \"{spec}\" (leash --limits lists the names)"));
+    };
+    if name == "all" {
+        if value != "max" {
+            return Err(format!(
+                "all takes only max (all=max moves every run-time limit to its ceiling), got \"{value}\""
+            ));
+        }
+        return Ok(LIMITS.iter().map(|d| Setting { id: d.id, value: None }).collect());
+    }
+    let d = lookup(name)?;
+    if value == "max" {
+        return Ok(vec![Setting { id: d.id, value: None }]);
+    }
+    Ok(vec![Setting { id: d.id, value: Some(parse_value(d, value, None)?) }])
 }
 
 /// The row named `name`, or a usage error saying why there is none.
@@ -622,12 +672,12 @@ pub fn lookup(name: &str) -> Result<&'static LimitDef, String> {
 /// floor..ceiling (the ceiling under `max_memory` when known).
 pub fn parse_value(d: &LimitDef, value: &str, max_memory: Option<u64>) -> Result<u64, String> {
     let ceiling = match (d.ceiling, max_memory) {
-        (Ceiling::MaxMemory(cap), None) => cap,
+        (Ceiling::MaxMemory, None) => MAX_MAX_MEMORY,
         _ => d.ceiling_for(max_memory.unwrap_or(MAX_MAX_MEMORY)),
     };
     let range = || {
         let top = match d.ceiling {
-            Ceiling::MaxMemory(_) => format!("{} (and at most --max-memory)", show(ceiling, d.unit)),
+            Ceiling::MaxMemory => "--max-memory".to_string(),
             Ceiling::Fixed(_) => show(ceiling, d.unit),
         };
         if d.unit == Unit::Bytes {
@@ -677,8 +727,9 @@ pub fn limits_text() -> String {
 /// Default step budget: enough for ordinary scripts, small enough that a runaway
 /// loop ends in well under a second.
 pub const DEFAULT_MAX_STEPS: u64 = 1_000_000;
-/// Largest `--max-steps`: keeps any single run to a few seconds of CPU.
-pub const MAX_MAX_STEPS: u64 = 100_000_000;
+/// Largest `--max-steps` (10^12): work, memory and time bound a run now, so the step
+/// budget is a count the operator sets, not a CPU bound (SPEC 1; it was 10^8).
+pub const MAX_MAX_STEPS: u64 = 1_000_000_000_000;
 /// Default work budget (`--max-work`, SPEC 8.1): one unit is about a nanosecond of CPU
 /// on the benchmark machine, so this is about two seconds of builtin and operator work.
 pub const DEFAULT_MAX_WORK: u64 = 2_000_000_000;
@@ -1089,7 +1140,6 @@ mod tests {
             assert_eq!(LIMITS.iter().filter(|e| e.name == d.name).count(), 1, "{}", d.name);
         }
         assert_eq!(MAX_CALL_DEPTH_CEILING, 512);
-        assert_eq!(MAX_NESTED_STORAGE, 32 * MIB as u64);
     }
 
     #[test]
@@ -1104,7 +1154,8 @@ mod tests {
         let d = find("frame_storage").unwrap();
         assert_eq!(parse_value(d, "32M", None), Ok(32 * M));
         assert!(parse_value(d, "32M", Some(16 * M)).is_err());
-        assert!(parse_value(d, "33M", None).is_err());
+        assert_eq!(parse_value(d, "64G", None), Ok(64 * GIB));
+        assert!(parse_value(d, "65G", None).is_err());
         assert!(parse_value(find("list").unwrap(), "2K", None).is_err());
         assert_eq!(show(16 * M, Unit::Bytes), "16M");
         assert_eq!(show(16_384, Unit::Items), "16384");

@@ -232,12 +232,29 @@ pub fn set_growth_limits(lim: &Limits) {
     GROW_MAP.store(lim.n(L::Map), Relaxed);
 }
 
-/// Grow `v` so it can hold `extra` more bytes: doubling, but never past the string limit,
-/// so a string at the limit never carries more than the limit in capacity.
+/// The capacity a growing string or list moves to from `cap` when it needs `need`:
+/// doubling while small, then an eighth more each time (still amortized linear: the
+/// copies of all growths together are at most about nine times the final size), never
+/// past `limit`. So a value grown large is accounted near what it holds, not at a
+/// capacity rounded up to the limit: a string grown to 13 MB under `string=16M` holds at
+/// most about 14.7 MB, where doubling gave it the whole 16 MB (issue 25).
+#[inline]
+fn grown(cap: usize, need: usize, small: usize, floor: usize, limit: usize) -> usize {
+    let step = if cap < small { cap } else { cap / 8 };
+    need.max(cap + step).max(floor).min(limit.max(need))
+}
+
+/// Past this many bytes a growing string grows by an eighth, not by doubling.
+const GROW_DOUBLE_BYTES: usize = MIB;
+/// Past this many items a growing list or map grows by an eighth, not by doubling.
+const GROW_DOUBLE_ITEMS: usize = 65_536;
+
+/// Grow `v` so it can hold `extra` more bytes (`grown`): never past the string limit, so
+/// a string at the limit never carries more than the limit in capacity.
 pub fn reserve_str(v: &mut LStr, extra: usize) {
     let need = v.len() + extra;
     if need > v.capacity() {
-        let target = need.max(v.capacity() * 2).max(16).min(GROW_STRING.load(Relaxed).max(need));
+        let target = grown(v.capacity(), need, GROW_DOUBLE_BYTES, 16, GROW_STRING.load(Relaxed));
         v.reserve_exact(target - v.len());
     }
 }
@@ -282,7 +299,8 @@ impl List {
 
     pub fn push(&mut self, v: Value) {
         if self.items.len() == self.items.capacity() {
-            let target = (self.items.capacity() * 2).clamp(4, GROW_LIST.load(Relaxed).max(self.items.len() + 1));
+            let cap = self.items.capacity();
+            let target = grown(cap, self.items.len() + 1, GROW_DOUBLE_ITEMS, 4, GROW_LIST.load(Relaxed));
             self.items.reserve_exact(target - self.items.len());
         }
         self.heap += v.heap();
@@ -322,8 +340,49 @@ impl List {
         r
     }
 
-    pub fn into_vec(self) -> Vec<Value> {
-        self.items
+    pub fn into_vec(mut self) -> Vec<Value> {
+        std::mem::take(&mut self.items)
+    }
+}
+
+/// Dropping a list drains nested lists and maps it alone holds into one work list
+/// instead of dropping them recursively: a value nested millions deep (`a = [a]` in a
+/// loop) is freed without native stack in proportion to its depth.
+impl Drop for List {
+    fn drop(&mut self) {
+        if self.items.iter().any(|v| matches!(v, Value::List(_) | Value::Map(_))) {
+            drain_nested(std::mem::take(&mut self.items));
+        }
+    }
+}
+
+/// As for lists: nested values a map alone holds are freed from a work list.
+impl Drop for Map {
+    fn drop(&mut self) {
+        if self.entries.values().any(|v| matches!(v, Value::List(_) | Value::Map(_))) {
+            let work: Vec<Value> = self.entries.drain(..).map(|(_, v)| v).collect();
+            drain_nested(work);
+        }
+    }
+}
+
+/// Free `work` and every list and map only it holds, from the work list: a container
+/// freed last (no other reference) gives its items to the list before it goes.
+fn drain_nested(mut work: Vec<Value>) {
+    while let Some(v) = work.pop() {
+        match v {
+            Value::List(rc) => {
+                if let Ok(mut l) = Rc::try_unwrap(rc) {
+                    work.append(&mut l.items);
+                }
+            }
+            Value::Map(rc) => {
+                if let Ok(mut m) = Rc::try_unwrap(rc) {
+                    work.extend(m.entries.drain(..).map(|(_, v)| v));
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -409,7 +468,8 @@ impl Map {
             }
         }
         if self.entries.len() == self.entries.capacity() && !self.entries.contains_key(k.as_slice()) {
-            let target = (self.entries.capacity() * 2).clamp(4, GROW_MAP.load(Relaxed).max(self.entries.len() + 1));
+            let cap = self.entries.capacity();
+            let target = grown(cap, self.entries.len() + 1, GROW_DOUBLE_ITEMS, 4, GROW_MAP.load(Relaxed));
             self.entries.reserve_exact(target - self.entries.len());
         }
         match self.entries.entry(Key(k)) {
@@ -543,20 +603,7 @@ impl Value {
 
 /// Structural equality; values of different types are never equal.
 pub fn equals(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Nil, Value::Nil) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Num(x), Value::Num(y)) => x == y,
-        (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::List(x), Value::List(y)) => {
-            Rc::ptr_eq(x, y) || (x.len() == y.len() && x.items().iter().zip(y.items()).all(|(p, q)| equals(p, q)))
-        }
-        (Value::Map(x), Value::Map(y)) => {
-            Rc::ptr_eq(x, y) || (x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equals(v, w))))
-        }
-        (Value::Handle(x), Value::Handle(y)) => x == y,
-        _ => false,
-    }
+    equals_counted(a, b, &mut EqCount::default())
 }
 
 /// What a structural comparison touched, for its work charge: values visited and string
@@ -595,29 +642,92 @@ pub fn cmp_touched(a: &[u8], b: &[u8]) -> (std::cmp::Ordering, usize) {
     (a.len().cmp(&b.len()), n + 1)
 }
 
-/// `equals`, counting what it touched into `n`.
-pub fn equals_counted(a: &Value, b: &Value, n: &mut EqCount) -> bool {
-    n.items += 1;
+/// Equality of two values that are not both lists, both maps or both strings.
+#[inline]
+fn equals_scalar(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Str(x), Value::Str(y)) => {
-            if x.len() == y.len() {
-                n.bytes += x.len() as u64;
+        (Value::Nil, Value::Nil) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Num(x), Value::Num(y)) => x == y,
+        (Value::Handle(x), Value::Handle(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// One container pair being compared by `equals_counted`: the next item to compare.
+enum EqFrame<'a> {
+    List(&'a [Value], &'a [Value], usize),
+    Map(&'a Map, &'a Map, usize),
+}
+
+/// `equals`, counting what it touched into `n`. Depth first, left to right, stopping at
+/// the first difference (so the counts are those of the plain recursive walk), but with
+/// an explicit work stack: a value nested millions deep needs no native stack.
+pub fn equals_counted(a: &Value, b: &Value, n: &mut EqCount) -> bool {
+    let mut stack: Vec<EqFrame<'_>> = Vec::new();
+    let mut cur = Some((a, b));
+    loop {
+        if let Some((a, b)) = cur.take() {
+            n.items += 1;
+            match (a, b) {
+                (Value::Str(x), Value::Str(y)) => {
+                    if x.len() == y.len() {
+                        n.bytes += x.len() as u64;
+                    }
+                    if x != y {
+                        return false;
+                    }
+                }
+                (Value::List(x), Value::List(y)) => {
+                    if !Rc::ptr_eq(x, y) {
+                        if x.len() != y.len() {
+                            return false;
+                        }
+                        if !x.is_empty() {
+                            stack.push(EqFrame::List(x.items(), y.items(), 0));
+                        }
+                    }
+                }
+                (Value::Map(x), Value::Map(y)) => {
+                    if !Rc::ptr_eq(x, y) {
+                        if x.len() != y.len() {
+                            return false;
+                        }
+                        if !x.is_empty() {
+                            stack.push(EqFrame::Map(x, y, 0));
+                        }
+                    }
+                }
+                _ => {
+                    if !equals_scalar(a, b) {
+                        return false;
+                    }
+                }
             }
-            x == y
         }
-        (Value::List(x), Value::List(y)) => {
-            Rc::ptr_eq(x, y)
-                || (x.len() == y.len() && x.items().iter().zip(y.items()).all(|(p, q)| equals_counted(p, q, n)))
+        let Some(top) = stack.last_mut() else { return true };
+        match top {
+            EqFrame::List(xs, ys, i) => {
+                if *i < xs.len() {
+                    cur = Some((&xs[*i], &ys[*i]));
+                    *i += 1;
+                } else {
+                    stack.pop();
+                }
+            }
+            EqFrame::Map(x, y, i) => {
+                if let Some((k, v)) = x.get_index(*i) {
+                    n.bytes += k.len() as u64;
+                    match y.get(k) {
+                        Some(w) => cur = Some((v, w)),
+                        None => return false,
+                    }
+                    *i += 1;
+                } else {
+                    stack.pop();
+                }
+            }
         }
-        (Value::Map(x), Value::Map(y)) => {
-            Rc::ptr_eq(x, y)
-                || (x.len() == y.len()
-                    && x.iter().all(|(k, v)| {
-                        n.bytes += k.len() as u64;
-                        y.get(k).is_some_and(|w| equals_counted(v, w, n))
-                    }))
-        }
-        _ => equals(a, b),
     }
 }
 
@@ -735,9 +845,16 @@ fn write_scalar(v: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// One list or map being written by `write_json`: the next item to write.
+enum WriteFrame<'a> {
+    List(&'a List, usize),
+    Map(&'a Map, usize),
+}
+
 /// Write `v` as JSON text: compact when `indent` is None, else laid out as JavaScript's
 /// `JSON.stringify(v, null, indent)` does. `nil` is `null`; handles are written as their
-/// `str` text in a JSON string.
+/// `str` text in a JSON string. The walk keeps its own work stack (one small record per
+/// open list or map), so a value nested millions deep needs no native stack.
 pub fn write_json(
     v: &Value,
     out: &mut Vec<u8>,
@@ -745,65 +862,90 @@ pub fn write_json(
     level: usize,
     cap: usize,
 ) -> Result<(), TextError> {
-    if out.len() > cap {
-        return Err(TextError::TooLong);
+    let mut stack: Vec<WriteFrame<'_>> = Vec::new();
+    let mut cur = Some(v);
+    loop {
+        if let Some(v) = cur.take() {
+            if out.len() > cap {
+                return Err(TextError::TooLong);
+            }
+            match v {
+                Value::Unset | Value::Nil => out.extend_from_slice(b"null"),
+                Value::Bool(_) | Value::Num(_) => write_scalar(v, out),
+                Value::Handle(_) => {
+                    let mut t = Vec::new();
+                    write_scalar(v, &mut t);
+                    crate::diag::json_string(out, &t);
+                }
+                Value::Str(s) => {
+                    if std::str::from_utf8(s).is_err() {
+                        return Err(TextError::InvalidUtf8);
+                    }
+                    crate::diag::json_string(out, s);
+                }
+                Value::List(l) => {
+                    out.push(b'[');
+                    if l.is_empty() {
+                        out.push(b']');
+                    } else {
+                        stack.push(WriteFrame::List(l, 0));
+                    }
+                }
+                Value::Map(m) => {
+                    out.push(b'{');
+                    if m.is_empty() {
+                        out.push(b'}');
+                    } else {
+                        stack.push(WriteFrame::Map(m, 0));
+                    }
+                }
+            }
+        }
+        // The open container's level: its depth below `v`, from `level`.
+        let depth = level + stack.len().saturating_sub(1);
+        let Some(top) = stack.last_mut() else { return Ok(()) };
+        match top {
+            WriteFrame::List(l, i) => {
+                if let Some(item) = l.items().get(*i) {
+                    if *i > 0 {
+                        out.push(b',');
+                    }
+                    newline_indent(out, indent, depth + 1);
+                    cur = Some(item);
+                    *i += 1;
+                } else {
+                    newline_indent(out, indent, depth);
+                    out.push(b']');
+                    stack.pop();
+                }
+            }
+            WriteFrame::Map(m, i) => {
+                if let Some((k, item)) = m.get_index(*i) {
+                    if *i > 0 {
+                        out.push(b',');
+                    }
+                    newline_indent(out, indent, depth + 1);
+                    if std::str::from_utf8(k).is_err() {
+                        return Err(TextError::InvalidUtf8);
+                    }
+                    crate::diag::json_string(out, k);
+                    out.push(b':');
+                    if indent.is_some() {
+                        out.push(b' ');
+                    }
+                    cur = Some(item);
+                    *i += 1;
+                } else {
+                    newline_indent(out, indent, depth);
+                    out.push(b'}');
+                    stack.pop();
+                }
+            }
+        }
+        if out.len() > cap {
+            return Err(TextError::TooLong);
+        }
     }
-    match v {
-        Value::Unset | Value::Nil => out.extend_from_slice(b"null"),
-        Value::Bool(_) | Value::Num(_) => write_scalar(v, out),
-        Value::Handle(_) => {
-            let mut t = Vec::new();
-            write_scalar(v, &mut t);
-            crate::diag::json_string(out, &t);
-        }
-        Value::Str(s) => {
-            if std::str::from_utf8(s).is_err() {
-                return Err(TextError::InvalidUtf8);
-            }
-            crate::diag::json_string(out, s);
-        }
-        Value::List(l) => {
-            out.push(b'[');
-            if l.is_empty() {
-                out.push(b']');
-                return Ok(());
-            }
-            for (i, item) in l.items().iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                newline_indent(out, indent, level + 1);
-                write_json(item, out, indent, level + 1, cap)?;
-            }
-            newline_indent(out, indent, level);
-            out.push(b']');
-        }
-        Value::Map(m) => {
-            out.push(b'{');
-            if m.is_empty() {
-                out.push(b'}');
-                return Ok(());
-            }
-            for (i, (k, item)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                newline_indent(out, indent, level + 1);
-                if std::str::from_utf8(k).is_err() {
-                    return Err(TextError::InvalidUtf8);
-                }
-                crate::diag::json_string(out, k);
-                out.push(b':');
-                if indent.is_some() {
-                    out.push(b' ');
-                }
-                write_json(item, out, indent, level + 1, cap)?;
-            }
-            newline_indent(out, indent, level);
-            out.push(b'}');
-        }
-    }
-    Ok(())
 }
 
 fn newline_indent(out: &mut Vec<u8>, indent: Option<&[u8]>, level: usize) {

@@ -92,6 +92,7 @@ def test_usage_error_runs_nothing():
     [
         ["--max-steps", "1"],
         ["--max-steps", "100000000"],
+        ["--max-steps", "1000000000000"],
         ["--max-steps", "1000"],
         ["--max-time", "0.5"],
         ["--max-time", "10"],
@@ -122,7 +123,7 @@ def test_option_in_range_accepted(opts):
     "opts",
     [
         ["--max-steps", "0"],
-        ["--max-steps", "100000001"],
+        ["--max-steps", "1000000000001"],
         ["--max-steps", "-5"],
         ["--max-steps", "abc"],
         ["--max-steps", "1.5"],

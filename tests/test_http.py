@@ -187,29 +187,55 @@ http.get("{http_server.url}/hello", {{timeout_ms: 1}})
 
 
 def test_timeout_reservation_budget(script, http_server):
+    """Each request reserves its timeout_ms before it starts: one that asks more than the
+    budget has left is refused before anything is sent. What a request used (at least a
+    millisecond) stays spent: the third cannot have the whole 20,000 ms again."""
     u = http_server.url
     r = leash_net(script, f'''
-http.get("{u}/hello", {{timeout_ms: 30000}})
-http.get("{u}/hello", {{timeout_ms: 29000}})
-http.get("{u}/hello", {{timeout_ms: 1000}})
-print("60000 ms reserved")
-try
-  http.get("{u}/hello", {{timeout_ms: 1}})
-catch e
-  print("caught")
-end
-''')
-    assert r.out.strip() == "60000 ms reserved", r
-    assert r.status == 4 and r.diag["kind"] == "http" and "60000" in r.diag["message"], r
-    # the default 5,000 ms: twelve requests fit, the thirteenth does not
+http.get("{u}/hello", {{timeout_ms: 20000}})
+print("20000 ms asked")
+http.get("{u}/hello", {{timeout_ms: 19000}})
+print("twice")
+http.get("{u}/hello", {{timeout_ms: 20000}})
+''', opts=["--limit", "http_timeouts=20000"])
+    assert r.out == "20000 ms asked\ntwice\n", r
+    assert r.status == 4 and r.diag["kind"] == "http" and r.diag["limit"] == "http_timeouts", r
+
+
+def test_fast_requests_return_what_they_did_not_use(script, http_server):
+    """SPEC 10 (round 3, issue 25): the part of a reservation a request did not use is
+    returned when it ends, so 100 fast local requests fit the default 60,000 ms budget
+    (without the refund twelve default requests filled it)."""
+    u = http_server.url
     r = leash_net(script, f'''
-for i = 1 to 12
-  http.get("{u}/hello")
+n = 0
+for i = 1 to 100
+  if http.get("{u}/hello").status == 200
+    n += 1
+  end
 end
-print("12 ok")
-http.get("{u}/hello")
-''')
-    assert r.out.strip() == "12 ok" and r.status == 4 and r.diag["kind"] == "http", r
+print(n)
+''', opts=["--limit", "http_requests=100"], timeout=120)
+    assert r.status == 0 and r.out == "100\n", r
+
+
+def test_a_slow_server_still_exhausts_the_budget(script, tcp_server):
+    """A request that waits its whole timeout uses it: three 300 ms timeouts of a silent
+    server use 900 ms of a 1,000 ms budget, and a fourth cannot reserve its 300."""
+    srv = tcp_server(silent)
+    url = f"http://127.0.0.1:{srv.port}/"
+    code = f'''
+for i = 1 to 4
+  try
+    http.get("{url}", {{timeout_ms: 300}})
+  catch e
+    print(e.kind)
+  end
+end
+'''
+    r = leash_net(script, code, opts=["--limit", "http_timeouts=1000"], timeout=60)
+    assert r.out == "network\nnetwork\nnetwork\n", r
+    assert r.status == 4 and r.diag["kind"] == "http" and r.diag["limit"] == "http_timeouts", r
 
 
 def test_body_budget_16_mib(script, http_server):

@@ -382,6 +382,8 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         read += 1;
         if read.is_multiple_of(LONG_OP_CHECK_ITEMS) {
             it.check_time()?;
+            // The heap bound too: a file too big for --max-memory stops while it is parsed.
+            it.check_memory()?;
         }
         // `take` refuses a record of more fields than the list limit.
         let Some(row) = rows_b.take(it, NAME, rec, line)? else { return Ok(true) };

@@ -30,7 +30,10 @@ use crate::value::*;
 /// An open streaming reader.
 #[derive(Debug)]
 pub struct Reader {
-    file: File,
+    /// None: a reader over stdin (`csv.open("-")`), read as `stdin.read_line` reads.
+    file: Option<File>,
+    /// Lines read so far (`json.next` names a bad line by its number).
+    pub lines: u64,
     buf: Vec<u8>,
     pos: usize,
     eof: bool,
@@ -371,10 +374,11 @@ pub fn open_reader(it: &mut Interp<'_>, name: &str, p: &[u8], kind: HandleKind) 
             format!("more than {max_readers} open readers", max_readers = it.lim.n(L::Readers)),
         ));
     }
-    let f = open_read(it, name, "open", p, false)?;
+    // "-": standard input, within the stdin budgets (a second reader over it shares it).
+    let f = if p == b"-" { None } else { Some(open_read(it, name, "open", p, false)?) };
     it.files.next_id += 1;
     let id = it.files.next_id;
-    it.files.readers.insert(id, Reader { file: f, buf: Vec::new(), pos: 0, eof: false, kind, csv: None });
+    it.files.readers.insert(id, Reader { file: f, lines: 0, buf: Vec::new(), pos: 0, eof: false, kind, csv: None });
     Ok(Handle { kind, id })
 }
 
@@ -388,6 +392,11 @@ pub fn set_csv(it: &mut Interp<'_>, id: u32, st: Box<super::csv::CsvStream>) {
 /// Take the CSV state of reader `id` (put it back with `set_csv`).
 pub fn take_csv(it: &mut Interp<'_>, id: u32) -> Box<super::csv::CsvStream> {
     it.files.readers.get_mut(&id).and_then(|r| r.csv.take()).expect("a CSV reader has its state")
+}
+
+/// Lines reader `id` has read so far.
+pub fn lines_read(it: &Interp<'_>, id: u32) -> u64 {
+    it.files.readers.get(&id).map_or(0, |r| r.lines)
 }
 
 pub fn reader_id(it: &Interp<'_>, name: &str, v: &Value, kind: HandleKind) -> R<u32> {
@@ -405,6 +414,13 @@ fn read_limit(it: &Interp<'_>) -> Fail {
 /// Read the next line of reader `id`: ending removed, None at the end. Bytes consumed
 /// (endings included) are charged to the shared streaming-read budget.
 pub fn next_line(it: &mut Interp<'_>, name: &str, id: u32) -> R<Option<Vec<u8>>> {
+    if it.files.readers.get(&id).is_some_and(|r| r.file.is_none()) {
+        let line = super::stdin::next_stdin_line(it)?;
+        if line.is_some() {
+            it.files.readers.get_mut(&id).expect("checked reader").lines += 1;
+        }
+        return Ok(line);
+    }
     let mut searched = 0;
     let cap = it.line_cap(L::FileReadsLine);
     loop {
@@ -414,7 +430,9 @@ pub fn next_line(it: &mut Interp<'_>, name: &str, id: u32) -> R<Option<Vec<u8>>>
             NextLine::Line { len, consumed } => {
                 let line = avail[..len].to_vec();
                 it.budgets.file_reads.charge(consumed as u64).map_err(|e| it.budget_fail(e))?;
-                it.files.readers.get_mut(&id).expect("checked reader").pos += consumed;
+                let r = it.files.readers.get_mut(&id).expect("checked reader");
+                r.pos += consumed;
+                r.lines += 1;
                 return Ok(Some(line));
             }
             NextLine::End => return Ok(None),
@@ -428,7 +446,7 @@ pub fn next_line(it: &mut Interp<'_>, name: &str, id: u32) -> R<Option<Vec<u8>>>
         let start = r.buf.len();
         r.buf.resize(start + COPY_CHUNK, 0);
         let got = loop {
-            match r.file.read(&mut r.buf[start..]) {
+            match r.file.as_mut().expect("a file reader").read(&mut r.buf[start..]) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 other => break other,
             }

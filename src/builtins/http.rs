@@ -9,8 +9,9 @@
 //!   connect, TLS, sending, and reading the response; `--max-time` bounds it too;
 //! - response headers at most 64 KiB, body at most `max_body` (1..1 MiB, default 1 MiB):
 //!   past either, a `network` error;
-//! - run budgets (limit kind `http`): 64 requests, 60,000 ms of requested timeouts
-//!   (reserved before each request starts), 16 MiB of request and response bodies.
+//! - run budgets (limit kind `http`): 64 requests, 60,000 ms of time waited (each
+//!   request reserves its timeout before it starts, and the part it did not use is
+//!   returned when it ends), 16 MiB of request and response bodies.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -300,7 +301,8 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
     let (uri, text) = check_url(it, name, url)?;
     let what = format!("{name}: {method} {}", shown_url(&text));
     it.audit_note(shown_url(&text));
-    let body = body.or(o.body);
+    let mut o = o;
+    let body = body.or(o.body.take());
     // The run budgets, before anything is sent.
     let st = &it.net.http;
     if st.requests >= it.lim.get(L::HttpRequests) {
@@ -327,6 +329,30 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
     let st = &mut it.net.http;
     st.requests += 1;
     st.reserved_ms += o.timeout_ms;
+    // The part of the reservation the request did not use is returned when it ends,
+    // however it ends (SPEC 10): the budget bounds time spent waiting, not the number
+    // of fast requests. Used time is counted in whole milliseconds, rounded up.
+    let timeout_ms = o.timeout_ms;
+    let started = Instant::now();
+    let r = exchange(it, name, &what, method, uri, body, body_len, o);
+    let used = (started.elapsed().as_micros().div_ceil(1000) as u64).min(timeout_ms);
+    let st = &mut it.net.http;
+    st.reserved_ms = st.reserved_ms.saturating_sub(timeout_ms - used);
+    r
+}
+
+/// The request itself, once its budgets are reserved.
+#[allow(clippy::too_many_arguments)]
+fn exchange(
+    it: &mut Interp<'_>,
+    name: &str,
+    what: &str,
+    method: Method,
+    uri: ureq::http::Uri,
+    body: Option<Bytes>,
+    body_len: u64,
+    o: Opts,
+) -> R<Value> {
     // The wait: the request's timeout, never past the run's deadline.
     let mut wait = Duration::from_millis(o.timeout_ms);
     if let Some(d) = it.deadline {
@@ -354,7 +380,7 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
     }
     let mut resp = match sent {
         Err(e) => return Err(it.err(ErrKind::Value, format!("{what}: {e}"))),
-        Ok(Err(e)) => return Err(failed(it, &what, reason(&e, o.timeout_ms))),
+        Ok(Err(e)) => return Err(failed(it, what, reason(&e, o.timeout_ms))),
         Ok(Ok(r)) => r,
     };
     let status = resp.status().as_u16();
@@ -375,7 +401,7 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
     let mut data = Vec::new();
     let got = resp.body_mut().with_config().limit(u64::MAX).reader().take(cap + 1).read_to_end(&mut data);
     if let Err(e) = got {
-        return Err(failed(it, &what, format!("reading the body: {}", io_reason(&e, o.timeout_ms))));
+        return Err(failed(it, what, format!("reading the body: {}", io_reason(&e, o.timeout_ms))));
     }
     it.net.http.bodies.charge(data.len() as u64).map_err(|e| it.budget_fail(e))?;
     it.audit_bytes = body_len + data.len() as u64;

@@ -34,6 +34,8 @@ pub enum ParseError {
     Limit(String),
     /// The run's deadline passed while parsing.
     Time,
+    /// The values built passed `--max-memory` (the heap check, every 4,096 values).
+    Memory(String),
 }
 
 /// The JSON limits of a run (`json`, `json_depth`, `json_nodes`).
@@ -71,6 +73,9 @@ struct Parser<'a> {
     /// Entries of the objects being parsed (a stack shared by nested objects), so that
     /// each map is built at exactly its size.
     pairs: Vec<(Bytes, Value)>,
+    /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values, so that a
+    /// document too big for `--max-memory` stops while it is parsed, not after.
+    heap: Option<&'a crate::memory::HeapMeter>,
 }
 
 /// Most distinct keys kept for sharing in one parse.
@@ -85,14 +90,34 @@ pub fn parse(text: &[u8]) -> PR<Value> {
 
 /// `parse`, stopping with `ParseError::Time` once `deadline` has passed.
 pub fn parse_until(text: &[u8], deadline: Option<std::time::Instant>, lim: JsonLimits) -> PR<Value> {
+    parse_within(text, deadline, lim, None)
+}
+
+/// `parse_until`, also stopping with `ParseError::Memory` once the values built pass the
+/// run's heap bound.
+pub fn parse_within<'a>(
+    text: &'a [u8],
+    deadline: Option<std::time::Instant>,
+    lim: JsonLimits,
+    heap: Option<&'a crate::memory::HeapMeter>,
+) -> PR<Value> {
     if text.len() > lim.bytes {
         return Err(ParseError::Limit(format!("JSON text of more than {} bytes", lim.bytes)));
     }
     if let Err(e) = std::str::from_utf8(text) {
         return Err(ParseError::Syntax("invalid UTF-8".into(), e.valid_up_to()));
     }
-    let mut p =
-        Parser { s: text, i: 0, nodes: 0, lim, deadline, buf: Vec::new(), keys: HashMap::default(), pairs: Vec::new() };
+    let mut p = Parser {
+        s: text,
+        i: 0,
+        nodes: 0,
+        lim,
+        deadline,
+        buf: Vec::new(),
+        keys: HashMap::default(),
+        pairs: Vec::new(),
+        heap,
+    };
     p.ws();
     let v = p.value(0)?;
     p.ws();
@@ -136,8 +161,13 @@ impl<'a> Parser<'a> {
         if self.nodes > self.lim.nodes {
             return Err(ParseError::Limit(format!("JSON document of more than {} values", self.lim.nodes)));
         }
-        if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) && past(self.deadline) {
-            return Err(ParseError::Time);
+        if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) {
+            if past(self.deadline) {
+                return Err(ParseError::Time);
+            }
+            if let Some(h) = self.heap.filter(|h| h.past_mark()) {
+                h.observe().map_err(ParseError::Memory)?;
+            }
         }
         Ok(())
     }
@@ -681,11 +711,12 @@ impl Writer<'_> {
 
 fn json_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("json.parse", args, 0)?;
-    match parse_until(s, it.deadline, JsonLimits::of(&it.lim)) {
+    match parse_within(s, it.deadline, JsonLimits::of(&it.lim), Some(&it.heap)) {
         Ok(v) => {
             it.check_value(&v)?;
             Ok(v)
         }
+        Err(ParseError::Memory(m)) => Err(it.limit(LimitKind::Memory, m)),
         Err(ParseError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("json.parse: {m}"))),
         Err(ParseError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
         Err(ParseError::Syntax(m, at)) => {
@@ -726,12 +757,81 @@ fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
+/// json.next: each line read, at json.parse's rate plus the read (charged as it goes).
+const NEXT: Cost = Cost::custom(21.0, 0.0);
+
+/// `json.next(source)`: the next value of a JSON Lines stream, nil at its end. The source
+/// is `"-"` (stdin, within the stdin budgets), a file reader (`file.open`, within the
+/// streaming-read budgets) or a socket (`net.read_line`'s budgets). One line is held at
+/// a time, so a filter over a stream of any length runs in constant memory; blank lines
+/// are skipped; a line that is not one JSON value is a `parse` error naming its number.
+fn json_next(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.next";
+    enum Src {
+        Stdin,
+        File(u32),
+        Sock(u32),
+    }
+    let src = match &args[0] {
+        Value::Str(s) if s.as_slice() == b"-" => Src::Stdin,
+        Value::Handle(h) if h.kind == HandleKind::File => {
+            Src::File(super::files::reader_id(it, NAME, &args[0], HandleKind::File)?)
+        }
+        Value::Handle(h) if h.kind == HandleKind::Socket => Src::Sock(h.id),
+        Value::Str(_) => {
+            return Err(
+                it.err(ErrKind::Value, format!("{NAME}: the source is \"-\" (stdin), a file reader or a socket"))
+            )
+        }
+        other => return Err(it.type_err(NAME, 0, "\"-\", a file reader or a socket", other)),
+    };
+    loop {
+        let (line, n) = match src {
+            Src::Stdin => {
+                let l = super::stdin::next_stdin_line(it)?;
+                (l, it.stdin.lines)
+            }
+            Src::File(id) => {
+                let l = super::files::next_line(it, NAME, id)?;
+                (l, super::files::lines_read(it, id))
+            }
+            Src::Sock(id) => {
+                let v = super::net::read_line(it, &mut [args[0].clone()])?;
+                let l = match v {
+                    Value::Str(s) => Some(s.to_vec()),
+                    _ => None,
+                };
+                (l, super::net::lines_read(it, id))
+            }
+        };
+        let Some(line) = line else { return Ok(Value::Nil) };
+        it.work(NEXT.units(line.len() as u64, 0))?;
+        if line.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        return match parse_within(&line, it.deadline, JsonLimits::of(&it.lim), Some(&it.heap)) {
+            Ok(v) => {
+                it.check_value(&v)?;
+                Ok(v)
+            }
+            Err(ParseError::Memory(m)) => Err(it.limit(LimitKind::Memory, m)),
+            Err(ParseError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{NAME}: line {n}: {m}"))),
+            Err(ParseError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
+            Err(ParseError::Syntax(m, at)) => {
+                let (_, col) = line_col(&line, at);
+                Err(it.err(ErrKind::Parse, format!("{NAME}: line {n}: {m} at column {col}")))
+            }
+        };
+    }
+}
+
 /// json.stringify: the bytes of the text written.
 const STRINGIFY: Cost = Cost::bytes(2.0);
 
 pub const TABLE: &[Builtin] = &[
     b("json.parse", "json.parse(s)", 1, 1, Cost::bytes(20.0), json_parse),
     b("json.stringify", "json.stringify(v[, indent])", 1, 2, STRINGIFY, json_stringify),
+    b("json.next", "json.next(source)", 1, 1, NEXT, json_next),
 ];
 
 #[cfg(test)]

@@ -47,6 +47,8 @@ struct Sock {
     broken: Option<String>,
     peer: SocketAddr,
     local: SocketAddr,
+    /// Lines read by `net.read_line` (`json.next` names a bad line by its number).
+    lines: u64,
 }
 
 struct Listener {
@@ -689,7 +691,9 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         None
     };
     let id = new_id(it);
-    it.net.socks.insert(id, Sock { tcp, tls: conn, buf: Vec::new(), pos: 0, eof: false, broken: None, peer, local });
+    it.net
+        .socks
+        .insert(id, Sock { tcp, tls: conn, buf: Vec::new(), pos: 0, eof: false, broken: None, peer, local, lines: 0 });
     Ok(Value::Handle(Handle { kind: HandleKind::Socket, id }))
 }
 
@@ -768,7 +772,9 @@ fn accept(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let local = tcp.local_addr().map_err(|e| fail(it, e))?;
     it.net.accepts += 1;
     let id = new_id(it);
-    it.net.socks.insert(id, Sock { tcp, tls: None, buf: Vec::new(), pos: 0, eof: false, broken: None, peer, local });
+    it.net
+        .socks
+        .insert(id, Sock { tcp, tls: None, buf: Vec::new(), pos: 0, eof: false, broken: None, peer, local, lines: 0 });
     Ok(Value::Handle(Handle { kind: HandleKind::Socket, id }))
 }
 
@@ -860,7 +866,12 @@ fn line_limit(it: &Interp<'_>) -> Fail {
     )
 }
 
-fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+/// Lines socket `id` has read so far.
+pub(crate) fn lines_read(it: &Interp<'_>, id: u32) -> u64 {
+    it.net.socks.get(&id).map_or(0, |s| s.lines)
+}
+
+pub(crate) fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.read_line";
     let id = sock_arg(it, NAME, args)?;
@@ -877,6 +888,9 @@ fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             NextLine::Line { len, consumed } => {
                 let v = Value::str_from(&avail[..len]);
                 consume(it, id, consumed)?;
+                if let Some(s) = it.net.socks.get_mut(&id) {
+                    s.lines += 1;
+                }
                 return Ok(v);
             }
             NextLine::End => return Ok(Value::Nil),

@@ -25,6 +25,8 @@ pub struct StdinState {
     /// before the failure is used up, every read fails this way.
     failed: Option<String>,
     rx: Option<Receiver<Chunk>>,
+    /// Lines read so far (`json.next("-")` names a bad line by its number).
+    pub lines: u64,
 }
 
 /// What the reader thread sends: input, or the error that ended it.
@@ -119,7 +121,16 @@ fn line_limit(it: &Interp<'_>) -> crate::interp::Fail {
     )
 }
 
-fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
+/// The next line of stdin as `stdin.read_line` reads it, for the streaming readers over
+/// stdin (`csv.open("-")`, `json.next("-")`): None at the end of input.
+pub fn next_stdin_line(it: &mut Interp<'_>) -> R<Option<Vec<u8>>> {
+    match read_line(it, &mut [])? {
+        Value::Str(s) => Ok(Some(s.to_vec())),
+        _ => Ok(None),
+    }
+}
+
+pub(crate) fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
     let _ = it.out.flush();
     let mut searched = 0;
     loop {
@@ -128,6 +139,7 @@ fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
             NextLine::Line { len, consumed } => {
                 let v = Value::str_from(&avail[..len]);
                 consume(it, consumed)?;
+                it.stdin.lines += 1;
                 return Ok(v);
             }
             NextLine::End => return at_end(it),
