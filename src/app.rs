@@ -481,7 +481,9 @@ fn test(cfg: &Config, paths: &[std::path::PathBuf], started: Instant) -> i32 {
     for f in &files {
         let report = &mut |d: &Diagnostic| emit_taught(d.clone(), cfg);
         summary.json = cfg.test_json;
-        summary.failure_diags = cfg.json_errors;
+        // Failures as diagnostics too when a tool asked for them: JSON diagnostics, or a
+        // report (which takes them instead of stderr, so stderr still has one copy).
+        summary.failure_diags = cfg.json_errors || crate::report::active();
         crate::testrun::run_file(f, &rc, &area, cfg.filter.as_deref(), cfg.update_snapshots, &mut summary, report);
         if summary.output.is_some() {
             break; // stdout failed: the remaining tests would report to no one

@@ -64,10 +64,12 @@ def start_apache(pgport, setup="mod_cgid"):
     if user is None:
         pytest.skip("running as root but neither www-data nor nobody exists for Apache's children")
     base = pathlib.Path(tempfile.mkdtemp(prefix="leash-scaleout-"))
-    for d in ["run", "logs", "cgi-bin", "www/app/db"]:
+    # The documented layout (tests/test_cgi.py's APACHE_CONF): only the gateway is mapped,
+    # `leash` beside it in a directory no URL reaches.
+    for d in ["run", "logs", "lib", "www/app/db"]:
         (base / d).mkdir(parents=True, exist_ok=True)
-    shutil.copy2(LEASH_CGI, base / "cgi-bin" / "leash-cgi")
-    shutil.copy2(LEASH, base / "cgi-bin" / "leash")
+    shutil.copy2(LEASH_CGI, base / "lib" / "leash-cgi")
+    shutil.copy2(LEASH, base / "lib" / "leash")
     (base / "www/app/db/write.lsh").write_text(WRITE_PAGE.format(port=pgport, rows=ROWS_PER_REQUEST))
     (base / "leash-cgi.toml").write_text(GATEWAY.format(base=base, port=pgport))
     (base / "roomy.toml").write_text(f'root = "{base}/www/app"\n')
