@@ -884,12 +884,12 @@ pub const WORK_EQ_BYTE_X256: u32 = 7;
 /// Hashing a map key (foldhash) and comparing it with the entry found, per byte past
 /// `KEY_FREE_BYTES` (x256): a lookup of a 1 MB key is charged, a short one costs nothing
 /// more than its operation.
-pub const WORK_HASH_BYTE_X256: u32 = 64;
+pub const WORK_HASH_BYTE_X256: u32 = 4;
 pub const KEY_FREE_BYTES: usize = 64;
 /// `in`, `find`, `index_of` on strings: per byte of the subject and the needle searched
 /// (memchr::memmem), set by its worst input shape (a needle that almost matches
-/// everywhere: about 1.4 ns a byte), not by the typical memchr-fast search (issue 23).
-pub const WORK_FIND_BYTE_X256: u32 = 320;
+/// everywhere: 1.5 to 2.5 ns a byte here), not by the typical memchr-fast search (issue 23).
+pub const WORK_FIND_BYTE_X256: u32 = 384;
 /// Case mapping of non-ASCII text (`upper`, `lower`: Unicode tables) and validating it
 /// (`trim`): per byte on top of the ASCII rate (x256).
 pub const WORK_CASE_UNICODE_BYTE_X256: u32 = 1024;
@@ -924,6 +924,9 @@ pub const WORK_REGEX_MATCH: u64 = 60;
 /// bench/work.py row "fmt (text)": about 1.5 ns per format byte on an idle machine on
 /// 2026-12-02, when 5 units a byte measured 0.27 ns per unit; 4.7 ns under load before).
 pub const WORK_FMT_FORMAT_BYTE: u64 = 1;
+/// `fmt`: per digit of an exact decimal expansion (`%.1000f` of 1e-300, `%d` of 1e300),
+/// made with bignum arithmetic: about 50 ns a digit at worst (issue 23).
+pub const WORK_FMT_EXACT_DIGIT: u64 = 50;
 /// Regular expressions: the PikeVM or the backtracker on a match's span (the
 /// capture-group search), per subject byte per pattern position, charged before it runs.
 pub const WORK_REGEX_PIKE_X256: u32 = 2048;

@@ -631,8 +631,18 @@ pub fn cmp_touched(a: &[u8], b: &[u8]) -> (std::cmp::Ordering, usize) {
     let n = a.len().min(b.len());
     let (mut lo, mut step) = (0usize, 64usize);
     while lo < n {
-        let hi = (lo + step).min(n);
+        let mut hi = (lo + step).min(n);
         if a[lo..hi] != b[lo..hi] {
+            // Halve the block that differs (each half compared with memcmp) down to 64
+            // bytes, then look byte by byte.
+            while hi - lo > 64 {
+                let mid = lo + (hi - lo) / 2;
+                if a[lo..mid] == b[lo..mid] {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
             let i = lo + a[lo..hi].iter().zip(&b[lo..hi]).position(|(x, y)| x != y).unwrap_or(0);
             return (a[i].cmp(&b[i]), i + 1);
         }

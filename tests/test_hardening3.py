@@ -104,3 +104,72 @@ def test_the_deadline_covers_a_program_read_from_stdin():
 def test_a_dense_source_without_a_deadline_still_loads_and_runs(tmp_path):
     r = run(["--max-steps", "100000000", _dense(tmp_path)], timeout=120)
     assert r.status == 0, r
+
+
+# ---------------------------------------------------------------------------
+# Finding 3: work that was not charged. Each shape loops until a budget ends it: with
+# steps out of the way (`--max-steps 10^8`) it must be the work budget, within seconds
+# (before, each ran minutes to hours at 40 to 680,000 ns per unit), and with `--max-time 1`
+# the deadline.
+# ---------------------------------------------------------------------------
+
+BIG = 'a = repeat("a", 600000)\nb = a .. "b"\nc = a .. "c"\n'
+ROW = ", ".join(["f()"] * 100)
+SHAPES = {
+    "string <": BIG + "while true\n  x = b < c\nend\n",
+    "string >=": BIG + "while true\n  x = b >= c\nend\n",
+    "long map key": 'k = repeat("k", 900000)\nm = {}\nm[k] = 1\nwhile true\n  x = m[k]\nend\n',
+    "long key set": 'k = repeat("k", 900000)\nm = {}\nwhile true\n  m[k] = 1\nend\n',
+    "long key get": 'k = repeat("k", 900000)\nm = {}\nwhile true\n  x = get(m, k, 0)\nend\n',
+    "memmem worst case": 's = repeat("a", 1000000)\nt = repeat("a", 5000) .. "b"\nwhile true\n  x = find(s, t)\nend\n',
+    "in worst case": 's = repeat("a", 1000000)\nt = repeat("a", 5000) .. "b"\nwhile true\n  x = t in s\nend\n',
+    "non-ASCII upper": 's = repeat("é", 500000)\nwhile true\n  x = upper(s)\nend\n',
+    "non-ASCII trim": 's = repeat("é", 500000)\nwhile true\n  x = trim(s)\nend\n',
+    "exact decimal %f": 'while true\n  x = fmt("%.1000f", 1e-300)\nend\n',
+    "exact decimal %d": 'while true\n  x = fmt("%d", 1e300)\nend\n',
+    "a line of empty calls": "fn f()\nend\nwhile true\n  x = [\n    " + ",\n    ".join([ROW] * 17) + "\n  ]\nend\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_uncharged_shapes_meet_the_work_limit(tmp_path, shape):
+    p = tmp_path / "t.lsh"
+    p.write_text(SHAPES[shape])
+    r = capped(["--error-format", "json", "--max-steps", "100000000", p], cpu=60, timeout=90)
+    assert r.returncode == 4, r.stderr[-500:]
+    assert b'"kind":"work"' in r.stderr, r.stderr[-500:]
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_uncharged_shapes_meet_the_deadline(tmp_path, shape):
+    p = tmp_path / "t.lsh"
+    p.write_text(SHAPES[shape])
+    r = capped(
+        ["--error-format", "json", "--max-steps", "1000000000000", "--max-work", "10000000000000", "--max-time", "1", p],
+        cpu=60,
+        timeout=90,
+    )
+    assert r.returncode == 4, r.stderr[-500:]
+    assert b'"kind":"time"' in r.stderr, r.stderr[-500:]
+
+
+# One rule for messages that quote script data: at most 200 bytes of it, then the count.
+QUOTING = {
+    "missing key": ('m = {}\nx = m[k]\n', "key"),
+    "remove": ('m = {}\nremove(m, k)\n', "key"),
+    "csv option": ('o = {}\no[k] = 1\nx = csv.parse("a", o)\n', "value"),
+    "url value": ('o = {}\no[k] = [{}]\nx = url.build_query(o)\n', "type"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(QUOTING))
+def test_messages_quote_at_most_200_bytes_of_script_data(tmp_path, case):
+    code, kind = QUOTING[case]
+    p = tmp_path / "t.lsh"
+    p.write_text('k = repeat("\\x01", 900000)\n' + code)
+    r = run(["--error-format", "json", p])
+    assert r.status == 1, r
+    d = r.diag
+    assert d["kind"] == kind, d
+    assert len(d["message"]) < 1200, len(d["message"])
+    assert "(+899800 bytes)" in d["message"], d["message"][:400]

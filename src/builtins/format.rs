@@ -210,6 +210,11 @@ fn convert(it: &mut Interp<'_>, conv: u8, s: Spec, v: &Value, pos: usize) -> R<V
                     ),
                 ));
             }
+            // Past 10^17 the digits come from an exact (bignum) expansion: charged by
+            // its worst shape, per digit.
+            if x.abs() >= 1e17 {
+                it.work((x.abs().log10().floor() as u64 + 1) * WORK_FMT_EXACT_DIGIT)?;
+            }
             let mut digits = format!("{:.0}", x.abs()).into_bytes();
             min_digits(&mut digits, s.prec);
             Ok(signed(digits, *x < 0.0, s))
@@ -246,6 +251,13 @@ fn convert(it: &mut Interp<'_>, conv: u8, s: Spec, v: &Value, pos: usize) -> R<V
             // EXACT_DIGITS every digit of a binary64 is a zero, so those are appended.
             let q = p.min(EXACT_DIGITS);
             let zeros = p - q;
+            // Digits past the shortest form come from an exact (bignum) expansion, whose
+            // cost per digit grows with the number's exponent: charged by the worst shape
+            // (`%.1000f` of 1e-300), per digit, before it is made.
+            if q > 17 || x.abs() >= 1e17 {
+                let span = q as u64 + x.abs().log10().abs().min(400.0) as u64;
+                it.work(span * WORK_FMT_EXACT_DIGIT)?;
+            }
             let body = match conv {
                 b'f' => {
                     let mut t = format!("{:.*}", q, x.abs());

@@ -329,7 +329,7 @@ pub const TABLE: &[Builtin] = &[
     b("replace", "replace(s, from, to[, count])", 3, 4, Cost::bytes(1.5), replace),
     b("starts_with", "starts_with(s, prefix)", 2, 2, AFFIX, starts_with),
     b("ends_with", "ends_with(s, suffix)", 2, 2, AFFIX, ends_with),
-    b("find", "find(s, sub)", 2, 2, Cost::bytes(1.25), find),
+    b("find", "find(s, sub)", 2, 2, Cost::bytes(1.5), find),
     b("repeat", "repeat(s_or_list, n)", 2, 2, REPEAT, repeat),
     b("chars", "chars(s)", 1, 1, Cost::bytes_items(1.0, 50.0), chars),
     b("ord", "ord(c)", 1, 1, CONST, ord),
