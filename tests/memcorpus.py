@@ -139,7 +139,7 @@ def run_case(leash, name, max_memory=None, check=False, tmp=None):
     secs = time.monotonic() - t0
     err = p.stderr.decode("utf-8", "replace").strip().splitlines()
     rss = int(err[-1]) * 1024 if err and err[-1].isdigit() else -1
-    return p.returncode, rss, secs, "\n".join(err[:-1])[-400:]
+    return p.returncode, rss, secs, "\n".join(err[:-1])[-4000:]
 
 
 def parse_bytes(s):
