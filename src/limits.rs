@@ -892,8 +892,8 @@ pub const KEY_FREE_BYTES: usize = 64;
 pub const WORK_FIND_BYTE_X256: u32 = 384;
 /// Case mapping of non-ASCII text (`upper`, `lower`: Unicode tables) and validating it
 /// (`trim`): per byte on top of the ASCII rate (x256).
-pub const WORK_CASE_UNICODE_BYTE_X256: u32 = 1024;
-pub const WORK_TRIM_UNICODE_BYTE_X256: u32 = 384;
+pub const WORK_CASE_UNICODE_BYTE_X256: u32 = 1792;
+pub const WORK_TRIM_UNICODE_BYTE_X256: u32 = 150;
 /// `str` of a list or map (also print, `..` and interpolation of one), JSON text written:
 /// per byte of text.
 pub const WORK_TEXT_BYTE_X256: u32 = 768;
