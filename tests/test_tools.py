@@ -290,9 +290,30 @@ def repl_session(home, entries, args=("repl",), timeout=20):
         mark = len(out)
         os.write(fd, e.encode() + b"\r")
         wait_prompt(mark)
-    os.write(fd, b"\x04")
-    read_until(b"\x00never")  # to the end of the output
-    _, status = os.waitpid(pid, 0)
+    # Ctrl-D ends the session. A ^D that reaches the terminal before the line editor has
+    # put it back in raw mode can be lost on a loaded machine: send it again while the
+    # session is still there (a second ^D on an empty prompt is harmless).
+    status = None
+    while status is None:
+        os.write(fd, b"\x04")
+        again = time.monotonic() + 3
+        while time.monotonic() < again:
+            assert time.monotonic() < deadline, out
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    break
+                out += chunk
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = st
+        elif time.monotonic() < again:
+            # The output ended (EOF on the pty): the process is exiting.
+            _, status = os.waitpid(pid, 0)
     os.close(fd)
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))
     return text.replace("\r\n", "\n").replace("\r", ""), os.waitstatus_to_exitcode(status)
