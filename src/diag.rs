@@ -446,12 +446,25 @@ pub const QUOTE_MAX: usize = 200;
 /// bytes were cut: `"aaaa…" (+899800 bytes)`. The one rule for every message that shows
 /// a key, an option name, a header or any other string the script gave.
 pub fn quoted(b: &[u8]) -> String {
-    let cut = b.len().saturating_sub(QUOTE_MAX);
-    let head = &b[..b.len() - cut];
-    let text = String::from_utf8_lossy(head);
+    let (text, cut) = clip(b);
     if cut == 0 {
         format!("{text:?}")
     } else {
         format!("{:?} (+{cut} bytes)", format!("{text}…"))
     }
+}
+
+/// The same bound without the quotes and escapes, for text already inside a message's
+/// own quotes (a path, a column name): `aaaa… (+899800 bytes)`.
+pub fn clipped(b: &[u8]) -> String {
+    match clip(b) {
+        (text, 0) => text.into_owned(),
+        (text, cut) => format!("{text}… (+{cut} bytes)"),
+    }
+}
+
+/// At most `QUOTE_MAX` bytes of `b` as text, and how many bytes were left out.
+fn clip(b: &[u8]) -> (std::borrow::Cow<'_, str>, usize) {
+    let cut = b.len().saturating_sub(QUOTE_MAX);
+    (String::from_utf8_lossy(&b[..b.len() - cut]), cut)
 }

@@ -50,7 +50,7 @@ use rustix::net::{
 use rustix::process::{Pid, Resource, Rlimit};
 
 use crate::fastcgi::{self as fcgi, Record};
-use crate::gateway::{self, Config, Script};
+use crate::gateway::{self, read_stderr, signal_name, Config, Script, Stderr};
 use crate::limits::*;
 
 /// The most bytes of PARAMS one request may send (its CGI variables and headers).
@@ -1278,67 +1278,10 @@ fn worker_limits(cfg: &Config, script: &Path) -> Vec<(u8, u64)> {
         .collect()
 }
 
-/// What the worker wrote to stderr: the start (copied to the log) and the end (its report).
-#[derive(Default, Debug)]
-struct Stderr {
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    total: u64,
-}
-
-fn read_stderr(mut r: impl Read) -> Stderr {
-    let mut s = Stderr::default();
-    let mut chunk = [0u8; 8192];
-    loop {
-        let n = match r.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let c = &chunk[..n];
-        s.total += n as u64;
-        let room = CGI_MAX_LOG_BYTES.saturating_sub(s.head.len());
-        s.head.extend_from_slice(&c[..room.min(n)]);
-        s.tail.extend_from_slice(c);
-        if s.tail.len() > 2 * CGI_REPORT_TAIL_BYTES {
-            s.tail.drain(..s.tail.len() - CGI_REPORT_TAIL_BYTES);
-        }
-    }
-    s
-}
-
-/// Copy the worker's stderr to the log, a line at a time with control characters
-/// escaped, leaving out its final stats line.
+/// Copy the worker's stderr to the log (see `gateway::worker_stderr_lines`).
 fn forward_stderr(err: &Stderr, stats_line: bool) {
-    let text = String::from_utf8_lossy(&err.head);
-    let mut lines: Vec<&str> = text.lines().collect();
-    if stats_line && err.total as usize == err.head.len() {
-        if let Some(i) = lines.iter().rposition(|l| !l.trim().is_empty()) {
-            lines.remove(i);
-        }
-    }
-    for l in lines {
-        let clean: String =
-            l.chars().map(|c| if c.is_control() && c != '\t' { char::REPLACEMENT_CHARACTER } else { c }).collect();
-        log_line(&format!("leash-cgi: worker: {clean}"));
-    }
-    if err.total > err.head.len() as u64 {
-        log_line(&format!(
-            "leash-cgi: worker: ({} more bytes of stderr not logged)",
-            err.total - err.head.len() as u64
-        ));
-    }
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        15 => "SIGTERM",
-        24 => "SIGXCPU (the CPU limit)",
-        25 => "SIGXFSZ (max_file_size)",
-        _ => "signal",
+    for l in gateway::worker_stderr_lines(err, stats_line) {
+        log_line(&l);
     }
 }
 

@@ -32,6 +32,7 @@
 //! `worker_start` (`"fork"`, the default, or `"exec"`).
 
 use std::ffi::{OsStr, OsString};
+use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -844,6 +845,81 @@ pub fn reason(status: u16) -> &'static str {
 pub fn generic_response(status: u16) -> Vec<u8> {
     let r = reason(status);
     format!("Status: {status} {r}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{r}\n").into_bytes()
+}
+
+// ---------------------------------------------------------------------------
+// A worker's stderr and death, as the CGI and FastCGI front ends log them
+// ---------------------------------------------------------------------------
+
+/// What the worker wrote to stderr: the start (copied to the log) and the end (its report).
+#[derive(Default, Debug)]
+pub struct Stderr {
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+    pub total: u64,
+}
+
+pub fn read_stderr(mut r: impl Read) -> Stderr {
+    let mut s = Stderr::default();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = match r.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let c = &chunk[..n];
+        s.total += n as u64;
+        let room = CGI_MAX_LOG_BYTES.saturating_sub(s.head.len());
+        s.head.extend_from_slice(&c[..room.min(n)]);
+        s.tail.extend_from_slice(c);
+        if s.tail.len() > 2 * CGI_REPORT_TAIL_BYTES {
+            s.tail.drain(..s.tail.len() - CGI_REPORT_TAIL_BYTES);
+        }
+    }
+    s
+}
+
+/// A signal's name for the log.
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        24 => "SIGXCPU (the CPU limit)",
+        25 => "SIGXFSZ (max_file_size)",
+        _ => "signal",
+    }
+}
+
+/// The log lines for a worker's stderr: a line at a time with control characters
+/// escaped, leaving out its final stats line (its figures are in the summary line).
+pub fn worker_stderr_lines(err: &Stderr, stats_line: bool) -> Vec<String> {
+    let text = String::from_utf8_lossy(&err.head);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if stats_line && err.total as usize == err.head.len() {
+        if let Some(i) = lines.iter().rposition(|l| !l.trim().is_empty()) {
+            lines.remove(i);
+        }
+    }
+    let mut out: Vec<String> = lines
+        .into_iter()
+        .map(|l| {
+            let clean: String =
+                l.chars().map(|c| if c.is_control() && c != '\t' { char::REPLACEMENT_CHARACTER } else { c }).collect();
+            format!("leash-cgi: worker: {clean}")
+        })
+        .collect();
+    if err.total > err.head.len() as u64 {
+        out.push(format!("leash-cgi: worker: ({} more bytes of stderr not logged)", err.total - err.head.len() as u64));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use leash::gateway::{self, Allow, Config, Script};
+use leash::gateway::{self, read_stderr, signal_name, Allow, Config, Script, Stderr};
 use leash::limits::*;
 use rustix::process::{Resource, Rlimit};
 
@@ -408,72 +408,10 @@ fn kill(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// What the worker wrote to stderr: the start (copied to the log) and the end (its report).
-#[derive(Default)]
-struct Stderr {
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    total: u64,
-}
-
-fn read_stderr(mut r: impl Read) -> Stderr {
-    let mut s = Stderr::default();
-    let mut chunk = [0u8; 8192];
-    loop {
-        let n = match r.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let c = &chunk[..n];
-        s.total += n as u64;
-        let room = CGI_MAX_LOG_BYTES.saturating_sub(s.head.len());
-        s.head.extend_from_slice(&c[..room.min(n)]);
-        s.tail.extend_from_slice(c);
-        if s.tail.len() > 2 * CGI_REPORT_TAIL_BYTES {
-            s.tail.drain(..s.tail.len() - CGI_REPORT_TAIL_BYTES);
-        }
-    }
-    s
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        15 => "SIGTERM",
-        24 => "SIGXCPU (the CPU limit)",
-        25 => "SIGXFSZ (max_file_size)",
-        _ => "signal",
-    }
-}
-
-/// Copy the worker's stderr to ours, a line at a time with control characters escaped,
-/// leaving out its final stats line (its figures are in the summary line).
+/// Copy the worker's stderr to ours (see `gateway::worker_stderr_lines`).
 fn forward_stderr(err: &Stderr, stats_line: bool) {
-    let text = String::from_utf8_lossy(&err.head);
-    let mut lines: Vec<&str> = text.lines().collect();
-    if stats_line && err.total as usize == err.head.len() {
-        if let Some(i) = lines.iter().rposition(|l| !l.trim().is_empty()) {
-            lines.remove(i);
-        }
-    }
-    for l in lines {
-        let clean: String =
-            l.chars().map(|c| if c.is_control() && c != '\t' { char::REPLACEMENT_CHARACTER } else { c }).collect();
-        log_line(&format!("leash-cgi: worker: {clean}"));
-    }
-    if err.total > err.head.len() as u64 {
-        log_line(&format!(
-            "leash-cgi: worker: ({} more bytes of stderr not logged)",
-            err.total - err.head.len() as u64
-        ));
+    for l in gateway::worker_stderr_lines(err, stats_line) {
+        log_line(&l);
     }
 }
 

@@ -212,13 +212,7 @@ impl DbState {
 
 /// A path or column name inside a message's quotes: at most `diag::QUOTE_MAX` bytes of it.
 fn shown(p: &[u8]) -> String {
-    let cut = p.len().saturating_sub(crate::diag::QUOTE_MAX);
-    let text = String::from_utf8_lossy(&p[..p.len() - cut]);
-    if cut == 0 {
-        text.into_owned()
-    } else {
-        format!("{text}… (+{cut} bytes)")
-    }
+    crate::diag::clipped(p)
 }
 
 /// The text of a SQLite error, and whether it is SQLite running out of memory.

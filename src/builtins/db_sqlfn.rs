@@ -180,16 +180,7 @@ fn delegated(m: &Shared, e: &Arc<Mutex<Engine>>, ctx: &Context<'_>, name: &str) 
 // ---------------------------------------------------------------------------
 
 /// An argument's bytes as SQLite's text functions see them (None for NULL; a REAL is
-/// never asked for: those calls are delegated).
-fn text_of(v: ValueRef<'_>) -> Option<Vec<u8>> {
-    match v {
-        ValueRef::Null => None,
-        ValueRef::Integer(i) => Some(i.to_string().into_bytes()),
-        ValueRef::Real(_) => None,
-        ValueRef::Text(b) | ValueRef::Blob(b) => Some(b.to_vec()),
-    }
-}
-
+/// never asked for: those calls are delegated). An integer's text is made in `keep`.
 fn borrowed<'a>(v: &'a ValueRef<'_>, keep: &'a mut Option<Vec<u8>>) -> Option<&'a [u8]> {
     match v {
         ValueRef::Null | ValueRef::Real(_) => None,
@@ -415,7 +406,8 @@ fn simple(m: &Shared, e: &Arc<Mutex<Engine>>, ctx: &Context<'_>, name: &str, f: 
     if matches!(v, ValueRef::Real(_)) {
         return delegated(m, e, ctx, name);
     }
-    let Some(b) = text_of(v) else {
+    let mut keep = None;
+    let Some(b) = borrowed(&v, &mut keep) else {
         return Ok(if matches!(f, Simple::Hex) { Sql::Text(String::new()) } else { Sql::Null });
     };
     let per = if matches!(f, Simple::Length) { WORK_SQLFN_FIND_BYTE_X256 } else { WORK_SQLFN_BYTE_X256 };
@@ -425,7 +417,7 @@ fn simple(m: &Shared, e: &Arc<Mutex<Engine>>, ctx: &Context<'_>, name: &str, f: 
             ValueRef::Blob(_) => Sql::Integer(b.len() as i64),
             // Characters before the first NUL, as SQLite counts them.
             _ => {
-                let end = memchr::memchr(0, &b).unwrap_or(b.len());
+                let end = memchr::memchr(0, b).unwrap_or(b.len());
                 Sql::Integer(chars(&b[..end]) as i64)
             }
         },
@@ -434,7 +426,7 @@ fn simple(m: &Shared, e: &Arc<Mutex<Engine>>, ctx: &Context<'_>, name: &str, f: 
         Simple::Hex => {
             const D: &[u8; 16] = b"0123456789ABCDEF";
             let mut out = Vec::with_capacity(b.len() * 2);
-            for c in &b {
+            for c in b {
                 out.push(D[(c >> 4) as usize]);
                 out.push(D[(c & 15) as usize]);
             }
