@@ -173,3 +173,52 @@ def test_messages_quote_at_most_200_bytes_of_script_data(tmp_path, case):
     assert d["kind"] == kind, d
     assert len(d["message"]) < 1200, len(d["message"])
     assert "(+899800 bytes)" in d["message"], d["message"][:400]
+
+
+# The bounds these rules add, at N and N+1.
+
+
+@pytest.mark.parametrize("n, cut", [(200, None), (201, 1)])
+def test_quoting_bound_at_200_and_201_bytes(tmp_path, n, cut):
+    p = tmp_path / "t.lsh"
+    p.write_text(f'k = repeat("k", {n})\nm = {{}}\nx = m[k]\n')
+    d = run(["--error-format", "json", p]).diag
+    if cut is None:
+        assert d["message"] == f'key "{"k" * 200}" not found', d
+    else:
+        assert d["message"] == f'key "{"k" * 200}…" (+1 bytes) not found', d
+
+
+def _work(tmp_path, code):
+    p = tmp_path / "w.lsh"
+    p.write_text(code)
+    r = run(["--stats", p])
+    assert r.status == 0, r
+    return r.stats["work"]
+
+
+@pytest.mark.parametrize("n, charged", [(64, False), (65, True)])
+def test_map_keys_are_charged_past_64_bytes(tmp_path, n, charged):
+    base = f'k = repeat("k", {n})\nm = {{}}\nm[k] = 1\n'
+    a = _work(tmp_path, base)
+    b = _work(tmp_path, base + "x = m[k]\n")
+    c = _work(tmp_path, base.replace(f"{n})", f"{n - 1})") + "x = m[k]\n") - _work(
+        tmp_path, base.replace(f"{n})", f"{n - 1})")
+    )
+    # The lookup of a key of n bytes costs more than one of n - 1 bytes only past 64.
+    assert ((b - a) > c) == charged, (a, b, c)
+
+
+@pytest.mark.parametrize("n, ok", [(50000, True), (50001, False)])
+def test_like_pattern_bound_at_50000_bytes(tmp_path, n, ok):
+    p = tmp_path / "t.lsh"
+    p.write_text(
+        'h = db.open(":memory:")\n'
+        f'pat = repeat("%", {n})\n'
+        'print(db.query(h, "SELECT \'abc\' LIKE ? AS x", [pat])[0].x)\n'
+    )
+    r = run(["--error-format", "json", "--allow-db", p])
+    if ok:
+        assert r.status == 0 and r.out == "1\n", r
+    else:
+        assert r.status == 1 and "pattern too complex" in r.diag["message"], r
