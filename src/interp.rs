@@ -23,6 +23,9 @@ use crate::meter::Meter;
 use crate::program::*;
 use crate::value::*;
 
+#[path = "vm.rs"]
+mod vm;
+
 /// A recoverable runtime error.
 #[derive(Debug, Clone)]
 pub struct RtError {
@@ -190,6 +193,18 @@ pub struct Interp<'p> {
     pub testing: bool,
     /// `--profile`: the profiler, fed from the meter's slow path and at calls.
     pub(crate) profile: Option<Box<crate::tools::profile::Profile>>,
+    /// Run compiled code (`compile.rs`, `vm.rs`); false: the tree evaluator runs every
+    /// body (`LEASH_CORE=tree`, the differential oracle while both exist).
+    compiled: bool,
+    /// Each function's code, compiled on its first call, and main's.
+    codes: Vec<Option<Rc<crate::compile::Code<'p>>>>,
+}
+
+/// Whether this process runs compiled code: `LEASH_CORE=tree` selects the tree
+/// evaluator (read once).
+fn core_compiled() -> bool {
+    static C: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *C.get_or_init(|| std::env::var_os("LEASH_CORE").is_none_or(|v| v != "tree"))
 }
 
 /// `assert_snapshot` files live in `DIR/__snapshots__/STEM/NAME.snap`.
@@ -265,7 +280,37 @@ impl<'p> Interp<'p> {
             slept: 0.0,
             testing: false,
             profile: None,
+            compiled: core_compiled(),
+            codes: Vec::new(),
         }
+    }
+
+    /// Run body `fi` (a function, or main for `MAIN_FN`) on the current frame: its
+    /// compiled code (compiled on first use), or the tree evaluator.
+    fn run_body(&mut self, fi: usize) -> R<Flow> {
+        let prog = self.prog;
+        let body: &'p [Stmt] = if fi == MAIN_FN { &prog.main } else { &prog.funcs[fi].body };
+        if !self.compiled {
+            return self.exec_block(body);
+        }
+        let i = if fi == MAIN_FN { prog.funcs.len() } else { fi };
+        if self.codes.len() <= i {
+            self.codes.resize(prog.funcs.len() + 1, None);
+        }
+        let code = match &self.codes[i] {
+            Some(c) => c.clone(),
+            None => {
+                let n = if fi == MAIN_FN { 0 } else { prog.funcs[fi].slot_names.len() };
+                let c = Rc::new(crate::compile::compile(body, n));
+                self.codes[i] = Some(c.clone());
+                c
+            }
+        };
+        let need = self.base + code.nregs as usize;
+        if self.stack.len() < need {
+            self.stack.resize(need, Value::Unset);
+        }
+        self.run_code(&code)
     }
 
     /// The interactive session's next entry: run `prog` (the session's functions and the
@@ -285,6 +330,7 @@ impl<'p> Interp<'p> {
             }
         }
         self.prog = prog;
+        self.codes.clear();
         self.globals = g;
         self.meter.reset();
         self.func = MAIN_FN;
@@ -329,8 +375,7 @@ impl<'p> Interp<'p> {
     /// Run main. The caller turns the result into an exit status.
     pub fn run_main(&mut self) -> R<()> {
         self.charge(true, self.prog.main_base_bytes as isize)?;
-        let prog = self.prog;
-        self.exec_block(&prog.main)?;
+        self.run_body(MAIN_FN)?;
         Ok(())
     }
 
@@ -1113,11 +1158,10 @@ impl<'p> Interp<'p> {
     /// Change the value at `place` through `leaf`, charging the change of storage.
     fn modify_place(
         &mut self,
-        place: &'p Place,
+        root: Slot,
         keys: &[Value],
         leaf: &mut dyn FnMut(&mut Self, &mut Value) -> R<Value>,
     ) -> R<Value> {
-        let root = place.root;
         if matches!(self.slot_mut(root), Value::Unset) {
             return Err(self.unset(root));
         }
@@ -1171,9 +1215,14 @@ impl<'p> Interp<'p> {
 
     fn assign(&mut self, place: &'p Place, v: Value) -> R<()> {
         let keys = self.eval_keys(&place.path)?;
+        self.assign_keys(place.root, &keys, v)
+    }
+
+    /// `PLACE = v` with the place's keys evaluated.
+    fn assign_keys(&mut self, root: Slot, keys: &[Value], v: Value) -> R<()> {
         let (last, parents) = keys.split_last().expect("a place with a path");
         let mut v = Some(v);
-        self.modify_place(place, parents, &mut |this, container| {
+        self.modify_place(root, parents, &mut |this, container| {
             let v = v.take().unwrap_or(Value::Nil);
             match container {
                 Value::List(rc) => {
@@ -1238,8 +1287,13 @@ impl<'p> Interp<'p> {
 
     fn compound(&mut self, place: &'p Place, op: BinOp, rhs: Value) -> R<()> {
         let keys = self.eval_keys(&place.path)?;
+        self.compound_keys(place.root, &keys, op, rhs)
+    }
+
+    /// `PLACE op= v` with the place's keys evaluated.
+    fn compound_keys(&mut self, root: Slot, keys: &[Value], op: BinOp, rhs: Value) -> R<()> {
         let mut rhs = Some(rhs);
-        self.modify_place(place, &keys, &mut |this, cur| {
+        self.modify_place(root, keys, &mut |this, cur| {
             let rhs = rhs.take().unwrap_or(Value::Nil);
             if op == BinOp::Concat {
                 if let Value::Str(rc) = cur {
@@ -1931,7 +1985,7 @@ impl<'p> Interp<'p> {
             if self.mem > self.peak_mem {
                 self.peak_mem = self.mem;
             }
-            self.exec_block(&f.body)
+            self.run_body(fi)
         };
         self.mem -= self.fbytes;
         while self.stack.len() > new_base {
@@ -2079,6 +2133,13 @@ impl<'p> Interp<'p> {
         self.check_cap(b)?;
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         self.eval_args_into(args, &mut vals)?;
+        self.builtin_vals(b, vals)
+    }
+
+    /// A builtin's call with its arguments evaluated (its capability checked before
+    /// they were): the work of its arguments by its cost rule, the call, its audit line,
+    /// the work of its result, the heap check.
+    fn builtin_vals(&mut self, b: &'static Builtin, mut vals: SmallVec<[Value; 4]>) -> R<Value> {
         let cost = b.cost;
         self.work(cost.before(&vals))?;
         let r = match b.imp {
@@ -2180,10 +2241,21 @@ impl<'p> Interp<'p> {
         let keys = self.eval_keys(&place.path)?;
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         self.eval_args_into(args, &mut vals)?;
+        self.place_builtin_vals(b, place.root, &keys, vals)
+    }
+
+    /// A place builtin's call with its place's keys and its arguments evaluated.
+    fn place_builtin_vals(
+        &mut self,
+        b: &'static Builtin,
+        root: Slot,
+        keys: &[Value],
+        mut vals: SmallVec<[Value; 4]>,
+    ) -> R<Value> {
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
         let cost = b.cost;
         self.work(cost.before(&vals))?;
-        let r = self.modify_place(place, &keys, &mut |this, target| {
+        let r = self.modify_place(root, keys, &mut |this, target| {
             if cost.measures_target() {
                 this.work(cost.target(target))?;
             }

@@ -13,6 +13,7 @@ pub mod budget;
 pub mod builtins;
 pub mod cgi_guard;
 pub mod cli;
+pub mod compile;
 pub mod diag;
 pub mod fastcgi;
 pub mod fastcgi_server;

@@ -1,0 +1,735 @@
+//! The compiler: turns a validated function body (`program.rs`) into bytecode for the
+//! dispatch loop (`vm.rs`, run by `Interp::run_code`).
+//!
+//! - Registers: a frame's registers are its local slots (`0..nlocals`, as the resolver
+//!   numbered them) followed by temporaries; both live on the interpreter's value stack
+//!   from the frame's base, so a local is the same cell for the compiled code and for
+//!   the tree evaluator (`interp.rs`), which still runs the statements this compiler
+//!   hands over to it (`Op::TreeStmt`, `Op::Tree`).
+//! - Operands (`Opd`): an operator reads a local, a temporary, a global or a constant
+//!   where it is (its mode in the top two bits), so `x % m`, `x % a[0]` and `x % 7` are
+//!   one instruction each with no copy; a temporary is consumed by the instruction that
+//!   reads it (moved out), so that no stale reference makes a later write copy a value.
+//! - Steps: the compiler emits `Op::Step` (or a back edge that steps) exactly where the
+//!   tree evaluator charges a step (SPEC 8: one per logical line run; a loop header once
+//!   per test), so both count the same.
+//! - A side table gives each instruction its line (`pos`) and the column of the node
+//!   that raised an error (`spot`, `ospot` for its operands), read only on errors.
+
+use crate::ast::{BinOp, Pos, Spot};
+use crate::builtins::Builtin;
+use crate::program::*;
+use crate::value::{Bytes, Value};
+
+/// An operand or destination: a register (local or temporary), a global or a constant,
+/// with its index. See the module notes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opd(pub u32);
+
+pub const T_LOCAL: u32 = 0;
+pub const T_GLOBAL: u32 = 1;
+pub const T_CONST: u32 = 2;
+pub const T_TEMP: u32 = 3;
+const IDX: u32 = 0x3FFF_FFFF;
+
+impl Opd {
+    #[inline(always)]
+    pub fn new(tag: u32, i: usize) -> Opd {
+        Opd(tag << 30 | i as u32)
+    }
+    #[inline(always)]
+    pub fn tag(self) -> u32 {
+        self.0 >> 30
+    }
+    #[inline(always)]
+    pub fn idx(self) -> usize {
+        (self.0 & IDX) as usize
+    }
+    /// A register (local or temporary): read from the frame.
+    #[inline(always)]
+    pub fn is_reg(self) -> bool {
+        self.tag() == T_LOCAL || self.tag() == T_TEMP
+    }
+}
+
+/// The destination that drops what is written (a call statement's result).
+pub const DISCARD: Opd = Opd(T_TEMP << 30 | IDX);
+/// No operand (a `for` loop without a second variable).
+pub const NONE: Opd = Opd(T_CONST << 30 | IDX);
+
+/// One instruction. Jump targets are instruction indices.
+#[derive(Debug, Clone, Copy)]
+pub enum Op<'p> {
+    /// Charge a step for the line in `pos` (the line runs now).
+    Step,
+    /// Charge a step for the loop header in `pos`, then jump (a loop's back edge).
+    StepJump(u32),
+    Move {
+        dst: Opd,
+        src: Opd,
+    },
+    Bin {
+        op: BinOp,
+        dst: Opd,
+        a: Opd,
+        b: Opd,
+    },
+    Neg {
+        dst: Opd,
+        a: Opd,
+    },
+    Not {
+        dst: Opd,
+        a: Opd,
+    },
+    Jump(u32),
+    /// Jump when the truth of `c` is `when`; a temporary `c` is consumed unless `keep`
+    /// (`and` and `or` keep it: it may be their value).
+    JumpIf {
+        c: Opd,
+        when: bool,
+        keep: bool,
+        to: u32,
+    },
+    /// Jump when `a op b` (a comparison) is false: a condition and its branch in one.
+    Test {
+        op: BinOp,
+        a: Opd,
+        b: Opd,
+        to: u32,
+    },
+    Index {
+        dst: Opd,
+        a: Opd,
+        k: Opd,
+    },
+    Field {
+        dst: Opd,
+        a: Opd,
+        name: &'p Bytes,
+    },
+    /// A list of the `n` temporaries from register `start`.
+    MkList {
+        dst: Opd,
+        start: u32,
+        n: u32,
+    },
+    /// A map: keys `maps[map]`, values the temporaries from register `start`.
+    MkMap {
+        dst: Opd,
+        map: u32,
+        start: u32,
+    },
+    /// A call of user function `fi`, its arguments `args[at..at + n]`.
+    Call {
+        fi: u32,
+        dst: Opd,
+        at: u32,
+        n: u32,
+    },
+    /// The capability check a gated builtin makes before its arguments are evaluated.
+    CapCheck(&'static Builtin),
+    /// A call of a builtin, its arguments `args[at..at + n]`.
+    Builtin {
+        b: &'static Builtin,
+        dst: Opd,
+        at: u32,
+        n: u32,
+    },
+    /// A builtin that changes a place in place: `pcalls[call]`.
+    BuiltinPlace {
+        dst: Opd,
+        call: u32,
+    },
+    /// An expression the tree evaluator evaluates (forms not compiled yet).
+    Tree {
+        dst: Opd,
+        e: &'p Expr,
+    },
+    /// A statement the tree evaluator runs, with its own steps; its `break` and
+    /// `continue` go to `brk` and `cont` (of the loop around it here).
+    TreeStmt {
+        s: &'p Stmt,
+        brk: u32,
+        cont: u32,
+    },
+    /// `x op= v` on a variable.
+    Upd {
+        op: BinOp,
+        var: Opd,
+        v: Opd,
+    },
+    /// `x[k] = v` on a variable.
+    SetIdx {
+        var: Opd,
+        k: Opd,
+        v: Opd,
+    },
+    /// `PLACE = v` for `paths[path]`.
+    SetPath {
+        path: u32,
+        v: Opd,
+    },
+    /// `PLACE op= v` for `paths[path]`.
+    UpdPath {
+        op: BinOp,
+        path: u32,
+        v: Opd,
+    },
+    /// A numeric `for`: registers `base..base + 4` hold start, end, step and the count.
+    ForPrep {
+        base: u32,
+    },
+    /// The next value of the `for` variable, or a jump to `exit` past the end.
+    ForNext {
+        var: Opd,
+        base: u32,
+        exit: u32,
+    },
+    /// The count up, a step for the header, and the jump back to `to`.
+    ForBack {
+        base: u32,
+        to: u32,
+    },
+    /// `for ... in`: register `base` holds the snapshot, `base + 1` the index,
+    /// `base + 2` the storage charged for the snapshot.
+    ForInPrep {
+        base: u32,
+    },
+    ForInNext {
+        first: Opd,
+        second: Opd,
+        base: u32,
+        exit: u32,
+    },
+    ForInEnd {
+        base: u32,
+    },
+    Ret(Opd),
+    RetNil,
+    End,
+}
+
+/// `PLACE`: a variable and the registers holding its keys.
+#[derive(Debug, Clone, Copy)]
+pub struct PathRef {
+    pub root: Opd,
+    pub keys: u32,
+    pub n: u32,
+}
+
+/// A place builtin's call: its place, its other arguments, and the builtin.
+#[derive(Debug, Clone, Copy)]
+pub struct PlaceCall {
+    pub b: &'static Builtin,
+    pub path: PathRef,
+    pub at: u32,
+    pub n: u32,
+}
+
+/// A compiled body.
+#[derive(Debug, Default)]
+pub struct Code<'p> {
+    pub ops: Vec<Op<'p>>,
+    /// Per instruction: its line, its node's spot, and its two operands' spots.
+    pub pos: Vec<Pos>,
+    pub spot: Vec<Spot>,
+    pub ospot: Vec<[Spot; 2]>,
+    pub consts: Vec<Value>,
+    /// Call arguments: operand and spot.
+    pub args: Vec<(Opd, Spot)>,
+    pub maps: Vec<&'p [(Bytes, Expr)]>,
+    pub paths: Vec<PathRef>,
+    pub pcalls: Vec<PlaceCall>,
+    /// Locals (parameters first) and all registers.
+    pub nlocals: u32,
+    pub nregs: u32,
+}
+
+/// An operand and the spot of its name (0: a constant or a temporary).
+#[derive(Clone, Copy)]
+struct O {
+    o: Opd,
+    sp: Spot,
+}
+
+struct Loop {
+    brk: Vec<usize>,
+    cont: Vec<usize>,
+}
+
+struct Compiler<'p> {
+    code: Code<'p>,
+    /// The next free temporary (a register index).
+    next: u32,
+    pos: Pos,
+    loops: Vec<Loop>,
+}
+
+/// Compile a function body (`nlocals` slots) or main's (0).
+pub fn compile<'p>(body: &'p [Stmt], nlocals: usize) -> Code<'p> {
+    let mut c = Compiler {
+        code: Code { nlocals: nlocals as u32, nregs: nlocals as u32, ..Default::default() },
+        next: nlocals as u32,
+        pos: 0,
+        loops: Vec::new(),
+    };
+    c.block(body);
+    c.emit(Op::End, 0, [0, 0]);
+    c.code
+}
+
+fn slot_opd(s: Slot) -> Opd {
+    match s {
+        Slot::Local(i) => Opd::new(T_LOCAL, i as usize),
+        Slot::Global(i) => Opd::new(T_GLOBAL, i as usize),
+    }
+}
+
+fn is_cmp(op: BinOp) -> bool {
+    matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne)
+}
+
+impl<'p> Compiler<'p> {
+    fn here(&self) -> usize {
+        self.code.ops.len()
+    }
+
+    fn emit(&mut self, op: Op<'p>, spot: Spot, ospot: [Spot; 2]) -> usize {
+        self.code.ops.push(op);
+        self.code.pos.push(self.pos);
+        self.code.spot.push(spot);
+        self.code.ospot.push(ospot);
+        self.code.ops.len() - 1
+    }
+
+    fn temp(&mut self) -> Opd {
+        let r = self.next;
+        self.next += 1;
+        if self.next > self.code.nregs {
+            self.code.nregs = self.next;
+        }
+        Opd::new(T_TEMP, r as usize)
+    }
+
+    fn konst(&mut self, v: Value) -> Opd {
+        self.code.consts.push(v);
+        Opd::new(T_CONST, self.code.consts.len() - 1)
+    }
+
+    /// Point the jump at `at` to `to`.
+    fn patch(&mut self, at: usize, to: usize) {
+        let to = to as u32;
+        match &mut self.code.ops[at] {
+            Op::Jump(t) | Op::StepJump(t) => *t = to,
+            Op::JumpIf { to: t, .. } | Op::Test { to: t, .. } => *t = to,
+            Op::ForNext { exit, .. } | Op::ForInNext { exit, .. } => *exit = to,
+            Op::TreeStmt { brk, .. } => *brk = to,
+            _ => unreachable!("not a jump"),
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Statements
+    // ------------------------------------------------------------------
+
+    fn block(&mut self, b: &'p [Stmt]) {
+        for s in b {
+            self.stmt(s);
+        }
+    }
+
+    fn step(&mut self, pos: Pos) {
+        self.pos = pos;
+        self.emit(Op::Step, 0, [0, 0]);
+    }
+
+    fn stmt(&mut self, s: &'p Stmt) {
+        let floor = self.next;
+        self.pos = s.pos;
+        match &s.kind {
+            StmtKind::SetLocal(i, e) => {
+                self.step(s.pos);
+                self.into(e, Opd::new(T_LOCAL, *i as usize));
+            }
+            StmtKind::SetGlobal(i, e) => {
+                self.step(s.pos);
+                self.into(e, Opd::new(T_GLOBAL, *i as usize));
+            }
+            StmtKind::SetIndex(slot, k, e) => {
+                self.step(s.pos);
+                let v = self.operand_before(e, std::slice::from_ref(k));
+                let k = self.operand(k);
+                self.emit(Op::SetIdx { var: slot_opd(*slot), k: k.o, v: v.o }, 0, [k.sp, v.sp]);
+            }
+            StmtKind::IncVar(slot, op, k) => {
+                self.step(s.pos);
+                let k = self.konst(Value::Num(*k));
+                self.emit(Op::Upd { op: *op, var: slot_opd(*slot), v: k }, 0, [0, 0]);
+            }
+            StmtKind::CompoundVar(slot, op, e) => {
+                self.step(s.pos);
+                let v = self.operand(e);
+                self.emit(Op::Upd { op: *op, var: slot_opd(*slot), v: v.o }, 0, [v.sp, 0]);
+            }
+            StmtKind::Assign(place, e) => {
+                self.step(s.pos);
+                let v = self.operand_before(e, &place.path);
+                let path = self.path(place);
+                self.emit(Op::SetPath { path, v: v.o }, 0, [v.sp, 0]);
+            }
+            StmtKind::Compound(place, op, e) => {
+                self.step(s.pos);
+                let v = self.operand_before(e, &place.path);
+                let path = self.path(place);
+                self.emit(Op::UpdPath { op: *op, path, v: v.o }, 0, [v.sp, 0]);
+            }
+            StmtKind::Expr(e) => {
+                self.step(s.pos);
+                self.into(e, DISCARD);
+            }
+            StmtKind::If(arms, else_body) => {
+                let mut ends = Vec::new();
+                for (n, arm) in arms.iter().enumerate() {
+                    self.step(arm.pos);
+                    let skip = self.cond_jump(&arm.cond);
+                    self.next = floor;
+                    self.block(&arm.body);
+                    if n + 1 < arms.len() || else_body.is_some() {
+                        ends.push(self.emit(Op::Jump(0), 0, [0, 0]));
+                    }
+                    let h = self.here();
+                    self.patch(skip, h);
+                }
+                if let Some(b) = else_body {
+                    self.block(b);
+                }
+                let h = self.here();
+                for j in ends {
+                    self.patch(j, h);
+                }
+            }
+            StmtKind::While(cond, body) => {
+                self.step(s.pos);
+                let top = self.here();
+                let exit = self.cond_jump(cond);
+                self.next = floor;
+                self.loops.push(Loop { brk: vec![exit], cont: vec![] });
+                self.block(body);
+                self.pos = s.pos;
+                let back = self.emit(Op::StepJump(top as u32), 0, [0, 0]);
+                self.close_loop(back, back + 1);
+            }
+            StmtKind::ForRange(f) => {
+                self.step(s.pos);
+                let base = self.next;
+                let regs = [self.temp(), self.temp(), self.temp(), self.temp()];
+                self.into(&f.start, regs[0]);
+                self.into(&f.end, regs[1]);
+                match &f.step {
+                    Some(e) => self.into(e, regs[2]),
+                    None => {
+                        let one = self.konst(Value::Num(1.0));
+                        self.emit(Op::Move { dst: regs[2], src: one }, 0, [0, 0]);
+                    }
+                }
+                self.pos = s.pos;
+                self.emit(Op::ForPrep { base }, 0, [0, 0]);
+                let top = self.emit(Op::ForNext { var: slot_opd(f.var), base, exit: 0 }, 0, [0, 0]);
+                self.loops.push(Loop { brk: vec![top], cont: vec![] });
+                self.block(&f.body);
+                self.pos = s.pos;
+                let back = self.emit(Op::ForBack { base, to: top as u32 }, 0, [0, 0]);
+                self.close_loop(back, back + 1);
+            }
+            StmtKind::ForIn(f) => {
+                self.step(s.pos);
+                let base = self.next;
+                let regs = [self.temp(), self.temp(), self.temp()];
+                self.into(&f.iter, regs[0]);
+                self.pos = s.pos;
+                self.emit(Op::ForInPrep { base }, 0, [0, 0]);
+                let second = f.second.map(slot_opd).unwrap_or(NONE);
+                let top = self.emit(Op::ForInNext { first: slot_opd(f.first), second, base, exit: 0 }, 0, [0, 0]);
+                self.loops.push(Loop { brk: vec![top], cont: vec![] });
+                self.block(&f.body);
+                self.pos = s.pos;
+                let back = self.emit(Op::StepJump(top as u32), 0, [0, 0]);
+                let end = self.emit(Op::ForInEnd { base }, 0, [0, 0]);
+                self.close_loop(back, end);
+            }
+            StmtKind::Break => {
+                self.step(s.pos);
+                let j = self.emit(Op::Jump(0), 0, [0, 0]);
+                match self.loops.last_mut() {
+                    Some(l) => l.brk.push(j),
+                    None => unreachable!("break outside a loop is a load error"),
+                }
+            }
+            StmtKind::Continue => {
+                self.step(s.pos);
+                let j = self.emit(Op::Jump(0), 0, [0, 0]);
+                match self.loops.last_mut() {
+                    Some(l) => l.cont.push(j),
+                    None => unreachable!("continue outside a loop is a load error"),
+                }
+            }
+            StmtKind::Return(e) => {
+                self.step(s.pos);
+                match e {
+                    Some(e) => {
+                        let v = self.operand(e);
+                        self.emit(Op::Ret(v.o), 0, [v.sp, 0]);
+                    }
+                    None => {
+                        self.emit(Op::RetNil, 0, [0, 0]);
+                    }
+                }
+            }
+            StmtKind::Block(b) => self.block(b),
+            // The rest runs in the tree evaluator, steps and all: `try` (its handler is
+            // reached by unwinding), `throw`, multiple assignment and the counting idiom.
+            StmtKind::CountIndex(..) | StmtKind::MultiAssign(..) | StmtKind::Throw(_) | StmtKind::Try { .. } => {
+                let at = self.emit(Op::TreeStmt { s, brk: 0, cont: 0 }, 0, [0, 0]);
+                if let Some(l) = self.loops.last_mut() {
+                    l.brk.push(at);
+                    l.cont.push(at);
+                }
+            }
+        }
+        self.next = floor;
+    }
+
+    /// End a loop: its breaks go to `brk`, its continues to `cont`.
+    fn close_loop(&mut self, cont: usize, brk: usize) {
+        let l = self.loops.pop().expect("a loop");
+        for j in l.cont {
+            match &mut self.code.ops[j] {
+                Op::TreeStmt { cont: c, .. } => *c = cont as u32,
+                _ => self.patch(j, cont),
+            }
+        }
+        for j in l.brk {
+            self.patch(j, brk);
+        }
+    }
+
+    /// The place `p`: its keys evaluated into registers, in order.
+    fn path(&mut self, p: &'p Place) -> u32 {
+        let start = self.next;
+        let regs: Vec<Opd> = p.path.iter().map(|_| self.temp()).collect();
+        for (k, r) in p.path.iter().zip(regs) {
+            self.into(k, r);
+        }
+        self.code.paths.push(PathRef { root: slot_opd(p.root), keys: start, n: p.path.len() as u32 });
+        (self.code.paths.len() - 1) as u32
+    }
+
+    /// Compile a condition; the returned jump (to be patched) is taken when it is false.
+    fn cond_jump(&mut self, e: &'p Expr) -> usize {
+        match e {
+            Expr::BinS(op, sp, a, b) if is_cmp(*op) => {
+                let (a, b) = (self.opnd(*a), self.opnd(*b));
+                self.emit(Op::Test { op: *op, a, b, to: 0 }, *sp, [0, 0])
+            }
+            Expr::BinK(op, sp, a, k) if is_cmp(*op) => {
+                let a = self.operand(a);
+                let b = self.konst(Value::Num(*k));
+                self.emit(Op::Test { op: *op, a: a.o, b, to: 0 }, *sp, [a.sp, 0])
+            }
+            Expr::Bin(op, sp, a, b) if is_cmp(*op) => {
+                let a = self.operand_before(a, std::slice::from_ref(&**b));
+                let b = self.operand(b);
+                self.emit(Op::Test { op: *op, a: a.o, b: b.o, to: 0 }, *sp, [a.sp, b.sp])
+            }
+            _ => {
+                let c = self.operand(e);
+                self.emit(Op::JumpIf { c: c.o, when: false, keep: false, to: 0 }, 0, [c.sp, 0])
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Expressions
+    // ------------------------------------------------------------------
+
+    fn opnd(&mut self, o: Opnd) -> Opd {
+        match o {
+            Opnd::Local(i) => Opd::new(T_LOCAL, i as usize),
+            Opnd::Global(i) => Opd::new(T_GLOBAL, i as usize),
+            Opnd::Num(n) => self.konst(Value::Num(n)),
+        }
+    }
+
+    /// The operand holding `e`'s value: a variable or constant where it is, or a fresh
+    /// temporary it is computed into.
+    fn operand(&mut self, e: &'p Expr) -> O {
+        match e {
+            Expr::Const(v) => O { o: self.konst(v.clone()), sp: 0 },
+            Expr::Local(i, sp) => O { o: Opd::new(T_LOCAL, *i as usize), sp: *sp },
+            Expr::Global(i, sp) => O { o: Opd::new(T_GLOBAL, *i as usize), sp: *sp },
+            _ => {
+                let t = self.temp();
+                self.into(e, t);
+                O { o: t, sp: 0 }
+            }
+        }
+    }
+
+    /// `operand(e)` for a value read after `later` are evaluated: a variable is copied
+    /// into a temporary first when one of them could change it (a call, or a builtin
+    /// that changes a place), so that the value is the one it held when `e` was reached,
+    /// as the tree evaluator reads it.
+    fn operand_before(&mut self, e: &'p Expr, later: &[Expr]) -> O {
+        if matches!(e, Expr::Local(..) | Expr::Global(..)) && !later.iter().all(pure) {
+            let t = self.temp();
+            self.into(e, t);
+            return O { o: t, sp: 0 };
+        }
+        self.operand(e)
+    }
+
+    /// Compile `e` so that its value lands in `dst`.
+    fn into(&mut self, e: &'p Expr, dst: Opd) {
+        match e {
+            Expr::Const(_) | Expr::Local(..) | Expr::Global(..) => {
+                let s = self.operand(e);
+                self.emit(Op::Move { dst, src: s.o }, 0, [s.sp, 0]);
+            }
+            Expr::BinS(op, sp, a, b) => {
+                let (a, b) = (self.opnd(*a), self.opnd(*b));
+                self.emit(Op::Bin { op: *op, dst, a, b }, *sp, [0, 0]);
+            }
+            Expr::BinK(op, sp, a, k) => {
+                let a = self.operand(a);
+                let b = self.konst(Value::Num(*k));
+                self.emit(Op::Bin { op: *op, dst, a: a.o, b }, *sp, [a.sp, 0]);
+            }
+            Expr::Bin(op, sp, a, b) => {
+                let a = self.operand_before(a, std::slice::from_ref(&**b));
+                let b = self.operand(b);
+                self.emit(Op::Bin { op: *op, dst, a: a.o, b: b.o }, *sp, [a.sp, b.sp]);
+            }
+            Expr::Neg(a, sp) => {
+                let a = self.operand(a);
+                self.emit(Op::Neg { dst, a: a.o }, *sp, [a.sp, 0]);
+            }
+            Expr::Not(a) => {
+                let a = self.operand(a);
+                self.emit(Op::Not { dst, a: a.o }, 0, [a.sp, 0]);
+            }
+            Expr::Index(a, k, sp) => {
+                let a = self.operand_before(a, std::slice::from_ref(&**k));
+                let k = self.operand(k);
+                self.emit(Op::Index { dst, a: a.o, k: k.o }, *sp, [a.sp, k.sp]);
+            }
+            Expr::Field(a, name, sp) => {
+                let a = self.operand(a);
+                self.emit(Op::Field { dst, a: a.o, name }, *sp, [a.sp, 0]);
+            }
+            Expr::List(items) => {
+                let start = self.next;
+                let regs: Vec<Opd> = items.iter().map(|_| self.temp()).collect();
+                for (it, r) in items.iter().zip(regs) {
+                    self.into(it, r);
+                }
+                self.emit(Op::MkList { dst, start, n: items.len() as u32 }, 0, [0, 0]);
+            }
+            Expr::Map(items) => {
+                let start = self.next;
+                let regs: Vec<Opd> = items.iter().map(|_| self.temp()).collect();
+                for ((_, it), r) in items.iter().zip(regs) {
+                    self.into(it, r);
+                }
+                self.code.maps.push(items);
+                let map = (self.code.maps.len() - 1) as u32;
+                self.emit(Op::MkMap { dst, map, start }, 0, [0, 0]);
+            }
+            Expr::Call(fi, args) => {
+                let at = self.args(args);
+                self.emit(Op::Call { fi: *fi, dst, at, n: args.len() as u32 }, 0, [0, 0]);
+            }
+            Expr::Builtin(b, args, sp) => {
+                if b.cap.is_some() {
+                    self.emit(Op::CapCheck(b), *sp, [0, 0]);
+                }
+                let at = self.args(args);
+                self.emit(Op::Builtin { b, dst, at, n: args.len() as u32 }, *sp, [0, 0]);
+            }
+            Expr::BuiltinPlace(sp, b, place, args) => {
+                if b.cap.is_some() {
+                    self.emit(Op::CapCheck(b), *sp, [0, 0]);
+                }
+                let path = self.path(place);
+                let path = self.code.paths[path as usize];
+                let at = self.args(args);
+                self.code.pcalls.push(PlaceCall { b, path, at, n: args.len() as u32 });
+                let call = (self.code.pcalls.len() - 1) as u32;
+                self.emit(Op::BuiltinPlace { dst, call }, *sp, [0, 0]);
+            }
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                // Through a temporary: a variable is written once, with the result.
+                let t = if dst.tag() == T_TEMP && dst != DISCARD { dst } else { self.temp() };
+                self.into(a, t);
+                let when = matches!(e, Expr::Or(..));
+                let j = self.emit(Op::JumpIf { c: t, when, keep: true, to: 0 }, 0, [0, 0]);
+                self.into(b, t);
+                let h = self.here();
+                self.patch(j, h);
+                if t != dst {
+                    self.emit(Op::Move { dst, src: t }, 0, [0, 0]);
+                }
+            }
+            Expr::Cond(a, c, b) => {
+                let t = if dst.tag() == T_TEMP && dst != DISCARD { dst } else { self.temp() };
+                let skip = self.cond_jump(c);
+                self.into(a, t);
+                let j = self.emit(Op::Jump(0), 0, [0, 0]);
+                let h = self.here();
+                self.patch(skip, h);
+                self.into(b, t);
+                let h = self.here();
+                self.patch(j, h);
+                if t != dst {
+                    self.emit(Op::Move { dst, src: t }, 0, [0, 0]);
+                }
+            }
+            // Interpolation, `get`'s in-place lookup and calls with anonymous functions
+            // are evaluated by the tree evaluator for now.
+            Expr::Interp(_) | Expr::MapGet(..) | Expr::WithLambdas(_) | Expr::Lambda(..) => {
+                self.emit(Op::Tree { dst, e }, 0, [0, 0]);
+            }
+        }
+    }
+
+    /// A call's arguments: each an operand (variables and constants where they are,
+    /// anything else computed into a temporary), in order.
+    fn args(&mut self, args: &'p [Expr]) -> u32 {
+        let os: Vec<O> = args.iter().enumerate().map(|(i, a)| self.operand_before(a, &args[i + 1..])).collect();
+        let at = self.code.args.len() as u32;
+        self.code.args.extend(os.iter().map(|o| (o.o, o.sp)));
+        at
+    }
+}
+
+/// Whether evaluating `e` can change no variable (no call of any kind in it).
+fn pure(e: &Expr) -> bool {
+    match e {
+        Expr::Const(_) | Expr::Local(..) | Expr::Global(..) | Expr::BinS(..) => true,
+        Expr::List(items) => items.iter().all(pure),
+        Expr::Map(items) => items.iter().all(|(_, e)| pure(e)),
+        Expr::Interp(parts) => parts.iter().all(|p| match p {
+            IPart::Lit(_) => true,
+            IPart::Expr(e) => pure(e),
+        }),
+        Expr::Neg(a, _) | Expr::Not(a) | Expr::BinK(_, _, a, _) | Expr::Field(a, ..) => pure(a),
+        Expr::Bin(_, _, a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Index(a, b, _) => pure(a) && pure(b),
+        Expr::Cond(a, c, b) => pure(a) && pure(c) && pure(b),
+        Expr::Call(..)
+        | Expr::Builtin(..)
+        | Expr::BuiltinPlace(..)
+        | Expr::MapGet(..)
+        | Expr::Lambda(..)
+        | Expr::WithLambdas(_) => false,
+    }
+}

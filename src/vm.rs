@@ -1,0 +1,656 @@
+//! The dispatch loop: runs compiled code (`compile.rs`) on the interpreter's frame.
+//!
+//! One `match` over the instruction, operands read where they are (`Interp::rd`), the
+//! number fast paths inline and everything else in the same helpers the tree evaluator
+//! uses (`binop`, `index_value`, `set_index`, the builtin call), so an operator's meaning
+//! is written once. Steps, work and storage are charged by the same functions as in
+//! `interp.rs` (`step`, `work`, `store`/`charge`). An error raised by an instruction is
+//! given its line and column from the code's side table (`fail_at`).
+//!
+//! This is a child module of `interp` so that it works on the interpreter's frame
+//! directly.
+
+use smallvec::SmallVec;
+
+use super::*;
+use crate::ast::Spot;
+use crate::compile::*;
+
+impl<'p> Interp<'p> {
+    /// Run a compiled body on the current frame (its registers already on the stack).
+    pub(crate) fn run_code(&mut self, code: &Code<'p>) -> R<Flow> {
+        let mut pc = 0usize;
+        loop {
+            let at = pc;
+            pc += 1;
+            let r: R<()> = match code.ops[at] {
+                Op::Step => self.step(code.pos[at]),
+                Op::StepJump(to) => {
+                    pc = to as usize;
+                    self.step(code.pos[at])
+                }
+                Op::Move { dst, src } => match self.val(code, src, code.ospot[at][0]) {
+                    Ok(v) => self.put(dst, v),
+                    Err(e) => Err(e),
+                },
+                Op::Bin { op, dst, a, b } => {
+                    let nums = match (self.rd(code, a), self.rd(code, b)) {
+                        (Value::Num(x), Value::Num(y)) => Some((*x, *y)),
+                        _ => None,
+                    };
+                    match nums {
+                        Some((x, y)) => match arith(op, x, y) {
+                            Some(r) => self.put_num(dst, r),
+                            None => match self.num_op(op, x, y) {
+                                Ok(v) => self.put(dst, v),
+                                Err(e) => Err(e),
+                            },
+                        },
+                        None => self.bin_slow(code, at, op, dst, a, b),
+                    }
+                }
+                Op::Test { op, a, b, to } => {
+                    let t = match (self.rd(code, a), self.rd(code, b)) {
+                        (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
+                        _ => self.test_slow(code, at, op, a, b),
+                    };
+                    match t {
+                        Ok(true) => Ok(()),
+                        Ok(false) => {
+                            pc = to as usize;
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Op::JumpIf { c, when, keep, to } => match self.truth(code, c, code.ospot[at][0]) {
+                    Ok(t) => {
+                        if !keep && c.tag() == T_TEMP {
+                            self.stack[self.base + c.idx()] = Value::Unset;
+                        }
+                        if t == when {
+                            pc = to as usize;
+                        }
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                },
+                Op::Jump(to) => {
+                    pc = to as usize;
+                    Ok(())
+                }
+                Op::Index { dst, a, k } => {
+                    let fast = match (self.rd(code, a), self.rd(code, k)) {
+                        (Value::List(l), Value::Num(n)) => {
+                            let n = *n;
+                            let len = l.len();
+                            let i = if n < 0.0 { n + len as f64 } else { n };
+                            if i >= 0.0 && i < len as f64 && i == i.trunc() {
+                                Some(l.items()[i as usize].clone())
+                            } else {
+                                None
+                            }
+                        }
+                        _ => None,
+                    };
+                    match fast {
+                        Some(v) => {
+                            if a.tag() == T_TEMP {
+                                self.stack[self.base + a.idx()] = Value::Unset;
+                            }
+                            self.put(dst, v)
+                        }
+                        None => self.index_slow(code, at, dst, a, k),
+                    }
+                }
+                Op::Field { dst, a, name } => {
+                    let fast = match self.rd(code, a) {
+                        Value::Map(m) => m.get(name).cloned(),
+                        _ => None,
+                    };
+                    match fast {
+                        Some(v) => {
+                            if a.tag() == T_TEMP {
+                                self.stack[self.base + a.idx()] = Value::Unset;
+                            }
+                            self.put(dst, v)
+                        }
+                        None => self.field_slow(code, at, dst, a, name),
+                    }
+                }
+                Op::Call { fi, dst, at: args, n } => match self.vm_call(code, fi as usize, args, n) {
+                    Ok(v) => self.put(dst, v),
+                    Err(e) => Err(e),
+                },
+                Op::CapCheck(b) => self.check_cap(b),
+                Op::Builtin { b, dst, at: args, n } => {
+                    let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
+                    let mut r = Ok(());
+                    for &(o, sp) in &code.args[args as usize..(args + n) as usize] {
+                        match self.val(code, o, sp) {
+                            Ok(v) => vals.push(v),
+                            Err(e) => {
+                                r = Err(e);
+                                break;
+                            }
+                        }
+                    }
+                    match r {
+                        Ok(()) => match self.builtin_vals(b, vals) {
+                            Ok(v) => self.put(dst, v),
+                            Err(e) => Err(e),
+                        },
+                        Err(e) => Err(e),
+                    }
+                }
+                Op::BuiltinPlace { dst, call } => {
+                    let pcall = code.pcalls[call as usize];
+                    match self.vm_place_call(code, &pcall) {
+                        Ok(v) => self.put(dst, v),
+                        Err(e) => Err(e),
+                    }
+                }
+                Op::Upd { op, var, v } => {
+                    let done = match self.rd(code, v) {
+                        Value::Num(y) => {
+                            let y = *y;
+                            match self.cell(var) {
+                                Value::Num(x) => match arith(op, *x, y) {
+                                    Some(r) => {
+                                        *x = r;
+                                        true
+                                    }
+                                    None => false,
+                                },
+                                _ => false,
+                            }
+                        }
+                        _ => false,
+                    };
+                    if done {
+                        Ok(())
+                    } else {
+                        match self.val(code, v, code.ospot[at][0]) {
+                            Ok(rhs) => self.compound_var(slot_of(var), op, rhs),
+                            Err(e) => Err(e),
+                        }
+                    }
+                }
+                Op::SetIdx { var, k, v } => self.vm_set_index(code, at, var, k, v),
+                Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
+                Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
+                Op::MkList { dst, start, n } => {
+                    let b = self.base + start as usize;
+                    let items: Vec<Value> = self.stack[b..b + n as usize].iter_mut().map(std::mem::take).collect();
+                    match self.make_list(items) {
+                        Ok(l) => match self.check_memory() {
+                            Ok(()) => self.put(dst, l),
+                            Err(e) => Err(e),
+                        },
+                        Err(e) => Err(e),
+                    }
+                }
+                Op::MkMap { dst, map, start } => {
+                    let keys = code.maps[map as usize];
+                    let b = self.base + start as usize;
+                    let mut m = Map::with_capacity(keys.len());
+                    for (i, (k, _)) in keys.iter().enumerate() {
+                        m.insert(k.clone(), std::mem::take(&mut self.stack[b + i]));
+                    }
+                    match self.make_map(m) {
+                        Ok(v) => match self.check_memory() {
+                            Ok(()) => self.put(dst, v),
+                            Err(e) => Err(e),
+                        },
+                        Err(e) => Err(e),
+                    }
+                }
+                Op::Neg { dst, a } => match self.val(code, a, code.ospot[at][0]) {
+                    Ok(Value::Num(n)) => self.put_num(dst, -n),
+                    Ok(other) => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
+                    Err(e) => Err(e),
+                },
+                Op::Not { dst, a } => match self.truth(code, a, code.ospot[at][0]) {
+                    Ok(t) => {
+                        if a.tag() == T_TEMP {
+                            self.stack[self.base + a.idx()] = Value::Unset;
+                        }
+                        self.put(dst, Value::Bool(!t))
+                    }
+                    Err(e) => Err(e),
+                },
+                Op::Tree { dst, e } => match self.eval(e) {
+                    Ok(v) => self.put(dst, v),
+                    Err(e) => Err(e),
+                },
+                Op::TreeStmt { s, brk, cont } => match self.exec(s) {
+                    Ok(Flow::Normal) => Ok(()),
+                    Ok(Flow::Break) => {
+                        pc = brk as usize;
+                        Ok(())
+                    }
+                    Ok(Flow::Continue) => {
+                        pc = cont as usize;
+                        Ok(())
+                    }
+                    Ok(Flow::Return) => return Ok(Flow::Return),
+                    Err(e) => Err(e),
+                },
+                Op::ForPrep { base } => self.for_prep(base),
+                Op::ForNext { var, base, exit } => {
+                    let b = self.base + base as usize;
+                    let f = |v: &Value| match v {
+                        Value::Num(n) => *n,
+                        _ => 0.0,
+                    };
+                    let (a, end, st, k) =
+                        (f(&self.stack[b]), f(&self.stack[b + 1]), f(&self.stack[b + 2]), f(&self.stack[b + 3]));
+                    let mut i = a + k * st;
+                    if !i.is_finite() {
+                        i = range_term_wide(a, k, st);
+                    }
+                    if !i.is_finite() || (st > 0.0 && i > end) || (st < 0.0 && i < end) {
+                        pc = exit as usize;
+                        Ok(())
+                    } else {
+                        self.put_num(var, i)
+                    }
+                }
+                Op::ForBack { base, to } => {
+                    let b = self.base + base as usize + 3;
+                    if let Value::Num(k) = &mut self.stack[b] {
+                        *k += 1.0;
+                    }
+                    pc = to as usize;
+                    self.step(code.pos[at])
+                }
+                Op::ForInPrep { base } => self.for_in_prep(base),
+                Op::ForInNext { first, second, base, exit } => match self.for_in_next(first, second, base) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => {
+                        pc = exit as usize;
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                },
+                Op::ForInEnd { base } => {
+                    let b = self.base + base as usize;
+                    let cost = match self.stack[b + 2] {
+                        Value::Num(c) => c as isize,
+                        _ => 0,
+                    };
+                    self.stack[b] = Value::Unset;
+                    self.charge(false, -cost)
+                }
+                Op::Ret(o) => match self.val(code, o, code.ospot[at][0]) {
+                    Ok(v) => {
+                        self.ret = v;
+                        return Ok(Flow::Return);
+                    }
+                    Err(e) => Err(e),
+                },
+                Op::RetNil => {
+                    self.ret = Value::Nil;
+                    return Ok(Flow::Return);
+                }
+                Op::End => return Ok(Flow::Normal),
+            };
+            if let Err(e) = r {
+                return Err(located(spotted(e, code.spot[at]), code.pos[at]));
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Operands
+    // ------------------------------------------------------------------
+
+    /// The value an operand names, in place (a variable may be unset).
+    #[inline(always)]
+    fn rd<'a>(&'a self, code: &'a Code<'p>, o: Opd) -> &'a Value {
+        match o.tag() {
+            T_GLOBAL => &self.globals[o.idx()],
+            T_CONST => &code.consts[o.idx()],
+            _ => &self.stack[self.base + o.idx()],
+        }
+    }
+
+    /// The cell of a variable or temporary.
+    #[inline(always)]
+    fn cell(&mut self, o: Opd) -> &mut Value {
+        match o.tag() {
+            T_GLOBAL => &mut self.globals[o.idx()],
+            _ => &mut self.stack[self.base + o.idx()],
+        }
+    }
+
+    /// An operand's value to keep: a temporary is moved out, a variable or constant
+    /// copied (shared); an unset variable is the `name` error at `sp`.
+    #[inline]
+    fn val(&mut self, code: &Code<'p>, o: Opd, sp: Spot) -> R<Value> {
+        match o.tag() {
+            T_TEMP => Ok(std::mem::take(&mut self.stack[self.base + o.idx()])),
+            T_CONST => Ok(code.consts[o.idx()].clone()),
+            _ => {
+                let v = self.rd(code, o);
+                if let Value::Unset = v {
+                    return Err(self.unset_at(slot_of(o), sp));
+                }
+                Ok(v.clone())
+            }
+        }
+    }
+
+    /// The truth of an operand, read in place.
+    #[inline]
+    fn truth(&mut self, code: &Code<'p>, o: Opd, sp: Spot) -> R<bool> {
+        match self.rd(code, o) {
+            Value::Bool(b) => Ok(*b),
+            Value::Unset => Err(self.unset_at(slot_of(o), sp)),
+            v => Ok(v.truthy()),
+        }
+    }
+
+    /// Write `v` to a destination: a variable through `store` (its storage charged), a
+    /// temporary as it is.
+    #[inline]
+    fn put(&mut self, dst: Opd, v: Value) -> R<()> {
+        match dst.tag() {
+            T_TEMP => {
+                if dst != DISCARD {
+                    self.stack[self.base + dst.idx()] = v;
+                }
+                Ok(())
+            }
+            _ => self.store(slot_of(dst), v),
+        }
+    }
+
+    /// Write a number: over a number in place (no storage changes).
+    #[inline(always)]
+    fn put_num(&mut self, dst: Opd, x: f64) -> R<()> {
+        if dst == DISCARD {
+            return Ok(());
+        }
+        if let Value::Num(n) = self.cell(dst) {
+            *n = x;
+            return Ok(());
+        }
+        self.put(dst, Value::Num(x))
+    }
+
+    // ------------------------------------------------------------------
+    // Slow paths
+    // ------------------------------------------------------------------
+
+    #[inline(never)]
+    fn bin_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, b: Opd) -> R<()> {
+        let [sa, sb] = code.ospot[at];
+        let x = self.val(code, a, sa)?;
+        let y = self.val(code, b, sb)?;
+        let v = self.binop(op, x, y)?;
+        self.put(dst, v)
+    }
+
+    /// A comparison that is not of two numbers: `==` and `!=` compare in place (as the
+    /// tree evaluator's `cond_slow`), the rest through `binop`.
+    #[inline(never)]
+    fn test_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, b: Opd) -> R<bool> {
+        let [sa, sb] = code.ospot[at];
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            if let Value::Unset = self.rd(code, a) {
+                return Err(self.unset_at(slot_of(a), sa));
+            }
+            if let Value::Unset = self.rd(code, b) {
+                return Err(self.unset_at(slot_of(b), sb));
+            }
+            let mut n = EqCount::default();
+            let same = equals_counted(self.rd(code, a), self.rd(code, b), &mut n);
+            for o in [a, b] {
+                if o.tag() == T_TEMP {
+                    self.stack[self.base + o.idx()] = Value::Unset;
+                }
+            }
+            self.work(n.units())?;
+            return Ok(same == (op == BinOp::Eq));
+        }
+        let x = self.val(code, a, sa)?;
+        let y = self.val(code, b, sb)?;
+        Ok(self.binop(op, x, y)?.truthy())
+    }
+
+    #[inline(never)]
+    fn index_slow(&mut self, code: &Code<'p>, at: usize, dst: Opd, a: Opd, k: Opd) -> R<()> {
+        let [sa, sk] = code.ospot[at];
+        let x = self.val(code, a, sa)?;
+        let key = self.val(code, k, sk)?;
+        if let (Value::Map(_), Value::Str(s)) = (&x, &key) {
+            self.work(key_work(s.len()))?;
+        }
+        let v = self.index_value(&x, &key)?;
+        self.put(dst, v)
+    }
+
+    #[inline(never)]
+    fn field_slow(&mut self, code: &Code<'p>, at: usize, dst: Opd, a: Opd, name: &Bytes) -> R<()> {
+        let x = self.val(code, a, code.ospot[at][0])?;
+        match &x {
+            Value::Map(m) => match m.get(name) {
+                Some(v) => {
+                    let v = v.clone();
+                    self.put(dst, v)
+                }
+                None => Err(self.missing_field(name, m)),
+            },
+            other => Err(self.err(
+                ErrKind::Type,
+                format!("cannot read field `{}` of a {}", String::from_utf8_lossy(name), other.type_name()),
+            )),
+        }
+    }
+
+    /// A call of user function `fi`: its arguments pushed as the new frame's first
+    /// slots, bounded as `Interp::call` bounds them.
+    fn vm_call(&mut self, code: &Code<'p>, fi: usize, args: u32, n: u32) -> R<Value> {
+        let prog = self.prog;
+        let f = &prog.funcs[fi];
+        let new_base = self.stack.len();
+        let mut arg_heap = 0usize;
+        for &(o, sp) in &code.args[args as usize..(args + n) as usize] {
+            match self.val(code, o, sp) {
+                Ok(v) => {
+                    arg_heap += v.heap();
+                    self.stack.push(v);
+                    if arg_heap > self.lim.n(L::CallArgs) {
+                        self.stack.truncate(new_base);
+                        return Err(self.call_refused(f, arg_heap));
+                    }
+                }
+                Err(e) => {
+                    self.stack.truncate(new_base);
+                    return Err(e);
+                }
+            }
+        }
+        self.enter(fi, f, n as usize, new_base, arg_heap)
+    }
+
+    fn path_keys(&mut self, p: &PathRef) -> SmallVec<[Value; 4]> {
+        let b = self.base + p.keys as usize;
+        self.stack[b..b + p.n as usize].iter_mut().map(std::mem::take).collect()
+    }
+
+    fn vm_place_call(&mut self, code: &Code<'p>, pc: &PlaceCall) -> R<Value> {
+        let keys = self.path_keys(&pc.path);
+        let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
+        for &(o, sp) in &code.args[pc.at as usize..(pc.at + pc.n) as usize] {
+            vals.push(self.val(code, o, sp)?);
+        }
+        self.place_builtin_vals(pc.b, slot_of(pc.path.root), &keys, vals)
+    }
+
+    /// `x[k] = v`: a number over a number in a list of the variable's own is written in
+    /// place; anything else through `set_index`.
+    fn vm_set_index(&mut self, code: &Code<'p>, at: usize, var: Opd, k: Opd, v: Opd) -> R<()> {
+        if let (Value::Num(x), Value::Num(i)) = (self.rd(code, v), self.rd(code, k)) {
+            let (x, i) = (*x, *i);
+            if let Value::List(l) = self.cell(var) {
+                if let Some(l) = Rc::get_mut(l) {
+                    let len = l.len();
+                    let j = if i < 0.0 { i + len as f64 } else { i };
+                    if j >= 0.0 && j < len as f64 && j == j.trunc() {
+                        let done = l.with_item(j as usize, |item| match item {
+                            Value::Num(n) => {
+                                *n = x;
+                                true
+                            }
+                            _ => false,
+                        });
+                        if done {
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
+        let [sk, sv] = code.ospot[at];
+        let val = self.val(code, v, sv)?;
+        let key = self.val(code, k, sk)?;
+        self.set_index(slot_of(var), key, val)
+    }
+
+    /// `PLACE = v` and `PLACE op= v`: a number over a number along containers the
+    /// variable alone holds is written in place; anything else through the tree
+    /// evaluator's place functions (which copy shared containers and charge).
+    fn vm_set_path(&mut self, code: &Code<'p>, at: usize, path: u32, op: Option<BinOp>, v: Opd) -> R<()> {
+        let p = code.paths[path as usize];
+        let rhs = self.val(code, v, code.ospot[at][0])?;
+        let keys = self.path_keys(&p);
+        if let Value::Num(y) = rhs {
+            let root = self.cell(p.root);
+            if num_in_place(root, &keys, &mut |x| match op {
+                None => Some(y),
+                Some(op) => arith(op, x, y),
+            }) {
+                return Ok(());
+            }
+        }
+        match op {
+            None => self.assign_keys(slot_of(p.root), &keys, rhs),
+            Some(op) => self.compound_keys(slot_of(p.root), &keys, op, rhs),
+        }
+    }
+
+    fn for_prep(&mut self, base: u32) -> R<()> {
+        let b = self.base + base as usize;
+        let (a, e, st) = (&self.stack[b], &self.stack[b + 1], &self.stack[b + 2]);
+        let (Value::Num(_), Value::Num(_), Value::Num(st)) = (a, e, st) else {
+            let bad = [a, e, st].into_iter().find(|v| !matches!(v, Value::Num(_))).map(|v| v.type_name());
+            return Err(self.err(ErrKind::Type, format!("for bounds must be numbers, got {}", bad.unwrap_or("?"))));
+        };
+        if *st == 0.0 {
+            return Err(self.err(ErrKind::Value, "for step must not be 0"));
+        }
+        self.stack[b + 3] = Value::Num(0.0);
+        Ok(())
+    }
+
+    fn for_in_prep(&mut self, base: u32) -> R<()> {
+        let b = self.base + base as usize;
+        let snap = &self.stack[b];
+        if !matches!(snap, Value::List(_) | Value::Map(_)) {
+            return Err(self.err(ErrKind::Type, format!("for ... in needs a list or map, got {}", snap.type_name())));
+        }
+        // The snapshot is held by this frame while the loop runs.
+        let cost = ACCT_SNAPSHOT + snap.heap();
+        self.charge(false, cost as isize)?;
+        self.stack[b + 1] = Value::Num(0.0);
+        self.stack[b + 2] = Value::Num(cost as f64);
+        Ok(())
+    }
+
+    /// The next item of a `for ... in` into its variables; false past the end.
+    fn for_in_next(&mut self, first: Opd, second: Opd, base: u32) -> R<bool> {
+        let b = self.base + base as usize;
+        let i = match self.stack[b + 1] {
+            Value::Num(i) => i as usize,
+            _ => 0,
+        };
+        let (one, two) = match &self.stack[b] {
+            Value::List(l) if i < l.len() => {
+                let item = l.items()[i].clone();
+                if second == NONE {
+                    (item, None)
+                } else {
+                    (Value::Num(i as f64), Some(item))
+                }
+            }
+            Value::Map(m) if i < m.len() => {
+                let (k, v) = m.get_index(i).expect("index in range");
+                (Value::Str(k.clone()), (second != NONE).then(|| v.clone()))
+            }
+            _ => return Ok(false),
+        };
+        self.stack[b + 1] = Value::Num((i + 1) as f64);
+        self.put(first, one)?;
+        if let Some(v) = two {
+            self.put(second, v)?;
+        }
+        Ok(true)
+    }
+}
+
+/// The variable an operand names (for its storage charge and its name in errors).
+#[inline]
+fn slot_of(o: Opd) -> Slot {
+    match o.tag() {
+        T_GLOBAL => Slot::Global(o.idx() as u32),
+        _ => Slot::Local(o.idx() as u32),
+    }
+}
+
+#[inline(always)]
+fn num_cmp(op: BinOp, x: f64, y: f64) -> bool {
+    match op {
+        BinOp::Lt => x < y,
+        BinOp::Le => x <= y,
+        BinOp::Gt => x > y,
+        BinOp::Ge => x >= y,
+        BinOp::Eq => x == y,
+        _ => x != y,
+    }
+}
+
+/// Follow `keys` through lists and maps that nothing else shares down to a number and
+/// replace it by `f(number)`; false (nothing changed) when any of that does not hold.
+/// A number replaced by a number changes no accounting.
+fn num_in_place(v: &mut Value, keys: &[Value], f: &mut dyn FnMut(f64) -> Option<f64>) -> bool {
+    let Some((k, rest)) = keys.split_first() else {
+        if let Value::Num(x) = v {
+            if let Some(r) = f(*x) {
+                *x = r;
+                return true;
+            }
+        }
+        return false;
+    };
+    match (v, k) {
+        (Value::List(rc), Value::Num(n)) => {
+            let Some(l) = Rc::get_mut(rc) else { return false };
+            let len = l.len();
+            let i = if *n < 0.0 { *n + len as f64 } else { *n };
+            if !(i >= 0.0 && i < len as f64 && i == i.trunc()) {
+                return false;
+            }
+            l.with_item(i as usize, |item| num_in_place(item, rest, f))
+        }
+        (Value::Map(rc), Value::Str(key)) => {
+            if key.len() > KEY_FREE_BYTES {
+                return false;
+            }
+            let Some(m) = Rc::get_mut(rc) else { return false };
+            m.with_value(key, |item| num_in_place(item, rest, f)).unwrap_or(false)
+        }
+        _ => false,
+    }
+}
