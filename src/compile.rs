@@ -82,6 +82,13 @@ pub enum Op<'p> {
         dst: Opd,
         a: Opd,
     },
+    /// `a op k` with a number constant `k` in the instruction (`i % 7`, `n - 1`).
+    BinN {
+        op: BinOp,
+        dst: Opd,
+        a: Opd,
+        k: f64,
+    },
     Jump(u32),
     /// Jump when the truth of `c` is `when`; a temporary `c` is consumed unless `keep`
     /// (`and` and `or` keep it: it may be their value).
@@ -96,6 +103,13 @@ pub enum Op<'p> {
         op: BinOp,
         a: Opd,
         b: Opd,
+        to: u32,
+    },
+    /// `Test` against a number constant (`n < 2`).
+    TestN {
+        op: BinOp,
+        a: Opd,
+        k: f64,
         to: u32,
     },
     Index {
@@ -158,6 +172,12 @@ pub enum Op<'p> {
         op: BinOp,
         var: Opd,
         v: Opd,
+    },
+    /// `x op= k` with a number constant (`i += 1`).
+    UpdN {
+        op: BinOp,
+        var: Opd,
+        k: f64,
     },
     /// `x[k] = v` on a variable.
     SetIdx {
@@ -322,7 +342,7 @@ impl<'p> Compiler<'p> {
         let to = to as u32;
         match &mut self.code.ops[at] {
             Op::Jump(t) | Op::StepJump(t) => *t = to,
-            Op::JumpIf { to: t, .. } | Op::Test { to: t, .. } => *t = to,
+            Op::JumpIf { to: t, .. } | Op::Test { to: t, .. } | Op::TestN { to: t, .. } => *t = to,
             Op::ForNext { exit, .. } | Op::ForInNext { exit, .. } => *exit = to,
             Op::TreeStmt { brk, .. } => *brk = to,
             _ => unreachable!("not a jump"),
@@ -364,13 +384,16 @@ impl<'p> Compiler<'p> {
             }
             StmtKind::IncVar(slot, op, k) => {
                 self.step(s.pos);
-                let k = self.konst(Value::Num(*k));
-                self.emit(Op::Upd { op: *op, var: slot_opd(*slot), v: k }, 0, [0, 0]);
+                self.emit(Op::UpdN { op: *op, var: slot_opd(*slot), k: *k }, 0, [0, 0]);
             }
             StmtKind::CompoundVar(slot, op, e) => {
                 self.step(s.pos);
-                let v = self.operand(e);
-                self.emit(Op::Upd { op: *op, var: slot_opd(*slot), v: v.o }, 0, [v.sp, 0]);
+                if let Some(k) = num_const(e) {
+                    self.emit(Op::UpdN { op: *op, var: slot_opd(*slot), k }, 0, [0, 0]);
+                } else {
+                    let v = self.operand(e);
+                    self.emit(Op::Upd { op: *op, var: slot_opd(*slot), v: v.o }, 0, [v.sp, 0]);
+                }
             }
             StmtKind::Assign(place, e) => {
                 self.step(s.pos);
@@ -528,14 +551,22 @@ impl<'p> Compiler<'p> {
     /// Compile a condition; the returned jump (to be patched) is taken when it is false.
     fn cond_jump(&mut self, e: &'p Expr) -> usize {
         match e {
+            Expr::BinS(op, sp, a, Opnd::Num(k)) if is_cmp(*op) => {
+                let a = self.opnd(*a);
+                self.emit(Op::TestN { op: *op, a, k: *k, to: 0 }, *sp, [0, 0])
+            }
             Expr::BinS(op, sp, a, b) if is_cmp(*op) => {
                 let (a, b) = (self.opnd(*a), self.opnd(*b));
                 self.emit(Op::Test { op: *op, a, b, to: 0 }, *sp, [0, 0])
             }
             Expr::BinK(op, sp, a, k) if is_cmp(*op) => {
                 let a = self.operand(a);
-                let b = self.konst(Value::Num(*k));
-                self.emit(Op::Test { op: *op, a: a.o, b, to: 0 }, *sp, [a.sp, 0])
+                self.emit(Op::TestN { op: *op, a: a.o, k: *k, to: 0 }, *sp, [a.sp, 0])
+            }
+            Expr::Bin(op, sp, a, b) if is_cmp(*op) && num_const(b).is_some() => {
+                let a = self.operand(a);
+                let k = num_const(b).unwrap_or(0.0);
+                self.emit(Op::TestN { op: *op, a: a.o, k, to: 0 }, *sp, [a.sp, 0])
             }
             Expr::Bin(op, sp, a, b) if is_cmp(*op) => {
                 let a = self.operand_before(a, std::slice::from_ref(&**b));
@@ -569,8 +600,12 @@ impl<'p> Compiler<'p> {
             Expr::Local(i, sp) => O { o: Opd::new(T_LOCAL, *i as usize), sp: *sp },
             Expr::Global(i, sp) => O { o: Opd::new(T_GLOBAL, *i as usize), sp: *sp },
             _ => {
+                // The temporaries `e` uses are consumed by the time its value is in
+                // `t`: the next operand reuses them.
                 let t = self.temp();
+                let mark = self.next;
                 self.into(e, t);
+                self.next = mark;
                 O { o: t, sp: 0 }
             }
         }
@@ -596,14 +631,22 @@ impl<'p> Compiler<'p> {
                 let s = self.operand(e);
                 self.emit(Op::Move { dst, src: s.o }, 0, [s.sp, 0]);
             }
+            Expr::BinS(op, sp, a, Opnd::Num(k)) => {
+                let a = self.opnd(*a);
+                self.emit(Op::BinN { op: *op, dst, a, k: *k }, *sp, [0, 0]);
+            }
             Expr::BinS(op, sp, a, b) => {
                 let (a, b) = (self.opnd(*a), self.opnd(*b));
                 self.emit(Op::Bin { op: *op, dst, a, b }, *sp, [0, 0]);
             }
             Expr::BinK(op, sp, a, k) => {
                 let a = self.operand(a);
-                let b = self.konst(Value::Num(*k));
-                self.emit(Op::Bin { op: *op, dst, a: a.o, b }, *sp, [a.sp, 0]);
+                self.emit(Op::BinN { op: *op, dst, a: a.o, k: *k }, *sp, [a.sp, 0]);
+            }
+            Expr::Bin(op, sp, a, b) if num_const(b).is_some() => {
+                let a = self.operand(a);
+                let k = num_const(b).unwrap_or(0.0);
+                self.emit(Op::BinN { op: *op, dst, a: a.o, k }, *sp, [a.sp, 0]);
             }
             Expr::Bin(op, sp, a, b) => {
                 let a = self.operand_before(a, std::slice::from_ref(&**b));
@@ -731,5 +774,13 @@ fn pure(e: &Expr) -> bool {
         | Expr::MapGet(..)
         | Expr::Lambda(..)
         | Expr::WithLambdas(_) => false,
+    }
+}
+
+/// The number an expression is, when it is a number constant.
+fn num_const(e: &Expr) -> Option<f64> {
+    match e {
+        Expr::Const(Value::Num(n)) => Some(*n),
+        _ => None,
     }
 }

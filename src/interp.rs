@@ -132,6 +132,9 @@ pub struct Stats {
 
 const MAIN_FN: usize = usize::MAX;
 
+/// What a call saves of its caller's frame: base, frame bytes, function, line.
+pub(crate) type Saved = (usize, usize, usize, Pos);
+
 pub struct Interp<'p> {
     pub(crate) prog: &'p Program,
     pub(crate) stack: Vec<Value>,
@@ -293,6 +296,15 @@ impl<'p> Interp<'p> {
         if !self.compiled {
             return self.exec_block(body);
         }
+        let code = self.code_for(fi)?;
+        self.run_code(code)
+    }
+
+    /// The compiled code of body `fi` (compiled on first use), with the current frame's
+    /// registers made on the stack and the heap looked at (a call is a check point).
+    #[inline]
+    fn code_for(&mut self, fi: usize) -> R<Rc<crate::compile::Code<'p>>> {
+        let prog = self.prog;
         let i = if fi == MAIN_FN { prog.funcs.len() } else { fi };
         if self.codes.len() <= i {
             self.codes.resize(prog.funcs.len() + 1, None);
@@ -300,7 +312,11 @@ impl<'p> Interp<'p> {
         let code = match &self.codes[i] {
             Some(c) => c.clone(),
             None => {
-                let n = if fi == MAIN_FN { 0 } else { prog.funcs[fi].slot_names.len() };
+                let (body, n): (&'p [Stmt], usize) = if fi == MAIN_FN {
+                    (&prog.main, 0)
+                } else {
+                    (&prog.funcs[fi].body, prog.funcs[fi].slot_names.len())
+                };
                 let c = Rc::new(crate::compile::compile(body, n));
                 self.codes[i] = Some(c.clone());
                 c
@@ -308,9 +324,10 @@ impl<'p> Interp<'p> {
         };
         let need = self.base + code.nregs as usize;
         if self.stack.len() < need {
-            self.stack.resize(need, Value::Unset);
+            self.stack.resize_with(need, Default::default);
         }
-        self.run_code(&code)
+        self.check_memory()?;
+        Ok(code)
     }
 
     /// The interactive session's next entry: run `prog` (the session's functions and the
@@ -480,6 +497,18 @@ impl<'p> Interp<'p> {
             self.step_slow(pos)?;
         }
         self.check_memory().map_err(|e| located(e, pos))
+    }
+
+    /// Charge one step for a line of compiled code: the heap is looked at on the back
+    /// edges of loops, at calls and after every operation that builds a value, not on
+    /// every line (`step` does it for the tree evaluator).
+    #[inline(always)]
+    pub(crate) fn step_line(&mut self, pos: Pos) -> R<()> {
+        self.pos = pos;
+        if self.meter.step_due() {
+            self.step_slow(pos)?;
+        }
+        Ok(())
     }
 
     /// Charge `n` units of work (the one work charge: builtins, operators, copies, I/O
@@ -1946,6 +1975,38 @@ impl<'p> Interp<'p> {
     /// Run user function `fi` whose arguments are on the stack from `new_base`.
     #[inline(always)]
     fn enter(&mut self, fi: usize, f: &'p Function, nargs: usize, new_base: usize, arg_heap: usize) -> R<Value> {
+        let saved = self.frame_open(fi, f, nargs, new_base, arg_heap)?;
+        let r = self.run_body(fi);
+        self.frame_close(new_base, saved);
+        match r? {
+            Flow::Return => Ok(self.take_ret()),
+            _ => Ok(Value::Nil),
+        }
+    }
+
+    /// The value of the `return` just carried out.
+    #[inline(always)]
+    pub(crate) fn take_ret(&mut self) -> Value {
+        match self.ret {
+            // Rebuilt rather than moved: see `num_fast`.
+            Value::Num(n) => Value::Num(n),
+            _ => std::mem::take(&mut self.ret),
+        }
+    }
+
+    /// Open the frame of a call of user function `fi` whose arguments are on the stack
+    /// from `new_base`: the call's work, the argument and depth limits, the frame's
+    /// storage. On failure nothing is left open (the arguments are gone). The value
+    /// returned is what `frame_close` restores.
+    #[inline(always)]
+    pub(crate) fn frame_open(
+        &mut self,
+        fi: usize,
+        f: &'p Function,
+        nargs: usize,
+        new_base: usize,
+        arg_heap: usize,
+    ) -> R<Saved> {
         // Every call is charged a little work, from the source or from a builtin alike: a
         // line of many calls to an empty function is one step, but not free.
         if let Err(e) = self.work(WORK_CALLBACK) {
@@ -1957,7 +2018,7 @@ impl<'p> Interp<'p> {
             return Err(self.call_refused(f, arg_heap + nargs * ACCT_SLOT));
         }
         let nslots = f.slot_names.len();
-        if nslots > nargs {
+        if nslots > nargs && !self.compiled {
             self.stack.resize(new_base + nslots, Value::Unset);
         }
         let saved = (self.base, self.fbytes, self.func, self.pos);
@@ -1974,35 +2035,35 @@ impl<'p> Interp<'p> {
         let fb = f.base_bytes + arg_heap;
         self.fbytes = fb;
         self.mem += fb;
-        let r = if fb > self.lim.n(L::FrameStorage) || self.mem > self.max_mem {
+        if fb > self.lim.n(L::FrameStorage) || self.mem > self.max_mem {
             self.fbytes = 0;
             self.mem -= fb;
-            self.charge(false, fb as isize).map(|_| Flow::Normal)
-        } else {
-            if fb > self.peak_frame {
-                self.peak_frame = fb;
-            }
-            if self.mem > self.peak_mem {
-                self.peak_mem = self.mem;
-            }
-            self.run_body(fi)
-        };
-        self.mem -= self.fbytes;
-        while self.stack.len() > new_base {
-            self.stack.pop();
+            let e = match self.charge(false, fb as isize) {
+                Err(e) => e,
+                Ok(()) => self.limit(LimitKind::FrameStorage, "frame storage exceeded"),
+            };
+            self.frame_close(new_base, saved);
+            return Err(e);
         }
+        if fb > self.peak_frame {
+            self.peak_frame = fb;
+        }
+        if self.mem > self.peak_mem {
+            self.peak_mem = self.mem;
+        }
+        Ok(saved)
+    }
+
+    /// Close the frame `frame_open` opened: its storage released, its values dropped,
+    /// the caller's frame back.
+    #[inline(always)]
+    pub(crate) fn frame_close(&mut self, new_base: usize, saved: Saved) {
+        self.mem -= self.fbytes;
+        self.stack.truncate(new_base);
         self.depth -= 1;
         (self.base, self.fbytes, self.func, self.pos) = saved;
         if let Some(p) = self.profile.as_deref_mut() {
             p.leave(self.meter.steps, self.meter.work);
-        }
-        match r? {
-            Flow::Return => match self.ret {
-                // Rebuilt rather than moved: see `num_fast`.
-                Value::Num(n) => Ok(Value::Num(n)),
-                _ => Ok(std::mem::take(&mut self.ret)),
-            },
-            _ => Ok(Value::Nil),
         }
     }
 

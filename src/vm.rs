@@ -16,289 +16,399 @@ use super::*;
 use crate::ast::Spot;
 use crate::compile::*;
 
+/// A compiled caller waiting for its callee (calls between compiled functions run in
+/// the same loop, without a native call each).
+struct VmFrame<'p> {
+    code: Rc<Code<'p>>,
+    /// Where the caller goes on (its call instruction is at `pc - 1`).
+    pc: usize,
+    dst: Opd,
+    new_base: usize,
+    saved: Saved,
+}
+
 impl<'p> Interp<'p> {
     /// Run a compiled body on the current frame (its registers already on the stack).
-    pub(crate) fn run_code(&mut self, code: &Code<'p>) -> R<Flow> {
+    /// A call of a user function from here opens its frame and runs its code in this
+    /// same loop; its return closes the frame and goes on in the caller.
+    pub(crate) fn run_code(&mut self, first: Rc<Code<'p>>) -> R<Flow> {
+        let mut frames: Vec<VmFrame<'p>> = Vec::new();
         let mut pc = 0usize;
-        loop {
-            let at = pc;
-            pc += 1;
-            let r: R<()> = match code.ops[at] {
-                Op::Step => self.step(code.pos[at]),
-                Op::StepJump(to) => {
-                    pc = to as usize;
-                    self.step(code.pos[at])
-                }
-                Op::Move { dst, src } => match self.val(code, src, code.ospot[at][0]) {
-                    Ok(v) => self.put(dst, v),
-                    Err(e) => Err(e),
-                },
-                Op::Bin { op, dst, a, b } => {
-                    let nums = match (self.rd(code, a), self.rd(code, b)) {
-                        (Value::Num(x), Value::Num(y)) => Some((*x, *y)),
-                        _ => None,
-                    };
-                    match nums {
-                        Some((x, y)) => match arith(op, x, y) {
-                            Some(r) => self.put_num(dst, r),
-                            None => match self.num_op(op, x, y) {
-                                Ok(v) => self.put(dst, v),
-                                Err(e) => Err(e),
-                            },
-                        },
-                        None => self.bin_slow(code, at, op, dst, a, b),
+        // The code to go on with after a call or a return (set, then the inner loop left).
+        let mut next: Option<Rc<Code<'p>>> = Some(first);
+        while let Some(cur) = next.take() {
+            let code: &Code<'p> = &cur;
+            loop {
+                let at = pc;
+                pc += 1;
+                let r: R<()> = match code.ops[at] {
+                    Op::Step => self.step_line(code.pos[at]),
+                    Op::StepJump(to) => {
+                        pc = to as usize;
+                        self.step(code.pos[at])
                     }
-                }
-                Op::Test { op, a, b, to } => {
-                    let t = match (self.rd(code, a), self.rd(code, b)) {
-                        (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
-                        _ => self.test_slow(code, at, op, a, b),
-                    };
-                    match t {
-                        Ok(true) => Ok(()),
-                        Ok(false) => {
-                            pc = to as usize;
+                    Op::Move { dst, src } => match self.val(code, src, code.ospot[at][0]) {
+                        Ok(v) => self.put(dst, v),
+                        Err(e) => Err(e),
+                    },
+                    Op::Bin { op, dst, a, b } => {
+                        let nums = match (self.rd(code, a), self.rd(code, b)) {
+                            (Value::Num(x), Value::Num(y)) => Some((*x, *y)),
+                            _ => None,
+                        };
+                        match nums {
+                            Some((x, y)) => match arith(op, x, y) {
+                                Some(r) => self.put_num(dst, r),
+                                None => match self.num_op(op, x, y) {
+                                    Ok(v) => self.put(dst, v),
+                                    Err(e) => Err(e),
+                                },
+                            },
+                            None => self.bin_slow(code, at, op, dst, a, b),
+                        }
+                    }
+                    Op::BinN { op, dst, a, k } => match self.rd(code, a) {
+                        Value::Num(x) => {
+                            let x = *x;
+                            match arith(op, x, k) {
+                                Some(r) => self.put_num(dst, r),
+                                None => match self.num_op(op, x, k) {
+                                    Ok(v) => self.put(dst, v),
+                                    Err(e) => Err(e),
+                                },
+                            }
+                        }
+                        _ => self.bin_n_slow(code, at, op, dst, a, k),
+                    },
+                    Op::TestN { op, a, k, to } => {
+                        let t = match self.rd(code, a) {
+                            Value::Num(x) => Ok(num_cmp(op, *x, k)),
+                            _ => self.test_n_slow(code, at, op, a, k),
+                        };
+                        match t {
+                            Ok(true) => Ok(()),
+                            Ok(false) => {
+                                pc = to as usize;
+                                Ok(())
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                    Op::UpdN { op, var, k } => {
+                        if let Value::Num(x) = self.cell(var) {
+                            if let Some(r) = arith(op, *x, k) {
+                                *x = r;
+                                continue;
+                            }
+                        }
+                        self.compound_var(slot_of(var), op, Value::Num(k))
+                    }
+                    Op::Test { op, a, b, to } => {
+                        let t = match (self.rd(code, a), self.rd(code, b)) {
+                            (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
+                            _ => self.test_slow(code, at, op, a, b),
+                        };
+                        match t {
+                            Ok(true) => Ok(()),
+                            Ok(false) => {
+                                pc = to as usize;
+                                Ok(())
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                    Op::JumpIf { c, when, keep, to } => match self.truth(code, c, code.ospot[at][0]) {
+                        Ok(t) => {
+                            if !keep && c.tag() == T_TEMP {
+                                self.stack[self.base + c.idx()] = Value::Unset;
+                            }
+                            if t == when {
+                                pc = to as usize;
+                            }
                             Ok(())
                         }
                         Err(e) => Err(e),
-                    }
-                }
-                Op::JumpIf { c, when, keep, to } => match self.truth(code, c, code.ospot[at][0]) {
-                    Ok(t) => {
-                        if !keep && c.tag() == T_TEMP {
-                            self.stack[self.base + c.idx()] = Value::Unset;
-                        }
-                        if t == when {
-                            pc = to as usize;
-                        }
+                    },
+                    Op::Jump(to) => {
+                        pc = to as usize;
                         Ok(())
                     }
-                    Err(e) => Err(e),
-                },
-                Op::Jump(to) => {
-                    pc = to as usize;
-                    Ok(())
-                }
-                Op::Index { dst, a, k } => {
-                    let fast = match (self.rd(code, a), self.rd(code, k)) {
-                        (Value::List(l), Value::Num(n)) => {
-                            let n = *n;
-                            let len = l.len();
-                            let i = if n < 0.0 { n + len as f64 } else { n };
-                            if i >= 0.0 && i < len as f64 && i == i.trunc() {
-                                Some(l.items()[i as usize].clone())
-                            } else {
-                                None
+                    Op::Index { dst, a, k } => {
+                        let fast = match (self.rd(code, a), self.rd(code, k)) {
+                            (Value::List(l), Value::Num(n)) => {
+                                let n = *n;
+                                let len = l.len();
+                                let i = if n < 0.0 { n + len as f64 } else { n };
+                                if i >= 0.0 && i < len as f64 && i == i.trunc() {
+                                    Some(l.items()[i as usize].clone())
+                                } else {
+                                    None
+                                }
                             }
-                        }
-                        _ => None,
-                    };
-                    match fast {
-                        Some(v) => {
-                            if a.tag() == T_TEMP {
-                                self.stack[self.base + a.idx()] = Value::Unset;
+                            _ => None,
+                        };
+                        match fast {
+                            Some(v) => {
+                                if a.tag() == T_TEMP {
+                                    self.stack[self.base + a.idx()] = Value::Unset;
+                                }
+                                self.put(dst, v)
                             }
-                            self.put(dst, v)
-                        }
-                        None => self.index_slow(code, at, dst, a, k),
-                    }
-                }
-                Op::Field { dst, a, name } => {
-                    let fast = match self.rd(code, a) {
-                        Value::Map(m) => m.get(name).cloned(),
-                        _ => None,
-                    };
-                    match fast {
-                        Some(v) => {
-                            if a.tag() == T_TEMP {
-                                self.stack[self.base + a.idx()] = Value::Unset;
-                            }
-                            self.put(dst, v)
-                        }
-                        None => self.field_slow(code, at, dst, a, name),
-                    }
-                }
-                Op::Call { fi, dst, at: args, n } => match self.vm_call(code, fi as usize, args, n) {
-                    Ok(v) => self.put(dst, v),
-                    Err(e) => Err(e),
-                },
-                Op::CapCheck(b) => self.check_cap(b),
-                Op::Builtin { b, dst, at: args, n } => {
-                    let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
-                    let mut r = Ok(());
-                    for &(o, sp) in &code.args[args as usize..(args + n) as usize] {
-                        match self.val(code, o, sp) {
-                            Ok(v) => vals.push(v),
-                            Err(e) => {
-                                r = Err(e);
-                                break;
-                            }
+                            None => self.index_slow(code, at, dst, a, k),
                         }
                     }
-                    match r {
-                        Ok(()) => match self.builtin_vals(b, vals) {
+                    Op::Field { dst, a, name } => {
+                        let fast = match self.rd(code, a) {
+                            Value::Map(m) => m.get(name).cloned(),
+                            _ => None,
+                        };
+                        match fast {
+                            Some(v) => {
+                                if a.tag() == T_TEMP {
+                                    self.stack[self.base + a.idx()] = Value::Unset;
+                                }
+                                self.put(dst, v)
+                            }
+                            None => self.field_slow(code, at, dst, a, name),
+                        }
+                    }
+                    Op::Call { fi, dst, at: args, n } => match self.vm_call_open(code, fi as usize, args, n) {
+                        Ok((callee, new_base, saved)) => {
+                            frames.push(VmFrame { code: cur.clone(), pc, dst, new_base, saved });
+                            next = Some(callee);
+                            pc = 0;
+                            break;
+                        }
+                        Err(e) => Err(e),
+                    },
+                    Op::CapCheck(b) => self.check_cap(b),
+                    Op::Builtin { b, dst, at: args, n } => {
+                        let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
+                        let mut r = Ok(());
+                        for &(o, sp) in &code.args[args as usize..(args + n) as usize] {
+                            match self.val(code, o, sp) {
+                                Ok(v) => vals.push(v),
+                                Err(e) => {
+                                    r = Err(e);
+                                    break;
+                                }
+                            }
+                        }
+                        match r {
+                            Ok(()) => match self.builtin_vals(b, vals) {
+                                Ok(v) => self.put(dst, v),
+                                Err(e) => Err(e),
+                            },
+                            Err(e) => Err(e),
+                        }
+                    }
+                    Op::BuiltinPlace { dst, call } => {
+                        let pcall = code.pcalls[call as usize];
+                        match self.vm_place_call(code, &pcall) {
                             Ok(v) => self.put(dst, v),
                             Err(e) => Err(e),
-                        },
-                        Err(e) => Err(e),
+                        }
                     }
-                }
-                Op::BuiltinPlace { dst, call } => {
-                    let pcall = code.pcalls[call as usize];
-                    match self.vm_place_call(code, &pcall) {
-                        Ok(v) => self.put(dst, v),
-                        Err(e) => Err(e),
-                    }
-                }
-                Op::Upd { op, var, v } => {
-                    let done = match self.rd(code, v) {
-                        Value::Num(y) => {
-                            let y = *y;
-                            match self.cell(var) {
-                                Value::Num(x) => match arith(op, *x, y) {
-                                    Some(r) => {
-                                        *x = r;
-                                        true
-                                    }
-                                    None => false,
-                                },
-                                _ => false,
+                    Op::Upd { op, var, v } => {
+                        let done = match self.rd(code, v) {
+                            Value::Num(y) => {
+                                let y = *y;
+                                match self.cell(var) {
+                                    Value::Num(x) => match arith(op, *x, y) {
+                                        Some(r) => {
+                                            *x = r;
+                                            true
+                                        }
+                                        None => false,
+                                    },
+                                    _ => false,
+                                }
+                            }
+                            _ => false,
+                        };
+                        if done {
+                            Ok(())
+                        } else {
+                            match self.val(code, v, code.ospot[at][0]) {
+                                Ok(rhs) => self.compound_var(slot_of(var), op, rhs),
+                                Err(e) => Err(e),
                             }
                         }
-                        _ => false,
-                    };
-                    if done {
-                        Ok(())
-                    } else {
-                        match self.val(code, v, code.ospot[at][0]) {
-                            Ok(rhs) => self.compound_var(slot_of(var), op, rhs),
+                    }
+                    Op::SetIdx { var, k, v } => self.vm_set_index(code, at, var, k, v),
+                    Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
+                    Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
+                    Op::MkList { dst, start, n } => {
+                        let b = self.base + start as usize;
+                        let items: Vec<Value> = self.stack[b..b + n as usize].iter_mut().map(std::mem::take).collect();
+                        match self.make_list(items) {
+                            Ok(l) => match self.check_memory() {
+                                Ok(()) => self.put(dst, l),
+                                Err(e) => Err(e),
+                            },
                             Err(e) => Err(e),
                         }
                     }
-                }
-                Op::SetIdx { var, k, v } => self.vm_set_index(code, at, var, k, v),
-                Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
-                Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
-                Op::MkList { dst, start, n } => {
-                    let b = self.base + start as usize;
-                    let items: Vec<Value> = self.stack[b..b + n as usize].iter_mut().map(std::mem::take).collect();
-                    match self.make_list(items) {
-                        Ok(l) => match self.check_memory() {
-                            Ok(()) => self.put(dst, l),
-                            Err(e) => Err(e),
-                        },
-                        Err(e) => Err(e),
-                    }
-                }
-                Op::MkMap { dst, map, start } => {
-                    let keys = code.maps[map as usize];
-                    let b = self.base + start as usize;
-                    let mut m = Map::with_capacity(keys.len());
-                    for (i, (k, _)) in keys.iter().enumerate() {
-                        m.insert(k.clone(), std::mem::take(&mut self.stack[b + i]));
-                    }
-                    match self.make_map(m) {
-                        Ok(v) => match self.check_memory() {
-                            Ok(()) => self.put(dst, v),
-                            Err(e) => Err(e),
-                        },
-                        Err(e) => Err(e),
-                    }
-                }
-                Op::Neg { dst, a } => match self.val(code, a, code.ospot[at][0]) {
-                    Ok(Value::Num(n)) => self.put_num(dst, -n),
-                    Ok(other) => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
-                    Err(e) => Err(e),
-                },
-                Op::Not { dst, a } => match self.truth(code, a, code.ospot[at][0]) {
-                    Ok(t) => {
-                        if a.tag() == T_TEMP {
-                            self.stack[self.base + a.idx()] = Value::Unset;
+                    Op::MkMap { dst, map, start } => {
+                        let keys = code.maps[map as usize];
+                        let b = self.base + start as usize;
+                        let mut m = Map::with_capacity(keys.len());
+                        for (i, (k, _)) in keys.iter().enumerate() {
+                            m.insert(k.clone(), std::mem::take(&mut self.stack[b + i]));
                         }
-                        self.put(dst, Value::Bool(!t))
+                        match self.make_map(m) {
+                            Ok(v) => match self.check_memory() {
+                                Ok(()) => self.put(dst, v),
+                                Err(e) => Err(e),
+                            },
+                            Err(e) => Err(e),
+                        }
                     }
-                    Err(e) => Err(e),
-                },
-                Op::Tree { dst, e } => match self.eval(e) {
-                    Ok(v) => self.put(dst, v),
-                    Err(e) => Err(e),
-                },
-                Op::TreeStmt { s, brk, cont } => match self.exec(s) {
-                    Ok(Flow::Normal) => Ok(()),
-                    Ok(Flow::Break) => {
-                        pc = brk as usize;
-                        Ok(())
+                    Op::Neg { dst, a } => match self.val(code, a, code.ospot[at][0]) {
+                        Ok(Value::Num(n)) => self.put_num(dst, -n),
+                        Ok(other) => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
+                        Err(e) => Err(e),
+                    },
+                    Op::Not { dst, a } => match self.truth(code, a, code.ospot[at][0]) {
+                        Ok(t) => {
+                            if a.tag() == T_TEMP {
+                                self.stack[self.base + a.idx()] = Value::Unset;
+                            }
+                            self.put(dst, Value::Bool(!t))
+                        }
+                        Err(e) => Err(e),
+                    },
+                    Op::Tree { dst, e } => match self.eval(e) {
+                        Ok(v) => self.put(dst, v),
+                        Err(e) => Err(e),
+                    },
+                    Op::TreeStmt { s, brk, cont } => match self.exec(s) {
+                        Ok(Flow::Normal) => Ok(()),
+                        Ok(Flow::Break) => {
+                            pc = brk as usize;
+                            Ok(())
+                        }
+                        Ok(Flow::Continue) => {
+                            pc = cont as usize;
+                            Ok(())
+                        }
+                        Ok(Flow::Return) => match frames.pop() {
+                            None => return Ok(Flow::Return),
+                            Some(f) => {
+                                let v = self.take_ret();
+                                match self.vm_return(f, v, &mut next, &mut pc) {
+                                    Ok(()) => break,
+                                    Err(e) => Err(e),
+                                }
+                            }
+                        },
+                        Err(e) => Err(e),
+                    },
+                    Op::ForPrep { base } => self.for_prep(base),
+                    Op::ForNext { var, base, exit } => {
+                        let b = self.base + base as usize;
+                        let f = |v: &Value| match v {
+                            Value::Num(n) => *n,
+                            _ => 0.0,
+                        };
+                        let (a, end, st, k) =
+                            (f(&self.stack[b]), f(&self.stack[b + 1]), f(&self.stack[b + 2]), f(&self.stack[b + 3]));
+                        let mut i = a + k * st;
+                        if !i.is_finite() {
+                            i = range_term_wide(a, k, st);
+                        }
+                        if !i.is_finite() || (st > 0.0 && i > end) || (st < 0.0 && i < end) {
+                            pc = exit as usize;
+                            Ok(())
+                        } else {
+                            self.put_num(var, i)
+                        }
                     }
-                    Ok(Flow::Continue) => {
-                        pc = cont as usize;
-                        Ok(())
+                    Op::ForBack { base, to } => {
+                        let b = self.base + base as usize + 3;
+                        if let Value::Num(k) = &mut self.stack[b] {
+                            *k += 1.0;
+                        }
+                        pc = to as usize;
+                        self.step(code.pos[at])
                     }
-                    Ok(Flow::Return) => return Ok(Flow::Return),
-                    Err(e) => Err(e),
-                },
-                Op::ForPrep { base } => self.for_prep(base),
-                Op::ForNext { var, base, exit } => {
-                    let b = self.base + base as usize;
-                    let f = |v: &Value| match v {
-                        Value::Num(n) => *n,
-                        _ => 0.0,
-                    };
-                    let (a, end, st, k) =
-                        (f(&self.stack[b]), f(&self.stack[b + 1]), f(&self.stack[b + 2]), f(&self.stack[b + 3]));
-                    let mut i = a + k * st;
-                    if !i.is_finite() {
-                        i = range_term_wide(a, k, st);
+                    Op::ForInPrep { base } => self.for_in_prep(base),
+                    Op::ForInNext { first, second, base, exit } => match self.for_in_next(first, second, base) {
+                        Ok(true) => Ok(()),
+                        Ok(false) => {
+                            pc = exit as usize;
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    },
+                    Op::ForInEnd { base } => {
+                        let b = self.base + base as usize;
+                        let cost = match self.stack[b + 2] {
+                            Value::Num(c) => c as isize,
+                            _ => 0,
+                        };
+                        self.stack[b] = Value::Unset;
+                        self.charge(false, -cost)
                     }
-                    if !i.is_finite() || (st > 0.0 && i > end) || (st < 0.0 && i < end) {
-                        pc = exit as usize;
-                        Ok(())
-                    } else {
-                        self.put_num(var, i)
+                    Op::Ret(o) => match self.val(code, o, code.ospot[at][0]) {
+                        Ok(v) => match frames.pop() {
+                            None => {
+                                self.ret = v;
+                                return Ok(Flow::Return);
+                            }
+                            Some(f) => match self.vm_return(f, v, &mut next, &mut pc) {
+                                Ok(()) => break,
+                                Err(e) => Err(e),
+                            },
+                        },
+                        Err(e) => Err(e),
+                    },
+                    Op::RetNil => match frames.pop() {
+                        None => {
+                            self.ret = Value::Nil;
+                            return Ok(Flow::Return);
+                        }
+                        Some(f) => match self.vm_return(f, Value::Nil, &mut next, &mut pc) {
+                            Ok(()) => break,
+                            Err(e) => Err(e),
+                        },
+                    },
+                    Op::End => match frames.pop() {
+                        None => return Ok(Flow::Normal),
+                        Some(f) => match self.vm_return(f, Value::Nil, &mut next, &mut pc) {
+                            Ok(()) => break,
+                            Err(e) => Err(e),
+                        },
+                    },
+                };
+                if let Err(e) = r {
+                    // The failing instruction's line and column; then each compiled caller's
+                    // frame is closed, as a return through `enter` would close it.
+                    let mut e = located(spotted(e, code.spot[at]), code.pos[at]);
+                    while let Some(f) = frames.pop() {
+                        self.frame_close(f.new_base, f.saved);
+                        let call = f.pc - 1;
+                        e = located(spotted(e, f.code.spot[call]), f.code.pos[call]);
                     }
+                    return Err(e);
                 }
-                Op::ForBack { base, to } => {
-                    let b = self.base + base as usize + 3;
-                    if let Value::Num(k) = &mut self.stack[b] {
-                        *k += 1.0;
-                    }
-                    pc = to as usize;
-                    self.step(code.pos[at])
-                }
-                Op::ForInPrep { base } => self.for_in_prep(base),
-                Op::ForInNext { first, second, base, exit } => match self.for_in_next(first, second, base) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => {
-                        pc = exit as usize;
-                        Ok(())
-                    }
-                    Err(e) => Err(e),
-                },
-                Op::ForInEnd { base } => {
-                    let b = self.base + base as usize;
-                    let cost = match self.stack[b + 2] {
-                        Value::Num(c) => c as isize,
-                        _ => 0,
-                    };
-                    self.stack[b] = Value::Unset;
-                    self.charge(false, -cost)
-                }
-                Op::Ret(o) => match self.val(code, o, code.ospot[at][0]) {
-                    Ok(v) => {
-                        self.ret = v;
-                        return Ok(Flow::Return);
-                    }
-                    Err(e) => Err(e),
-                },
-                Op::RetNil => {
-                    self.ret = Value::Nil;
-                    return Ok(Flow::Return);
-                }
-                Op::End => return Ok(Flow::Normal),
-            };
-            if let Err(e) = r {
-                return Err(located(spotted(e, code.spot[at]), code.pos[at]));
             }
         }
+        Ok(Flow::Normal)
+    }
+
+    /// A compiled callee returns `v` to its compiled caller `f`: its frame closed, the
+    /// value written to the call's destination, the caller's code next. A failure of
+    /// that write is the caller's call instruction's.
+    #[inline]
+    fn vm_return(&mut self, f: VmFrame<'p>, v: Value, next: &mut Option<Rc<Code<'p>>>, pc: &mut usize) -> R<()> {
+        self.frame_close(f.new_base, f.saved);
+        let r = self.put(f.dst, v);
+        let call = f.pc - 1;
+        let r = r.map_err(|e| located(spotted(e, f.code.spot[call]), f.code.pos[call]));
+        *pc = f.pc;
+        *next = Some(f.code);
+        r
     }
 
     // ------------------------------------------------------------------
@@ -384,6 +494,25 @@ impl<'p> Interp<'p> {
     // ------------------------------------------------------------------
 
     #[inline(never)]
+    fn bin_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, k: f64) -> R<()> {
+        let x = self.val(code, a, code.ospot[at][0])?;
+        let v = self.binop(op, x, Value::Num(k))?;
+        self.put(dst, v)
+    }
+
+    #[inline(never)]
+    fn test_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, k: f64) -> R<bool> {
+        let x = self.val(code, a, code.ospot[at][0])?;
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            let mut n = EqCount::default();
+            let same = equals_counted(&x, &Value::Num(k), &mut n);
+            self.work(n.units())?;
+            return Ok(same == (op == BinOp::Eq));
+        }
+        Ok(self.binop(op, x, Value::Num(k))?.truthy())
+    }
+
+    #[inline(never)]
     fn bin_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, b: Opd) -> R<()> {
         let [sa, sb] = code.ospot[at];
         let x = self.val(code, a, sa)?;
@@ -450,8 +579,9 @@ impl<'p> Interp<'p> {
     }
 
     /// A call of user function `fi`: its arguments pushed as the new frame's first
-    /// slots, bounded as `Interp::call` bounds them.
-    fn vm_call(&mut self, code: &Code<'p>, fi: usize, args: u32, n: u32) -> R<Value> {
+    /// slots, bounded as `Interp::call` bounds them, and its frame opened (`frame_open`);
+    /// its code and what the return restores.
+    fn vm_call_open(&mut self, code: &Code<'p>, fi: usize, args: u32, n: u32) -> R<(Rc<Code<'p>>, usize, Saved)> {
         let prog = self.prog;
         let f = &prog.funcs[fi];
         let new_base = self.stack.len();
@@ -472,7 +602,14 @@ impl<'p> Interp<'p> {
                 }
             }
         }
-        self.enter(fi, f, n as usize, new_base, arg_heap)
+        let saved = self.frame_open(fi, f, n as usize, new_base, arg_heap)?;
+        match self.code_for(fi) {
+            Ok(c) => Ok((c, new_base, saved)),
+            Err(e) => {
+                self.frame_close(new_base, saved);
+                Err(e)
+            }
+        }
     }
 
     fn path_keys(&mut self, p: &PathRef) -> SmallVec<[Value; 4]> {
