@@ -234,6 +234,24 @@ pub fn zygote_main() -> i32 {
         log_line(&format!("leash-cgi: warm process: {m}"));
         return 1;
     }
+    // Room for the interpreter on the main thread (see `MAIN_STACK`): raise the stack's
+    // soft limit and start again, so that the kernel lays the process out with that much
+    // room below the stack. Once only: after the exec the limit is there.
+    match main_stack() {
+        MainStack::Ready => MAIN_STACK.store(true, SeqCst),
+        MainStack::Raised => {
+            if let Ok(exe) = std::env::current_exe() {
+                let e = Command::new(exe).arg("--fastcgi-zygote").exec();
+                log_line(&format!("leash-cgi: warm process: cannot start again with a larger stack: {e}"));
+            }
+        }
+        MainStack::No => {}
+    }
+    if MAIN_STACK.load(SeqCst) {
+        // The stdlib's modules parsed once, here: each worker copies the trees instead of
+        // parsing them again (they are part of the binary: nothing of a script is read).
+        crate::source::warm_stdlib();
+    }
     let ctl = match std::io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => fd,
         Err(e) => {
@@ -347,6 +365,41 @@ pub fn zygote_main() -> i32 {
     }
 }
 
+/// The stack the main thread may grow to, so that a worker runs the interpreter on it:
+/// the interpreter thread's stack (`INTERP_STACK_BYTES`) and room for what is below it.
+const MAIN_STACK_BYTES: u64 = INTERP_STACK_BYTES as u64 + 16 * MIB as u64;
+
+/// Whether the warm process's main thread may grow its stack to `MAIN_STACK_BYTES`: then
+/// a worker runs the interpreter on its main thread (the one it was forked on), which
+/// keeps what the warm process prepared on that thread (`source::warm_stdlib`'s parsed
+/// stdlib) and saves a thread per request. Otherwise it starts an interpreter thread as
+/// the `leash` binary does.
+static MAIN_STACK: AtomicBool = AtomicBool::new(false);
+
+enum MainStack {
+    /// The soft limit is high enough (and was at exec, so the layout has the room).
+    Ready,
+    /// The soft limit was raised now: an exec makes the room.
+    Raised,
+    /// The hard limit does not allow it.
+    No,
+}
+
+fn main_stack() -> MainStack {
+    let l = rustix::process::getrlimit(Resource::Stack);
+    if l.current.is_none_or(|c| c >= MAIN_STACK_BYTES) {
+        return MainStack::Ready;
+    }
+    if l.maximum.is_some_and(|m| m < MAIN_STACK_BYTES) {
+        return MainStack::No;
+    }
+    let raised = Rlimit { current: Some(MAIN_STACK_BYTES), maximum: l.maximum };
+    match rustix::process::setrlimit(Resource::Stack, raised) {
+        Ok(()) => MainStack::Raised,
+        Err(_) => MainStack::No,
+    }
+}
+
 /// The server went away: its workers go too.
 fn stop_kids(kids: &[(u64, Pid, OwnedFd)]) -> i32 {
     for (_, pid, _) in kids {
@@ -405,11 +458,17 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
         let e = Command::new(interp).args(&job.args).exec();
         fail(&format!("cannot start the interpreter {}", interp.display()), &e);
     }
-    std::process::exit(run_interpreter(job.args))
+    let code = run_interpreter(job.args);
+    // What the script wrote is flushed; then the process ends without running the warm
+    // process's destructors (see `leash_alloc::exit_now`).
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    leash_alloc::exit_now(code)
 }
 
 /// Run `leash ARGS` in this process, as the `leash` binary's `main` does: on a thread
-/// with the interpreter's stack, a panic reported as an internal error (exit 70).
+/// with the interpreter's stack (or on this thread, when its stack may grow as far: see
+/// `MAIN_STACK`), a panic reported as an internal error (exit 70).
 fn run_interpreter(args: Vec<OsString>) -> i32 {
     let started = Instant::now();
     let (json, stats) = crate::cli::prescan(&args);
@@ -425,6 +484,18 @@ fn run_interpreter(args: Vec<OsString>) -> i32 {
             *g = Some(format!("{msg}{at}"));
         }
     }));
+    if MAIN_STACK.load(SeqCst) {
+        crate::memory::count_this_thread();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::app::main(args, started)));
+        return match r {
+            Ok(code) => code,
+            Err(_) => {
+                let msg = panic_msg.lock().ok().and_then(|g| g.clone()).unwrap_or_else(|| "interpreter failed".into());
+                crate::app::report_internal(&msg, json, stats, started);
+                70
+            }
+        };
+    }
     let t = std::thread::Builder::new().stack_size(INTERP_STACK_BYTES).spawn(move || {
         crate::memory::count_this_thread();
         crate::app::main(args, started)
