@@ -166,6 +166,12 @@ impl Job {
         v
     }
 
+    /// The id of an encoded job (its first field), without decoding the rest.
+    pub fn peek_id(b: &[u8]) -> Option<u64> {
+        let len = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
+        std::str::from_utf8(b.get(4..4 + len)?).ok()?.parse().ok()
+    }
+
     pub fn decode(b: &[u8]) -> Option<Job> {
         let mut at = 0usize;
         let mut next = || -> Option<&[u8]> {
@@ -322,15 +328,17 @@ pub fn zygote_main() -> i32 {
                     fds.extend(rights);
                 }
             }
-            let job = Job::decode(&buf[..n]);
-            // The request's variables are not left in the warm process's memory.
-            buf[..n].fill(0);
-            let Some(job) = job else {
+            // Only the job's id is read here; the worker decodes the rest. (What the warm
+            // process allocates and frees after a fork lands on pages it shares with its
+            // workers, each write a page copied: it does as little as it can.)
+            let Some(id) = Job::peek_id(&buf[..n]) else {
+                buf[..n].fill(0);
                 log_line("leash-cgi: warm process: a malformed job message (ignored)");
                 continue;
             };
             if fds.len() != 3 {
-                report(&ctl, &format!("F {} the worker's descriptors did not arrive", job.id));
+                buf[..n].fill(0);
+                report(&ctl, &format!("F {id} the worker's descriptors did not arrive"));
                 continue;
             }
             match leash_alloc::fork() {
@@ -338,26 +346,38 @@ pub fn zygote_main() -> i32 {
                     // Nothing of the warm process's descriptors stays open in the worker.
                     drop(std::mem::take(&mut kids));
                     drop(ctl);
+                    let job = Job::decode(&buf[..n]);
                     drop(buf);
-                    worker(job, fds);
+                    match job {
+                        Some(job) => worker(job, fds),
+                        None => {
+                            log_line("leash-cgi: worker: a malformed job message");
+                            leash_alloc::exit_now(125)
+                        }
+                    }
                 }
                 Ok(leash_alloc::Forked::Parent(p)) => {
+                    // The request's variables are not left in the warm process's memory.
+                    buf[..n].fill(0);
                     drop(fds);
                     let Some(pid) = Pid::from_raw(p) else { continue };
                     match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
                         Ok(pfd) => {
-                            report(&ctl, &format!("S {} {p}", job.id));
-                            kids.push((job.id, pid, pfd));
+                            report(&ctl, &format!("S {id} {p}"));
+                            kids.push((id, pid, pfd));
                         }
                         Err(e) => {
                             // Cannot watch it: kill and reap it now.
                             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
                             let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
-                            report(&ctl, &format!("F {} pidfd_open: {e}", job.id));
+                            report(&ctl, &format!("F {id} pidfd_open: {e}"));
                         }
                     }
                 }
-                Err(m) => report(&ctl, &format!("F {} {m}", job.id)),
+                Err(m) => {
+                    buf[..n].fill(0);
+                    report(&ctl, &format!("F {id} {m}"));
+                }
             }
         } else if ctl_gone {
             return stop_kids(&kids);
@@ -1766,6 +1786,7 @@ mod tests {
             limits: vec![(0, 1 << 30), (4, 0)],
         };
         assert_eq!(Job::decode(&j.encode()), Some(j.clone()));
+        assert_eq!(Job::peek_id(&j.encode()), Some(42));
         let j2 = Job { exec: None, has_stdin: false, ..j };
         assert_eq!(Job::decode(&j2.encode()), Some(j2.clone()));
         let b = j2.encode();
