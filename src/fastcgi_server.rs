@@ -990,10 +990,10 @@ pub fn serve(addr: &str) -> i32 {
                 }
                 srv.conns.fetch_add(1, SeqCst);
                 let s = srv.clone();
-                let spawned = std::thread::Builder::new().spawn(move || {
+                let spawned = spawn_pooled(Box::new(move || {
                     connection(&s, c);
                     s.conns.fetch_sub(1, SeqCst);
-                });
+                }));
                 if spawned.is_err() {
                     srv.conns.fetch_sub(1, SeqCst);
                     log_line("leash-cgi: cannot start a thread for a connection");
@@ -1039,23 +1039,33 @@ fn connection(srv: &Arc<Server>, conn: Conn) {
     let Ok(tx) = Tx::new(tx) else { return };
     let Ok(mut reader) = conn.try_clone() else { return };
     let rtx = tx.clone();
-    let read_thread = std::thread::spawn(move || loop {
-        match fcgi::read_record(&mut reader) {
-            Ok(Some(r)) => {
-                if rtx.send(Ev::Rec(r)).is_err() {
-                    return;
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let read_thread = spawn_pooled(Box::new(move || {
+        loop {
+            match fcgi::read_record(&mut reader) {
+                Ok(Some(r)) => {
+                    if rtx.send(Ev::Rec(r)).is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => {
+                    let _ = rtx.send(Ev::Closed("the web server closed the connection".into()));
+                    break;
+                }
+                Err(e) => {
+                    let _ = rtx.send(Ev::Closed(format!("reading from the web server: {e}")));
+                    break;
                 }
             }
-            Ok(None) => {
-                let _ = rtx.send(Ev::Closed("the web server closed the connection".into()));
-                return;
-            }
-            Err(e) => {
-                let _ = rtx.send(Ev::Closed(format!("reading from the web server: {e}")));
-                return;
-            }
         }
-    });
+        drop(reader);
+        let _ = done_tx.send(());
+    }));
+    if read_thread.is_err() {
+        log_line("leash-cgi: cannot start a thread to read a connection");
+        conn.shutdown();
+        return;
+    }
     let mut w = conn;
     loop {
         let ev = match rx.recv_timeout(Duration::from_millis(200)) {
@@ -1096,7 +1106,59 @@ fn connection(srv: &Arc<Server>, conn: Conn) {
     }
     w.shutdown();
     drop(rx);
-    let _ = read_thread.join();
+    // The reader ends once the connection is shut down.
+    let _ = done_rx.recv();
+}
+
+/// A task for a pooled thread.
+type Task = Box<dyn FnOnce() + Send>;
+
+/// Threads waiting for a task (each its own channel), most recently idle last.
+static IDLE: Mutex<Vec<(u64, Sender<Task>)>> = Mutex::new(Vec::new());
+static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
+/// How long an idle pooled thread waits for another task before it ends.
+const POOL_IDLE: Duration = Duration::from_secs(30);
+
+/// Run `task` on a thread of the pool: an idle one when there is one, else a new one
+/// (which, its task done, waits `POOL_IDLE` for another). A connection costs its two
+/// threads (its requests, its reader) only when more are open at once than before.
+fn spawn_pooled(task: Task) -> std::io::Result<()> {
+    let mut task = task;
+    loop {
+        let idle = IDLE.lock().ok().and_then(|mut v| v.pop());
+        let Some((_, tx)) = idle else { break };
+        match tx.send(task) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::SendError(t)) => task = t,
+        }
+    }
+    let id = THREAD_IDS.fetch_add(1, SeqCst);
+    std::thread::Builder::new().spawn(move || {
+        let (tx, rx) = mpsc::channel::<Task>();
+        let mut next = Some(task);
+        while let Some(t) = next.take() {
+            t();
+            if let Ok(mut v) = IDLE.lock() {
+                v.push((id, tx.clone()));
+            }
+            next = match rx.recv_timeout(POOL_IDLE) {
+                Ok(t) => Some(t),
+                Err(_) => {
+                    // Leave the pool; a task handed over meanwhile is still run.
+                    let listed = IDLE.lock().map(|mut v| {
+                        let at = v.iter().position(|(i, _)| *i == id);
+                        at.map(|i| v.remove(i)).is_some()
+                    });
+                    if listed.unwrap_or(true) {
+                        rx.try_recv().ok()
+                    } else {
+                        rx.recv().ok()
+                    }
+                }
+            };
+        }
+    })?;
+    Ok(())
 }
 
 /// A record that is not part of the current request (`current`): management records are
@@ -1531,14 +1593,17 @@ fn supervise(
     let (btx, brx) = mpsc::channel::<Vec<u8>>();
     if body_len > 0 {
         let in_file = std::fs::File::from(in_w);
-        std::thread::spawn(move || {
+        let spawned = spawn_pooled(Box::new(move || {
             let mut f = in_file;
             for chunk in brx {
                 if f.write_all(&chunk).is_err() {
                     break;
                 }
             }
-        });
+        }));
+        if let Err(err) = spawned {
+            log_line(&format!("leash-cgi: cannot start a thread to pass a request body: {err}"));
+        }
     } else {
         // No body: the worker's stdin is /dev/null; no thread.
         drop((in_w, brx));
