@@ -50,7 +50,7 @@ use rustix::net::{
 use rustix::process::{Pid, Resource, Rlimit};
 
 use crate::fastcgi::{self as fcgi, Record};
-use crate::gateway::{self, read_stderr, signal_name, Config, Script, Stderr};
+use crate::gateway::{self, signal_name, Config, Script, Stderr};
 use crate::limits::*;
 
 /// The most bytes of PARAMS one request may send (its CGI variables and headers).
@@ -166,6 +166,12 @@ impl Job {
         v
     }
 
+    /// The id of an encoded job (its first field), without decoding the rest.
+    pub fn peek_id(b: &[u8]) -> Option<u64> {
+        let len = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
+        std::str::from_utf8(b.get(4..4 + len)?).ok()?.parse().ok()
+    }
+
     pub fn decode(b: &[u8]) -> Option<Job> {
         let mut at = 0usize;
         let mut next = || -> Option<&[u8]> {
@@ -233,6 +239,24 @@ pub fn zygote_main() -> i32 {
     if let Err(m) = leash_alloc::close_inherited_descriptors() {
         log_line(&format!("leash-cgi: warm process: {m}"));
         return 1;
+    }
+    // Room for the interpreter on the main thread (see `MAIN_STACK`): raise the stack's
+    // soft limit and start again, so that the kernel lays the process out with that much
+    // room below the stack. Once only: after the exec the limit is there.
+    match main_stack() {
+        MainStack::Ready => MAIN_STACK.store(true, SeqCst),
+        MainStack::Raised => {
+            if let Ok(exe) = std::env::current_exe() {
+                let e = Command::new(exe).arg("--fastcgi-zygote").exec();
+                log_line(&format!("leash-cgi: warm process: cannot start again with a larger stack: {e}"));
+            }
+        }
+        MainStack::No => {}
+    }
+    if MAIN_STACK.load(SeqCst) {
+        // The stdlib's modules parsed once, here: each worker copies the trees instead of
+        // parsing them again (they are part of the binary: nothing of a script is read).
+        crate::source::warm_stdlib();
     }
     let ctl = match std::io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => fd,
@@ -304,15 +328,17 @@ pub fn zygote_main() -> i32 {
                     fds.extend(rights);
                 }
             }
-            let job = Job::decode(&buf[..n]);
-            // The request's variables are not left in the warm process's memory.
-            buf[..n].fill(0);
-            let Some(job) = job else {
+            // Only the job's id is read here; the worker decodes the rest. (What the warm
+            // process allocates and frees after a fork lands on pages it shares with its
+            // workers, each write a page copied: it does as little as it can.)
+            let Some(id) = Job::peek_id(&buf[..n]) else {
+                buf[..n].fill(0);
                 log_line("leash-cgi: warm process: a malformed job message (ignored)");
                 continue;
             };
             if fds.len() != 3 {
-                report(&ctl, &format!("F {} the worker's descriptors did not arrive", job.id));
+                buf[..n].fill(0);
+                report(&ctl, &format!("F {id} the worker's descriptors did not arrive"));
                 continue;
             }
             match leash_alloc::fork() {
@@ -320,30 +346,77 @@ pub fn zygote_main() -> i32 {
                     // Nothing of the warm process's descriptors stays open in the worker.
                     drop(std::mem::take(&mut kids));
                     drop(ctl);
+                    let job = Job::decode(&buf[..n]);
                     drop(buf);
-                    worker(job, fds);
+                    match job {
+                        Some(job) => worker(job, fds),
+                        None => {
+                            log_line("leash-cgi: worker: a malformed job message");
+                            leash_alloc::exit_now(125)
+                        }
+                    }
                 }
                 Ok(leash_alloc::Forked::Parent(p)) => {
+                    // The request's variables are not left in the warm process's memory.
+                    buf[..n].fill(0);
                     drop(fds);
                     let Some(pid) = Pid::from_raw(p) else { continue };
                     match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
                         Ok(pfd) => {
-                            report(&ctl, &format!("S {} {p}", job.id));
-                            kids.push((job.id, pid, pfd));
+                            report(&ctl, &format!("S {id} {p}"));
+                            kids.push((id, pid, pfd));
                         }
                         Err(e) => {
                             // Cannot watch it: kill and reap it now.
                             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
                             let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
-                            report(&ctl, &format!("F {} pidfd_open: {e}", job.id));
+                            report(&ctl, &format!("F {id} pidfd_open: {e}"));
                         }
                     }
                 }
-                Err(m) => report(&ctl, &format!("F {} {m}", job.id)),
+                Err(m) => {
+                    buf[..n].fill(0);
+                    report(&ctl, &format!("F {id} {m}"));
+                }
             }
         } else if ctl_gone {
             return stop_kids(&kids);
         }
+    }
+}
+
+/// The stack the main thread may grow to, so that a worker runs the interpreter on it:
+/// the interpreter thread's stack (`INTERP_STACK_BYTES`) and room for what is below it.
+const MAIN_STACK_BYTES: u64 = INTERP_STACK_BYTES as u64 + 16 * MIB as u64;
+
+/// Whether the warm process's main thread may grow its stack to `MAIN_STACK_BYTES`: then
+/// a worker runs the interpreter on its main thread (the one it was forked on), which
+/// keeps what the warm process prepared on that thread (`source::warm_stdlib`'s parsed
+/// stdlib) and saves a thread per request. Otherwise it starts an interpreter thread as
+/// the `leash` binary does.
+static MAIN_STACK: AtomicBool = AtomicBool::new(false);
+
+enum MainStack {
+    /// The soft limit is high enough (and was at exec, so the layout has the room).
+    Ready,
+    /// The soft limit was raised now: an exec makes the room.
+    Raised,
+    /// The hard limit does not allow it.
+    No,
+}
+
+fn main_stack() -> MainStack {
+    let l = rustix::process::getrlimit(Resource::Stack);
+    if l.current.is_none_or(|c| c >= MAIN_STACK_BYTES) {
+        return MainStack::Ready;
+    }
+    if l.maximum.is_some_and(|m| m < MAIN_STACK_BYTES) {
+        return MainStack::No;
+    }
+    let raised = Rlimit { current: Some(MAIN_STACK_BYTES), maximum: l.maximum };
+    match rustix::process::setrlimit(Resource::Stack, raised) {
+        Ok(()) => MainStack::Raised,
+        Err(_) => MainStack::No,
     }
 }
 
@@ -405,11 +478,17 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
         let e = Command::new(interp).args(&job.args).exec();
         fail(&format!("cannot start the interpreter {}", interp.display()), &e);
     }
-    std::process::exit(run_interpreter(job.args))
+    let code = run_interpreter(job.args);
+    // What the script wrote is flushed; then the process ends without running the warm
+    // process's destructors (see `leash_alloc::exit_now`).
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    leash_alloc::exit_now(code)
 }
 
 /// Run `leash ARGS` in this process, as the `leash` binary's `main` does: on a thread
-/// with the interpreter's stack, a panic reported as an internal error (exit 70).
+/// with the interpreter's stack (or on this thread, when its stack may grow as far: see
+/// `MAIN_STACK`), a panic reported as an internal error (exit 70).
 fn run_interpreter(args: Vec<OsString>) -> i32 {
     let started = Instant::now();
     let (json, stats) = crate::cli::prescan(&args);
@@ -425,6 +504,18 @@ fn run_interpreter(args: Vec<OsString>) -> i32 {
             *g = Some(format!("{msg}{at}"));
         }
     }));
+    if MAIN_STACK.load(SeqCst) {
+        crate::memory::count_this_thread();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::app::main(args, started)));
+        return match r {
+            Ok(code) => code,
+            Err(_) => {
+                let msg = panic_msg.lock().ok().and_then(|g| g.clone()).unwrap_or_else(|| "interpreter failed".into());
+                crate::app::report_internal(&msg, json, stats, started);
+                70
+            }
+        };
+    }
     let t = std::thread::Builder::new().stack_size(INTERP_STACK_BYTES).spawn(move || {
         crate::memory::count_this_thread();
         crate::app::main(args, started)
@@ -450,8 +541,6 @@ enum W {
     Started(i32),
     Exited { code: Option<i32>, signal: Option<i32> },
     Failed(String),
-    Stdout(Option<Vec<u8>>),
-    Stderr(Stderr),
 }
 
 /// Events of one connection: its records, and its current request's worker.
@@ -461,15 +550,37 @@ enum Ev {
     Worker(u64, W),
 }
 
+/// Where a connection's events go: its channel, and its bell (an eventfd rung after each
+/// event, so that a supervisor waiting in `poll` on its worker's pipes wakes for them).
+#[derive(Clone)]
+struct Tx {
+    tx: Sender<Ev>,
+    bell: Arc<OwnedFd>,
+}
+
+impl Tx {
+    fn new(tx: Sender<Ev>) -> std::io::Result<Tx> {
+        let flags = rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK;
+        let bell = rustix::event::eventfd(0, flags).map_err(std::io::Error::from)?;
+        Ok(Tx { tx, bell: Arc::new(bell) })
+    }
+
+    fn send(&self, ev: Ev) -> Result<(), ()> {
+        self.tx.send(ev).map_err(|_| ())?;
+        let _ = rustix::io::write(&*self.bell, &1u64.to_ne_bytes());
+        Ok(())
+    }
+}
+
 struct Zygote {
     sock: Mutex<Option<Arc<OwnedFd>>>,
-    pending: Mutex<HashMap<u64, Sender<Ev>>>,
+    pending: Mutex<HashMap<u64, Tx>>,
     next: AtomicU64,
 }
 
 impl Zygote {
     /// Send a job with its three descriptors (stdin, stdout, stderr); its events go to `tx`.
-    fn start(&self, job: &Job, fds: [&OwnedFd; 3], tx: Sender<Ev>) -> Result<(), String> {
+    fn start(&self, job: &Job, fds: [&OwnedFd; 3], tx: Tx) -> Result<(), String> {
         // At start-up, or while it is restarted, the warm process may be a moment away.
         let until = Instant::now() + Duration::from_secs(5);
         let sock = loop {
@@ -589,8 +700,7 @@ fn run_zygote(srv: Arc<Server>) {
         }
         drop(ours);
         let st = child.wait();
-        let pending: Vec<(u64, Sender<Ev>)> =
-            srv.zygote.pending.lock().map(|mut p| p.drain().collect()).unwrap_or_default();
+        let pending: Vec<(u64, Tx)> = srv.zygote.pending.lock().map(|mut p| p.drain().collect()).unwrap_or_default();
         for (id, tx) in pending {
             let _ = tx.send(Ev::Worker(id, W::Failed("the warm process died".into())));
         }
@@ -618,6 +728,11 @@ struct Server {
     conns: AtomicUsize,
     /// Where each worker gets a private, empty TMPDIR (removed after its request).
     tmp_base: PathBuf,
+    /// Empty private directories kept for reuse as TMPDIRs (`WorkerTmp`): a rename
+    /// instead of a mkdir and an rmdir per request (on ext4 with discard, an rmdir frees
+    /// an inode and a block through the journal: about a fifth of the server's CPU).
+    spare_base: PathBuf,
+    spares: Mutex<Vec<PathBuf>>,
 }
 
 impl Server {
@@ -783,10 +898,13 @@ pub fn serve(addr: &str) -> i32 {
         }
     };
     let tmp_base = std::env::temp_dir().join(format!("leash-cgi-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp_base);
-    if let Err(e) = private_dir(&tmp_base) {
-        log_line(&format!("leash-cgi: cannot make {}: {e}", tmp_base.display()));
-        return 1;
+    let spare_base = std::env::temp_dir().join(format!("leash-cgi-{}.spare", std::process::id()));
+    for dir in [&tmp_base, &spare_base] {
+        let _ = std::fs::remove_dir_all(dir);
+        if let Err(e) = private_dir(dir) {
+            log_line(&format!("leash-cgi: cannot make {}: {e}", dir.display()));
+            return 1;
+        }
     }
     log_line(&format!(
         "leash-cgi: FastCGI on {addr} (pid {}, max_workers {}, queue {}, workers by {})",
@@ -805,6 +923,8 @@ pub fn serve(addr: &str) -> i32 {
         busy: AtomicUsize::new(0),
         conns: AtomicUsize::new(0),
         tmp_base,
+        spare_base,
+        spares: Mutex::new(Vec::new()),
     });
     {
         let s = srv.clone();
@@ -870,10 +990,10 @@ pub fn serve(addr: &str) -> i32 {
                 }
                 srv.conns.fetch_add(1, SeqCst);
                 let s = srv.clone();
-                let spawned = std::thread::Builder::new().spawn(move || {
+                let spawned = spawn_pooled(Box::new(move || {
                     connection(&s, c);
                     s.conns.fetch_sub(1, SeqCst);
-                });
+                }));
                 if spawned.is_err() {
                     srv.conns.fetch_sub(1, SeqCst);
                     log_line("leash-cgi: cannot start a thread for a connection");
@@ -901,6 +1021,7 @@ pub fn serve(addr: &str) -> i32 {
         std::thread::sleep(Duration::from_millis(20));
     }
     let _ = std::fs::remove_dir_all(&srv.tmp_base);
+    let _ = std::fs::remove_dir_all(&srv.spare_base);
     log_line("leash-cgi: stopped");
     0
 }
@@ -915,25 +1036,36 @@ fn private_dir(p: &Path) -> std::io::Result<()> {
 fn connection(srv: &Arc<Server>, conn: Conn) {
     conn.set_write_timeout(WRITE_TIMEOUT);
     let (tx, rx) = mpsc::channel::<Ev>();
+    let Ok(tx) = Tx::new(tx) else { return };
     let Ok(mut reader) = conn.try_clone() else { return };
     let rtx = tx.clone();
-    let read_thread = std::thread::spawn(move || loop {
-        match fcgi::read_record(&mut reader) {
-            Ok(Some(r)) => {
-                if rtx.send(Ev::Rec(r)).is_err() {
-                    return;
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let read_thread = spawn_pooled(Box::new(move || {
+        loop {
+            match fcgi::read_record(&mut reader) {
+                Ok(Some(r)) => {
+                    if rtx.send(Ev::Rec(r)).is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => {
+                    let _ = rtx.send(Ev::Closed("the web server closed the connection".into()));
+                    break;
+                }
+                Err(e) => {
+                    let _ = rtx.send(Ev::Closed(format!("reading from the web server: {e}")));
+                    break;
                 }
             }
-            Ok(None) => {
-                let _ = rtx.send(Ev::Closed("the web server closed the connection".into()));
-                return;
-            }
-            Err(e) => {
-                let _ = rtx.send(Ev::Closed(format!("reading from the web server: {e}")));
-                return;
-            }
         }
-    });
+        drop(reader);
+        let _ = done_tx.send(());
+    }));
+    if read_thread.is_err() {
+        log_line("leash-cgi: cannot start a thread to read a connection");
+        conn.shutdown();
+        return;
+    }
     let mut w = conn;
     loop {
         let ev = match rx.recv_timeout(Duration::from_millis(200)) {
@@ -974,7 +1106,59 @@ fn connection(srv: &Arc<Server>, conn: Conn) {
     }
     w.shutdown();
     drop(rx);
-    let _ = read_thread.join();
+    // The reader ends once the connection is shut down.
+    let _ = done_rx.recv();
+}
+
+/// A task for a pooled thread.
+type Task = Box<dyn FnOnce() + Send>;
+
+/// Threads waiting for a task (each its own channel), most recently idle last.
+static IDLE: Mutex<Vec<(u64, Sender<Task>)>> = Mutex::new(Vec::new());
+static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
+/// How long an idle pooled thread waits for another task before it ends.
+const POOL_IDLE: Duration = Duration::from_secs(30);
+
+/// Run `task` on a thread of the pool: an idle one when there is one, else a new one
+/// (which, its task done, waits `POOL_IDLE` for another). A connection costs its two
+/// threads (its requests, its reader) only when more are open at once than before.
+fn spawn_pooled(task: Task) -> std::io::Result<()> {
+    let mut task = task;
+    loop {
+        let idle = IDLE.lock().ok().and_then(|mut v| v.pop());
+        let Some((_, tx)) = idle else { break };
+        match tx.send(task) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::SendError(t)) => task = t,
+        }
+    }
+    let id = THREAD_IDS.fetch_add(1, SeqCst);
+    std::thread::Builder::new().spawn(move || {
+        let (tx, rx) = mpsc::channel::<Task>();
+        let mut next = Some(task);
+        while let Some(t) = next.take() {
+            t();
+            if let Ok(mut v) = IDLE.lock() {
+                v.push((id, tx.clone()));
+            }
+            next = match rx.recv_timeout(POOL_IDLE) {
+                Ok(t) => Some(t),
+                Err(_) => {
+                    // Leave the pool; a task handed over meanwhile is still run.
+                    let listed = IDLE.lock().map(|mut v| {
+                        let at = v.iter().position(|(i, _)| *i == id);
+                        at.map(|i| v.remove(i)).is_some()
+                    });
+                    if listed.unwrap_or(true) {
+                        rx.try_recv().ok()
+                    } else {
+                        rx.recv().ok()
+                    }
+                }
+            };
+        }
+    })?;
+    Ok(())
 }
 
 /// A record that is not part of the current request (`current`): management records are
@@ -1055,7 +1239,7 @@ impl Body {
 }
 
 /// Serve the request `id` whose BEGIN_REQUEST has arrived. False: the connection is over.
-fn request(srv: &Server, w: &mut Conn, rx: &Receiver<Ev>, tx: &Sender<Ev>, id: u16) -> bool {
+fn request(srv: &Server, w: &mut Conn, rx: &Receiver<Ev>, tx: &Tx, id: u16) -> bool {
     let mut e = Entry { started: Instant::now(), script: "-".into(), status: 500, steps: None, note: None };
     let finish = |e: &mut Entry, w: &mut Conn, resp: Vec<u8>, app: u32| -> bool {
         log_line(&e.line());
@@ -1289,12 +1473,62 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(std::io::Error::from)
 }
 
-/// Removes a worker's TMPDIR, whatever it left there, when the request ends.
-struct RemoveDir(PathBuf);
+/// Spare TMPDIRs kept at most.
+const MAX_SPARES: usize = 64;
 
-impl Drop for RemoveDir {
+/// A worker's private TMPDIR (`tmp_base/req-N`, mode 0700): a spare one renamed into
+/// place, else a new one. When the request ends it is removed with whatever the worker
+/// left there, unless the worker is known to have ended (`reuse`) and the directory is
+/// as it was given (empty, a directory, mode 0700, ours, no subdirectory): then it is
+/// renamed back among the spares. The next worker that gets it finds an empty private
+/// directory, as a new one would be (only its inode number and times differ).
+struct WorkerTmp<'a> {
+    srv: &'a Server,
+    path: PathBuf,
+    reuse: bool,
+}
+
+impl<'a> WorkerTmp<'a> {
+    fn new(srv: &'a Server, job_id: u64) -> std::io::Result<WorkerTmp<'a>> {
+        let path = srv.tmp_base.join(format!("req-{job_id}"));
+        let spare = srv.spares.lock().ok().and_then(|mut s| s.pop());
+        if let Some(sp) = spare {
+            if std::fs::rename(&sp, &path).is_ok() {
+                return Ok(WorkerTmp { srv, path, reuse: false });
+            }
+            let _ = std::fs::remove_dir_all(&sp);
+        }
+        private_dir(&path)?;
+        Ok(WorkerTmp { srv, path, reuse: false })
+    }
+}
+
+/// Is `p` an empty directory of ours with mode 0700 (a TMPDIR as it was given)?
+fn untouched_dir(p: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::symlink_metadata(p) else { return false };
+    m.is_dir()
+        && m.mode() & 0o7777 == 0o700
+        && m.uid() == rustix::process::geteuid().as_raw()
+        && m.nlink() == 2
+        && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
+}
+
+impl Drop for WorkerTmp<'_> {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if self.reuse && untouched_dir(&self.path) {
+            if let Ok(mut spares) = self.srv.spares.lock() {
+                if spares.len() < MAX_SPARES {
+                    let name = self.path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+                    let to = self.srv.spare_base.join(name);
+                    if std::fs::rename(&self.path, &to).is_ok() {
+                        spares.push(to);
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.path);
     }
 }
 
@@ -1321,19 +1555,21 @@ fn supervise(
     stdin_ended: bool,
     id: u16,
     rx: &Receiver<Ev>,
-    tx: &Sender<Ev>,
+    tx: &Tx,
     w: &mut Conn,
     e: &mut Entry,
 ) -> (Option<Vec<u8>>, u32, bool) {
     let job_id = srv.zygote.next.fetch_add(1, SeqCst);
-    let tmp = srv.tmp_base.join(format!("req-{job_id}"));
-    if let Err(err) = private_dir(&tmp) {
-        return (Some(e.fail(500, format!("cannot make the worker's TMPDIR {}: {err}", tmp.display()))), 0, true);
-    }
+    let mut tmp = match WorkerTmp::new(srv, job_id) {
+        Ok(t) => t,
+        Err(err) => {
+            let m = format!("cannot make the worker's TMPDIR in {}: {err}", srv.tmp_base.display());
+            return (Some(e.fail(500, m)), 0, true);
+        }
+    };
     let mut env = env;
     env.retain(|(k, _)| k != "TMPDIR");
-    env.push(("TMPDIR".into(), tmp.clone().into_os_string()));
-    let _tmp_guard = RemoveDir(tmp);
+    env.push(("TMPDIR".into(), tmp.path.clone().into_os_string()));
     let pipes = (|| Ok::<_, std::io::Error>((pipe()?, pipe()?, pipe()?)))();
     let ((in_r, in_w), (out_r, out_w), (err_r, err_w)) = match pipes {
         Ok(p) => p,
@@ -1357,14 +1593,17 @@ fn supervise(
     let (btx, brx) = mpsc::channel::<Vec<u8>>();
     if body_len > 0 {
         let in_file = std::fs::File::from(in_w);
-        std::thread::spawn(move || {
+        let spawned = spawn_pooled(Box::new(move || {
             let mut f = in_file;
             for chunk in brx {
                 if f.write_all(&chunk).is_err() {
                     break;
                 }
             }
-        });
+        }));
+        if let Err(err) = spawned {
+            log_line(&format!("leash-cgi: cannot start a thread to pass a request body: {err}"));
+        }
     } else {
         // No body: the worker's stdin is /dev/null; no thread.
         drop((in_w, brx));
@@ -1378,24 +1617,13 @@ fn supervise(
         body.tx = None;
     }
     let max_out = cfg.max_output_bytes;
-    {
-        let tx = tx.clone();
-        let mut f = std::fs::File::from(out_r);
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = (&mut f).take(max_out + 1).read_to_end(&mut buf);
-            let v = if buf.len() as u64 > max_out { None } else { Some(buf) };
-            let _ = tx.send(Ev::Worker(job_id, W::Stdout(v)));
-        });
-    }
-    {
-        let tx = tx.clone();
-        let f = std::fs::File::from(err_r);
-        std::thread::spawn(move || {
-            let s = read_stderr(f);
-            let _ = tx.send(Ev::Worker(job_id, W::Stderr(s)));
-        });
-    }
+    // The worker's stdout and stderr are read here, as they become readable (no thread
+    // per pipe): stdout gathered up to max_output_bytes, stderr's start and end kept.
+    let mut out_pipe = Some(out_r);
+    let mut err_pipe = Some(err_r);
+    let mut outbuf: Vec<u8> = Vec::new();
+    let mut errs = Stderr::default();
+    let mut chunk = vec![0u8; 64 * KIB];
     let kill_at = t0 + Duration::from_millis(cfg.max_time_ms + CGI_KILL_GRACE_MS);
     let mut pid: Option<Pid> = None;
     let mut end: Option<End> = None;
@@ -1405,13 +1633,70 @@ fn supervise(
     let (mut out_done, mut err_done) = (false, false);
     let mut conn_ok = true;
     let mut killed_at: Option<Instant> = None;
+    let mut gone = false;
     let kill = |pid: Option<Pid>| {
         if let Some(p) = pid {
             let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
         }
     };
     loop {
-        if exited.is_some() && out_done && err_done {
+        // The events that came: records of the connection, reports of the warm process.
+        loop {
+            let ev = match rx.try_recv() {
+                Ok(ev) => ev,
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    gone = true;
+                    break;
+                }
+            };
+            match ev {
+                Ev::Rec(r) if r.id == id && r.kind == fcgi::STDIN => {
+                    if !body.ended {
+                        body.take(&r.content);
+                    }
+                }
+                Ev::Rec(r) if r.id == id && r.kind == fcgi::ABORT_REQUEST => {
+                    kill(pid);
+                    killed_at.get_or_insert(Instant::now());
+                    end.get_or_insert(End::Aborted("the web server aborted the request".into()));
+                }
+                Ev::Rec(r) => {
+                    if !other_record(srv, w, &r, id) {
+                        conn_ok = false;
+                    }
+                }
+                Ev::Closed(why) => {
+                    conn_ok = false;
+                    if exited.is_none() {
+                        kill(pid);
+                        killed_at.get_or_insert(Instant::now());
+                        end.get_or_insert(End::Aborted(why));
+                    }
+                }
+                Ev::Worker(j, _) if j != job_id => {}
+                Ev::Worker(_, W::Started(p)) => {
+                    pid = Pid::from_raw(p);
+                    if killed_at.is_some() {
+                        kill(pid);
+                    }
+                }
+                Ev::Worker(_, W::Exited { code, signal }) => exited = Some((code, signal)),
+                Ev::Worker(_, W::Failed(m)) => {
+                    let started = pid.is_some();
+                    end.get_or_insert(End::Failed(m, started));
+                    exited = Some((None, None));
+                    // Its pipes are closed with it (or never opened).
+                    if !started {
+                        out_done = true;
+                        err_done = true;
+                        out_pipe = None;
+                        err_pipe = None;
+                    }
+                }
+            }
+        }
+        if gone || (exited.is_some() && out_done && err_done) {
             break;
         }
         let now = Instant::now();
@@ -1430,65 +1715,69 @@ fn supervise(
             end.get_or_insert(End::Deadline);
             continue;
         }
-        let ev = match rx.recv_timeout(limit - now) {
-            Ok(ev) => ev,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => break,
+        let (out_ready, err_ready) = {
+            use rustix::event::{PollFd, PollFlags};
+            let mut fds: Vec<PollFd> = Vec::with_capacity(3);
+            fds.push(PollFd::new(&*tx.bell, PollFlags::IN));
+            if let Some(o) = &out_pipe {
+                fds.push(PollFd::new(o, PollFlags::IN));
+            }
+            if let Some(e) = &err_pipe {
+                fds.push(PollFd::new(e, PollFlags::IN));
+            }
+            let wait = limit - now;
+            let ts = rustix::event::Timespec { tv_sec: wait.as_secs() as i64, tv_nsec: i64::from(wait.subsec_nanos()) };
+            match rustix::event::poll(&mut fds, Some(&ts)) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+            let ready = |f: &PollFd| !f.revents().is_empty();
+            let mut i = 1;
+            let o = out_pipe.is_some() && {
+                i += 1;
+                ready(&fds[i - 1])
+            };
+            let e = err_pipe.is_some() && ready(&fds[i]);
+            if ready(&fds[0]) {
+                let mut b = [0u8; 8];
+                let _ = rustix::io::read(&*tx.bell, &mut b);
+            }
+            (o, e)
         };
-        match ev {
-            Ev::Rec(r) if r.id == id && r.kind == fcgi::STDIN => {
-                if !body.ended {
-                    body.take(&r.content);
-                }
-            }
-            Ev::Rec(r) if r.id == id && r.kind == fcgi::ABORT_REQUEST => {
-                kill(pid);
-                killed_at.get_or_insert(Instant::now());
-                end.get_or_insert(End::Aborted("the web server aborted the request".into()));
-            }
-            Ev::Rec(r) => {
-                if !other_record(srv, w, &r, id) {
-                    conn_ok = false;
-                }
-            }
-            Ev::Closed(why) => {
-                conn_ok = false;
-                if exited.is_none() {
-                    kill(pid);
-                    killed_at.get_or_insert(Instant::now());
-                    end.get_or_insert(End::Aborted(why));
-                }
-            }
-            Ev::Worker(j, _) if j != job_id => {}
-            Ev::Worker(_, W::Started(p)) => {
-                pid = Pid::from_raw(p);
-                if killed_at.is_some() {
-                    kill(pid);
-                }
-            }
-            Ev::Worker(_, W::Exited { code, signal }) => exited = Some((code, signal)),
-            Ev::Worker(_, W::Failed(m)) => {
-                let started = pid.is_some();
-                end.get_or_insert(End::Failed(m, started));
-                exited = Some((None, None));
-                // Its pipes are closed with it (or never opened).
-                out_done |= !started;
-                err_done |= !started;
-            }
-            Ev::Worker(_, W::Stdout(v)) => {
-                out_done = true;
-                match v {
-                    Some(b) => output = Some(b),
-                    None => {
-                        kill(pid);
-                        killed_at.get_or_insert(Instant::now());
-                        end.get_or_insert(End::OutputOver);
+        if out_ready {
+            if let Some(o) = &out_pipe {
+                match rustix::io::read(o, &mut chunk) {
+                    Err(rustix::io::Errno::INTR) => {}
+                    Ok(0) | Err(_) => {
+                        out_pipe = None;
+                        out_done = true;
+                        output = Some(std::mem::take(&mut outbuf));
+                    }
+                    Ok(n) => {
+                        outbuf.extend_from_slice(&chunk[..n]);
+                        if outbuf.len() as u64 > max_out {
+                            out_pipe = None;
+                            out_done = true;
+                            outbuf = Vec::new();
+                            kill(pid);
+                            killed_at.get_or_insert(Instant::now());
+                            end.get_or_insert(End::OutputOver);
+                        }
                     }
                 }
             }
-            Ev::Worker(_, W::Stderr(s)) => {
-                err_done = true;
-                stderr = Some(s);
+        }
+        if err_ready {
+            if let Some(f) = &err_pipe {
+                match rustix::io::read(f, &mut chunk) {
+                    Err(rustix::io::Errno::INTR) => {}
+                    Ok(0) | Err(_) => {
+                        err_pipe = None;
+                        err_done = true;
+                        stderr = Some(std::mem::take(&mut errs));
+                    }
+                    Ok(n) => errs.take(&chunk[..n]),
+                }
             }
         }
     }
@@ -1496,6 +1785,9 @@ fn supervise(
         // The warm process did not report it: forget it (its report, if it comes, is dropped).
         srv.zygote.forget(job_id);
     }
+    // Reported ended by the warm process (a script starts no process of its own): its
+    // TMPDIR may go back among the spares if it is as it was given.
+    tmp.reuse = exited.is_some() && !matches!(end, Some(End::Failed(..)));
     drop(body);
     let stderr = stderr.unwrap_or_default();
     let (code, signal) = exited.unwrap_or((None, None));
@@ -1559,6 +1851,7 @@ mod tests {
             limits: vec![(0, 1 << 30), (4, 0)],
         };
         assert_eq!(Job::decode(&j.encode()), Some(j.clone()));
+        assert_eq!(Job::peek_id(&j.encode()), Some(42));
         let j2 = Job { exec: None, has_stdin: false, ..j };
         assert_eq!(Job::decode(&j2.encode()), Some(j2.clone()));
         let b = j2.encode();

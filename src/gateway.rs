@@ -859,6 +859,21 @@ pub struct Stderr {
     pub total: u64,
 }
 
+impl Stderr {
+    /// Take the next bytes the worker wrote: the start kept up to CGI_MAX_LOG_BYTES, the
+    /// end up to CGI_REPORT_TAIL_BYTES (to twice that between trims).
+    pub fn take(&mut self, c: &[u8]) {
+        let n = c.len();
+        self.total += n as u64;
+        let room = CGI_MAX_LOG_BYTES.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&c[..room.min(n)]);
+        self.tail.extend_from_slice(c);
+        if self.tail.len() > 2 * CGI_REPORT_TAIL_BYTES {
+            self.tail.drain(..self.tail.len() - CGI_REPORT_TAIL_BYTES);
+        }
+    }
+}
+
 pub fn read_stderr(mut r: impl Read) -> Stderr {
     let mut s = Stderr::default();
     let mut chunk = [0u8; 8192];
@@ -867,14 +882,7 @@ pub fn read_stderr(mut r: impl Read) -> Stderr {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let c = &chunk[..n];
-        s.total += n as u64;
-        let room = CGI_MAX_LOG_BYTES.saturating_sub(s.head.len());
-        s.head.extend_from_slice(&c[..room.min(n)]);
-        s.tail.extend_from_slice(c);
-        if s.tail.len() > 2 * CGI_REPORT_TAIL_BYTES {
-            s.tail.drain(..s.tail.len() - CGI_REPORT_TAIL_BYTES);
-        }
+        s.take(&chunk[..n]);
     }
     s
 }

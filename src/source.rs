@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::ast::{FnDef, Pos, Stmt, StmtKind};
 use crate::diag::{LoadError, LoadErrors, LoadKind};
 use crate::limits::*;
-use crate::parser::parse_file;
+use crate::parser::{parse_file, ParsedFile};
 use crate::stdlib;
 
 #[derive(Debug, Clone)]
@@ -334,7 +334,10 @@ impl Loader {
                 *l = s;
             }
         }
-        let parsed = parse_file(name, base, &lines, &mut self.errors);
+        let parsed = match module.and_then(|m| warm_module(m, base)) {
+            Some(p) => p,
+            None => parse_file(name, base, &lines, &mut self.errors),
+        };
         let mut fns = parsed.fns;
         if let Some(m) = module {
             for f in fns.iter_mut() {
@@ -465,6 +468,102 @@ impl Loader {
     }
 }
 
+thread_local! {
+    /// Stdlib modules parsed ahead of time by [`warm_stdlib`], at base 0: a load on this
+    /// thread copies a module's trees from here (re-based) instead of parsing its text.
+    /// Kept for the life of the process and never dropped (no destructor runs at a
+    /// worker's exit, which would free, and so copy on write, every page of it).
+    static WARM: std::cell::Cell<&'static [(&'static str, ParsedFile)]> = const { std::cell::Cell::new(&[]) };
+}
+
+/// Parse every stdlib module now, once, on this thread, so that every later import on
+/// this thread (and in every process forked from it) copies the parsed trees instead of
+/// parsing the module's text again: `leash-cgi --fastcgi`'s warm process calls it before
+/// it forks its first worker (the stdlib is part of the binary, so this touches nothing
+/// of any script). A module that does not parse cleanly is left to the normal path.
+/// Positions in the copies are the ones a parse at the import's base would give: a
+/// position is the line's global number (base + line), and nothing else in the trees
+/// depends on the base.
+pub fn warm_stdlib() {
+    let mut warm = Vec::new();
+    for m in stdlib::names() {
+        let Some(text) = stdlib::module(m) else { continue };
+        let src = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let mut lines: Vec<&str> = src.split('\n').collect();
+        if src.ends_with('\n') || src.is_empty() {
+            lines.pop();
+        }
+        if lines.iter().any(|l| l.len() > MAX_LINE_BYTES) {
+            continue;
+        }
+        for l in lines.iter_mut() {
+            if let Some(s) = l.strip_suffix('\r') {
+                *l = s;
+            }
+        }
+        let mut errors = LoadErrors::default();
+        let parsed = parse_file(&format!("stdlib/{m}.lsh"), 0, &lines, &mut errors);
+        let clean =
+            errors.list.is_empty() && !errors.stop && parsed.top.iter().all(|s| matches!(s.kind, StmtKind::Import(_)));
+        if clean {
+            warm.push((m, parsed));
+        }
+    }
+    WARM.with(|w| w.set(Vec::leak(warm)));
+    // The trees hold the names they use; the interner starts empty for the first load.
+    crate::ast::clear_names();
+}
+
+/// A copy of stdlib module `m` as parsed at `base`, if [`warm_stdlib`] parsed it.
+fn warm_module(m: &str, base: Pos) -> Option<ParsedFile> {
+    WARM.with(|w| {
+        let (_, p) = w.get().iter().find(|(n, _)| *n == m)?;
+        let mut p = ParsedFile { top: p.top.clone(), fns: p.fns.clone() };
+        rebase(&mut p.top, base);
+        for f in p.fns.iter_mut() {
+            f.pos += base;
+            rebase(&mut f.body, base);
+        }
+        Some(p)
+    })
+}
+
+/// Add `d` to every position in `stmts` (statements, their arms and nested blocks).
+fn rebase(stmts: &mut [Stmt], d: Pos) {
+    for s in stmts {
+        s.pos += d;
+        match &mut s.kind {
+            StmtKind::If { arms, else_body } => {
+                for a in arms.iter_mut() {
+                    a.pos += d;
+                    rebase(&mut a.body, d);
+                }
+                if let Some(b) = else_body {
+                    rebase(b, d);
+                }
+            }
+            StmtKind::While { body, .. } => rebase(body, d),
+            StmtKind::ForRange(f) => rebase(&mut f.body, d),
+            StmtKind::ForIn(f) => rebase(&mut f.body, d),
+            StmtKind::Try { body, handler, .. } => {
+                rebase(body, d);
+                rebase(handler, d);
+            }
+            StmtKind::Include(b) => rebase(b, d),
+            StmtKind::Assign { .. }
+            | StmtKind::MultiAssign { .. }
+            | StmtKind::Call(_)
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return(_)
+            | StmtKind::Throw(_)
+            | StmtKind::Global(_)
+            | StmtKind::IncludeReq(_)
+            | StmtKind::Import(_) => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,6 +577,28 @@ mod tests {
         assert_eq!(m.locate(3), Some(("a", 3)));
         assert_eq!(m.locate(5), Some(("b", 1)));
         assert_eq!(m.locate(6), Some(("b", 2)));
+    }
+
+    #[test]
+    fn warm_stdlib_modules_load_as_parsed() {
+        // On a thread of its own: the warm trees are per thread.
+        std::thread::spawn(|| {
+            let src = b"x = 1\n\nimport cgi\nimport path\ny = 2\nimport args\n".to_vec();
+            let (cold, e) = Loader::new().load_main("t", src.clone(), None);
+            assert!(e.is_empty());
+            warm_stdlib();
+            WARM.with(|w| assert_eq!(w.get().len(), stdlib::names().count()));
+            let (warm, e) = Loader::new().load_main("t", src, None);
+            assert!(e.is_empty());
+            assert_eq!(cold.fns, warm.fns);
+            assert_eq!(cold.main, warm.main);
+            assert_eq!(cold.modules, warm.modules);
+            assert!(warm.fns.iter().any(|f| f.pos > 6), "the modules' positions are re-based");
+            let bases = |l: &Loaded| l.map.files.iter().map(|f| (f.name.clone(), f.base, f.nlines)).collect::<Vec<_>>();
+            assert_eq!(bases(&cold), bases(&warm));
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

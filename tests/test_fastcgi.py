@@ -182,6 +182,7 @@ def srv(tmp_path):
     assert s.proc.returncode == 0, s.log()
     assert not os.path.exists(s.sock)
     assert not os.path.exists(f"{tempfile.gettempdir()}/leash-cgi-{s.proc.pid}")
+    assert not os.path.exists(f"{tempfile.gettempdir()}/leash-cgi-{s.proc.pid}.spare")
 
 
 def summary_lines(log):
@@ -417,6 +418,63 @@ def test_tcp_on_loopback_only(tmp_path):
     r = subprocess.run([str(LEASH_CGI), "--fastcgi", "0.0.0.0:9"], capture_output=True, text=True,
                        env={"LEASH_CGI_CONFIG": str(srv.config)}, timeout=20)
     assert r.returncode == 1 and "loopback" in r.stderr
+
+
+DEEP = (
+    "import cgi\n"
+    "fn f(n)\n"
+    "  if n == 0\n"
+    "    return 0\n"
+    "  end\n"
+    "  return (((((f(n - 1) + 1) + 1) + 1) + 1) + 1)\n"
+    "end\n"
+    'cgi.headers({"Content-Type": "text/plain"})\n'
+    'print(f(num(get(cgi.query(), "n", "1"))))\n'
+)
+
+
+@pytest.mark.parametrize("mode", ["fork", "exec"])
+def test_deep_recursion_at_the_call_depth_ceiling(tmp_path, mode):
+    """A worker runs the interpreter on its main thread (the warm process made room for the
+    interpreter's stack): recursion up to the call depth's ceiling works, one more call is
+    the call_depth limit (500), never a crash (502)."""
+    extra = ('worker_start = "exec"\n' if mode == "exec" else "") + '[limits]\ncall_depth = "max"\n'
+    srv = Server(tmp_path, time_ms=20000, extra=extra)
+    try:
+        (srv.root / "deep.lsh").write_text(DEEP)
+        status, _, body = srv.get("deep.lsh", "n=510")
+        assert status == 200 and body == b"2550\n", (status, body, srv.log())
+        status, _, body = srv.get("deep.lsh", "n=2000")
+        assert status == 500, (status, body, srv.log())
+        assert srv.wait_log("call_depth"), srv.log()
+        assert "signal" not in srv.log(), srv.log()
+    finally:
+        srv.stop()
+    assert srv.proc.returncode == 0
+
+
+def test_tmpdirs_come_empty_and_private(srv):
+    """TMPDIRs a worker left untouched are given again to later requests: each request
+    finds an empty directory of mode 0700; one a request wrote in is not given again."""
+    (srv.root / "files" / "tmp.lsh").write_text(
+        "import cgi\n"
+        'cgi.headers({"Content-Type": "text/plain"})\n'
+        't = env.get("TMPDIR")\n'
+        'print("entries:", len(dir.list(t)))\n'
+        'if get(cgi.query(), "write", "") != ""\n'
+        '  file.write(t .. "/x.txt", "x")\n'
+        "end\n"
+    )
+    for i in range(12):
+        q = "write=1" if i % 3 == 0 else ""
+        status, _, body = srv.get("files/tmp.lsh", q)
+        assert status == 200 and body == b"entries: 0\n", (i, body, srv.log())
+    spare = pathlib.Path(f"{tempfile.gettempdir()}/leash-cgi-{srv.proc.pid}.spare")
+    kept = list(spare.iterdir())
+    assert kept, "untouched TMPDIRs are kept for reuse"
+    for d in kept:
+        assert d.is_dir() and not d.is_symlink() and (d.stat().st_mode & 0o7777) == 0o700
+        assert list(d.iterdir()) == []
 
 
 @pytest.mark.parametrize("mode", ["fork", "exec"])

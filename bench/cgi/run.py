@@ -168,6 +168,39 @@ def ab(url, n, c):
     return rps, p50, p99, failed + (int(non2xx.group(1)) if non2xx else 0)
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_times(pid):
+    """(utime + stime, cutime + cstime) of a process in clock ticks; (0, 0) when it is gone."""
+    try:
+        f = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return 0, 0
+    x = f[f.rfind(")") + 2:].split()
+    return int(x[11]) + int(x[12]), int(x[13]) + int(x[14])
+
+
+def tree(pid):
+    """pid and its live descendants."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for t in glob.glob(f"/proc/{p}/task/*/children"):  # a child belongs to the thread that made it
+            try:
+                todo.extend(int(k) for k in open(t).read().split())
+            except OSError:
+                pass
+    return out
+
+
+def cpu(pids):
+    """CPU ticks of the process trees under pids: every live process's own time plus what
+    its reaped children used (a reaped process is no longer alive: nothing counts twice)."""
+    return sum(sum(proc_times(p)) for root in pids for p in tree(root))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=str(ROOT / "target" / "release"))
@@ -175,7 +208,8 @@ def main():
     ap.add_argument("-n", type=int, default=5000)
     ap.add_argument("--cgi-n", type=int, default=500)
     ap.add_argument("--workers", type=int, default=8)
-    ap.add_argument("--only", help="run only the rows whose name contains this text (e.g. 'FastCGI, fork')")
+    ap.add_argument("--only", help="run only the rows whose name contains one of these comma-separated texts "
+                    "(e.g. 'fork,php-fpm')")
     a = ap.parse_args()
     binp = pathlib.Path(a.bin)
     apache = shutil.which("apache2") or "/usr/sbin/apache2"
@@ -184,6 +218,7 @@ def main():
     root_user = os.geteuid() == 0
     base = pathlib.Path(tempfile.mkdtemp(prefix="leash-bench-cgi-"))
     procs = []
+    fpm_proc = None
     try:
         for d in ["run", "logs", "cgi-bin", "www/lcgi", "www/lfcgi", "www/lfcgix", "www/fpm", "www/phpcgi", "www/py"]:
             (base / d).mkdir(parents=True, exist_ok=True)
@@ -220,6 +255,7 @@ def main():
             pr = subprocess.Popen([fpm, "-F", "-y", str(base / "fpm.conf")], stderr=subprocess.DEVNULL,
                                   start_new_session=True)
             procs.append(pr)
+            fpm_proc = pr
             wait_port(fport, pr, "php-fpm")
             rows.append((f"php-fpm, pm=static ({a.workers} children)", "fpm/page.php", a.n))
         else:
@@ -234,12 +270,15 @@ def main():
                                                        xport=xport, fport=fport))
         pr = subprocess.Popen([apache, "-f", str(base / "httpd.conf"), "-D", "FOREGROUND"], start_new_session=True)
         procs.append(pr)
+        apache_proc = pr
         wait_port(port, pr, "apache2")
         out = [f"ab -c {a.c}; {os.cpu_count()} CPUs; page: a query parameter escaped into a 100-row table", "",
-               "| server | requests | req/s | p50 ms | p99 ms | failed |", "|---|---:|---:|---:|---:|---:|"]
+               "| server | requests | req/s | p50 ms | p99 ms | failed | CPU ms/request |",
+               "|---|---:|---:|---:|---:|---:|---:|"]
         if a.only:
-            rows = [r for r in rows if a.only in r[0]]
+            rows = [r for r in rows if any(o in r[0] for o in a.only.split(","))]
         leash_servers = procs[:2]
+        notes = []
         before = [(len(os.listdir(f"/proc/{p.pid}/fd"))) for p in leash_servers]
         for name, path, n in rows:
             url = f"http://127.0.0.1:{port}/{path}?q=%3Cb%3Ebench%3C/b%3E"
@@ -248,9 +287,32 @@ def main():
             if body and body.count("&lt;b&gt;bench&lt;/b&gt;") != 100:
                 sys.exit(f"{name}: unexpected page: {body[:300]!r}")
             ab(url, min(200, n), a.c)  # warm up
+            # CPU per request: Apache (with the CGI programs it runs) and the FastCGI
+            # server that answers the row (its warm process and workers, or php-fpm's).
+            backend = {"lfcgi/": procs[0].pid, "lfcgix": procs[1].pid}.get(path[:6])
+            if path.startswith("fpm/") and fpm_proc:
+                backend = fpm_proc.pid
+            roots = [apache_proc.pid] + ([backend] if backend else [])
+            lf = procs[0].pid
+            zyg = [p for p in tree(lf) if p != lf][:1]
+            parts0 = (sum(proc_times(lf)), sum(proc_times(zyg[0])[:1]) if zyg else 0,
+                      proc_times(zyg[0])[1] if zyg else 0)
+            c0 = cpu(roots)
             rps, p50, p99, failed = ab(url, n, a.c)
-            out.append(f"| {name} | {n} | {rps:,.0f} | {p50} | {p99} | {failed} |")
+            c1 = cpu(roots)
+            ms = (c1 - c0) / TICK / n * 1000
+            # mod_cgid's CGI programs are not reaped by an Apache process (its daemon's
+            # child forks them and exits; init reaps them): their CPU is not countable here.
+            shown = f"{ms:.2f}" if backend else "-"
+            out.append(f"| {name} | {n} | {rps:,.0f} | {p50} | {p99} | {failed} | {shown} |")
             print(out[-1], flush=True)
+            if path.startswith("lfcgi/"):
+                parts1 = (sum(proc_times(lf)), sum(proc_times(zyg[0])[:1]) if zyg else 0,
+                          proc_times(zyg[0])[1] if zyg else 0)
+                d = [(b - x) / TICK / n * 1000 for x, b in zip(parts0, parts1)]
+                notes.append(f"{name}: CPU ms/request: server {d[0]:.2f}, warm process {d[1]:.2f}, "
+                             f"workers {d[2]:.2f} (Apache and the rest: {ms - sum(d):.2f})")
+        out.extend(["", f"load average before the runs' end: {os.getloadavg()[0]:.1f}"] + notes)
         # Leaks: the FastCGI servers' descriptors, processes and TMPDIRs after the runs.
         time.sleep(1)
         for p, fd0 in zip(leash_servers, before):

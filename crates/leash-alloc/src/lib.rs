@@ -347,6 +347,16 @@ pub fn close_inherited_descriptors() -> Result<(), String> {
     }
 }
 
+/// End the process now with status `code` (`_exit(2)`): no `atexit` handlers, no
+/// thread-local destructors, no unmapping of the libraries' data. For a worker forked by
+/// [`fork`], whose memory is a copy-on-write image of the warm process: a destructor
+/// freeing what the warm process had prepared would copy every page it touches only to
+/// give it back. The caller flushes what it has buffered first.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit has no precondition; it does not return.
+    unsafe { libc::_exit(code) }
+}
+
 /// The allocator's state in a new child (see [`fork`]).
 fn reset_after_fork() {
     if OWNER.get() {
