@@ -76,12 +76,8 @@ struct Parser<'a> {
     /// Items of the arrays being parsed (a stack shared by nested arrays), so that each
     /// list is built at exactly its length, not at a capacity grown by doubling.
     items: Vec<Value>,
-    /// Short string values seen lately (`INTERN_SLOTS` slots, direct-mapped by a hash of
-    /// the bytes; empty for small documents): an equal string value later in the
-    /// document shares the earlier one's box, as equal keys do. Strings are copy-on-write,
-    /// so sharing is invisible to scripts; it is what makes repeated values (`"GET"`,
-    /// `"active"`, tags, country codes) cost one slot each instead of a 48-byte box.
-    intern: Vec<Option<Bytes>>,
+    /// Short string values seen lately: equal values share one box (`StrCache`).
+    intern: StrCache,
     /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values, so that a
     /// document too big for `--max-memory` stops while it is parsed, not after.
     heap: Option<&'a crate::memory::HeapMeter>,
@@ -90,13 +86,54 @@ struct Parser<'a> {
 /// Most distinct keys kept for sharing in one parse.
 const MAX_SHARED_KEYS: usize = 1024;
 
-/// Slots of the string value cache (`Parser::intern`): 32 KiB of pointers.
+/// Slots of a `StrCache`: 32 KiB of pointers.
 const INTERN_SLOTS: usize = 4096;
-/// Longest string value shared through the cache.
-const INTERN_MAX: usize = 64;
-/// Documents shorter than this parse without the cache (`json.next` parses one line at a
+/// Longest string value shared through a `StrCache`.
+pub const INTERN_MAX: usize = 64;
+/// Texts shorter than this parse without a `StrCache` (`json.next` parses one line at a
 /// time: the cache would cost more than it saves).
-const INTERN_MIN_TEXT: usize = 64 * 1024;
+pub const INTERN_MIN_TEXT: usize = 64 * 1024;
+
+/// Short string values made lately (`INTERN_SLOTS` slots, direct-mapped by a hash of the
+/// bytes), for parsers of large texts (`json.parse`, `csv.parse`): an equal value later
+/// in the text shares the earlier one's box, as equal JSON keys do. Strings are
+/// copy-on-write, so sharing is invisible to scripts; it makes repeated values (`"GET"`,
+/// `"active"`, tags, a CSV file's category column) cost a slot each instead of a 48-byte
+/// box. A value that misses takes the slot; a collision only costs a miss, so no text
+/// makes it slower than one hash and one compare per value. The accounted size of a
+/// shared string is still counted in full at each place that holds it (a bound above
+/// what is held, as for shared keys).
+#[derive(Debug, Default)]
+pub struct StrCache {
+    slots: Vec<Option<Bytes>>,
+}
+
+impl StrCache {
+    /// A cache when `on` (else every `get` makes a new string).
+    pub fn new(on: bool) -> Self {
+        StrCache { slots: if on { vec![None; INTERN_SLOTS] } else { Vec::new() } }
+    }
+
+    /// A string of `b`: the cached equal one when there is one, else a new one (which
+    /// takes the slot).
+    #[inline]
+    pub fn get(&mut self, b: &[u8]) -> Bytes {
+        if b.len() > INTERN_MAX || self.slots.is_empty() {
+            return bytes(b);
+        }
+        use std::hash::BuildHasher;
+        let h = foldhash::fast::FixedState::with_seed(0x5eed).hash_one(b);
+        let slot = &mut self.slots[(h as usize) & (INTERN_SLOTS - 1)];
+        if let Some(s) = slot {
+            if s.as_slice() == b {
+                return s.clone();
+            }
+        }
+        let s = bytes(b);
+        *slot = Some(s.clone());
+        s
+    }
+}
 
 type PR<T> = Result<T, ParseError>;
 
@@ -134,7 +171,7 @@ pub fn parse_within<'a>(
         keys: HashMap::default(),
         pairs: Vec::new(),
         items: Vec::new(),
-        intern: if text.len() >= INTERN_MIN_TEXT { vec![None; INTERN_SLOTS] } else { Vec::new() },
+        intern: StrCache::new(text.len() >= INTERN_MIN_TEXT),
         heap,
     };
     p.ws();
@@ -357,7 +394,7 @@ impl<'a> Parser<'a> {
             let c = s[j];
             if c == b'"' {
                 self.i = j + 1;
-                return Ok(self.shared(&s[start..j]));
+                return Ok(self.intern.get(&s[start..j]));
             }
             if c == b'\\' || c < 0x20 {
                 break;
@@ -366,30 +403,10 @@ impl<'a> Parser<'a> {
         }
         let b = self.string()?;
         if b.len() <= INTERN_MAX {
-            Ok(self.shared(&b))
+            Ok(self.intern.get(&b))
         } else {
             Ok(Rc::new(LStr::from(b)))
         }
-    }
-
-    /// A string of `b`: the cached equal one when there is one, else a new one (which
-    /// takes the slot).
-    #[inline]
-    fn shared(&mut self, b: &[u8]) -> Bytes {
-        if b.len() > INTERN_MAX || self.intern.is_empty() {
-            return bytes(b);
-        }
-        use std::hash::BuildHasher;
-        let h = foldhash::fast::FixedState::with_seed(0x5eed).hash_one(b);
-        let slot = &mut self.intern[(h as usize) & (INTERN_SLOTS - 1)];
-        if let Some(s) = slot {
-            if s.as_slice() == b {
-                return s.clone();
-            }
-        }
-        let s = bytes(b);
-        *slot = Some(s.clone());
-        s
     }
 
     /// string -> '"' ( unescaped | '\' escape )* '"'; the input is known to be UTF-8.
