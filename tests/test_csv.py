@@ -227,3 +227,30 @@ def test_storage_is_bounded_while_reading(script):
     # reader stops with the frame-storage limit instead of building it first.
     r = script('csv.parse(repeat(repeat(",", 29) .. "\\n", 10000))', opts=["--stats"])
     assert (r.status, r.diag["kind"]) == (4, "frame_storage"), r
+
+
+def test_shared_fields_of_a_large_file_are_copied_on_write(script, tmp_path):
+    # Past 64 KiB of text, equal short fields share one string (csv.parse); changing
+    # one row's field changes only that row, with and without a header.
+    body = "".join(f"{i},open,\"a, b\"\n" for i in range(8000))
+    (tmp_path / "d.csv").write_text(body)
+    (tmp_path / "h.csv").write_text("id,state,pair\n" + body)
+    code = """
+rows = csv.parse(file.read("d.csv"))
+rows[5][1] = rows[5][1] .. "!"
+rows[6][2] = "x"
+print(rows[4][1], rows[5][1], rows[6][1], rows[6][2], rows[7][2], len(rows))
+recs = csv.parse(file.read("h.csv"), {header: true})
+recs[3].state = upper(recs[3].state)
+print(recs[2].state, recs[3].state, recs[4].state, len(recs))
+n = 0
+for r in rows
+  if r[1] == "open" and r[2] == "a, b"
+    n += 1
+  end
+end
+print(n)
+"""
+    r = script(code, opts=["--allow-read", "--limit", "all=max", "--max-steps", "10000000"])
+    assert r.status == 0, r
+    assert r.out == "open open! open x a, b 8000\nopen OPEN open 8000\n7998\n", r

@@ -328,3 +328,30 @@ print(len(s))
 """
     r = script(code, opts=["--max-time", "5"])
     assert r.status == 0, r
+
+
+def test_shared_string_values_are_copied_on_write(script, tmp_path):
+    # A document past 64 KiB shares equal short string values (one box for every
+    # "active"); changing one through a record changes only that record.
+    recs = ",".join('{"id":%d,"state":"active","tags":["a","b\\u00e9"]}' % i for i in range(3000))
+    (tmp_path / "d.json").write_text("[" + recs + "]")
+    code = """
+v = json.parse(file.read("d.json"))
+r = v[6]
+r.state = r.state .. "?"
+v[7].state = v[7].state .. "!"
+v[8].tags[1] = v[8].tags[1] .. "x"
+v[9].tags[0] = "z"
+print(v[7].state, v[6].state, r.state, v[8].state, len(v))
+print(json.stringify(v[8].tags), json.stringify(v[9].tags), json.stringify(v[10].tags))
+n = 0
+for x in v
+  if x.state == "active" and x.tags[0] == "a"
+    n += 1
+  end
+end
+print(n)
+"""
+    r = script(code, opts=["--allow-read", "--limit", "all=max", "--max-steps", "10000000"])
+    assert r.status == 0, r
+    assert r.out == 'active! active active? active 3000\n["a","béx"] ["z","bé"] ["a","bé"]\n2998\n', r

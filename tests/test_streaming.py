@@ -191,3 +191,17 @@ def test_csv_parse_of_a_file_too_big_stops_while_it_parses(tmp_path):
     assert r.status == 4 and r.diag["kind"] == "memory" and "heap" in r.diag["message"], r
     r = leash([*BIG, "--allow-read", "--max-memory", "1G", p], cwd=tmp_path, cap=3072 * MIB)
     assert r.status == 0 and r.out == "400000\n", r
+
+
+def test_json_parse_of_repeated_values_still_stops_at_the_memory_bound(tmp_path):
+    """Equal string values share one box while parsed; the heap check still stops a
+    document whose containers outgrow --max-memory, and a smaller bound than the
+    document needs is never passed by more than the check interval."""
+    doc = "[" + ",".join('["on","off","on"]' for _ in range(1_000_000)) + "]"
+    (tmp_path / "d.json").write_text(doc)
+    p = tmp_path / "t.lsh"
+    p.write_text('v = json.parse(file.read("d.json"))\nprint(len(v), v[999999][1])\n')
+    r = leash([*BIG, "--allow-read", "--max-memory", "48M", p], cwd=tmp_path)
+    assert r.status == 4 and r.diag["kind"] == "memory", r
+    r = leash([*BIG, "--allow-read", "--max-memory", "1G", p], cwd=tmp_path, cap=3072 * MIB)
+    assert r.status == 0 and r.out == "1000000 off\n", r

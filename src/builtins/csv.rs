@@ -124,11 +124,13 @@ pub struct RowBuilder {
     header_mode: bool,
     header: Option<Vec<Bytes>>,
     width: Option<usize>,
+    /// Equal short fields share one string (`csv.parse` of a large text).
+    values: super::json::StrCache,
 }
 
 impl RowBuilder {
     pub fn new(header_mode: bool) -> Self {
-        RowBuilder { header_mode, header: None, width: None }
+        RowBuilder { header_mode, header: None, width: None, values: Default::default() }
     }
 
     /// The row of record `rec` (read at `line`), or None when it was the header.
@@ -171,13 +173,13 @@ impl RowBuilder {
             Some(names) => {
                 let mut m = Map::with_capacity(names.len());
                 for (k, f) in names.iter().zip(rec.iter()) {
-                    m.insert(k.clone(), Value::str_from(f));
+                    m.insert(k.clone(), Value::Str(self.values.get(f)));
                 }
                 Value::map(m)
             }
             None => {
                 let mut fields = Vec::with_capacity(n);
-                fields.extend(rec.iter().map(Value::str_from));
+                fields.extend(rec.iter().map(|f| Value::Str(self.values.get(f))));
                 Value::list(fields)
             }
         }))
@@ -375,6 +377,7 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         return Err(it.err(ErrKind::Parse, format!("{NAME}: a quoted field opened on line {line} is never closed")));
     }
     let mut rows_b = RowBuilder::new(o.header == Some(true));
+    rows_b.values = super::json::StrCache::new(s.len() >= super::json::INTERN_MIN_TEXT);
     let mut rows: Vec<Value> = Vec::new();
     let mut acct = ACCT_LIST_HEADER;
     let mut read = 0usize;
@@ -406,6 +409,8 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         rows.push(row);
         Ok(true)
     })?;
+    // Give back the growth slack (a large buffer shrinks in place).
+    rows.shrink_to_fit();
     it.make_list(rows)
 }
 

@@ -73,6 +73,11 @@ struct Parser<'a> {
     /// Entries of the objects being parsed (a stack shared by nested objects), so that
     /// each map is built at exactly its size.
     pairs: Vec<(Bytes, Value)>,
+    /// Items of the arrays being parsed (a stack shared by nested arrays), so that each
+    /// list is built at exactly its length, not at a capacity grown by doubling.
+    items: Vec<Value>,
+    /// Short string values seen lately: equal values share one box (`StrCache`).
+    intern: StrCache,
     /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values, so that a
     /// document too big for `--max-memory` stops while it is parsed, not after.
     heap: Option<&'a crate::memory::HeapMeter>,
@@ -80,6 +85,55 @@ struct Parser<'a> {
 
 /// Most distinct keys kept for sharing in one parse.
 const MAX_SHARED_KEYS: usize = 1024;
+
+/// Slots of a `StrCache`: 32 KiB of pointers.
+const INTERN_SLOTS: usize = 4096;
+/// Longest string value shared through a `StrCache`.
+pub const INTERN_MAX: usize = 64;
+/// Texts shorter than this parse without a `StrCache` (`json.next` parses one line at a
+/// time: the cache would cost more than it saves).
+pub const INTERN_MIN_TEXT: usize = 64 * 1024;
+
+/// Short string values made lately (`INTERN_SLOTS` slots, direct-mapped by a hash of the
+/// bytes), for parsers of large texts (`json.parse`, `csv.parse`): an equal value later
+/// in the text shares the earlier one's box, as equal JSON keys do. Strings are
+/// copy-on-write, so sharing is invisible to scripts; it makes repeated values (`"GET"`,
+/// `"active"`, tags, a CSV file's category column) cost a slot each instead of a 48-byte
+/// box. A value that misses takes the slot; a collision only costs a miss, so no text
+/// makes it slower than one hash and one compare per value. The accounted size of a
+/// shared string is still counted in full at each place that holds it (a bound above
+/// what is held, as for shared keys).
+#[derive(Debug, Default)]
+pub struct StrCache {
+    slots: Vec<Option<Bytes>>,
+}
+
+impl StrCache {
+    /// A cache when `on` (else every `get` makes a new string).
+    pub fn new(on: bool) -> Self {
+        StrCache { slots: if on { vec![None; INTERN_SLOTS] } else { Vec::new() } }
+    }
+
+    /// A string of `b`: the cached equal one when there is one, else a new one (which
+    /// takes the slot).
+    #[inline]
+    pub fn get(&mut self, b: &[u8]) -> Bytes {
+        if b.len() > INTERN_MAX || self.slots.is_empty() {
+            return bytes(b);
+        }
+        use std::hash::BuildHasher;
+        let h = foldhash::fast::FixedState::with_seed(0x5eed).hash_one(b);
+        let slot = &mut self.slots[(h as usize) & (INTERN_SLOTS - 1)];
+        if let Some(s) = slot {
+            if s.as_slice() == b {
+                return s.clone();
+            }
+        }
+        let s = bytes(b);
+        *slot = Some(s.clone());
+        s
+    }
+}
 
 type PR<T> = Result<T, ParseError>;
 
@@ -116,6 +170,8 @@ pub fn parse_within<'a>(
         buf: Vec::new(),
         keys: HashMap::default(),
         pairs: Vec::new(),
+        items: Vec::new(),
+        intern: StrCache::new(text.len() >= INTERN_MIN_TEXT),
         heap,
     };
     p.ws();
@@ -182,8 +238,7 @@ impl<'a> Parser<'a> {
             b'[' => self.array(depth + 1),
             b'"' => {
                 self.count()?;
-                let s = self.string()?;
-                Ok(Value::str(s))
+                Ok(Value::Str(self.string_value()?))
             }
             b'-' | b'0'..=b'9' => {
                 self.count()?;
@@ -218,13 +273,14 @@ impl<'a> Parser<'a> {
         self.enter(depth)?;
         self.i += 1;
         self.ws();
-        let mut items = Vec::new();
         if self.s.get(self.i) == Some(&b']') {
             self.i += 1;
-            return Ok(Value::list(items));
+            return Ok(Value::list(Vec::new()));
         }
+        let start = self.items.len();
         loop {
-            items.push(self.value(depth)?);
+            let v = self.value(depth)?;
+            self.items.push(v);
             self.ws();
             match self.s.get(self.i) {
                 Some(b',') => {
@@ -233,10 +289,23 @@ impl<'a> Parser<'a> {
                 }
                 Some(b']') => {
                     self.i += 1;
-                    return Ok(Value::list(items));
+                    return Ok(Value::list(self.take_items(start)));
                 }
                 _ => return Err(self.unexpected("in an array (expected ',' or ']')")),
             }
+        }
+    }
+
+    /// The items of the array that began at `start` on the item stack, in a vector of
+    /// exactly their number. The outermost array takes the stack itself, shrunk (a large
+    /// buffer shrinks in place), so a document's one big array is never copied.
+    fn take_items(&mut self, start: usize) -> Vec<Value> {
+        if start == 0 {
+            let mut all = std::mem::take(&mut self.items);
+            all.shrink_to_fit();
+            all
+        } else {
+            self.items.drain(start..).collect()
         }
     }
 
@@ -314,6 +383,30 @@ impl<'a> Parser<'a> {
             j += 1;
         }
         Ok(Rc::new(LStr::from(self.string()?)))
+    }
+
+    /// A string value: shared with an equal short string met lately (`intern`).
+    fn string_value(&mut self) -> PR<Bytes> {
+        let s: &'a [u8] = self.s;
+        let start = self.i + 1;
+        let mut j = start;
+        while j < s.len() {
+            let c = s[j];
+            if c == b'"' {
+                self.i = j + 1;
+                return Ok(self.intern.get(&s[start..j]));
+            }
+            if c == b'\\' || c < 0x20 {
+                break;
+            }
+            j += 1;
+        }
+        let b = self.string()?;
+        if b.len() <= INTERN_MAX {
+            Ok(self.intern.get(&b))
+        } else {
+            Ok(Rc::new(LStr::from(b)))
+        }
     }
 
     /// string -> '"' ( unescaped | '\' escape )* '"'; the input is known to be UTF-8.
@@ -1041,6 +1134,73 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn repeated_strings_share_one_box_in_large_documents() {
+        let rec = r#"{"tag":"active","city":"S\u00e3o Paulo","id":"#;
+        let doc: String = format!("[{}]", (0..4000).map(|i| format!("{rec}\"u{i}\"}}")).collect::<Vec<_>>().join(","));
+        assert!(doc.len() >= INTERN_MIN_TEXT);
+        let v = ok(&doc);
+        let Value::List(l) = &v else { panic!() };
+        let field = |i: usize, k: &str| match &l.items()[i] {
+            Value::Map(m) => match m.get(k.as_bytes()) {
+                Some(Value::Str(s)) => s.clone(),
+                _ => panic!(),
+            },
+            _ => panic!(),
+        };
+        // Equal short values (escaped or not) share, up to a rare eviction from their
+        // slot by a distinct value hashed to it; distinct ones stay distinct.
+        let boxes = |k: &str| {
+            let mut p: Vec<*const LStr> = (0..4000).map(|i| Rc::as_ptr(&field(i, k))).collect();
+            p.sort();
+            p.dedup();
+            p.len()
+        };
+        assert!(boxes("tag") <= 20, "{}", boxes("tag"));
+        assert!(boxes("city") <= 20, "{}", boxes("city"));
+        assert_eq!(boxes("id"), 4000);
+        assert_eq!(field(0, "city").as_slice(), "São Paulo".as_bytes());
+        assert_eq!(field(17, "id").as_slice(), b"u17");
+        // Accounting still counts every reference in full (a bound above what is held).
+        for i in [0, 1, 3999] {
+            let Value::Map(m) = &l.items()[i] else { panic!() };
+            let strs: usize = ["tag", "city", "id"].iter().map(|k| str_heap(&field(i, k))).sum();
+            assert!(m.acct() >= ACCT_MAP_HEADER + 3 * ACCT_MAP_ENTRY + strs);
+        }
+        // Small documents parse without the cache.
+        let Value::List(small) = ok(r#"[{"t":"x"},{"t":"x"}]"#) else { panic!() };
+        let t = |i: usize| match &small.items()[i] {
+            Value::Map(m) => match m.get(b"t") {
+                Some(Value::Str(s)) => s.clone(),
+                _ => panic!(),
+            },
+            _ => panic!(),
+        };
+        assert!(!Rc::ptr_eq(&t(0), &t(1)));
+    }
+
+    #[test]
+    fn lists_are_built_at_their_length() {
+        let cap = |v: &Value| match v {
+            Value::List(l) => {
+                (l.acct() - ACCT_LIST_HEADER - l.items().iter().map(Value::heap).sum::<usize>()) / ACCT_SLOT
+            }
+            _ => panic!(),
+        };
+        let doc = format!("[[1,2,3],[{}],[]]", vec!["[4,5,6,7,8]"; 1000].join(","));
+        let v = ok(&doc);
+        assert_eq!(cap(&v), 3);
+        let Value::List(l) = &v else { panic!() };
+        assert_eq!(cap(&l.items()[0]), 3);
+        assert_eq!(cap(&l.items()[1]), 1000);
+        let Value::List(inner) = &l.items()[1] else { panic!() };
+        assert_eq!(cap(&inner.items()[999]), 5);
+        assert_eq!(cap(&l.items()[2]), 0);
+        assert_eq!(cap(&ok("[1,2,3,4,5,6,7,8,9]")), 9);
+        // A syntax error part way leaves nothing behind.
+        assert!(syntax(b"[[1,2],[3,"));
     }
 
     #[test]
