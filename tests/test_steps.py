@@ -73,71 +73,8 @@ def test_exact_step_count(script, name, code, steps):
     assert r.stats["steps"] == steps, (name, r.stats)
 
 
-@pytest.mark.parametrize("name,code,steps", CASES, ids=[c[0] for c in CASES])
-def test_step_budget_edge(script, name, code, steps):
-    r = script(code + "\n", opts=["--stats", "--max-steps", str(steps)])
-    assert r.status == 0, r
-    if steps > 1:
-        r = script(code + "\n", opts=["--stats", "--max-steps", str(steps - 1)])
-        assert r.status == 4, r
-        assert r.diag["error"] == "limit" and r.diag["kind"] == "steps"
-        assert r.stats["steps"] == steps - 1
-
-
 def test_include_line_free_included_lines_charged(tmp_path, script):
     (tmp_path / "lib.lsh").write_text("# lib\na = 1\nfn f()\nreturn 2\nend\n\nb = 3\n")
     r = script('include "lib.lsh"\ninclude "lib.lsh"\nx = f()\n', opts=["--stats"])
     assert r.status == 0, r
     assert r.stats["steps"] == 2 + 2
-
-
-def test_error_statement_is_charged(script):
-    r = script("x = 1\ny = [][0]\n", opts=["--stats"])
-    assert r.status == 1 and r.stats["steps"] == 2
-
-
-def test_error_in_condition_is_charged(script):
-    r = script("if 1 / 0\nend\n", opts=["--stats"])
-    assert r.status == 1 and r.stats["steps"] == 1
-
-
-def test_uncaught_throw_charged(script):
-    r = script("x = 1\nthrow 2\n", opts=["--stats"])
-    assert r.status == 1 and r.stats["steps"] == 2
-
-
-def test_step_limit_reports_exactly_max(script):
-    for n in (1, 2, 7, 1000, 12345):
-        r = script("while true\nx = 1\nend\n", opts=["--stats", "--max-steps", str(n)])
-        assert r.status == 4 and r.diag["kind"] == "steps"
-        assert r.stats["steps"] == n
-
-
-def test_default_step_budget_is_one_million(script):
-    code = "i = 0\nwhile true\ni += 1\nend\n"
-    r = script(code, opts=["--stats"])
-    assert r.status == 4 and r.diag["kind"] == "steps"
-    assert r.stats["steps"] == 1_000_000
-
-
-def test_default_budget_edge(script):
-    # 1 + (499,999 + 1) + 499,999 = 1,000,000 steps exactly: passes by default.
-    code = "i = 0\nwhile i < 499999\ni += 1\nend\n"
-    r = script(code, opts=["--stats"])
-    assert r.status == 0 and r.stats["steps"] == 1_000_000
-    code = "i = 0\nwhile i < 499999\ni += 1\nend\nx = 1\n"
-    r = script(code, opts=["--stats"])
-    assert r.status == 4 and r.stats["steps"] == 1_000_000
-
-
-def test_step_count_deterministic(script):
-    code = 'l = []\nfor i = 1 to 50\npush(l, str(i))\nend\ns = sort(l)\nfor x in s\nif x < "3"\ncontinue\nend\nend\n'
-    a = script(code, opts=["--stats"]).stats["steps"]
-    b = script(code, opts=["--stats"]).stats["steps"]
-    assert a == b == 1 + 51 + 50 + 1 + 51 + 50 + sum(1 for i in range(1, 51) if str(i) < "3")
-
-
-def test_steps_with_stdin_input(script):
-    code = "n = 0\nwhile stdin.read_line() != nil\nn += 1\nend\n"
-    r = script(code, opts=["--stats"], input="a\nb\nc\n")
-    assert r.status == 0 and r.stats["steps"] == 1 + 4 + 3
