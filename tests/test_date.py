@@ -1,20 +1,11 @@
 """date.now / date.parse / date.format / date.parts on chrono."""
-import calendar
-import datetime as dt
-import json
 import time
-
-import pytest
 
 
 def out(script, code):
     r = script(code)
     assert r.status == 0, r
     return r.out
-
-
-def epoch(y, mo, d, h=0, mi=0, s=0):
-    return calendar.timegm((y, mo, d, h, mi, s))
 
 
 def test_now(script):
@@ -26,9 +17,6 @@ def test_now(script):
 # ---------------------------------------------------------------------------
 # Round 3: time zones, lenient parsing, date.add / diff / duration (issue 27)
 # ---------------------------------------------------------------------------
-
-T_SUMMER = epoch(2024, 7, 1, 12)
-T_WINTER = epoch(2024, 1, 15, 12)
 
 
 def test_zone_name_bound(script):

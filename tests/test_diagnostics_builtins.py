@@ -16,14 +16,6 @@ def lit(s):
     return json.dumps(s, ensure_ascii=False).replace("$", "\\$")
 
 
-def leash_fmt(script, fmt, *vals):
-    args = "".join(", " + (repr(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else lit(v))
-                   for v in vals)
-    r = script(f"write(fmt({lit(fmt)}{args}))")
-    assert r.status == 0, r
-    return r.out
-
-
 # ---------------------------------------------------------------------------
 # fmt: every conversion, flag, width and precision, against Python's % (C's printf)
 # ---------------------------------------------------------------------------
@@ -40,10 +32,6 @@ def test_fmt_floats_match_c(script, conv):
     assert r.status == 0, r
     want = [f % x for f in fmts for x in NUMS]
     assert r.out.splitlines() == want
-
-
-INTS = [0, 1, -1, 42, -42, 255, 65535, 4294967296, 9007199254740991, -9007199254740991, 10**18]
-ISPECS = ["", "5", "-8", "08", "+", " ", "+09", "-+7", ".3", "8.4", "-08"]
 
 
 def test_fmt_type_of_format_and_limits(fails, ok):

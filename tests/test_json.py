@@ -1,7 +1,6 @@
 """json.parse / json.stringify: RFC 8259 conformance (JSONTestSuite), layout, bounds."""
 import json
 import math
-import pathlib
 
 import pytest
 

@@ -1,8 +1,6 @@
 """Source, lines and tokens (SPEC 2 and the lexical part of 3)."""
 import pytest
 
-from conftest import run
-
 
 # --- source encoding and lines ------------------------------------------------
 

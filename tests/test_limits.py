@@ -7,7 +7,6 @@ import pytest
 from conftest import LEASH, run
 
 MIB = 1024 * 1024
-KIB = 1024
 
 
 def load_limit(r, kind):
@@ -215,10 +214,6 @@ def test_includes_many_siblings_are_not_active_at_once(tmp_path, script):
 # --- block nesting (128; fn does not count) ---------------------------------------------
 
 
-def _nested(n, opener="if true"):
-    return "".join(f"{opener}\n" for _ in range(n)) + 'print("deep")\n' + "end\n" * n
-
-
 # --- expression bytes (16,384, tokens joined by single spaces) -----------------------
 
 
@@ -392,9 +387,6 @@ def test_memory_limit_exact_by_stats(script):
 
 
 # --- string (1 MiB) -----------------------------------------------------------------------
-
-
-S1 = 'repeat("x", 1048575)'
 
 
 def test_globals_limit_in_main(script):

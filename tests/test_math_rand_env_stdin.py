@@ -2,10 +2,8 @@
 import math
 import os
 import subprocess
-import threading
 import time
 
-import pytest
 
 from conftest import LEASH, run
 
@@ -13,16 +11,6 @@ from conftest import LEASH, run
 
 
 # --- rand ----------------------------------------------------------------------------
-
-RAND_PROGRAM = """a = []
-for i = 1 to 20
-push(a, rand.int(1, 1000000))
-end
-print(a)
-print(rand.float())
-print(rand.choice(["a", "b", "c", "d", "e"]))
-print(rand.shuffle(range(20)))
-"""
 
 
 def test_without_seed_runs_differ(script):

@@ -1,9 +1,4 @@
 """Operators and expressions (SPEC 3): precedence, associativity, types, errors."""
-import pytest
-
-
-def val(ok, expr):
-    return ok(f"print({expr})")[:-1]
 
 
 def test_trailing_commas_allowed(ok):

@@ -1,19 +1,5 @@
 """re.test / re.match / re.find_all / re.replace / re.split on a linear-time engine."""
 import json
-import re as pyre
-
-import pytest
-
-
-def lit(s):
-    """A Leash string literal for `s` (`$` escaped: `${` interpolates in Leash)."""
-    return json.dumps(s, ensure_ascii=False).replace("$", "\\$")
-
-
-def run_json(script, expr):
-    r = script(f"print(json.stringify({expr}))")
-    assert r.status == 0, r
-    return json.loads(r.out)
 
 
 def test_bytes_subjects(script):

@@ -5,9 +5,8 @@ do) that ends within its budgets with a limit, never a crash."""
 import resource
 import subprocess
 
-import pytest
 
-from conftest import LEASH, Result, caught, err_of, lines_of
+from conftest import LEASH, Result
 
 MIB = 1024 * 1024
 

@@ -4,8 +4,6 @@ function parameter: their results, their errors (at load, in source order, and a
 time), the capture rule, and their steps."""
 import json
 
-from conftest import lines_of
-
 
 def steps(script, code):
     r = script(code, opts=["--stats"])

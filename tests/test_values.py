@@ -2,8 +2,6 @@
 import random
 import struct
 
-import pytest
-
 
 def test_str_of_string_is_unchanged_even_invalid_utf8(script):
     r = script('s = "\\xff\\xfe"\nwrite(str(s))\nprint(str(s) == s, len(str(s)))\n')
