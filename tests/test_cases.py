@@ -162,7 +162,8 @@ class Case:
 class Run:
     """One finished run of a case: what the differential mode compares."""
 
-    def __init__(self, status, out, err, report):
+    def __init__(self, status, out, err, report, text=False):
+        self.text = text
         self.status = status
         self.out = out
         self.err = err
@@ -171,11 +172,11 @@ class Run:
         self.steps = (report or {}).get("stats", {}).get("steps")
 
     def key(self):
-        return (self.status, self.out, self.err, json.dumps(self.diags, sort_keys=True), self.steps)
+        return (self.report is None, self.status, self.out, self.err, json.dumps(self.diags, sort_keys=True), self.steps)
 
     def show(self):
         return (
-            f"  exit status: {self.status}\n  steps: {self.steps}\n  stdout: {self.out!r}\n"
+            f"  exit status: {self.status}{' (no report written)' if self.report is None and not self.text else ''}\n  steps: {self.steps}\n  stdout: {self.out!r}\n"
             f"  stderr: {self.err!r}\n  diagnostics: {json.dumps(self.diags)}"
         )
 
@@ -198,10 +199,13 @@ def run_case(case, core=None, text=False):
             argv, input=stdin, capture_output=True, timeout=TIMEOUT, cwd=case.path.parent, env=environment(core)
         )
         data = None
-        if not text:
-            assert report.exists(), f"no report written: status {proc.returncode}, stderr {proc.stderr[:2000]!r}"
-            data = json.loads(report.read_text())
-    return Run(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"), data)
+        if not text and report.exists():
+            try:
+                data = json.loads(report.read_text())
+            except ValueError:
+                data = None
+    out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+    return Run(proc.returncode, out, err, data, text)
 
 
 def stdout_mismatch(case, got):
@@ -229,6 +233,8 @@ def stdout_mismatch(case, got):
 
 def check(case, r):
     problems = []
+    if r.report is None:
+        problems.append("no --report document was written (did leash crash?)")
     m = stdout_mismatch(case, r.out)
     if m:
         problems.append(m)

@@ -121,12 +121,17 @@ def test_golden_is_regenerated_then_checked(tmp_path):
 @pytest.fixture
 def two_cores(tmp_path, monkeypatch):
     """A stand-in for a leash with two cores: under LEASH_CORE=vm it adds a stdout line
-    when FAKE_OUT is set and a step when FAKE_STEPS is set."""
+    when FAKE_OUT is set and a step when FAKE_STEPS is set; FAKE_CRASH makes every core
+    but the tree-walker exit 70 without a report."""
     fake = tmp_path / "fake-leash"
     fake.write_text(
         f"#!{sys.executable}\n"
         "import json, os, subprocess, sys\n"
         f"r = subprocess.run([{str(LEASH)!r}] + sys.argv[1:])\n"
+        "if os.environ.get('FAKE_CRASH') and os.environ.get('LEASH_CORE') != 'tree':\n"
+        "    path = sys.argv[sys.argv.index('--report') + 1]\n"
+        "    os.remove(path)\n"
+        "    sys.exit(70)\n"
         "if os.environ.get('LEASH_CORE') == 'vm':\n"
         "    if os.environ.get('FAKE_OUT'):\n"
         "        print('extra', flush=True)\n"
@@ -163,3 +168,11 @@ def test_differential_mode_compares_diagnostics_and_steps_not_work(tmp_path):
     a, b = tc.run_case(tc.Case(p), "tree"), tc.run_case(tc.Case(p), "vm")
     assert a.key() == b.key() and a.steps == 2
     assert json.loads(json.dumps(a.diags))[0]["kind"] == "index"
+
+
+def test_a_crash_without_report_is_a_difference(tmp_path, two_cores):
+    two_cores.setenv("FAKE_CRASH", "1")
+    p = case_file(tmp_path, "print(1)  # expect: 1\n")
+    msg = failure_of(p, diff="1")
+    assert "(no report written)" in msg and "exit status: 70" in msg, msg
+    assert "no --report document was written" in failure_of(p, diff="")
