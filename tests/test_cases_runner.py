@@ -144,6 +144,7 @@ def two_cores(tmp_path, monkeypatch):
     )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(tc, "LEASH", fake)
+    monkeypatch.delenv("LEASH_CORE", raising=False)  # (set by conftest in the differential mode)
     return monkeypatch
 
 
@@ -176,3 +177,23 @@ def test_a_crash_without_report_is_a_difference(tmp_path, two_cores):
     msg = failure_of(p, diff="1")
     assert "(no report written)" in msg and "exit status: 70" in msg, msg
     assert "no --report document was written" in failure_of(p, diff="")
+
+
+def test_python_tests_runs_are_compared_in_the_differential_mode(tmp_path, two_cores):
+    """conftest.run under LEASH_DIFF: a run without side effects is made on both cores."""
+    import conftest
+
+    two_cores.setattr(conftest, "LEASH", tc.LEASH)
+    two_cores.setenv("LEASH_DIFF", "1")
+    p = case_file(tmp_path, "print(1)\n")
+    assert conftest.run([p]).out == "1\n"
+    two_cores.setenv("FAKE_OUT", "1")
+    with pytest.raises(AssertionError) as e:
+        conftest.run([p])
+    assert "LEASH_CORE=tree and LEASH_CORE=vm differ" in str(e.value) and "extra" in str(e.value)
+    # A run with side effects runs once, on the second core; one given an env, as given.
+    assert conftest.run(["--allow-read", p]).out == "1\nextra\n"
+    assert conftest.run([p], env={"PATH": "/usr/bin:/bin"}).out == "1\n"
+    # Outside the mode nothing is compared.
+    two_cores.setenv("LEASH_DIFF", "")
+    assert conftest.run([p]).out == "1\n"
