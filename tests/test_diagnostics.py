@@ -2,10 +2,9 @@
 `help:` lines for the mistakes people bring from other languages, source order, colour
 only on a terminal, and the names checked before main runs.
 
-Golden files: each case in CASES is a script; its text diagnostics (stderr, run as
-`t.lsh` from its own directory) are compared with tests/golden/diagnostics/NAME.txt.
-To regenerate them after a deliberate change, run with LEASH_UPDATE_GOLDEN=1 and review
-the diff (`git diff tests/golden`) before committing, as starlark-rust's golden tests do.
+The golden files (text diagnostics with their programs) and the `help:` lines of those
+programs are case files now: tests/cases/diagnostics/NAME.lsh and NAME.golden, run by
+tests/test_cases.py (tests/cases/README.md says how to regenerate them).
 """
 import json
 import os
@@ -17,88 +16,12 @@ import pytest
 
 from conftest import LEASH, run
 
-GOLDEN = Path(__file__).parent / "golden" / "diagnostics"
-UPDATE = os.environ.get("LEASH_UPDATE_GOLDEN") == "1"
-
-CASES = {
-    "then_after_if": "x = 1\nif x > 0 then\n  print(x)\nend\n",
-    "then_after_elif": "x = 1\nif x > 1\n  print(1)\nelif x > 0 then\n  print(0)\nend\n",
-    "then_after_while": "i = 0\nwhile i < 3 then\n  i += 1\nend\n",
-    "slash_comment": "x = 1 // the answer\nprint(x)\n",
-    "dash_comment": "-- a comment from SQL or Lua\nprint(1)\n",
-    "else_if": "x = 2\nif x == 1\n  print(1)\nelse if x == 2\n  print(2)\nend\n",
-    "bang_not": "ok = true\nif !ok\n  print(1)\nend\n",
-    "and_and": "a = 1\nb = 2\nif a && b\n  print(1)\nend\n",
-    "or_or": "a = 1\nb = 2\nif a || b\n  print(1)\nend\n",
-    "triple_eq": 'x = 1\nif x === 1\n  print("one")\nend\n',
-    "unclosed_bracket": "total = 0\nitems = [1, 2, (3 + 4]\nprint(len(items)\n",
-    "unknown_variable_near": "total = 0\nfor n in [1, 2]\n  total += n\nend\nprint(totl)\n",
-    "unknown_function_near": 'print(uper("abc"))\n',
-    "non_ascii_name": 'wörter = ["é"]\n',
-    "unknown_user_function_near": "fn total_of(xs)\n  return sum(xs)\nend\nprint(totl_of([1]))\n",
-    "reserved_namespace": 'json = file_text()\nfn file_text()\n  return "{}"\nend\n',
-    "element_change_without_global": (
-        'counts = {}\nfn tally(word)\n  counts[word] = get(counts, word, 0) + 1\nend\ntally("a")\n'
-    ),
-    "push_without_global": "seen = []\nfn mark(x)\n  push(seen, x)\nend\nmark(1)\n",
-    "never_assigned": "fn show()\n  print(message)\nend\nshow()\n",
-    "runtime_operator": 'name = "Ada"\nprint("n: " .. name + 1)\n',
-    "runtime_index_multibyte": 'words = ["é", "ü"]\nprint("déjà vu: " .. words[5])\n',
-    "runtime_local_before_global": "count = 0\nfn bump()\n  count += 1\nend\nbump()\n",
-    # (`x = (1]`: a bracket left open would make the statement go on to the end of the
-    # file, SPEC 2; a wrong closer is an error on its own line.)
-    "source_order": "x = (1]\nfn f()\n  return nope\nend\ny = 1 +\nz = lenn(1)\n",
-}
+CASES = Path(__file__).parent / "cases" / "diagnostics"
 
 
 def diagnose(tmp_path, code, *opts):
     (tmp_path / "t.lsh").write_text(code)
     return run([*opts, "t.lsh"], cwd=tmp_path)
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_golden_text_diagnostics(tmp_path, name):
-    r = diagnose(tmp_path, CASES[name])
-    assert r.status in (1, 3), r
-    got = r.err
-    path = GOLDEN / f"{name}.txt"
-    if UPDATE:
-        path.write_text(got)
-    assert path.exists(), f"no golden file {path}: run with LEASH_UPDATE_GOLDEN=1 and review it"
-    assert got == path.read_text(), f"{name}:\n{got}"
-
-
-HELPS = {
-    "then_after_if": "remove `then`",
-    "then_after_elif": "remove `then`",
-    "then_after_while": "remove `then`",
-    "slash_comment": "comments start with `#`",
-    "dash_comment": "comments start with `#`",
-    "else_if": "`elif`",
-    "bang_not": "use `not`",
-    "and_and": "use `and`",
-    "or_or": "use `or`",
-    "triple_eq": "use `==`",
-    "unknown_variable_near": "did you mean `total`?",
-    "unknown_function_near": "did you mean `upper`?",
-    "non_ascii_name": "ASCII",
-    "unknown_user_function_near": "did you mean `total_of`?",
-    "reserved_namespace": "builtin namespace of json.",
-    "element_change_without_global": "add `global counts`",
-    "push_without_global": "add `global seen`",
-    "runtime_local_before_global": "add `global count`",
-}
-
-
-@pytest.mark.parametrize("name", sorted(HELPS))
-def test_help_lines_in_json(tmp_path, name):
-    r = diagnose(tmp_path, CASES[name], "--error-format", "json")
-    d = r.diag
-    assert any(HELPS[name] in h for h in d.get("help", [])), d
-    assert isinstance(d["column"], int) and d["column"] >= 1, d
-    # The text form says the same on a `help:` line.
-    t = diagnose(tmp_path, CASES[name])
-    assert "help: " in t.err and HELPS[name] in t.err, t.err
 
 
 def col_of(line, needle, nth=0):
@@ -177,7 +100,7 @@ def test_caret_under_the_spot_after_multibyte_characters(tmp_path):
 
 
 def test_load_errors_in_source_order(tmp_path):
-    r = diagnose(tmp_path, CASES["source_order"], "--error-format", "json")
+    r = diagnose(tmp_path, (CASES / "source_order.lsh").read_text(), "--error-format", "json")
     assert r.status == 3
     lines = [d["line"] for d in r.diags]
     assert lines == sorted(lines) and lines[0] == 1 and 3 in lines, r.diags

@@ -53,10 +53,6 @@ def test_get_idiom_with_a_wrong_arity_is_a_load_error(tmp_path, shape):
     assert "still here" in r.out, r
 
 
-def test_get_idiom_of_the_right_arity_still_counts(ok):
-    assert ok(lines_of("m = {}", 'for w in ["a", "b", "a"]', "  m[w] = get(m, w, 0) + 1", "end", "print(m)")) == '{"a":2,"b":1}\n'
-
-
 # ---------------------------------------------------------------------------
 # Finding 5: loading ignored --max-time (a dense 4 MiB source ran seconds past it)
 # ---------------------------------------------------------------------------

@@ -7,7 +7,6 @@ import pytest
 from conftest import LEASH, run
 
 MIB = 1024 * 1024
-KIB = 1024
 
 
 def load_limit(r, kind):
@@ -138,16 +137,6 @@ def _tokens_line(n):
     return "x = -" + " + ".join(["1"] * k)
 
 
-@pytest.mark.parametrize("n,ok_", [(1023, True), (1024, True), (1025, False)])
-def test_tokens_per_line(script, n, ok_):
-    line = _tokens_line(n)
-    r = script(f'print("ran")\n{line}\nprint(x)\n')
-    if ok_:
-        assert passes(r).out.startswith("ran\n")
-    else:
-        assert load_limit(r, "tokens")["line"] == 2
-
-
 def test_tokens_comment_excluded(script):
     line = _tokens_line(1024) + " # " + " ".join(["a", "+", "("] * 500)
     r = script(line + "\nprint(x)\n")
@@ -225,49 +214,6 @@ def test_includes_many_siblings_are_not_active_at_once(tmp_path, script):
 # --- block nesting (128; fn does not count) ---------------------------------------------
 
 
-def _nested(n, opener="if true"):
-    return "".join(f"{opener}\n" for _ in range(n)) + 'print("deep")\n' + "end\n" * n
-
-
-@pytest.mark.parametrize("opener", ["if true", "while true", "for i = 1 to 1", "for x in [1]"])
-def test_nesting_128_pass_129_fail(script, opener):
-    body = _nested(128, opener)
-    if opener == "while true":
-        body = body.replace('print("deep")\n', 'print("deep")\nexit(0)\n')
-    assert passes(script(body)).out == "deep\n"
-    load_limit(script(_nested(129, opener)), "nesting")
-
-
-def test_nesting_try_blocks(script):
-    def tries(n):
-        return "try\n" * n + 'print("deep")\n' + "catch e\nend\n" * n
-
-    assert passes(script(tries(128))).out == "deep\n"
-    load_limit(script(tries(129)), "nesting")
-
-
-def test_nesting_mixed_blocks(script):
-    openers = ["if true", "for i = 1 to 1", "for x in [1]", "try"]
-
-    def mixed(n):
-        src, closers = "", []
-        for i in range(n):
-            o = openers[i % 4]
-            src += o + "\n"
-            closers.append("catch e\nend\n" if o == "try" else "end\n")
-        return src + 'print("deep")\n' + "".join(reversed(closers))
-
-    assert passes(script(mixed(128))).out == "deep\n"
-    load_limit(script(mixed(129)), "nesting")
-
-
-def test_fn_does_not_count_toward_nesting(script):
-    src = "fn f()\n" + _nested(128) + "end\nf()\n"
-    assert passes(script(src)).out == "deep\n"
-    src = "fn f()\n" + _nested(129) + "end\nf()\n"
-    load_limit(script(src), "nesting")
-
-
 # --- expression bytes (16,384, tokens joined by single spaces) -----------------------
 
 
@@ -332,32 +278,7 @@ def _interp(n):
 DEPTH_FORMS["interpolation"] = _interp
 
 
-@pytest.mark.parametrize("form", sorted(DEPTH_FORMS))
-def test_expr_depth(script, form):
-    make = DEPTH_FORMS[form]
-    r = script(f"x = {make(128)}\nprint(1)\n")
-    assert passes(r).out == "1\n"
-    r = script(f"x = {make(129)}\nprint(1)\n")
-    load_limit(r, "expr_depth")
-
-
-def test_expr_depth_index_chains_are_not_nesting(script):
-    # l[0][0][0]... is a chain, not nesting; 200 indexes stay within depth.
-    src = "l = " + "[" * 100 + "]" * 100 + "\nx = l" + "[0]" * 99 + "\nprint(x)\n"
-    assert passes(script(src)).out == "[]\n"
-
-
 # --- identifiers (128 bytes) --------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "template",
-    ["{n} = 1\nprint({n})", "fn {n}()\nreturn 1\nend\nprint({n}())", "fn f({n})\nreturn {n}\nend\nprint(f(1))",
-     "for {n} in [1]\nprint({n})\nend", 'm = {{{n}: 1}}\nprint(m.{n})'],
-)
-def test_identifier_limit(script, template):
-    assert passes(script(template.format(n="a" * 128) + "\n")).out == "1\n"
-    load_limit(script(template.format(n="a" * 129) + "\n"), "identifier")
 
 
 # --- locals per frame (4,096) ------------------------------------------------------------
@@ -462,78 +383,10 @@ def test_memory_limit_exact_by_stats(script):
     run_limit(script(MEM_PROGRAM, opts=["--max-memory", str(peak - 1)]), "memory")
 
 
-def test_memory_limit_counts_every_frame(script):
-    code = """fn deep(n)
-s = repeat("z", 1000000)
-if n > 0
-deep(n - 1)
-end
-end
-deep(N)
-print("ok")
-"""
-    assert passes(script(code.replace("N", "20"), opts=["--max-memory", "32M"])).out == "ok\n"
-    run_limit(script(code.replace("N", "40"), opts=["--max-memory", "32M"]), "memory")
-
-
-def test_memory_limit_1m(script):
-    run_limit(script('a = repeat("x", 1048576)\n', opts=["--max-memory", "1M"]), "memory")
-    passes(script('a = repeat("x", 1000000)\n', opts=["--max-memory", "1M"]))
-
-
-def test_memory_limit_not_catchable(script):
-    r = script('try\na = repeat("x", 1048576)\ncatch e\nprint("caught")\nend\n', opts=["--max-memory", "1M"])
-    run_limit(r, "memory")
-    assert r.out == ""
-
-
 # --- call depth (64, main included) -------------------------------------------------------
 
 
-def test_call_depth(script):
-    code = "fn d(n)\nif n > 1\nd(n - 1)\nend\nend\nd(N)\nprint(\"ok\")\n"
-    assert passes(script(code.replace("N", "63"))).out == "ok\n"
-    run_limit(script(code.replace("N", "64")), "call_depth")
-
-
 # --- string (1 MiB) -----------------------------------------------------------------------
-
-
-S1 = 'repeat("x", 1048575)'
-
-
-@pytest.mark.parametrize(
-    "make",
-    [
-        'repeat("ab", 524288{p})',
-        'repeat("x", 1048576{p})',
-        S1 + ' .. slice("yz", 0, 1{p})',
-        'replace(' + S1 + ', "x", "xx", 1{p})',
-        'join([' + S1 + ', slice("yz", 0, 1{p})], "")',
-        'join([' + S1 + ', ""], slice("yz", 0, 1{p}))',
-        'str([repeat("x", 1048572{p})])',
-        '"${' + S1 + '}${slice("yz", 0, 1{p})}"',
-        'upper(repeat("a", 1048576{p}))',
-        'chr(65) .. repeat("x", 1048575{p})',
-    ],
-)
-def test_string_limit(script, make):
-    # A string of exactly 1 MiB is a valid value: it can be measured and held.
-    code = "x = {e}\nprint(len(x))\n"
-    r = script(code.replace("{e}", make.replace("{p}", "")))
-    assert passes(r).out == "1048576\n"
-    r = script(code.replace("{e}", make.replace("{p}", " + 1")))
-    run_limit(r, "string")
-
-
-@pytest.mark.parametrize("make", ['pad_left("a", 1048576{p})', 'pad_right("", 1048576{p}, "-")'])
-def test_pad_width_bounded_by_string_limit(script, make):
-    # A width is a count: 0..1,048,576 (the string limit); a wider one is refused as an
-    # out-of-range value before anything is built (UTILITIES.md).
-    r = script("x = " + make.replace("{p}", "") + "\nprint(len(x))\n")
-    assert passes(r).out == "1048576\n"
-    r = script("x = " + make.replace("{p}", " + 1") + "\n")
-    assert r.status == 1 and r.diag["kind"] == "value", r
 
 
 def test_globals_limit_in_main(script):
@@ -544,58 +397,7 @@ def test_globals_limit_in_main(script):
     load_limit(script(body + "print(g4096)\n"), "locals")
 
 
-def test_string_limit_compound_concat(script):
-    passes(script('s = repeat("x", 1048575)\ns ..= "y"\nprint(len(s))\n'))
-    run_limit(script('s = repeat("x", 1048575)\ns ..= "yz"\n'), "string")
-
-
-def test_string_limit_not_catchable(script):
-    r = script('try\ns = repeat("x", 1048577)\ncatch e\nprint("caught")\nend\n')
-    run_limit(r, "string")
-    assert r.out == ""
-
-
 # --- list and map items (16,384) ------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "template",
-    [
-        "l = []\nfor i = 1 to {n}\npush(l, i)\nend\nprint(len(l))",
-        "l = []\nfor i = 1 to {n}\ninsert(l, 0, i)\nend\nprint(len(l))",
-        'l = split(repeat(",", {n} - 1), ",")\nprint(len(l))',
-        'l = chars(repeat("a", {n}))\nprint(len(l))',
-        'l = lines(repeat("a\\n", {n}))\nprint(len(l))',
-        "l = range({n})\nprint(len(l))",
-        "l = range(0, {n})\nprint(len(l))",
-    ],
-)
-def test_list_limit(script, template):
-    assert passes(script(template.format(n=16384) + "\n")).out == "16384\n"
-    run_limit(script(template.format(n=16385) + "\n"), "list")
-
-
-@pytest.mark.parametrize(
-    "template",
-    [
-        'm = {{}}\nfor i = 1 to {n}\nm["k" .. i] = i\nend\nprint(len(m))',
-        'm = {{}}\nfor i = 1 to {n}\nm["k" .. i] = nil\nm["k" .. i] = 1\nend\nprint(len(m))',
-    ],
-)
-def test_map_limit(script, template):
-    assert passes(script(template.format(n=16384) + "\n")).out == "16384\n"
-    run_limit(script(template.format(n=16385) + "\n"), "map")
-
-
-def test_map_limit_overwrite_does_not_count(script):
-    code = 'm = {}\nfor i = 1 to 16384\nm["k" .. i] = i\nend\nfor i = 1 to 16384\nm["k" .. i] = 0\nend\nprint(len(m))\n'
-    assert passes(script(code)).out == "16384\n"
-
-
-def test_list_limit_not_catchable(script):
-    r = script("l = range(16384)\ntry\npush(l, 1)\ncatch e\nprint(\"caught\")\nend\n")
-    run_limit(r, "list")
-    assert r.out == ""
 
 
 # --- frame storage (2 MiB accounted) -------------------------------------------------------
@@ -634,35 +436,6 @@ def test_frame_storage_exact_by_stats(script):
     run_limit(script(base.replace("K", str(k_max + 1))), "frame_storage")
 
 
-def test_frame_storage_documented_constants(script):
-    # name bytes + one 16-byte slot + 40-byte string header + bytes, per variable:
-    # (1 + 16 + 40 + 1,048,576) + (1 + 16 + 40 + K) = 2 MiB gives K = 1,048,462.
-    base = 'a = repeat("x", 1048576)\nb = repeat("y", K)\nprint("ok")\n'
-    assert passes(script(base.replace("K", "1048462"))).out == "ok\n"
-    run_limit(script(base.replace("K", "1048463")), "frame_storage")
-
-
-def test_frame_storage_shared_values_counted_in_every_place(script):
-    run_limit(script('a = repeat("x", 1048576)\nb = a\n'), "frame_storage")
-    run_limit(script('a = repeat("x", 1048576)\nl = [a]\n'), "frame_storage")
-
-
-def test_frame_storage_per_function_frame(script):
-    code = """a = repeat("x", 1048576)
-fn f()
-b = repeat("y", 1048576)
-return len(b)
-end
-print(f())
-"""
-    assert passes(script(code)).out == "1048576\n"
-
-
-def test_frame_storage_single_value_too_big(script):
-    r = script('l = [repeat("a", 1048576), repeat("b", 1048576)]\n')
-    run_limit(r, "frame_storage")
-
-
 def test_frame_storage_counts_for_snapshot(script):
     # The loop's snapshot of `l` is accounted to the frame as well as `l` itself.
     code = 'l = [repeat("x", 1048000)]\nfor s in l\nprint(len(s))\nend\n'
@@ -676,27 +449,6 @@ def test_frame_storage_counts_for_snapshot(script):
 # --- call arguments (2 MiB accounted per call) ------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "template",
-    [
-        'x = starts_with(repeat("x", 1048576), repeat("y", K))\nprint("ok")',
-        'fn f(a, b)\nreturn 1\nend\nx = f(repeat("x", 1048576), repeat("y", K))\nprint("ok")',
-    ],
-)
-def test_call_args_limit(script, template):
-    # Each argument: a 16-byte slot + a 40-byte string header + its bytes.
-    # (16 + 40 + 1,048,576) + (16 + 40 + K) <= 2 MiB gives K <= 1,048,464.
-    if template.startswith("fn"):
-        # The callee's frame holds the parameters too (plus one name byte each), so the
-        # frame limit is reached first at K = 1,048,463: only check the call_args edge above.
-        run_limit(script(template.replace("K", "1048465")), "call_args")
-        return
-    # A builtin's arguments are shared, never counted (SPEC 8, round 3, issue 25):
-    # call_args bounds user-function calls only, so both sides of that edge pass.
-    assert passes(script(template.replace("K", "1048464"))).out == "ok\n"
-    assert passes(script(template.replace("K", "1048465"))).out == "ok\n"
-
-
 def test_call_args_do_not_count_in_callers_frame(script):
     # Passing a big temporary to a builtin does not charge the caller's frame a second time.
     code = 'a = repeat("x", 1048576)\nn = len(repeat("y", 1048000))\nprint(n)\n'
@@ -704,32 +456,6 @@ def test_call_args_do_not_count_in_callers_frame(script):
 
 
 # --- environment overlay (4,096 keys, 2 MiB) -------------------------------------------------
-
-
-@pytest.mark.parametrize("n,ok_", [(4096, True), (4097, False)])
-def test_env_overlay_keys(script, n, ok_):
-    code = f'for i = 1 to {n}\nenv.set("LEASH_K" .. i, "v")\nend\nprint(env.get("LEASH_K1"))\n'
-    r = script(code)
-    if ok_:
-        assert passes(r).out == "v\n"
-    else:
-        run_limit(r, "env")
-
-
-def test_env_overlay_same_key_counts_once(script):
-    code = 'for i = 1 to 5000\nenv.set("LEASH_SAME", "v" .. i)\nend\nprint(env.get("LEASH_SAME"))\n'
-    assert passes(script(code)).out == "v5000\n"
-
-
-@pytest.mark.parametrize("extra,ok_", [(0, True), (1, False)])
-def test_env_overlay_bytes(script, extra, ok_):
-    # key and value bytes: (1 + 1,048,575) + (1 + 1,048,575 + extra)
-    code = f'env.set("A", repeat("x", 1048575))\nenv.set("B", repeat("y", 1048575 + {extra}))\nprint("ok")\n'
-    r = script(code)
-    if ok_:
-        assert passes(r).out == "ok\n"
-    else:
-        run_limit(r, "env")
 
 
 # --- stdout (16 MiB per run, 1 MiB per print/write call) ---------------------------------------
@@ -763,12 +489,6 @@ def test_stdout_total_counts_newlines(script):
     assert passes(r).stats["stdout_bytes"] == 16 * MIB
     code = 's = repeat("x", 1048576)\nfor i = 1 to 15\nwrite(s)\nend\nprint(s)\n'
     run_limit(script(code), "stdout")
-
-
-def test_stdout_limit_not_catchable(script):
-    r = script('try\nprint(repeat("x", 1048576), "y")\ncatch e\nprint("caught")\nend\n')
-    run_limit(r, "stdout")
-    assert "caught" not in r.out
 
 
 # --- stderr (16 MiB per run) --------------------------------------------------------------
@@ -836,14 +556,6 @@ def test_stdin_total_counts_line_endings(script, extra, ok_):
 
 
 # --- steps ------------------------------------------------------------------------------------
-
-
-def test_steps_limit(script):
-    code = "i = 0\nwhile i < 10\ni += 1\nend\n"  # 1 + 11 + 10 = 22 steps
-    passes(script(code, opts=["--max-steps", "22"]))
-    r = script(code, opts=["--max-steps", "21", "--stats"])
-    run_limit(r, "steps")
-    assert r.stats["steps"] == 21
 
 
 def test_functions_limit_counts_stdlib_module_functions(script):

@@ -22,50 +22,6 @@ def steps(script, code):
 # Steps: a logical line costs the steps of one line
 # ----------------------------------------------------------------------------------------
 
-def test_five_line_call_is_one_step(script):
-    code = "print(\n  1,\n  2,\n  3\n)\n"
-    n, out = steps(script, code)
-    assert n == 1
-    assert out == "1 2 3\n"
-
-
-def test_multi_line_map_literal_is_one_step(script):
-    code = 'm = {\n  name: "Ada",\n  langs: [\n    "en",\n    "fr",\n  ],\n}\nprint(m.name, len(m.langs))\n'
-    n, out = steps(script, code)
-    assert n == 2
-    assert out == "Ada 2\n"
-
-
-def test_while_condition_over_lines_costs_one_step_per_evaluation(script):
-    code = "i = 0\nwhile i < len([\n  1, 2, 3,\n])\n  i += 1\nend\nprint(i)\n"
-    n, out = steps(script, code)
-    # 1 (i = 0) + 4 condition evaluations + 3 bodies + 1 print
-    assert n == 1 + 4 + 3 + 1
-    assert out == "3\n"
-
-
-def test_header_lines_continue(script):
-    code = ("fn add(a,\n       b)\n  return a + b\nend\n"
-            "if add(1,\n       2) == 3\n  print(\"yes\")\nend\n"
-            "for x in [\n  10,\n  20,\n]\n  print(x)\nend\n")
-    n, out = steps(script, code)
-    assert out == "yes\n10\n20\n"
-    # if: 1, print 1, return 1; for: 3 header evaluations, 2 prints
-    assert n == 1 + 1 + 1 + 3 + 2
-
-
-def test_comments_and_blank_lines_inside_brackets(script):
-    code = "xs = [\n  # the first\n  1,\n\n  2, # the second\n\n]\nprint(xs)\n"
-    n, out = steps(script, code)
-    assert n == 2 and out == "[1,2]\n"
-
-
-def test_nested_brackets_over_lines(script):
-    code = 'print(json.stringify({\n  a: [1, [\n    2, 3]],\n  b: {c: (1 +\n    2)}\n}))\n'
-    n, out = steps(script, code)
-    assert n == 1
-    assert json.loads(out) == {"a": [1, [2, 3]], "b": {"c": 3}}
-
 
 def test_profile_charges_the_first_line(script, tmp_path):
     prof = tmp_path / "p.txt"
@@ -92,22 +48,6 @@ def test_runtime_error_on_a_continuation_line(script):
     assert "10 / x" in r2.err and "^" in r2.err, r2.err
 
 
-def test_catch_names_the_physical_line(script):
-    code = 'xs = []\ntry\n  y = [\n    1,\n    xs[5],\n  ]\ncatch e\n  print(e.kind, e.line)\nend\n'
-    r = script(code)
-    assert r.status == 0, r
-    assert r.out == "index 5\n"
-
-
-def test_syntax_error_on_a_continuation_line(script):
-    code = "x = f(\n  1,\n  2 +* 3,\n)\nfn f(a, b)\nend\n"
-    r = script(code)
-    assert r.status == 3
-    assert len(r.diags) == 1, r.diags
-    d = r.diag
-    assert d["kind"] == "syntax" and d["line"] == 3 and d["column"] == 6, d
-
-
 def test_resolve_error_on_a_continuation_line(script):
     code = "print(\n  1,\n  lenn([1]),\n)\n"
     r = script(code)
@@ -130,28 +70,6 @@ def test_unclosed_bracket_at_eof_is_one_error_at_the_opener(script):
     r2 = run(["-e", code])
     assert r2.err.count("error") == 1, r2.err
     assert "help:" in r2.err
-
-
-def test_wrong_closer_stays_an_error_on_its_line(script):
-    code = "x = [\n  1,\n  2)\ny = 1\n"
-    r = script(code)
-    assert r.status == 3
-    assert len(r.diags) == 1, r.diags
-    d = r.diag
-    assert d["line"] == 3 and d["column"] == 4, d
-    assert "line 1, column 5" in r.err, r.err
-
-
-def test_closer_without_opener_is_an_error_on_its_line(script):
-    r = script("x = 1\n)\ny = 2\n")
-    assert r.status == 3 and len(r.diags) == 1
-    assert r.diag["line"] == 2
-
-
-def test_unterminated_string_on_a_continuation_line(script):
-    r = script('print(\n  "abc,\n  1)\n')
-    assert r.status == 3
-    assert r.diag["line"] == 2, r.diags
 
 
 # ----------------------------------------------------------------------------------------
@@ -193,69 +111,6 @@ def test_huge_statement_is_refused_without_holding_it(script):
 # Block strings
 # ----------------------------------------------------------------------------------------
 
-def test_block_string_indentation_removed(ok):
-    code = f'''s = {Q3}
-    <ul>
-      <li>one</li>
-    </ul>
-    {Q3}
-print(s)
-print(len(s))
-'''
-    out = ok(code)
-    assert out == "<ul>\n  <li>one</li>\n</ul>\n" + str(len("<ul>\n  <li>one</li>\n</ul>")) + "\n"
-
-
-def test_block_string_final_newline_rule(ok):
-    code = f's = {Q3}\n  a\n  b\n\n  {Q3}\nt = {Q3}\n  a\n  {Q3}\nprint(json.stringify([s, t]))\n'
-    assert json.loads(ok(code)) == ["a\nb\n", "a"]
-    # an empty block string
-    assert ok(f'e = {Q3}\n{Q3}\nprint(len(e))\n') == "0\n"
-
-
-def test_block_string_interpolation_and_escapes(ok):
-    code = f'''name = "Ada"
-n = 2
-s = {Q3}
-  Hello, ${{name}}!
-  \\t${{n * 21}} "quoted" \\u{{e9}} \\$x
-  two \\
-  joined
-  {Q3}
-print(s)
-'''
-    assert ok(code) == 'Hello, Ada!\n\t42 "quoted" é $x\ntwo joined\n'
-
-
-def test_raw_block_string(ok):
-    code = """s = '''
-    C:\\path\\n ${not} "x" 'y'
-      # not a comment
-    '''
-print(s)
-"""
-    assert ok(code) == 'C:\\path\\n ${not} "x" \'y\'\n  # not a comment\n'
-
-
-def test_hash_inside_content_is_content(ok):
-    code = f's = {Q3}\n  # heading\n  a # b\n  {Q3}\nprint(s)\n'
-    assert ok(code) == "# heading\na # b\n"
-
-
-def test_tabs_and_whitespace_only_lines(ok):
-    code = f's = {Q3}\n\tx\n\t\ty\n  \n\t{Q3}\nprint(json.stringify(s))\n'
-    assert json.loads(ok(code)) == "x\n\ty\n"
-
-
-def test_insufficient_indentation_is_an_error_at_its_line(script):
-    code = f'x = 1\ns = {Q3}\n    a\n  b\n    {Q3}\n'
-    r = script(code)
-    assert r.status == 3
-    assert len(r.diags) == 1, r.diags
-    d = r.diag
-    assert d["kind"] == "syntax" and d["line"] == 4 and d["column"] == 1, d
-    assert "indent" in d["message"]
-
 
 def test_unterminated_block_string_is_one_error_at_its_opener(script):
     code = f'if true\n  s = {Q3}\n    text\n    more\nend\n'
@@ -272,42 +127,9 @@ def test_unterminated_block_string_is_one_error_at_its_opener(script):
     assert "alone on its line" in t.err, t.err
 
 
-def test_opener_must_end_its_line(script):
-    r = script(f's = {Q3}abc{Q3}\n')
-    assert r.status == 3
-    assert r.diag["kind"] == "syntax" and r.diag["line"] == 1 and r.diag["column"] == 5
-    r = script(f's = {Q3} # comment\n  x\n  {Q3}\n')
-    assert r.status == 3 and r.diag["line"] == 1
-
-
-def test_bad_escape_in_content_points_at_it(script):
-    r = script(f'x = 1\ns = {Q3}\n  ok\n  bad \\q here\n  {Q3}\n')
-    assert r.status == 3
-    d = r.diag
-    assert d["line"] == 4 and d["column"] == 7 and "escape" in d["message"], d
-
-
-def test_interpolation_stays_on_its_line(script):
-    r = script(f's = {Q3}\n  a ${{1 +\n  2}}\n  {Q3}\n')
-    assert r.status == 3 and r.diag["line"] == 2, r.diags
-
-
 def test_crlf_source(ok):
     code = f's = {Q3}\r\n  a\r\n  b\r\n  {Q3}\r\nprint(json.stringify(s))\r\nprint(len([\r\n  1,\r\n]))\r\n'
     assert ok(code).splitlines() == ['"a\\nb"', "1"]
-
-
-def test_block_string_is_one_step_and_the_statement_continues(script):
-    code = f'print("x", {Q3}\n    a\n    b\n    {Q3}\n)\n'
-    n, out = steps(script, code)
-    assert n == 1 and out == "x a\nb\n"
-
-
-def test_runtime_error_inside_an_interpolation_of_a_block(script):
-    code = f'x = 0\ns = {Q3}\n  fine\n  ${{1 / x}}\n  {Q3}\n'
-    r = script(code)
-    assert r.status == 1
-    assert r.diag["kind"] == "arith" and r.diag["line"] == 4, r.diag
 
 
 def test_sql_statement_in_db_exec(script):
