@@ -128,6 +128,9 @@ SHAPES = {
     "exact decimal %f": 'while true\n  x = fmt("%.1000f", 1e-300)\nend\n',
     "exact decimal %d": 'while true\n  x = fmt("%d", 1e300)\nend\n',
     "a line of empty calls": "fn f()\nend\nwhile true\n  x = [\n    " + ",\n    ".join([ROW] * 17) + "\n  ]\nend\n",
+    # date.parse reads a format twice, item by item: an item every byte or two is its worst
+    "date.parse dense format": 'f = repeat("a ", 500000)\nwhile true\n  try\n    x = date.parse("", f)\n  catch e\n  end\nend\n',
+    "date.parse %n format": 'f = repeat("%n", 500000)\nwhile true\n  try\n    x = date.parse("", f)\n  catch e\n  end\nend\n',
 }
 
 
@@ -222,3 +225,10 @@ def test_like_pattern_bound_at_50000_bytes(tmp_path, n, ok):
         assert r.status == 0 and r.out == "1\n", r
     else:
         assert r.status == 1 and "pattern too complex" in r.diag["message"], r
+
+
+def test_date_parse_charges_its_format_by_the_byte(tmp_path):
+    base = _work(tmp_path, 'f = repeat("%n", 50000)\n')
+    w = _work(tmp_path, 'f = repeat("%n", 50000)\ntry\n  x = date.parse("", f)\ncatch e\nend\n')
+    # 24 per byte of the format on top of the rule's 1 per byte of each string argument
+    assert w - base >= 25 * 100000, (base, w)
