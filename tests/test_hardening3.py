@@ -232,3 +232,18 @@ def test_date_parse_charges_its_format_by_the_byte(tmp_path):
     w = _work(tmp_path, 'f = repeat("%n", 50000)\ntry\n  x = date.parse("", f)\ncatch e\nend\n')
     # 24 per byte of the format on top of the rule's 1 per byte of each string argument
     assert w - base >= 25 * 100000, (base, w)
+
+
+@pytest.mark.parametrize("name_len", [7, 250])
+def test_dir_list_charges_its_entries_and_their_name_bytes(tmp_path, name_len):
+    d = tmp_path / "d"
+    d.mkdir()
+    for i in range(20):
+        (d / (f"{i:02d}" + "n" * (name_len - 2))).write_text("")
+    p = tmp_path / "w.lsh"
+    p.write_text(f'x = dir.list("{d}")\nprint(len(x))\n')
+    r = run(["--stats", f"--allow-read={d}", p])
+    assert r.status == 0 and r.out == "20\n", r
+    # 550 an entry (the rule) and 4.5 a byte of the names (issue 23: 255-byte names cost
+    # about three times what 7-byte names cost)
+    assert r.stats["work"] >= 20 * 550 + int(20 * name_len * 4.5), r.stats
