@@ -156,8 +156,8 @@ CASES = [
      {"flags": ["--allow-read={tmp}"], "prep": lambda tmp, n: make_dir(tmp, n, "e{:06d}")}),
     # Worst shape: names of 255 bytes that differ only at the end (each comparison of the
     # sort reads the whole name; the listing copies 255 bytes a name).
-    ("dir.list (long names)", "", 'x = dir.list("{tmp}/dir" .. N)', [512, 2048, 4096], 50,
-     {"flags": ["--allow-read={tmp}"], "prep": lambda tmp, n: make_dir(tmp, n, "n" * 249 + "{:06d}")}),
+    ("dir.list (long names)", "", 'x = dir.list("{tmp}/long" .. N)', [512, 2048, 4096], 50,
+     {"flags": ["--allow-read={tmp}"], "prep": lambda tmp, n: make_dir(tmp, n, "n" * 249 + "{:06d}", "long")}),
     # N variables in the process environment (read, copied, sorted, made a map).
     ("env.all", "", "x = env.all()", [1024, 4096, 12000], 100,
      {"env": lambda n: {f"LEASH_BENCH_{i:06d}": "v" for i in range(n)}}),
@@ -191,9 +191,9 @@ CASES = [
 ]
 
 
-def make_dir(tmp, n, pattern):
-    """{tmp}/dirN holding n empty files named by pattern (made once per size)."""
-    d = os.path.join(tmp, f"dir{n}")
+def make_dir(tmp, n, pattern, prefix="dir"):
+    """{tmp}/{prefix}N holding n empty files named by pattern (made once per size)."""
+    d = os.path.join(tmp, f"{prefix}{n}")
     if not os.path.isdir(d):
         os.mkdir(d)
         for i in range(n):
