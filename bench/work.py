@@ -124,6 +124,12 @@ CASES = [
     # Unicode \b on non-ASCII text: the lazy DFA cannot, the PikeVM runs
     ("re (Unicode \\b)", 'w = repeat("h\u00e9llo w\u00f6rld ", int(N / 14))', 'x = re.find_all("\\\\b\\\\w+\\\\b", w)', [16384, 49152, 98304], 20),
     ("date.format", 'f = repeat("%Y-%m-%d ", int(N / 9))', "x = date.format(0, f)", [4096, 16384, 65536], 100),
+    # the worst format shape for date.parse: an item every byte or two, read twice (issue 23)
+    # (the text matches the format but fixes no date: a parse error, caught)
+    ("date.parse (dense format)", 'f = repeat("a ", N / 2)', "try\n  x = date.parse(f, f)\ncatch e\nend",
+     [65536, 262144, 917504], 20),
+    ("date.parse (%n format)", 'f = repeat("%n", N / 2)', "try\n  x = date.parse(\"\", f)\ncatch e\nend",
+     [65536, 262144, 917504], 20),
     # operators, copies and text
     ("concat ..", 'w = repeat("ab", N / 4)', "x = w .. w", [16384, 32768, 61440], 20000),
     ("interpolation", 'w = repeat("ab", N / 4)', 'x = "${w}-${w}"', [65536, 262144, 524288], 500),
@@ -141,7 +147,57 @@ CASES = [
     ("file.read_line", 'p = "{tmp}/l.txt"\nrow = repeat("a", N) .. "\\n"\nfile.write(p, "")\nfor j = 1 to 1010\n  file.append(p, row)\nend\nh = file.open(p)',
      "x = file.read_line(h)", [1024, 4096, 12000], 1000),
     ("file.read", 'p = "{tmp}/r.txt"\nfile.write(p, repeat("abcdefgh", N / 8))', "x = file.read(p)", [65536, 262144, 917504], 200),
+    # Rows that need a grant or a fixture (issue 23): a sixth field, a dict with "flags"
+    # (added to the run's command line; {tmp} is the run's temporary directory), "prep"
+    # (a function of (tmp, N) run before both runs of a size: files, a database) and
+    # "env" (a function of N giving variables added to the run's environment).
+    # A directory of N entries, read whole each time (getdents, one string per name, sorted).
+    ("dir.list", "", 'x = dir.list("{tmp}/dir" .. N)', [1024, 4096, 16384], 50,
+     {"flags": ["--allow-read={tmp}"], "prep": lambda tmp, n: make_dir(tmp, n, "e{:06d}")}),
+    # Worst shape: names of 255 bytes that differ only at the end (each comparison of the
+    # sort reads the whole name; the listing copies 255 bytes a name).
+    ("dir.list (long names)", "", 'x = dir.list("{tmp}/long" .. N)', [512, 2048, 4096], 50,
+     {"flags": ["--allow-read={tmp}"], "prep": lambda tmp, n: make_dir(tmp, n, "n" * 249 + "{:06d}", "long")}),
+    # N variables in the process environment (read, copied, sorted, made a map).
+    ("env.all", "", "x = env.all()", [1024, 4096, 12000], 100,
+     {"env": lambda n: {f"LEASH_BENCH_{i:06d}": "v" for i in range(n)}}),
+    # Worst shape: names of 200 bytes sharing a 194-byte prefix (sort and map hashing).
+    ("env.all (long names)", "", "x = env.all()", [512, 2048, 4096], 100,
+     {"env": lambda n: {"L" * 194 + f"{i:06d}": "v" for i in range(n)}}),
+    # N variables of the script's overlay (env.set), which hide and add to the process's.
+    ("env.all (overlay)", 'for j = 1 to N\n  env.set("LEASH_OVERLAY_" .. j, "v")\nend', "x = env.all()",
+     [512, 1024, 4000], 100, {}),
+    # SQLite: bytes bound as a parameter (WORK_DB_BYTE_X256), a statement that only binds
+    ("db (bytes bound)", 'd = db.open(":memory:")\nw = repeat("abcdefgh", N / 8)',
+     'x = db.query(d, "SELECT 1 AS one WHERE ?1 IS NOT NULL", [w])', [65536, 262144, 917504], 200,
+     {"flags": ["--allow-db"]}),
+    # ... bytes returned: a text of N bytes read from a table (overflow pages) into a row
+    ("db (bytes returned)", 'd = db.open(":memory:")\ndb.exec(d, "CREATE TABLE t (v TEXT)")\n'
+     'db.exec(d, "INSERT INTO t VALUES (?)", [repeat("abcdefgh", N / 8)])', 'x = db.query(d, "SELECT v FROM t")',
+     [65536, 262144, 917504], 200, {"flags": ["--allow-db"]}),
+    # ... bound and returned: a parameter echoed back
+    ("db (bound and returned)", 'd = db.open(":memory:")\nw = repeat("abcdefgh", N / 8)',
+     'x = db.query(d, "SELECT ?1 AS v", [w])', [65536, 262144, 917504], 200, {"flags": ["--allow-db"]}),
+    # ... a big parameter written to a table (overflow pages allocated and filled)
+    ("db (bytes written)", 'd = db.open(":memory:")\ndb.exec(d, "CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")\n'
+     'w = repeat("abcdefgh", N / 8)', 'db.exec(d, "INSERT OR REPLACE INTO t VALUES (1, ?)", [w])',
+     [65536, 262144, 917504], 200, {"flags": ["--allow-db"]}),
+    # ... written to a table and to two indexes on the value (one more copy per index)
+    ("db (bytes written to two indexes)", 'd = db.open(":memory:")\n'
+     'db.exec(d, "CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")\ndb.exec(d, "CREATE INDEX i1 ON t (v)")\n'
+     'db.exec(d, "CREATE INDEX i2 ON t (v, k)")\nw = repeat("abcdefgh", N / 8)',
+     'db.exec(d, "INSERT OR REPLACE INTO t VALUES (1, ?)", [w])', [65536, 262144, 917504], 100,
+     {"flags": ["--allow-db"]}),
 ]
+
+
+def make_dir(tmp, n, pattern, prefix="dir"):
+    """{tmp}/{prefix}N holding n empty files named by pattern (made once per size)."""
+    d = os.path.join(tmp, f"{prefix}{n}")
+    if not os.path.isdir(d):
+        os.mkdir(d)
+        for i in range(n):
+            open(os.path.join(d, pattern.format(i)), "w").close()
 
 
 def leash_bin(arg):
@@ -158,11 +214,11 @@ def program(setup, op, loop):
     return "\n".join(l for l in lines if l) + "\n"
 
 
-def run_once(leash, path, n, k):
+def run_once(leash, path, n, k, flags=(), env=None):
     proc = subprocess.Popen(
         [leash, "--stats", "--allow-files", "--max-steps", "100000000", "--max-work", "10000000000000",
-         "--max-memory", "1G", path, str(n), str(k)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+         "--max-memory", "1G", *flags, path, str(n), str(k)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     err = proc.stderr.read().decode()
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = status
@@ -173,8 +229,11 @@ def run_once(leash, path, n, k):
 
 
 def measure(leash, tmp, case, reps):
-    name, setup, op, sizes, k = case
+    name, setup, op, sizes, k = case[:5]
+    extra = case[5] if len(case) > 5 else {}
+    flags = [f.replace("{tmp}", tmp) for f in extra.get("flags", [])]
     setup = setup.replace("{tmp}", tmp)
+    op = op.replace("{tmp}", tmp)
     loop_p = os.path.join(tmp, "loop.lsh")
     base_p = os.path.join(tmp, "base.lsh")
     with open(loop_p, "w") as f:
@@ -183,8 +242,11 @@ def measure(leash, tmp, case, reps):
         f.write(program(setup, op, False))
     points = []
     for n in sizes:
-        best_loop = min((run_once(leash, loop_p, n, k) for _ in range(reps)), key=lambda t: t[0])
-        best_base = min((run_once(leash, base_p, n, k) for _ in range(reps)), key=lambda t: t[0])
+        if "prep" in extra:
+            extra["prep"](tmp, n)
+        env = dict(os.environ, **extra["env"](n)) if "env" in extra else None
+        best_loop = min((run_once(leash, loop_p, n, k, flags, env) for _ in range(reps)), key=lambda t: t[0])
+        best_base = min((run_once(leash, base_p, n, k, flags, env) for _ in range(reps)), key=lambda t: t[0])
         points.append((n, best_loop[0] - best_base[0], best_loop[1] - best_base[1]))
     (_, t0, w0), (_, t1, w1) = points[0], points[-1]
     slope = (t1 - t0) / (w1 - w0) if w1 > w0 else float("nan")

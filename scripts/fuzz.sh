@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS="load eval json csv url date re gateway cgi fmt layout fastcgi"
+TARGETS="load eval json csv url date re gateway cgi fmt layout fastcgi db"
 BIN=fuzz/target/x86_64-unknown-linux-gnu/release
 # libFuzzer's own limits: one process, 10 s per input, 1 GiB resident. The smoke run
 # also closes the target's stderr (-close_fd_mask=2, quiet CI logs); a campaign run keeps
@@ -43,6 +43,8 @@ run_bin() {
   # Leash's keywords, operators and builtin names for the loader.
   [ "$t" = load ] && extra="-dict=$PWD/fuzz/dict/load.dict"
   [ "$t" = layout ] && extra="-dict=$PWD/fuzz/dict/load.dict"
+  # SQL keywords, functions, pragmas and operators.
+  [ "$t" = db ] && extra="-dict=$PWD/fuzz/dict/sql.dict"
   local wd
   wd=$(mktemp -d)
   (cd "$wd" && "$OLDPWD/$BIN/$t" $FLAGS $extra "$@" </dev/null)

@@ -124,6 +124,9 @@ SHAPES = {
     "exact decimal %f": 'while true\n  x = fmt("%.1000f", 1e-300)\nend\n',
     "exact decimal %d": 'while true\n  x = fmt("%d", 1e300)\nend\n',
     "a line of empty calls": "fn f()\nend\nwhile true\n  x = [\n    " + ",\n    ".join([ROW] * 17) + "\n  ]\nend\n",
+    # date.parse reads a format twice, item by item: an item every byte or two is its worst
+    "date.parse dense format": 'f = repeat("a ", 500000)\nwhile true\n  try\n    x = date.parse("", f)\n  catch e\n  end\nend\n',
+    "date.parse %n format": 'f = repeat("%n", 500000)\nwhile true\n  try\n    x = date.parse("", f)\n  catch e\n  end\nend\n',
 }
 
 
@@ -218,3 +221,25 @@ def test_like_pattern_bound_at_50000_bytes(tmp_path, n, ok):
         assert r.status == 0 and r.out == "1\n", r
     else:
         assert r.status == 1 and "pattern too complex" in r.diag["message"], r
+
+
+def test_date_parse_charges_its_format_by_the_byte(tmp_path):
+    base = _work(tmp_path, 'f = repeat("%n", 50000)\n')
+    w = _work(tmp_path, 'f = repeat("%n", 50000)\ntry\n  x = date.parse("", f)\ncatch e\nend\n')
+    # 24 per byte of the format on top of the rule's 1 per byte of each string argument
+    assert w - base >= 25 * 100000, (base, w)
+
+
+@pytest.mark.parametrize("name_len", [7, 250])
+def test_dir_list_charges_its_entries_and_their_name_bytes(tmp_path, name_len):
+    d = tmp_path / "d"
+    d.mkdir()
+    for i in range(20):
+        (d / (f"{i:02d}" + "n" * (name_len - 2))).write_text("")
+    p = tmp_path / "w.lsh"
+    p.write_text(f'x = dir.list("{d}")\nprint(len(x))\n')
+    r = run(["--stats", f"--allow-read={d}", p])
+    assert r.status == 0 and r.out == "20\n", r
+    # 550 an entry (the rule) and 4.5 a byte of the names (issue 23: 255-byte names cost
+    # about three times what 7-byte names cost)
+    assert r.stats["work"] >= 20 * 550 + int(20 * name_len * 4.5), r.stats

@@ -14,7 +14,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use leash::interp::RunConfig;
-use leash::program::Program;
+use leash::program::{Caps, Program};
 
 /// The budgets of a fuzzed run: small, so that a run takes milliseconds.
 #[derive(Debug, Clone, Copy)]
@@ -84,6 +84,18 @@ pub fn load(text: Vec<u8>, memory: u64) -> Option<(Program, leash::memory::Budge
 /// mode, so nothing reaches the fuzzer's stdout). Checks: no internal error, an exit
 /// status from the documented set, no overshoot of the deadline.
 pub fn run(prog: &Program, heap: leash::memory::Budget, args: Vec<Vec<u8>>, b: &Budgets) -> leash::Outcome {
+    run_with(prog, heap, args, b, Caps::default())
+}
+
+/// `run` with capabilities granted (unscoped: the `db` target's `--allow-db` for
+/// `:memory:` databases).
+pub fn run_with(
+    prog: &Program,
+    heap: leash::memory::Budget,
+    args: Vec<Vec<u8>>,
+    b: &Budgets,
+    caps: Caps,
+) -> leash::Outcome {
     no_growth();
     let started = Instant::now();
     let cfg = RunConfig {
@@ -95,6 +107,7 @@ pub fn run(prog: &Program, heap: leash::memory::Budget, args: Vec<Vec<u8>>, b: &
         args,
         cgi: true,
         heap: Some(heap),
+        caps,
         ..Default::default()
     };
     let out = leash::run(prog, &cfg);
@@ -146,10 +159,15 @@ pub fn driver(src: &'static str) -> &'static Program {
 /// Run the driver `src` with `args` on the interpreter thread. A driver signals a broken
 /// property with `exit(99)` (after printing what it found, held in the outcome).
 pub fn run_driver(src: &'static str, args: Vec<Vec<u8>>) -> leash::Outcome {
+    run_driver_with(src, args, Caps::default())
+}
+
+/// `run_driver` with capabilities granted.
+pub fn run_driver_with(src: &'static str, args: Vec<Vec<u8>>, caps: Caps) -> leash::Outcome {
     on_interp_thread(move || {
         let prog = driver(src);
         let heap = leash::memory::Budget::start(TIGHT.memory);
-        let out = run(prog, heap, args, &TIGHT);
+        let out = run_with(prog, heap, args, &TIGHT, caps);
         if std::env::var_os("LEASH_FUZZ_PRINT").is_some() {
             eprintln!(
                 "status {}, diagnostic {:?}, output {:?}",

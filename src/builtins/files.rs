@@ -523,9 +523,18 @@ fn dir_list(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         names.push(name);
         it.check_time()?;
     }
+    // The names' bytes (read, copied, compared by the sort), before the sort.
+    it.work((bytes as u64).saturating_mul(DIR_LIST_NAME_BYTE_X256) / 256)?;
     names.sort();
     it.make_list(names.into_iter().map(Value::str).collect())
 }
+
+/// `dir.list`: work per byte of the names (x256), beside the rule's 550 per entry
+/// (release build, 2026-12-03, `bench/work.py` and 100 listings of 4,096 to 16,384
+/// entries: 573 to 612 ns an entry of 7-byte names, 1,093 of 106-byte names, 1,600 to
+/// 1,650 of 255-byte names sharing a prefix; the review measured 433 a unit at 2 an
+/// entry: issue 23).
+const DIR_LIST_NAME_BYTE_X256: u64 = 1152;
 
 fn dir_create(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("dir.create", args, 0)?.clone();
@@ -559,8 +568,9 @@ pub const TABLE: &[Builtin] = &[
     gated("file.open", "file.open(path)", 1, 1, R, CONST, open),
     gated("file.read_line", "file.read_line(reader)", 1, 1, R, Cost::io(0.0625), read_line),
     gated("file.close", "file.close(reader)", 1, 1, R, CONST, close),
-    // Per entry: read from the kernel, copied, sorted (about 870 ns an entry: issue 23).
-    gated("dir.list", "dir.list(path)", 1, 1, R, Cost::items(850.0), dir_list),
+    // Per entry: read from the kernel, copied, sorted; and 4.5 per byte of the names
+    // (`DIR_LIST_NAME_BYTE_X256`).
+    gated("dir.list", "dir.list(path)", 1, 1, R, Cost::items(550.0), dir_list),
     gated("dir.create", "dir.create(path)", 1, 1, F, CONST, dir_create),
     gated("dir.remove", "dir.remove(path)", 1, 1, F, CONST, dir_remove),
 ];
