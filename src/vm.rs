@@ -495,14 +495,14 @@ impl<'p> Interp<'p> {
 
     #[inline(never)]
     fn bin_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, k: f64) -> R<()> {
-        let x = self.val(code, a, code.ospot[at][0])?;
+        let x = self.val(code, a, code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
         let v = self.binop(op, x, Value::Num(k))?;
         self.put(dst, v)
     }
 
     #[inline(never)]
     fn test_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, k: f64) -> R<bool> {
-        let x = self.val(code, a, code.ospot[at][0])?;
+        let x = self.val(code, a, code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
         if matches!(op, BinOp::Eq | BinOp::Ne) {
             let mut n = EqCount::default();
             let same = equals_counted(&x, &Value::Num(k), &mut n);
@@ -515,8 +515,10 @@ impl<'p> Interp<'p> {
     #[inline(never)]
     fn bin_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, b: Opd) -> R<()> {
         let [sa, sb] = code.ospot[at];
-        let x = self.val(code, a, sa)?;
-        let y = self.val(code, b, sb)?;
+        // An unset operand's error carries its name's column or none, never the
+        // operator's (as the tree evaluator reports it).
+        let x = self.val(code, a, sa).map_err(|e| located(e, code.pos[at]))?;
+        let y = self.val(code, b, sb).map_err(|e| located(e, code.pos[at]))?;
         let v = self.binop(op, x, y)?;
         self.put(dst, v)
     }
@@ -528,10 +530,10 @@ impl<'p> Interp<'p> {
         let [sa, sb] = code.ospot[at];
         if matches!(op, BinOp::Eq | BinOp::Ne) {
             if let Value::Unset = self.rd(code, a) {
-                return Err(self.unset_at(slot_of(a), sa));
+                return Err(located(self.unset_at(slot_of(a), sa), code.pos[at]));
             }
             if let Value::Unset = self.rd(code, b) {
-                return Err(self.unset_at(slot_of(b), sb));
+                return Err(located(self.unset_at(slot_of(b), sb), code.pos[at]));
             }
             let mut n = EqCount::default();
             let same = equals_counted(self.rd(code, a), self.rd(code, b), &mut n);
@@ -543,8 +545,10 @@ impl<'p> Interp<'p> {
             self.work(n.units())?;
             return Ok(same == (op == BinOp::Eq));
         }
-        let x = self.val(code, a, sa)?;
-        let y = self.val(code, b, sb)?;
+        // An unset operand's error carries its name's column or none, never the
+        // operator's (as the tree evaluator reports it).
+        let x = self.val(code, a, sa).map_err(|e| located(e, code.pos[at]))?;
+        let y = self.val(code, b, sb).map_err(|e| located(e, code.pos[at]))?;
         Ok(self.binop(op, x, y)?.truthy())
     }
 
@@ -562,7 +566,7 @@ impl<'p> Interp<'p> {
 
     #[inline(never)]
     fn field_slow(&mut self, code: &Code<'p>, at: usize, dst: Opd, a: Opd, name: &Bytes) -> R<()> {
-        let x = self.val(code, a, code.ospot[at][0])?;
+        let x = self.val(code, a, code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
         match &x {
             Value::Map(m) => match m.get(name) {
                 Some(v) => {
