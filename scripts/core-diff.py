@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Differential run of the two evaluators (issue 24): every Leash program given (files or
 directories, searched for *.lsh) runs under LEASH_CORE=tree (the tree evaluator, the
-oracle) and under the compiled core (the default), and the two runs must agree on stdout,
+oracle, and the default) and LEASH_CORE=vm (the compiled core), and the two runs must agree on stdout,
 stderr (diagnostics), exit status, and the steps and work of `--stats`.
 
     python3 scripts/core-diff.py [--leash BIN] [--stdin FILE] [--] PATH... [-- ARGS...]
 
 Exit 1 on any difference (each printed with both sides). The test suite runs the same
-comparison over tests/cases (tests/test_cases.py) and bench/ (tests/test_core_diff.py).
+comparison over tests/cases (LEASH_DIFF=1 tests/test_cases.py, run by scripts/test.sh) and over
+bench/leash, examples and stdlib (tests/test_core_diff.py).
 """
 import argparse
 import json
@@ -21,8 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(leash, path, core, stdin, args, extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEASH")}
-    if core == "tree":
-        env["LEASH_CORE"] = "tree"
+    env["LEASH_CORE"] = core
     cmd = [leash, "--stats", *extra, str(path), *args]
     p = subprocess.run(
         cmd, input=stdin, capture_output=True, env=env, timeout=300, cwd=path.parent
