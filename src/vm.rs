@@ -436,7 +436,7 @@ impl<'p> Interp<'p> {
 
     /// An operand's value to keep: a temporary is moved out, a variable or constant
     /// copied (shared); an unset variable is the `name` error at `sp`.
-    #[inline]
+    #[inline(always)]
     fn val(&mut self, code: &Code<'p>, o: Opd, sp: Spot) -> R<Value> {
         match o.tag() {
             T_TEMP => Ok(std::mem::take(&mut self.stack[self.base + o.idx()])),
@@ -463,7 +463,7 @@ impl<'p> Interp<'p> {
 
     /// Write `v` to a destination: a variable through `store` (its storage charged), a
     /// temporary as it is.
-    #[inline]
+    #[inline(always)]
     fn put(&mut self, dst: Opd, v: Value) -> R<()> {
         match dst.tag() {
             T_TEMP => {
