@@ -23,37 +23,11 @@ use crate::meter::Meter;
 use crate::program::*;
 use crate::value::*;
 
+use crate::error::located;
+pub use crate::error::{spotted, Fail, RtError, Unwind, NO_POS, R};
+
 #[path = "vm.rs"]
 mod vm;
-
-/// A recoverable runtime error.
-#[derive(Debug, Clone)]
-pub struct RtError {
-    pub kind: ErrKind,
-    pub message: String,
-    pub pos: Pos,
-    /// Where within the line (`ast::Spot`; 0 when not known): the operator, index,
-    /// name or call that raised it.
-    pub spot: crate::ast::Spot,
-    /// A likely fix, for the diagnostic's `help:` line.
-    pub help: Option<String>,
-    /// For `throw v`: the thrown value.
-    pub value: Option<Value>,
-}
-
-/// Why evaluation stopped early.
-#[derive(Debug)]
-pub enum Unwind {
-    /// Catchable by `try`.
-    Error(RtError),
-    /// Never catchable: the run ends with status 4.
-    Limit { kind: LimitKind, message: String, pos: Pos },
-    /// `exit(n)`.
-    Exit(i32),
-}
-
-pub type Fail = Box<Unwind>;
-pub type R<T> = Result<T, Fail>;
 
 /// How a block ended. A returned value waits in `Interp::ret`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -2364,32 +2338,6 @@ pub fn floor_div(a: f64, b: f64) -> f64 {
     } else {
         f
     }
-}
-
-/// The position of a failure not located yet.
-pub const NO_POS: Pos = u32::MAX;
-
-/// Give a runtime error the spot `sp` within its line unless it already has a position
-/// or a spot (the innermost node that raised it wins).
-#[cold]
-pub fn spotted(mut e: Fail, sp: crate::ast::Spot) -> Fail {
-    if let Unwind::Error(r) = &mut *e {
-        if r.pos == NO_POS && r.spot == 0 {
-            r.spot = sp;
-        }
-    }
-    e
-}
-
-/// Give a failure the position `pos` unless it already has one (the innermost line that
-/// was running when it was raised).
-#[cold]
-fn located(mut e: Fail, pos: Pos) -> Fail {
-    match &mut *e {
-        Unwind::Error(RtError { pos: p, .. }) | Unwind::Limit { pos: p, .. } if *p == NO_POS => *p = pos,
-        _ => {}
-    }
-    e
 }
 
 /// Floored modulo of two integral numbers that fit exactly in i64 arithmetic (the

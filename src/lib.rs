@@ -15,6 +15,7 @@ pub mod cgi_guard;
 pub mod cli;
 pub mod compile;
 pub mod diag;
+pub mod error;
 pub mod fastcgi;
 pub mod fastcgi_server;
 pub mod gate;

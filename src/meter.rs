@@ -16,8 +16,7 @@
 
 use std::time::Instant;
 
-use crate::interp::NO_POS;
-use crate::interp::{Fail, Unwind, R};
+use crate::error::{Fail, Unwind, NO_POS, R};
 use crate::limits::*;
 
 #[derive(Debug, Clone)]
