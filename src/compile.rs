@@ -611,6 +611,20 @@ impl<'p> Compiler<'p> {
         }
     }
 
+    /// `operand(e)`, computed into `dst` itself when that is a temporary and `e` is not
+    /// a variable or constant (the instruction that reads it then writes `dst`: one
+    /// register and one move fewer).
+    fn operand_in(&mut self, e: &'p Expr, dst: Opd) -> O {
+        match e {
+            Expr::Const(_) | Expr::Local(..) | Expr::Global(..) => self.operand(e),
+            _ if dst.tag() == T_TEMP && dst != DISCARD => {
+                self.into(e, dst);
+                O { o: dst, sp: 0 }
+            }
+            _ => self.operand(e),
+        }
+    }
+
     /// `operand(e)` for a value read after `later` are evaluated: a variable is copied
     /// into a temporary first when one of them could change it (a call, or a builtin
     /// that changes a place), so that the value is the one it held when `e` was reached,
@@ -640,16 +654,21 @@ impl<'p> Compiler<'p> {
                 self.emit(Op::Bin { op: *op, dst, a, b }, *sp, [0, 0]);
             }
             Expr::BinK(op, sp, a, k) => {
-                let a = self.operand(a);
+                let a = self.operand_in(a, dst);
                 self.emit(Op::BinN { op: *op, dst, a: a.o, k: *k }, *sp, [a.sp, 0]);
             }
             Expr::Bin(op, sp, a, b) if num_const(b).is_some() => {
-                let a = self.operand(a);
+                let a = self.operand_in(a, dst);
                 let k = num_const(b).unwrap_or(0.0);
                 self.emit(Op::BinN { op: *op, dst, a: a.o, k }, *sp, [a.sp, 0]);
             }
             Expr::Bin(op, sp, a, b) => {
-                let a = self.operand_before(a, std::slice::from_ref(&**b));
+                let a = match a.as_ref() {
+                    Expr::Const(_) | Expr::Local(..) | Expr::Global(..) => {
+                        self.operand_before(a, std::slice::from_ref(&**b))
+                    }
+                    _ => self.operand_in(a, dst),
+                };
                 let b = self.operand(b);
                 self.emit(Op::Bin { op: *op, dst, a: a.o, b: b.o }, *sp, [a.sp, b.sp]);
             }
