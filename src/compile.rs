@@ -481,20 +481,15 @@ impl<'p> Compiler<'p> {
                 let end = self.emit(Op::ForInEnd { base }, 0, [0, 0]);
                 self.close_loop(back, end);
             }
-            StmtKind::Break => {
+            StmtKind::Break | StmtKind::Continue => {
+                // (Outside a loop both are load errors: there is always a loop here.)
                 self.step(s.pos);
                 let j = self.emit(Op::Jump(0), 0, [0, 0]);
-                match self.loops.last_mut() {
-                    Some(l) => l.brk.push(j),
-                    None => unreachable!("break outside a loop is a load error"),
-                }
-            }
-            StmtKind::Continue => {
-                self.step(s.pos);
-                let j = self.emit(Op::Jump(0), 0, [0, 0]);
-                match self.loops.last_mut() {
-                    Some(l) => l.cont.push(j),
-                    None => unreachable!("continue outside a loop is a load error"),
+                if let Some(l) = self.loops.last_mut() {
+                    match s.kind {
+                        StmtKind::Break => l.brk.push(j),
+                        _ => l.cont.push(j),
+                    }
                 }
             }
             StmtKind::Return(e) => {

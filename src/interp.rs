@@ -1894,23 +1894,32 @@ impl<'p> Interp<'p> {
                 self.stack.push(Value::Num(x));
                 continue;
             }
-            match self.eval_fast(a) {
-                Ok(v) => {
-                    arg_heap += v.heap();
-                    self.stack.push(v);
-                    // Checked while collecting, so that no call holds much past the limit.
-                    if arg_heap > self.lim.n(L::CallArgs) {
-                        self.stack.truncate(new_base);
-                        return Err(self.call_refused(f, arg_heap));
-                    }
-                }
-                Err(e) => {
-                    self.stack.truncate(new_base);
-                    return Err(e);
-                }
-            }
+            let v = self.eval_fast(a);
+            self.push_arg(f, new_base, &mut arg_heap, v)?;
         }
         self.enter(fi, f, args.len(), new_base, arg_heap)
+    }
+
+    /// Push one evaluated argument of a call of `f` into the new frame at `new_base`
+    /// (both evaluators): `call_args` is checked while collecting, so that no call holds
+    /// much past the limit; on a failure the arguments pushed so far are dropped.
+    #[inline(always)]
+    pub(crate) fn push_arg(&mut self, f: &Function, new_base: usize, arg_heap: &mut usize, v: R<Value>) -> R<()> {
+        match v {
+            Ok(v) => {
+                *arg_heap += v.heap();
+                self.stack.push(v);
+                if *arg_heap > self.lim.n(L::CallArgs) {
+                    self.stack.truncate(new_base);
+                    return Err(self.call_refused(f, *arg_heap));
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.stack.truncate(new_base);
+                Err(e)
+            }
+        }
     }
 
     /// Call user function `fi` with `args` from a builtin (a function argument, SPEC 10):

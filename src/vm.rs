@@ -119,8 +119,8 @@ impl<'p> Interp<'p> {
                     }
                     Op::JumpIf { c, when, keep, to } => match self.truth(code, c, code.ospot[at][0]) {
                         Ok(t) => {
-                            if !keep && c.tag() == T_TEMP {
-                                self.stack[self.base + c.idx()] = Value::Unset;
+                            if !keep {
+                                self.consume(c);
                             }
                             if t == when {
                                 pc = to as usize;
@@ -149,9 +149,7 @@ impl<'p> Interp<'p> {
                         };
                         match fast {
                             Some(v) => {
-                                if a.tag() == T_TEMP {
-                                    self.stack[self.base + a.idx()] = Value::Unset;
-                                }
+                                self.consume(a);
                                 self.put(dst, v)
                             }
                             None => self.index_slow(code, at, dst, a, k),
@@ -164,9 +162,7 @@ impl<'p> Interp<'p> {
                         };
                         match fast {
                             Some(v) => {
-                                if a.tag() == T_TEMP {
-                                    self.stack[self.base + a.idx()] = Value::Unset;
-                                }
+                                self.consume(a);
                                 self.put(dst, v)
                             }
                             None => self.field_slow(code, at, dst, a, name),
@@ -271,9 +267,7 @@ impl<'p> Interp<'p> {
                     },
                     Op::Not { dst, a } => match self.truth(code, a, code.ospot[at][0]) {
                         Ok(t) => {
-                            if a.tag() == T_TEMP {
-                                self.stack[self.base + a.idx()] = Value::Unset;
-                            }
+                            self.consume(a);
                             self.put(dst, Value::Bool(!t))
                         }
                         Err(e) => Err(e),
@@ -451,6 +445,16 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// Drop what a temporary operand holds once its instruction has read it in place
+    /// (a variable or constant stays), so that no stale reference makes a later write
+    /// copy a shared value.
+    #[inline(always)]
+    fn consume(&mut self, o: Opd) {
+        if o.tag() == T_TEMP {
+            self.stack[self.base + o.idx()] = Value::Unset;
+        }
+    }
+
     /// The truth of an operand, read in place.
     #[inline]
     fn truth(&mut self, code: &Code<'p>, o: Opd, sp: Spot) -> R<bool> {
@@ -538,9 +542,7 @@ impl<'p> Interp<'p> {
             let mut n = EqCount::default();
             let same = equals_counted(self.rd(code, a), self.rd(code, b), &mut n);
             for o in [a, b] {
-                if o.tag() == T_TEMP {
-                    self.stack[self.base + o.idx()] = Value::Unset;
-                }
+                self.consume(o);
             }
             self.work(n.units())?;
             return Ok(same == (op == BinOp::Eq));
@@ -591,20 +593,8 @@ impl<'p> Interp<'p> {
         let new_base = self.stack.len();
         let mut arg_heap = 0usize;
         for &(o, sp) in &code.args[args as usize..(args + n) as usize] {
-            match self.val(code, o, sp) {
-                Ok(v) => {
-                    arg_heap += v.heap();
-                    self.stack.push(v);
-                    if arg_heap > self.lim.n(L::CallArgs) {
-                        self.stack.truncate(new_base);
-                        return Err(self.call_refused(f, arg_heap));
-                    }
-                }
-                Err(e) => {
-                    self.stack.truncate(new_base);
-                    return Err(e);
-                }
-            }
+            let v = self.val(code, o, sp);
+            self.push_arg(f, new_base, &mut arg_heap, v)?;
         }
         let saved = self.frame_open(fi, f, n as usize, new_base, arg_heap)?;
         match self.code_for(fi) {
