@@ -71,44 +71,25 @@ const JOB_MAX_BYTES: usize = FCGI_MAX_PARAMS_BYTES + 64 * KIB;
 // The log line
 // ---------------------------------------------------------------------------
 
-/// What the summary log line of a request says (the same line as CGI mode's).
-struct Entry {
-    started: Instant,
-    script: String,
-    status: u16,
-    steps: Option<u64>,
-    note: Option<String>,
+/// What the summary log line of a request says (shared with `leash-cgi`).
+type Entry = gateway::LogEntry;
+
+/// The web server aborted the request before its worker started: logged as 499, and
+/// the request ended (false: the connection failed).
+fn aborted(e: &mut Entry, w: &mut Conn, id: u16) -> bool {
+    e.status = 499;
+    e.add_note("the web server aborted the request".into());
+    log_line(&e.line());
+    w.write_all(&fcgi::end_request(id, 0, fcgi::REQUEST_COMPLETE)).is_ok()
 }
 
-impl Entry {
-    fn fail(&mut self, status: u16, why: impl Into<String>) -> Vec<u8> {
-        self.status = status;
-        self.add_note(why.into());
-        gateway::generic_response(status)
-    }
-
-    fn add_note(&mut self, n: String) {
-        self.note = Some(match self.note.take() {
-            Some(old) => format!("{old}; {n}"),
-            None => n,
-        });
-    }
-
-    fn line(&self) -> String {
-        let time = chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now());
-        let mut s = format!(
-            "leash-cgi: time={} script={:?} status={} duration_ms={} steps={}",
-            time.format("%Y-%m-%dT%H:%M:%S%.3fZ"),
-            self.script,
-            self.status,
-            self.started.elapsed().as_millis(),
-            self.steps.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
-        );
-        if let Some(n) = &self.note {
-            s.push_str(&format!(" note={n:?}"));
-        }
-        s
-    }
+/// The web server closed the connection `when` the request was being read: logged as
+/// 499; the connection is done.
+fn closed(e: &mut Entry, when: &str, why: &dyn std::fmt::Display) -> bool {
+    e.status = 499;
+    e.add_note(format!("{when}: {why}"));
+    log_line(&e.line());
+    false
 }
 
 /// One line to the log (stderr), in one write.
@@ -1240,7 +1221,7 @@ impl Body {
 
 /// Serve the request `id` whose BEGIN_REQUEST has arrived. False: the connection is over.
 fn request(srv: &Server, w: &mut Conn, rx: &Receiver<Ev>, tx: &Tx, id: u16) -> bool {
-    let mut e = Entry { started: Instant::now(), script: "-".into(), status: 500, steps: None, note: None };
+    let mut e = Entry::new(Instant::now());
     let finish = |e: &mut Entry, w: &mut Conn, resp: Vec<u8>, app: u32| -> bool {
         log_line(&e.line());
         respond(w, id, &resp, app, e)
@@ -1261,10 +1242,7 @@ fn request(srv: &Server, w: &mut Conn, rx: &Receiver<Ev>, tx: &Tx, id: u16) -> b
                 }
             }
             Ok(Ev::Rec(r)) if r.id == id && r.kind == fcgi::ABORT_REQUEST => {
-                e.status = 499;
-                e.add_note("the web server aborted the request".into());
-                log_line(&e.line());
-                return w.write_all(&fcgi::end_request(id, 0, fcgi::REQUEST_COMPLETE)).is_ok();
+                return aborted(&mut e, w, id);
             }
             Ok(Ev::Rec(r)) => {
                 if !other_record(srv, w, &r, id) {
@@ -1272,10 +1250,7 @@ fn request(srv: &Server, w: &mut Conn, rx: &Receiver<Ev>, tx: &Tx, id: u16) -> b
                 }
             }
             Ok(Ev::Closed(why)) => {
-                e.status = 499;
-                e.add_note(format!("before the request's parameters ended: {why}"));
-                log_line(&e.line());
-                return false;
+                return closed(&mut e, "before the request's parameters ended", &why);
             }
             Ok(Ev::Worker(..)) => {}
             Err(_) => return false,
@@ -1353,10 +1328,7 @@ fn request(srv: &Server, w: &mut Conn, rx: &Receiver<Ev>, tx: &Tx, id: u16) -> b
                     b.extend_from_slice(&r.content);
                 }
                 Ok(Ev::Rec(r)) if r.id == id && r.kind == fcgi::ABORT_REQUEST => {
-                    e.status = 499;
-                    e.add_note("the web server aborted the request".into());
-                    log_line(&e.line());
-                    return w.write_all(&fcgi::end_request(id, 0, fcgi::REQUEST_COMPLETE)).is_ok();
+                    return aborted(&mut e, w, id);
                 }
                 Ok(Ev::Rec(r)) => {
                     if !other_record(srv, w, &r, id) {
@@ -1364,10 +1336,7 @@ fn request(srv: &Server, w: &mut Conn, rx: &Receiver<Ev>, tx: &Tx, id: u16) -> b
                     }
                 }
                 Ok(Ev::Closed(why)) => {
-                    e.status = 499;
-                    e.add_note(format!("while the body was read: {why}"));
-                    log_line(&e.line());
-                    return false;
+                    return closed(&mut e, "while the body was read", &why);
                 }
                 Ok(Ev::Worker(..)) => {}
                 Err(_) => return false,

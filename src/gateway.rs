@@ -841,6 +841,53 @@ pub fn reason(status: u16) -> &'static str {
     }
 }
 
+/// What the summary log line of a request says (`leash-cgi` and the FastCGI server):
+/// one line per request, its notes joined with `; `.
+pub struct LogEntry {
+    pub started: std::time::Instant,
+    pub script: String,
+    pub status: u16,
+    pub steps: Option<u64>,
+    pub note: Option<String>,
+}
+
+impl LogEntry {
+    /// A request that started at `started` (a 500 until it says otherwise).
+    pub fn new(started: std::time::Instant) -> Self {
+        LogEntry { started, script: "-".into(), status: 500, steps: None, note: None }
+    }
+
+    /// Answer with a generic response for `status`; `why` goes to the log only.
+    pub fn fail(&mut self, status: u16, why: impl Into<String>) -> Vec<u8> {
+        self.status = status;
+        self.add_note(why.into());
+        generic_response(status)
+    }
+
+    pub fn add_note(&mut self, n: String) {
+        self.note = Some(match self.note.take() {
+            Some(old) => format!("{old}; {n}"),
+            None => n,
+        });
+    }
+
+    pub fn line(&self) -> String {
+        let time = chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now());
+        let mut s = format!(
+            "leash-cgi: time={} script={:?} status={} duration_ms={} steps={}",
+            time.format("%Y-%m-%dT%H:%M:%S%.3fZ"),
+            self.script,
+            self.status,
+            self.started.elapsed().as_millis(),
+            self.steps.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
+        );
+        if let Some(n) = &self.note {
+            s.push_str(&format!(" note={n:?}"));
+        }
+        s
+    }
+}
+
 /// A complete generic CGI response for `status` (nothing about the cause).
 pub fn generic_response(status: u16) -> Vec<u8> {
     let r = reason(status);

@@ -38,39 +38,8 @@ use leash::gateway::{self, read_stderr, signal_name, Allow, Config, Script, Stde
 use leash::limits::*;
 use rustix::process::{Resource, Rlimit};
 
-/// What the summary log line of a request says.
-struct Entry {
-    started: Instant,
-    script: String,
-    status: u16,
-    steps: Option<u64>,
-    note: Option<String>,
-}
-
-impl Entry {
-    /// Answer with a generic response for `status`; `why` goes to the log only.
-    fn fail(&mut self, status: u16, why: impl Into<String>) -> Vec<u8> {
-        self.status = status;
-        self.note = Some(why.into());
-        gateway::generic_response(status)
-    }
-
-    fn line(&self) -> String {
-        let time = chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now());
-        let mut s = format!(
-            "leash-cgi: time={} script={:?} status={} duration_ms={} steps={}",
-            time.format("%Y-%m-%dT%H:%M:%S%.3fZ"),
-            self.script,
-            self.status,
-            self.started.elapsed().as_millis(),
-            self.steps.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
-        );
-        if let Some(n) = &self.note {
-            s.push_str(&format!(" note={n:?}"));
-        }
-        s
-    }
-}
+/// What the summary log line of a request says (shared with the FastCGI server).
+type Entry = gateway::LogEntry;
 
 /// What a request leaves for after the response: the body still being read, and until when.
 struct Pending {
@@ -87,7 +56,7 @@ fn main() {
     if std::env::var_os("GATEWAY_INTERFACE").is_none() && !args.is_empty() {
         std::process::exit(command(&args));
     }
-    let mut entry = Entry { started, script: "-".into(), status: 500, steps: None, note: None };
+    let mut entry = Entry::new(started);
     let mut pending = Pending { input: None, until: deadline(started, CGI_DEFAULT_MAX_TIME_MS) };
     let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(&mut entry, &mut pending)));
     let response = match served {
@@ -521,8 +490,9 @@ fn supervise(
     forward_stderr(&stderr, report.steps.is_some());
     e.steps = report.steps;
     let note = |e: &mut Entry, extra: Vec<String>| {
-        let all: Vec<String> = e.note.take().into_iter().chain(extra).collect();
-        e.note = if all.is_empty() { None } else { Some(all.join("; ")) };
+        for n in extra {
+            e.add_note(n);
+        }
     };
     let response = match end {
         End::Deadline => e.fail(504, format!("killed at the deadline ({} ms)", cfg.max_time_ms + CGI_KILL_GRACE_MS)),
