@@ -81,6 +81,24 @@ fn emit_stats(s: &Stats, started: Instant) {
     let _ = writeln!(std::io::stderr().lock(), "{{\"stats\":{line}}}");
 }
 
+/// Install the panic hook the binaries use: a panic's message and place are kept in the
+/// slot returned (for `report_internal`), never printed by the default hook.
+pub fn capture_panics() -> std::sync::Arc<std::sync::Mutex<Option<String>>> {
+    let panic_msg = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let slot = panic_msg.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = match info.payload().downcast_ref::<&str>() {
+            Some(s) => s.to_string(),
+            None => info.payload().downcast_ref::<String>().cloned().unwrap_or_else(|| "panic".into()),
+        };
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        if let Ok(mut g) = slot.lock() {
+            *g = Some(format!("{msg}{at}"));
+        }
+    }));
+    panic_msg
+}
+
 /// Report a panic caught by `main`.
 pub fn report_internal(msg: &str, json: bool, stats: bool, started: Instant) {
     let _ = std::io::stdout().flush();

@@ -473,18 +473,7 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
 fn run_interpreter(args: Vec<OsString>) -> i32 {
     let started = Instant::now();
     let (json, stats) = crate::cli::prescan(&args);
-    let panic_msg: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let slot = panic_msg.clone();
-    std::panic::set_hook(Box::new(move |info| {
-        let msg = match info.payload().downcast_ref::<&str>() {
-            Some(s) => s.to_string(),
-            None => info.payload().downcast_ref::<String>().cloned().unwrap_or_else(|| "panic".into()),
-        };
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        if let Ok(mut g) = slot.lock() {
-            *g = Some(format!("{msg}{at}"));
-        }
-    }));
+    let panic_msg = crate::app::capture_panics();
     if MAIN_STACK.load(SeqCst) {
         crate::memory::count_this_thread();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::app::main(args, started)));

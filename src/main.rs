@@ -2,7 +2,6 @@
 //! a panic anywhere becomes an `internal` diagnostic and exit status 70.
 
 use std::ffi::OsString;
-use std::sync::{Arc, Mutex};
 
 /// Stack of the interpreter thread (see `limits::INTERP_STACK_BYTES`).
 const STACK_BYTES: usize = leash::limits::INTERP_STACK_BYTES;
@@ -16,18 +15,7 @@ fn main() {
     let started = std::time::Instant::now();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let (json, stats) = leash::cli::prescan(&args);
-    let panic_msg: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let slot = panic_msg.clone();
-    std::panic::set_hook(Box::new(move |info| {
-        let msg = match info.payload().downcast_ref::<&str>() {
-            Some(s) => s.to_string(),
-            None => info.payload().downcast_ref::<String>().cloned().unwrap_or_else(|| "panic".into()),
-        };
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        if let Ok(mut g) = slot.lock() {
-            *g = Some(format!("{msg}{at}"));
-        }
-    }));
+    let panic_msg = leash::app::capture_panics();
     let worker = std::thread::Builder::new().stack_size(STACK_BYTES).spawn(move || {
         leash::memory::count_this_thread();
         leash::app::main(args, started)
