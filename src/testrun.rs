@@ -183,8 +183,8 @@ pub fn run_file(
     let json = summary.json;
     let budget = crate::memory::Budget::start(cfg.max_memory);
     // A regular file only, opened without blocking (a FIFO named directly must not hang).
-    let text = match crate::source::read_bounded(path, crate::limits::MAX_SOURCE_BYTES, true) {
-        Ok(t) => t,
+    let loaded = match crate::source::read_bounded(path, crate::limits::MAX_SOURCE_BYTES, true) {
+        Ok(text) => crate::load_within(&name, text, Some(path), area, budget),
         Err(e) => {
             let mut d = crate::diag::LoadError::new(
                 crate::diag::LoadKind::Include,
@@ -194,29 +194,13 @@ pub fn run_file(
             )
             .to_diag();
             d.line = None;
-            summary.load_errors = true;
-            summary.failed += 1;
-            let msg = format!("load error [{}]: {}", d.kind, d.message);
-            let o = Outcome {
-                file: &shown,
-                name: None,
-                ok: false,
-                message: Some(&msg),
-                steps: None,
-                work: None,
-                ms: None,
-                at: None,
-            };
-            if say_line(summary, &o.render(json)) {
-                report(&d);
-            }
-            return;
+            Err(vec![d])
         }
     };
-    let prog = match crate::load_within(&name, text, Some(path), area, budget) {
+    let prog = match loaded {
         Ok(p) => p,
         Err(ds) => {
-            // A file that does not load counts as one failed test (SPEC 11).
+            // A file that cannot be read or does not load counts as one failed test (SPEC 11).
             summary.load_errors = true;
             summary.failed += 1;
             let msg = ds.first().map(|d| format!("load error [{}]: {}", d.kind, d.message)).unwrap_or_default();

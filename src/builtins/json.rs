@@ -804,17 +804,26 @@ impl Writer<'_> {
 
 fn json_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("json.parse", args, 0)?;
-    match parse_within(s, it.deadline, JsonLimits::of(&it.lim), Some(&it.heap)) {
+    let r = parse_within(s, it.deadline, JsonLimits::of(&it.lim), Some(&it.heap));
+    parsed(it, r, "json.parse", s, true)
+}
+
+/// A parse's value (checked against the frame limit) or its failure: the limit it
+/// reached, or the syntax error at its line and column (`whole`: a document of many
+/// lines) or column (one line of JSON Lines), after `prefix`.
+fn parsed(it: &Interp<'_>, r: Result<Value, ParseError>, prefix: &str, text: &[u8], whole: bool) -> R<Value> {
+    match r {
         Ok(v) => {
             it.check_value(&v)?;
             Ok(v)
         }
         Err(ParseError::Memory(m)) => Err(it.limit(LimitKind::Memory, m)),
-        Err(ParseError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("json.parse: {m}"))),
+        Err(ParseError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{prefix}: {m}"))),
         Err(ParseError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
         Err(ParseError::Syntax(m, at)) => {
-            let (line, col) = line_col(s, at);
-            Err(it.err(ErrKind::Parse, format!("json.parse: {m} at line {line}, column {col}")))
+            let (line, col) = line_col(text, at);
+            let at = if whole { format!("line {line}, column {col}") } else { format!("column {col}") };
+            Err(it.err(ErrKind::Parse, format!("{prefix}: {m} at {at}")))
         }
     }
 }
@@ -902,19 +911,8 @@ fn json_next(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        return match parse_within(&line, it.deadline, JsonLimits::of(&it.lim), Some(&it.heap)) {
-            Ok(v) => {
-                it.check_value(&v)?;
-                Ok(v)
-            }
-            Err(ParseError::Memory(m)) => Err(it.limit(LimitKind::Memory, m)),
-            Err(ParseError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{NAME}: line {n}: {m}"))),
-            Err(ParseError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
-            Err(ParseError::Syntax(m, at)) => {
-                let (_, col) = line_col(&line, at);
-                Err(it.err(ErrKind::Parse, format!("{NAME}: line {n}: {m} at column {col}")))
-            }
-        };
+        let r = parse_within(&line, it.deadline, JsonLimits::of(&it.lim), Some(&it.heap));
+        return parsed(it, r, &format!("{NAME}: line {n}"), &line, false);
     }
 }
 
