@@ -817,7 +817,9 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _run_user():
+def _run_user(kind="apache"):
+    """The configuration line that makes a web server started as root run as an
+    unprivileged user (Apache's `User`/`Group`, or nginx's `user`); "" when not root."""
     if os.geteuid() != 0:
         return ""
     import grp
@@ -827,13 +829,15 @@ def _run_user():
         try:
             pwd.getpwnam(user)
             grp.getgrnam(group)
-            return f"User {user}\nGroup {group}\n"
+            return f"User {user}\nGroup {group}\n" if kind == "apache" else f"user {user} {group};"
         except KeyError:
             continue
     return None
 
 
-APACHE_CONF = """ServerRoot "{base}"
+# The start of every Apache configuration the tests write (test_cgi_attack and
+# test_fastcgi use it too).
+APACHE_HEAD = """ServerRoot "{base}"
 Listen 127.0.0.1:{port}
 PidFile "{base}/run/httpd.pid"
 DefaultRuntimeDir "{base}/run"
@@ -841,7 +845,9 @@ ErrorLog "{base}/logs/error.log"
 LogLevel warn
 ServerName 127.0.0.1
 {user}
-{setup}
+"""
+
+APACHE_CONF = APACHE_HEAD + """{setup}
 LoadModule authz_core_module {mods}/mod_authz_core.so
 LoadModule mime_module {mods}/mod_mime.so
 LoadModule alias_module {mods}/mod_alias.so

@@ -24,17 +24,9 @@ import time
 import pytest
 
 from conftest import LEASH
-from test_cgi import APACHE_MODULES, APACHE_SETUPS, LEASH_CGI, _free_port, _run_user, fetch
+from test_cgi import APACHE_HEAD, APACHE_MODULES, APACHE_SETUPS, LEASH_CGI, _free_port, _run_user, fetch
 
-CONF = """ServerRoot "{base}"
-Listen 127.0.0.1:{port}
-PidFile "{base}/run/httpd.pid"
-DefaultRuntimeDir "{base}/run"
-ErrorLog "{base}/logs/error.log"
-LogLevel warn
-ServerName 127.0.0.1
-{user}
-{setup}
+CONF = APACHE_HEAD + """{setup}
 LoadModule authz_core_module {mods}/mod_authz_core.so
 LoadModule mime_module {mods}/mod_mime.so
 LoadModule alias_module {mods}/mod_alias.so

@@ -24,6 +24,7 @@ import pytest
 
 import fcgi_client as fc
 from conftest import LEASH
+from test_cgi import APACHE_HEAD, _free_port, _run_user
 
 LEASH_CGI = LEASH.parent / "leash-cgi"
 
@@ -515,15 +516,7 @@ def test_many_requests_and_runaways(tmp_path, mode):
 
 APACHE_MODULES = pathlib.Path("/usr/lib/apache2/modules")
 
-APACHE_FCGI_CONF = """ServerRoot "{base}"
-Listen 127.0.0.1:{port}
-PidFile "{base}/run/httpd.pid"
-DefaultRuntimeDir "{base}/run"
-ErrorLog "{base}/logs/error.log"
-LogLevel warn
-ServerName 127.0.0.1
-{user}
-LoadModule mpm_event_module {mods}/mod_mpm_event.so
+APACHE_FCGI_CONF = APACHE_HEAD + """LoadModule mpm_event_module {mods}/mod_mpm_event.so
 LoadModule authz_core_module {mods}/mod_authz_core.so
 LoadModule proxy_module {mods}/mod_proxy.so
 LoadModule proxy_fcgi_module {mods}/mod_proxy_fcgi.so
@@ -583,28 +576,6 @@ http {{
   }}
 }}
 """
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _run_user(kind):
-    if os.geteuid() != 0:
-        return ""
-    import grp
-    import pwd
-
-    for user, group in [("www-data", "www-data"), ("nobody", "nogroup")]:
-        try:
-            pwd.getpwnam(user)
-            grp.getgrnam(group)
-            return f"User {user}\nGroup {group}\n" if kind == "apache" else f"user {user} {group};"
-        except KeyError:
-            continue
-    return None
 
 
 class Web:
