@@ -45,15 +45,22 @@ class Run:
 
 
 def capped(args, cwd, mem=1 << 30, cpu=60, timeout=120):
-    """Run leash with its address space and CPU capped; also its own peak RSS (wait4)."""
+    """Run leash with its address space and CPU capped; also its own peak RSS.
+
+    The RSS is `/usr/bin/time -f %M`'s: a child forked straight from this (large) pytest
+    process would have the pages it shares at the fork counted in its `ru_maxrss`, so
+    its figure would follow the test worker's size, not leash's. Without /usr/bin/time,
+    wait4's figure (an upper bound)."""
 
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
 
+    rss_file = cwd / ".rss"
+    timer = ["/usr/bin/time", "-f", "%M", "-o", str(rss_file)] if os.path.exists("/usr/bin/time") else []
     with open(cwd / ".out", "w+b") as out, open(cwd / ".err", "w+b") as err:
-        p = subprocess.Popen([str(LEASH), *map(str, args)], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                             preexec_fn=limit, cwd=cwd)
+        p = subprocess.Popen([*timer, str(LEASH), *map(str, args)], stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=err, preexec_fn=limit, cwd=cwd)
         try:
             _, status, usage = os.wait4(p.pid, 0)
         except BaseException:
@@ -62,7 +69,11 @@ def capped(args, cwd, mem=1 << 30, cpu=60, timeout=120):
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return Run(subprocess.CompletedProcess(p.args, p.returncode, out.read(), err.read()), usage.ru_maxrss)
+        rss = usage.ru_maxrss
+        if timer:
+            # GNU time puts "Command exited with non-zero status N" before the figure.
+            rss = int(rss_file.read_text().split()[-1])
+        return Run(subprocess.CompletedProcess(p.args, p.returncode, out.read(), err.read()), rss)
 
 
 def folded(path):
