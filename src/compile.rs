@@ -26,10 +26,11 @@ use crate::value::{Bytes, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opd(pub u32);
 
+// Registers have the top bit clear, so that the common case is one sign test.
 pub const T_LOCAL: u32 = 0;
-pub const T_GLOBAL: u32 = 1;
-pub const T_CONST: u32 = 2;
-pub const T_TEMP: u32 = 3;
+pub const T_TEMP: u32 = 1;
+pub const T_GLOBAL: u32 = 2;
+pub const T_CONST: u32 = 3;
 const IDX: u32 = 0x3FFF_FFFF;
 
 impl Opd {
@@ -48,7 +49,7 @@ impl Opd {
     /// A register (local or temporary): read from the frame.
     #[inline(always)]
     pub fn is_reg(self) -> bool {
-        self.tag() == T_LOCAL || self.tag() == T_TEMP
+        (self.0 as i32) >= 0
     }
 }
 
@@ -112,14 +113,18 @@ pub enum Op<'p> {
         k: f64,
         to: u32,
     },
+    /// `a[k]`; `ic` is the inline cache of a map read (`Code::ic`).
     Index {
         dst: Opd,
         a: Opd,
         k: Opd,
+        ic: u32,
     },
+    /// `a.name`; `ic` is the read's inline cache (`Code::ic`).
     Field {
         dst: Opd,
         a: Opd,
+        ic: u32,
         name: &'p Bytes,
     },
     /// A list of the `n` temporaries from register `start`.
@@ -236,6 +241,8 @@ pub struct PathRef {
     pub root: Opd,
     pub keys: u32,
     pub n: u32,
+    /// The inline caches of its `n` steps (`Code::ic[ic..ic + n]`).
+    pub ic: u32,
 }
 
 /// A place builtin's call: its place, its other arguments, and the builtin.
@@ -261,6 +268,10 @@ pub struct Code<'p> {
     pub maps: Vec<&'p [(Bytes, Expr)]>,
     pub paths: Vec<PathRef>,
     pub pcalls: Vec<PlaceCall>,
+    /// Inline caches: per map read site (a field, an index, a place's step), the index
+    /// in the map where its key was found last (`Map::get_cached`). A guess checked
+    /// against the key before use, so a wrong one costs one compare.
+    pub ic: Vec<std::cell::Cell<u32>>,
     /// Locals (parameters first) and all registers.
     pub nlocals: u32,
     pub nregs: u32,
@@ -321,6 +332,13 @@ impl<'p> Compiler<'p> {
         self.code.spot.push(spot);
         self.code.ospot.push(ospot);
         self.code.ops.len() - 1
+    }
+
+    /// `n` new inline caches; the first one's index.
+    fn ics(&mut self, n: usize) -> u32 {
+        let at = self.code.ic.len();
+        self.code.ic.resize_with(at + n, Default::default);
+        at as u32
     }
 
     fn temp(&mut self) -> Opd {
@@ -539,7 +557,8 @@ impl<'p> Compiler<'p> {
         for (k, r) in p.path.iter().zip(regs) {
             self.into(k, r);
         }
-        self.code.paths.push(PathRef { root: slot_opd(p.root), keys: start, n: p.path.len() as u32 });
+        let ic = self.ics(p.path.len());
+        self.code.paths.push(PathRef { root: slot_opd(p.root), keys: start, n: p.path.len() as u32, ic });
         (self.code.paths.len() - 1) as u32
     }
 
@@ -678,11 +697,13 @@ impl<'p> Compiler<'p> {
             Expr::Index(a, k, sp) => {
                 let a = self.operand_before(a, std::slice::from_ref(&**k));
                 let k = self.operand(k);
-                self.emit(Op::Index { dst, a: a.o, k: k.o }, *sp, [a.sp, k.sp]);
+                let ic = self.ics(1);
+                self.emit(Op::Index { dst, a: a.o, k: k.o, ic }, *sp, [a.sp, k.sp]);
             }
             Expr::Field(a, name, sp) => {
                 let a = self.operand(a);
-                self.emit(Op::Field { dst, a: a.o, name }, *sp, [a.sp, 0]);
+                let ic = self.ics(1);
+                self.emit(Op::Field { dst, a: a.o, ic, name }, *sp, [a.sp, 0]);
             }
             Expr::List(items) => {
                 let start = self.next;

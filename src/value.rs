@@ -517,6 +517,43 @@ impl Map {
         }
     }
 
+    /// The value of `k`, looked for first at index `site` (a call site's guess: an
+    /// inline cache, kept up to date here), then by hashing. One compare when the site
+    /// reads maps of one shape, as a field read in a loop does.
+    #[inline]
+    pub fn get_cached(&self, k: &[u8], site: &Cell<u32>) -> Option<&Value> {
+        let i = site.get() as usize;
+        if let Some((key, v)) = self.entries.get_index(i) {
+            if key.0.as_slice() == k {
+                self.hint.set(i);
+                return Some(v);
+            }
+        }
+        let (i, _, v) = self.entries.get_full(k)?;
+        self.hint.set(i);
+        site.set(i as u32);
+        Some(v)
+    }
+
+    /// `with_value`, looking for `k` first at index `site` (see `get_cached`).
+    #[inline]
+    pub fn with_value_cached<R>(&mut self, k: &[u8], site: &Cell<u32>, f: impl FnOnce(&mut Value) -> R) -> Option<R> {
+        let i = site.get() as usize;
+        let i = match self.entries.get_index(i) {
+            Some((key, _)) if key.0.as_slice() == k => i,
+            _ => {
+                let i = self.entries.get_index_of(k)?;
+                site.set(i as u32);
+                i
+            }
+        };
+        let (_, slot) = self.entries.get_index_mut(i)?;
+        let before = slot.heap();
+        let r = f(slot);
+        self.heap = self.heap + slot.heap() - before;
+        Some(r)
+    }
+
     /// Change the value of `k` in place through `f`, keeping this map's accounting true.
     pub fn with_value<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
         let slot = self.entries.get_mut(k)?;

@@ -10,6 +10,8 @@
 //! This is a child module of `interp` so that it works on the interpreter's frame
 //! directly.
 
+use std::cell::Cell;
+
 use smallvec::SmallVec;
 
 use super::*;
@@ -133,31 +135,26 @@ impl<'p> Interp<'p> {
                         pc = to as usize;
                         Ok(())
                     }
-                    Op::Index { dst, a, k } => {
+                    Op::Index { dst, a, k, ic } => {
                         let fast = match (self.rd(code, a), self.rd(code, k)) {
-                            (Value::List(l), Value::Num(n)) => {
-                                let n = *n;
-                                let len = l.len();
-                                let i = if n < 0.0 { n + len as f64 } else { n };
-                                if i >= 0.0 && i < len as f64 && i == i.trunc() {
-                                    Some(l.items()[i as usize].clone())
-                                } else {
-                                    None
-                                }
+                            (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| l.items()[i].clone()),
+                            (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => {
+                                m.get_cached(s, &code.ic[ic as usize]).cloned()
                             }
                             _ => None,
                         };
                         match fast {
                             Some(v) => {
                                 self.consume(a);
+                                self.consume(k);
                                 self.put(dst, v)
                             }
                             None => self.index_slow(code, at, dst, a, k),
                         }
                     }
-                    Op::Field { dst, a, name } => {
+                    Op::Field { dst, a, ic, name } => {
                         let fast = match self.rd(code, a) {
-                            Value::Map(m) => m.get(name).cloned(),
+                            Value::Map(m) => m.get_cached(name, &code.ic[ic as usize]).cloned(),
                             _ => None,
                         };
                         match fast {
@@ -412,19 +409,22 @@ impl<'p> Interp<'p> {
     /// The value an operand names, in place (a variable may be unset).
     #[inline(always)]
     fn rd<'a>(&'a self, code: &'a Code<'p>, o: Opd) -> &'a Value {
-        match o.tag() {
-            T_GLOBAL => &self.globals[o.idx()],
-            T_CONST => &code.consts[o.idx()],
-            _ => &self.stack[self.base + o.idx()],
+        if o.is_reg() {
+            &self.stack[self.base + o.idx()]
+        } else if o.tag() == T_GLOBAL {
+            &self.globals[o.idx()]
+        } else {
+            &code.consts[o.idx()]
         }
     }
 
     /// The cell of a variable or temporary.
     #[inline(always)]
     fn cell(&mut self, o: Opd) -> &mut Value {
-        match o.tag() {
-            T_GLOBAL => &mut self.globals[o.idx()],
-            _ => &mut self.stack[self.base + o.idx()],
+        if o.is_reg() {
+            &mut self.stack[self.base + o.idx()]
+        } else {
+            &mut self.globals[o.idx()]
         }
     }
 
@@ -627,10 +627,8 @@ impl<'p> Interp<'p> {
             let (x, i) = (*x, *i);
             if let Value::List(l) = self.cell(var) {
                 if let Some(l) = Rc::get_mut(l) {
-                    let len = l.len();
-                    let j = if i < 0.0 { i + len as f64 } else { i };
-                    if j >= 0.0 && j < len as f64 && j == j.trunc() {
-                        let done = l.with_item(j as usize, |item| match item {
+                    if let Some(j) = list_at(i, l.len()) {
+                        let done = l.with_item(j, |item| match item {
                             Value::Num(n) => {
                                 *n = x;
                                 true
@@ -659,7 +657,8 @@ impl<'p> Interp<'p> {
         let keys = self.path_keys(&p);
         if let Value::Num(y) = rhs {
             let root = self.cell(p.root);
-            if num_in_place(root, &keys, &mut |x| match op {
+            let ics = &code.ic[p.ic as usize..(p.ic + p.n) as usize];
+            if num_in_place(root, &keys, ics, &mut |x| match op {
                 None => Some(y),
                 Some(op) => arith(op, x, y),
             }) {
@@ -740,6 +739,20 @@ fn slot_of(o: Opd) -> Slot {
     }
 }
 
+/// The item index a number names in a list of `len` items (negative from the end),
+/// when it is a whole number in range.
+#[inline(always)]
+fn list_at(n: f64, len: usize) -> Option<usize> {
+    let i = if n < 0.0 { n + len as f64 } else { n };
+    if i >= 0.0 && i < len as f64 {
+        let j = i as usize;
+        if j as f64 == i {
+            return Some(j);
+        }
+    }
+    None
+}
+
 #[inline(always)]
 fn num_cmp(op: BinOp, x: f64, y: f64) -> bool {
     match op {
@@ -755,8 +768,8 @@ fn num_cmp(op: BinOp, x: f64, y: f64) -> bool {
 /// Follow `keys` through lists and maps that nothing else shares down to a number and
 /// replace it by `f(number)`; false (nothing changed) when any of that does not hold.
 /// A number replaced by a number changes no accounting.
-fn num_in_place(v: &mut Value, keys: &[Value], f: &mut dyn FnMut(f64) -> Option<f64>) -> bool {
-    let Some((k, rest)) = keys.split_first() else {
+fn num_in_place(v: &mut Value, keys: &[Value], ics: &[Cell<u32>], f: &mut dyn FnMut(f64) -> Option<f64>) -> bool {
+    let (Some((k, rest)), Some((ic, ics))) = (keys.split_first(), ics.split_first()) else {
         if let Value::Num(x) = v {
             if let Some(r) = f(*x) {
                 *x = r;
@@ -768,19 +781,15 @@ fn num_in_place(v: &mut Value, keys: &[Value], f: &mut dyn FnMut(f64) -> Option<
     match (v, k) {
         (Value::List(rc), Value::Num(n)) => {
             let Some(l) = Rc::get_mut(rc) else { return false };
-            let len = l.len();
-            let i = if *n < 0.0 { *n + len as f64 } else { *n };
-            if !(i >= 0.0 && i < len as f64 && i == i.trunc()) {
-                return false;
-            }
-            l.with_item(i as usize, |item| num_in_place(item, rest, f))
+            let Some(i) = list_at(*n, l.len()) else { return false };
+            l.with_item(i, |item| num_in_place(item, rest, ics, f))
         }
         (Value::Map(rc), Value::Str(key)) => {
             if key.len() > KEY_FREE_BYTES {
                 return false;
             }
             let Some(m) = Rc::get_mut(rc) else { return false };
-            m.with_value(key, |item| num_in_place(item, rest, f)).unwrap_or(false)
+            m.with_value_cached(key.as_slice(), ic, |item| num_in_place(item, rest, ics, f)).unwrap_or(false)
         }
         _ => false,
     }
