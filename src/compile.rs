@@ -245,6 +245,24 @@ pub struct PathRef {
     pub ic: u32,
 }
 
+/// A `try`'s handler: an error raised by an instruction in `start..end` of this code
+/// (the body; a call's callee included) is caught here, innermost first.
+#[derive(Debug, Clone, Copy)]
+pub struct Handler {
+    pub start: u32,
+    pub end: u32,
+    /// Where the `catch` part starts.
+    pub to: u32,
+    /// The `catch` variable.
+    pub var: Opd,
+    /// Temporaries from this register up are the body's: cleared when it is left by an
+    /// error (no stale reference may make a later write copy a value).
+    pub mark: u32,
+    /// The `for ... in` loops inside the body: `Code::forins[forins.0..forins.1]`, the
+    /// register bases whose snapshot charge an error leaving them releases.
+    pub forins: (u32, u32),
+}
+
 /// A place builtin's call: its place, its other arguments, and the builtin.
 #[derive(Debug, Clone, Copy)]
 pub struct PlaceCall {
@@ -272,6 +290,9 @@ pub struct Code<'p> {
     /// in the map where its key was found last (`Map::get_cached`). A guess checked
     /// against the key before use, so a wrong one costs one compare.
     pub ic: Vec<std::cell::Cell<u32>>,
+    /// `try` handlers, innermost first (`Handler`), and the for-in bases they list.
+    pub handlers: Vec<Handler>,
+    pub forins: Vec<u32>,
     /// Locals (parameters first) and all registers.
     pub nlocals: u32,
     pub nregs: u32,
@@ -487,6 +508,12 @@ impl<'p> Compiler<'p> {
                 self.step(s.pos);
                 let base = self.next;
                 let regs = [self.temp(), self.temp(), self.temp()];
+                // The cost register is a number only while the loop holds its snapshot
+                // (set by ForInPrep, cleared by ForInEnd): what a `try` left by an error
+                // releases (`Handler::forins`).
+                let nil = self.konst(Value::Nil);
+                self.emit(Op::Move { dst: regs[2], src: nil }, 0, [0, 0]);
+                self.code.forins.push(base);
                 self.into(&f.iter, regs[0]);
                 self.pos = s.pos;
                 self.emit(Op::ForInPrep { base }, 0, [0, 0]);
@@ -523,9 +550,23 @@ impl<'p> Compiler<'p> {
                 }
             }
             StmtKind::Block(b) => self.block(b),
-            // The rest runs in the tree evaluator, steps and all: `try` (its handler is
-            // reached by unwinding), `throw`, multiple assignment and the counting idiom.
-            StmtKind::CountIndex(..) | StmtKind::MultiAssign(..) | StmtKind::Throw(_) | StmtKind::Try { .. } => {
+            StmtKind::Try { body, var, handler } => {
+                self.step(s.pos);
+                let start = self.here() as u32;
+                let f0 = self.code.forins.len() as u32;
+                self.block(body);
+                let end = self.here() as u32;
+                let forins = (f0, self.code.forins.len() as u32);
+                let skip = self.emit(Op::Jump(0), 0, [0, 0]);
+                let to = self.here() as u32;
+                self.code.handlers.push(Handler { start, end, to, var: slot_opd(*var), mark: floor, forins });
+                self.block(handler);
+                let h = self.here();
+                self.patch(skip, h);
+            }
+            // The rest runs in the tree evaluator, steps and all: `throw`, multiple
+            // assignment and the counting idiom.
+            StmtKind::CountIndex(..) | StmtKind::MultiAssign(..) | StmtKind::Throw(_) => {
                 let at = self.emit(Op::TreeStmt { s, brk: 0, cont: 0 }, 0, [0, 0]);
                 if let Some(l) = self.loops.last_mut() {
                     l.brk.push(at);

@@ -339,6 +339,7 @@ impl<'p> Interp<'p> {
                             _ => 0,
                         };
                         self.stack[b] = Value::Unset;
+                        self.stack[b + 2] = Value::Nil;
                         self.charge(false, -cost)
                     }
                     Op::Ret(o) => match self.val(code, o, code.ospot[at][0]) {
@@ -373,19 +374,63 @@ impl<'p> Interp<'p> {
                     },
                 };
                 if let Err(e) = r {
-                    // The failing instruction's line and column; then each compiled caller's
-                    // frame is closed, as a return through `enter` would close it.
+                    // The failing instruction's line and column. A `try` around it in this
+                    // code catches it; else each compiled caller's frame is closed, as a
+                    // return through `enter` would close it, and its call is where the
+                    // error is looked for next.
                     let mut e = located(spotted(e, code.spot[at]), code.pos[at]);
-                    while let Some(f) = frames.pop() {
-                        self.frame_close(f.new_base, f.saved);
-                        let call = f.pc - 1;
-                        e = located(spotted(e, f.code.spot[call]), f.code.pos[call]);
+                    let mut here = cur.clone();
+                    let mut at = at;
+                    loop {
+                        if let Some(h) = catcher(&here, at, &e) {
+                            match *e {
+                                Unwind::Error(err) => match self.vm_catch(&here, h, err) {
+                                    Ok(()) => {
+                                        pc = h.to as usize;
+                                        next = Some(here);
+                                        break;
+                                    }
+                                    // A failure of the catch itself (its storage) goes on.
+                                    Err(e2) => e = located(e2, here.pos[at]),
+                                },
+                                other => e = Box::new(other),
+                            }
+                        }
+                        match frames.pop() {
+                            None => return Err(e),
+                            Some(f) => {
+                                self.frame_close(f.new_base, f.saved);
+                                at = f.pc - 1;
+                                e = located(spotted(e, f.code.spot[at]), f.code.pos[at]);
+                                here = f.code;
+                            }
+                        }
                     }
-                    return Err(e);
+                    break;
                 }
             }
         }
         Ok(Flow::Normal)
+    }
+
+    /// Catch error `e` with handler `h` of `code` (this frame's): the snapshots of the
+    /// `for ... in` loops the error left are released and the body's temporaries
+    /// cleared, then the error's map goes to the `catch` variable.
+    #[cold]
+    #[inline(never)]
+    fn vm_catch(&mut self, code: &Code<'p>, h: Handler, e: RtError) -> R<()> {
+        for &b in &code.forins[h.forins.0 as usize..h.forins.1 as usize] {
+            let b = self.base + b as usize;
+            if let Value::Num(cost) = self.stack[b + 2] {
+                self.stack[b + 2] = Value::Nil;
+                self.charge(false, -(cost as isize))?;
+            }
+        }
+        for r in h.mark as usize..code.nregs as usize {
+            self.stack[self.base + r] = Value::Unset;
+        }
+        let m = self.error_value(e)?;
+        self.put(h.var, m)
     }
 
     /// A compiled callee returns `v` to its compiled caller `f`: its frame closed, the
@@ -737,6 +782,17 @@ fn slot_of(o: Opd) -> Slot {
         T_GLOBAL => Slot::Global(o.idx() as u32),
         _ => Slot::Local(o.idx() as u32),
     }
+}
+
+/// The handler of `code` that catches `e` raised at instruction `at`: the innermost
+/// `try` whose body holds it, for an error (a limit is never caught).
+#[inline]
+fn catcher(code: &Code<'_>, at: usize, e: &Fail) -> Option<Handler> {
+    if !matches!(**e, Unwind::Error(_)) {
+        return None;
+    }
+    let at = at as u32;
+    code.handlers.iter().find(|h| h.start <= at && at < h.end).copied()
 }
 
 /// The item index a number names in a list of `len` items (negative from the end),
