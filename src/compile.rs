@@ -15,6 +15,14 @@
 //!   per test), so both count the same.
 //! - A side table gives each instruction its line (`pos`) and the column of the node
 //!   that raised an error (`spot`, `ospot` for its operands), read only on errors.
+//! - `try` is an exception table (`Handler`): the instruction range of its body, where
+//!   its `catch` starts, and what leaving the body by an error releases. Nothing runs
+//!   on entering a `try`; the dispatch loop looks in the table only when an error is
+//!   raised, innermost handler first, frame by frame (as Lua's and starlark's do).
+//! - Read sites of map keys keep an inline cache each (`Code::ic`).
+//! - Still handed to the tree evaluator: multiple assignment, the counting idiom
+//!   (`Op::TreeStmt`), interpolation, `get`'s in-place lookup and calls with anonymous
+//!   functions (`Op::Tree`).
 
 use crate::ast::{BinOp, Pos, Spot};
 use crate::builtins::Builtin;
@@ -172,6 +180,8 @@ pub enum Op<'p> {
         brk: u32,
         cont: u32,
     },
+    /// `throw a`.
+    Throw(Opd),
     /// `x op= v` on a variable.
     Upd {
         op: BinOp,
@@ -564,9 +574,14 @@ impl<'p> Compiler<'p> {
                 let h = self.here();
                 self.patch(skip, h);
             }
-            // The rest runs in the tree evaluator, steps and all: `throw`, multiple
-            // assignment and the counting idiom.
-            StmtKind::CountIndex(..) | StmtKind::MultiAssign(..) | StmtKind::Throw(_) => {
+            StmtKind::Throw(e) => {
+                self.step(s.pos);
+                let v = self.operand(e);
+                self.emit(Op::Throw(v.o), 0, [v.sp, 0]);
+            }
+            // The rest runs in the tree evaluator, steps and all: multiple assignment and
+            // the counting idiom.
+            StmtKind::CountIndex(..) | StmtKind::MultiAssign(..) => {
                 let at = self.emit(Op::TreeStmt { s, brk: 0, cont: 0 }, 0, [0, 0]);
                 if let Some(l) = self.loops.last_mut() {
                     l.brk.push(at);

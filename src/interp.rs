@@ -855,19 +855,7 @@ impl<'p> Interp<'p> {
             StmtKind::Throw(e) => {
                 self.step(s.pos)?;
                 let v = self.eval(e)?;
-                let mut text = Vec::new();
-                let message = match write_str(&v, &mut text, self.lim.n(L::String)) {
-                    Ok(()) => String::from_utf8_lossy(&text).into_owned(),
-                    Err(_) => format!("a thrown {}", v.type_name()),
-                };
-                return Err(Box::new(Unwind::Error(RtError {
-                    kind: ErrKind::User,
-                    message,
-                    pos: s.pos,
-                    spot: 0,
-                    help: None,
-                    value: Some(v),
-                })));
+                return Err(self.thrown(v, s.pos));
             }
             StmtKind::Try { body, var, handler } => {
                 self.step(s.pos)?;
@@ -925,6 +913,16 @@ impl<'p> Interp<'p> {
             }
         }
         self.check_memory()
+    }
+
+    /// The error `throw v` raises on the line at `pos` (both evaluators).
+    pub(crate) fn thrown(&self, v: Value, pos: Pos) -> Fail {
+        let mut text = Vec::new();
+        let message = match write_str(&v, &mut text, self.lim.n(L::String)) {
+            Ok(()) => String::from_utf8_lossy(&text).into_owned(),
+            Err(_) => format!("a thrown {}", v.type_name()),
+        };
+        Box::new(Unwind::Error(RtError { kind: ErrKind::User, message, pos, spot: 0, help: None, value: Some(v) }))
     }
 
     /// The map a `catch` variable receives.

@@ -228,6 +228,10 @@ impl<'p> Interp<'p> {
                             }
                         }
                     }
+                    Op::Throw(a) => match self.val(code, a, code.ospot[at][0]) {
+                        Ok(v) => Err(self.thrown(v, code.pos[at])),
+                        Err(e) => Err(e),
+                    },
                     Op::SetIdx { var, k, v } => self.vm_set_index(code, at, var, k, v),
                     Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
                     Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
