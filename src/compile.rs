@@ -4,8 +4,8 @@
 //! - Registers: a frame's registers are its local slots (`0..nlocals`, as the resolver
 //!   numbered them) followed by temporaries; both live on the interpreter's value stack
 //!   from the frame's base, so a local is the same cell for the compiled code and for
-//!   the tree evaluator (`interp.rs`), which still runs the statements this compiler
-//!   hands over to it (`Op::TreeStmt`, `Op::Tree`).
+//!   the tree evaluator (`interp.rs`), which still evaluates the expressions this
+//!   compiler hands over to it (`Op::Tree`).
 //! - Operands (`Opd`): an operator reads a local, a temporary, a global or a constant
 //!   where it is (its mode in the top two bits), so `x % m`, `x % a[0]` and `x % 7` are
 //!   one instruction each with no copy; a temporary is consumed by the instruction that
@@ -20,9 +20,9 @@
 //!   on entering a `try`; the dispatch loop looks in the table only when an error is
 //!   raised, innermost handler first, frame by frame (as Lua's and starlark's do).
 //! - Read sites of map keys keep an inline cache each (`Code::ic`).
-//! - Still handed to the tree evaluator: multiple assignment, the counting idiom
-//!   (`Op::TreeStmt`), interpolation, `get`'s in-place lookup and calls with anonymous
-//!   functions (`Op::Tree`).
+//! - Every statement is compiled. Still handed to the tree evaluator: the expressions
+//!   interpolation, `get`'s in-place lookup and calls with anonymous functions
+//!   (`Op::Tree`).
 
 use crate::ast::{BinOp, Pos, Spot};
 use crate::builtins::Builtin;
@@ -173,15 +173,15 @@ pub enum Op<'p> {
         dst: Opd,
         e: &'p Expr,
     },
-    /// A statement the tree evaluator runs, with its own steps; its `break` and
-    /// `continue` go to `brk` and `cont` (of the loop around it here).
-    TreeStmt {
-        s: &'p Stmt,
-        brk: u32,
-        cont: u32,
-    },
     /// `throw a`.
     Throw(Opd),
+    /// `a, b = e`: the `n` items of the list in temporary `src` into the temporaries
+    /// from register `start` (a list of exactly `n`, or the error).
+    Unpack {
+        src: Opd,
+        start: u32,
+        n: u32,
+    },
     /// `x op= v` on a variable.
     Upd {
         op: BinOp,
@@ -393,7 +393,6 @@ impl<'p> Compiler<'p> {
             Op::Jump(t) | Op::StepJump(t) => *t = to,
             Op::JumpIf { to: t, .. } | Op::Test { to: t, .. } | Op::TestN { to: t, .. } => *t = to,
             Op::ForNext { exit, .. } | Op::ForInNext { exit, .. } => *exit = to,
-            Op::TreeStmt { brk, .. } => *brk = to,
             _ => unreachable!("not a jump"),
         }
     }
@@ -579,13 +578,36 @@ impl<'p> Compiler<'p> {
                 let v = self.operand(e);
                 self.emit(Op::Throw(v.o), 0, [v.sp, 0]);
             }
-            // The rest runs in the tree evaluator, steps and all: multiple assignment and
-            // the counting idiom.
-            StmtKind::CountIndex(..) | StmtKind::MultiAssign(..) => {
-                let at = self.emit(Op::TreeStmt { s, brk: 0, cont: 0 }, 0, [0, 0]);
-                if let Some(l) = self.loops.last_mut() {
-                    l.brk.push(at);
-                    l.cont.push(at);
+            // The counting idiom of the tree evaluator is an ordinary `x[k] = e` here.
+            StmtKind::CountIndex(slot, k, e) => {
+                self.step(s.pos);
+                let v = self.operand_before(e, std::slice::from_ref(k));
+                let k = self.operand(k);
+                self.emit(Op::SetIdx { var: slot_opd(*slot), k: k.o, v: v.o }, 0, [k.sp, v.sp]);
+            }
+            // Every value first (one list unpacked, or one value each), then each target
+            // left to right, a target's keys evaluated when its turn comes.
+            StmtKind::MultiAssign(places, values) => {
+                self.step(s.pos);
+                let n = places.len();
+                let start = self.next;
+                let regs: Vec<Opd> = (0..n).map(|_| self.temp()).collect();
+                if let [one] = &**values {
+                    let t = self.temp();
+                    self.into(one, t);
+                    self.emit(Op::Unpack { src: t, start, n: n as u32 }, 0, [0, 0]);
+                } else {
+                    for (v, r) in values.iter().zip(&regs) {
+                        self.into(v, *r);
+                    }
+                }
+                for (p, r) in places.iter().zip(regs) {
+                    if p.path.is_empty() {
+                        self.emit(Op::Move { dst: slot_opd(p.root), src: r }, 0, [0, 0]);
+                    } else {
+                        let path = self.path(p);
+                        self.emit(Op::SetPath { path, v: r }, 0, [0, 0]);
+                    }
                 }
             }
         }
@@ -596,10 +618,7 @@ impl<'p> Compiler<'p> {
     fn close_loop(&mut self, cont: usize, brk: usize) {
         let l = self.loops.pop().expect("a loop");
         for j in l.cont {
-            match &mut self.code.ops[j] {
-                Op::TreeStmt { cont: c, .. } => *c = cont as u32,
-                _ => self.patch(j, cont),
-            }
+            self.patch(j, cont);
         }
         for j in l.brk {
             self.patch(j, brk);

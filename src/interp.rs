@@ -881,23 +881,7 @@ impl<'p> Interp<'p> {
     fn multi_assign(&mut self, places: &'p [Place], values: &'p [Expr]) -> R<()> {
         let vals: Vec<Value> = if values.len() == 1 {
             let v = self.eval(&values[0])?;
-            let n = places.len();
-            match &v {
-                Value::List(l) if l.len() == n => l.items().to_vec(),
-                Value::List(l) => {
-                    let m = l.len();
-                    let s = if m == 1 { "" } else { "s" };
-                    return Err(
-                        self.err(ErrKind::Value, format!("cannot unpack a list of {m} item{s} into {n} targets"))
-                    );
-                }
-                other => {
-                    return Err(self.err(
-                        ErrKind::Type,
-                        format!("cannot unpack a {} into {n} targets: it must be a list", other.type_name()),
-                    ))
-                }
-            }
+            self.unpack(&v, places.len())?
         } else {
             let mut vals = Vec::with_capacity(values.len());
             for e in values {
@@ -923,6 +907,23 @@ impl<'p> Interp<'p> {
             Err(_) => format!("a thrown {}", v.type_name()),
         };
         Box::new(Unwind::Error(RtError { kind: ErrKind::User, message, pos, spot: 0, help: None, value: Some(v) }))
+    }
+
+    /// `a, b = e`: the items of `v`, which must be a list of exactly `n` (both
+    /// evaluators).
+    pub(crate) fn unpack(&self, v: &Value, n: usize) -> R<Vec<Value>> {
+        match v {
+            Value::List(l) if l.len() == n => Ok(l.items().to_vec()),
+            Value::List(l) => {
+                let m = l.len();
+                let s = if m == 1 { "" } else { "s" };
+                Err(self.err(ErrKind::Value, format!("cannot unpack a list of {m} item{s} into {n} targets")))
+            }
+            other => Err(self.err(
+                ErrKind::Type,
+                format!("cannot unpack a {} into {n} targets: it must be a list", other.type_name()),
+            )),
+        }
     }
 
     /// The map a `catch` variable receives.

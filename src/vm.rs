@@ -232,6 +232,19 @@ impl<'p> Interp<'p> {
                         Ok(v) => Err(self.thrown(v, code.pos[at])),
                         Err(e) => Err(e),
                     },
+                    Op::Unpack { src, start, n } => {
+                        let v = std::mem::take(&mut self.stack[self.base + src.idx()]);
+                        match self.unpack(&v, n as usize) {
+                            Ok(items) => {
+                                let b = self.base + start as usize;
+                                for (cell, item) in self.stack[b..b + n as usize].iter_mut().zip(items) {
+                                    *cell = item;
+                                }
+                                Ok(())
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
                     Op::SetIdx { var, k, v } => self.vm_set_index(code, at, var, k, v),
                     Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
                     Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
@@ -275,28 +288,6 @@ impl<'p> Interp<'p> {
                     },
                     Op::Tree { dst, e } => match self.eval(e) {
                         Ok(v) => self.put(dst, v),
-                        Err(e) => Err(e),
-                    },
-                    Op::TreeStmt { s, brk, cont } => match self.exec(s) {
-                        Ok(Flow::Normal) => Ok(()),
-                        Ok(Flow::Break) => {
-                            pc = brk as usize;
-                            Ok(())
-                        }
-                        Ok(Flow::Continue) => {
-                            pc = cont as usize;
-                            Ok(())
-                        }
-                        Ok(Flow::Return) => match frames.pop() {
-                            None => return Ok(Flow::Return),
-                            Some(f) => {
-                                let v = self.take_ret();
-                                match self.vm_return(f, v, &mut next, &mut pc) {
-                                    Ok(()) => break,
-                                    Err(e) => Err(e),
-                                }
-                            }
-                        },
                         Err(e) => Err(e),
                     },
                     Op::ForPrep { base } => self.for_prep(base),
