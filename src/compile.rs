@@ -147,11 +147,12 @@ pub enum Op<'p> {
         map: u32,
         start: u32,
     },
-    /// A call of user function `fi`, its arguments `args[at..at + n]`.
+    /// A call of user function `fi`, its `n` arguments in the registers from `start`,
+    /// where its frame starts.
     Call {
         fi: u32,
         dst: Opd,
-        at: u32,
+        start: u32,
         n: u32,
     },
     /// The capability check a gated builtin makes before its arguments are evaluated.
@@ -799,8 +800,14 @@ impl<'p> Compiler<'p> {
                 self.emit(Op::MkMap { dst, map, start }, 0, [0, 0]);
             }
             Expr::Call(fi, args) => {
-                let at = self.args(args);
-                self.emit(Op::Call { fi: *fi, dst, at, n: args.len() as u32 }, 0, [0, 0]);
+                // The arguments are computed into the registers where the callee's frame
+                // will start (its first slots), left to right, as Lua's calls place them.
+                let start = self.next;
+                let regs: Vec<Opd> = args.iter().map(|_| self.temp()).collect();
+                for (a, r) in args.iter().zip(regs) {
+                    self.into(a, r);
+                }
+                self.emit(Op::Call { fi: *fi, dst, start, n: args.len() as u32 }, 0, [0, 0]);
             }
             Expr::Builtin(b, args, sp) => {
                 if b.cap.is_some() {

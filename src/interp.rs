@@ -279,6 +279,27 @@ impl<'p> Interp<'p> {
     /// registers made on the stack and the heap looked at (a call is a check point).
     #[inline]
     fn code_for(&mut self, fi: usize) -> R<Rc<crate::compile::Code<'p>>> {
+        let code = self.code_of(fi);
+        let need = self.base + code.nregs as usize;
+        if self.stack.len() < need {
+            self.stack.resize_with(need, Default::default);
+        }
+        self.check_memory()?;
+        Ok(code)
+    }
+
+    /// The code of function `fi` (`MAIN_FN`: main's), compiled on its first use.
+    #[inline]
+    pub(crate) fn code_of(&mut self, fi: usize) -> Rc<crate::compile::Code<'p>> {
+        let i = if fi == MAIN_FN { self.prog.funcs.len() } else { fi };
+        if let Some(Some(c)) = self.codes.get(i) {
+            return c.clone();
+        }
+        self.compile_code(fi)
+    }
+
+    #[inline(never)]
+    fn compile_code(&mut self, fi: usize) -> Rc<crate::compile::Code<'p>> {
         let prog = self.prog;
         let i = if fi == MAIN_FN { prog.funcs.len() } else { fi };
         if self.codes.len() <= i {
@@ -297,12 +318,7 @@ impl<'p> Interp<'p> {
                 c
             }
         };
-        let need = self.base + code.nregs as usize;
-        if self.stack.len() < need {
-            self.stack.resize_with(need, Default::default);
-        }
-        self.check_memory()?;
-        Ok(code)
+        code
     }
 
     /// The interactive session's next entry: run `prog` (the session's functions and the
@@ -1978,9 +1994,9 @@ impl<'p> Interp<'p> {
     }
 
     /// Open the frame of a call of user function `fi` whose arguments are on the stack
-    /// from `new_base`: the call's work, the argument and depth limits, the frame's
-    /// storage. On failure nothing is left open (the arguments are gone). The value
-    /// returned is what `frame_close` restores.
+    /// from `new_base` (`frame_enter`), its other slots unset. On failure nothing is
+    /// left open (the arguments are gone). The value returned is what `frame_close`
+    /// restores.
     #[inline(always)]
     pub(crate) fn frame_open(
         &mut self,
@@ -1990,19 +2006,47 @@ impl<'p> Interp<'p> {
         new_base: usize,
         arg_heap: usize,
     ) -> R<Saved> {
+        match self.frame_enter(fi, f, nargs, new_base, arg_heap) {
+            Ok(saved) => {
+                let nslots = f.slot_names.len();
+                if nslots > nargs && !self.compiled {
+                    self.stack.resize(new_base + nslots, Value::Unset);
+                }
+                Ok(saved)
+            }
+            Err(e) => {
+                self.stack.truncate(new_base);
+                Err(e)
+            }
+        }
+    }
+
+    /// Close the frame `frame_open` opened: its storage released, its values dropped,
+    /// the caller's frame back.
+    #[inline(always)]
+    pub(crate) fn frame_close(&mut self, new_base: usize, saved: Saved) {
+        self.stack.truncate(new_base);
+        self.frame_leave(saved);
+    }
+
+    /// The accounting of a call of user function `fi` whose frame starts at `new_base`
+    /// (both evaluators; the values on the stack are the caller's business): the call's
+    /// work, the argument and depth limits, the frame's storage, the profile. On failure
+    /// nothing is changed but the work charged.
+    #[inline(always)]
+    pub(crate) fn frame_enter(
+        &mut self,
+        fi: usize,
+        f: &'p Function,
+        nargs: usize,
+        new_base: usize,
+        arg_heap: usize,
+    ) -> R<Saved> {
         // Every call is charged a little work, from the source or from a builtin alike: a
         // line of many calls to an empty function is one step, but not free.
-        if let Err(e) = self.work(WORK_CALLBACK) {
-            self.stack.truncate(new_base);
-            return Err(e);
-        }
+        self.work(WORK_CALLBACK)?;
         if arg_heap + nargs * ACCT_SLOT > self.lim.n(L::CallArgs) || self.depth >= self.lim.n(L::CallDepth) {
-            self.stack.truncate(new_base);
             return Err(self.call_refused(f, arg_heap + nargs * ACCT_SLOT));
-        }
-        let nslots = f.slot_names.len();
-        if nslots > nargs && !self.compiled {
-            self.stack.resize(new_base + nslots, Value::Unset);
         }
         let saved = (self.base, self.fbytes, self.func, self.pos);
         if let Some(p) = self.profile.as_deref_mut() {
@@ -2025,7 +2069,7 @@ impl<'p> Interp<'p> {
                 Err(e) => e,
                 Ok(()) => self.limit(LimitKind::FrameStorage, "frame storage exceeded"),
             };
-            self.frame_close(new_base, saved);
+            self.frame_leave(saved);
             return Err(e);
         }
         if fb > self.peak_frame {
@@ -2037,12 +2081,10 @@ impl<'p> Interp<'p> {
         Ok(saved)
     }
 
-    /// Close the frame `frame_open` opened: its storage released, its values dropped,
-    /// the caller's frame back.
+    /// Undo `frame_enter`: the frame's storage released, the caller's frame back.
     #[inline(always)]
-    pub(crate) fn frame_close(&mut self, new_base: usize, saved: Saved) {
+    pub(crate) fn frame_leave(&mut self, saved: Saved) {
         self.mem -= self.fbytes;
-        self.stack.truncate(new_base);
         self.depth -= 1;
         (self.base, self.fbytes, self.func, self.pos) = saved;
         if let Some(p) = self.profile.as_deref_mut() {

@@ -25,7 +25,6 @@ struct VmFrame<'p> {
     /// Where the caller goes on (its call instruction is at `pc - 1`).
     pc: usize,
     dst: Opd,
-    new_base: usize,
     saved: Saved,
 }
 
@@ -49,7 +48,7 @@ impl<'p> Interp<'p> {
                         pc = to as usize;
                         self.step(code.pos[at])
                     }
-                    Op::Move { dst, src } => match self.val(code, src, code.ospot[at][0]) {
+                    Op::Move { dst, src } => match self.val(code, src, || code.ospot[at][0]) {
                         Ok(v) => self.put(dst, v),
                         Err(e) => Err(e),
                     },
@@ -119,7 +118,7 @@ impl<'p> Interp<'p> {
                             Err(e) => Err(e),
                         }
                     }
-                    Op::JumpIf { c, when, keep, to } => match self.truth(code, c, code.ospot[at][0]) {
+                    Op::JumpIf { c, when, keep, to } => match self.truth(code, c, || code.ospot[at][0]) {
                         Ok(t) => {
                             if !keep {
                                 self.consume(c);
@@ -165,9 +164,9 @@ impl<'p> Interp<'p> {
                             None => self.field_slow(code, at, dst, a, name),
                         }
                     }
-                    Op::Call { fi, dst, at: args, n } => match self.vm_call_open(code, fi as usize, args, n) {
-                        Ok((callee, new_base, saved)) => {
-                            frames.push(VmFrame { code: cur.clone(), pc, dst, new_base, saved });
+                    Op::Call { fi, dst, start, n } => match self.vm_call_open(fi as usize, start, n) {
+                        Ok((callee, saved)) => {
+                            frames.push(VmFrame { code: cur.clone(), pc, dst, saved });
                             next = Some(callee);
                             pc = 0;
                             break;
@@ -179,7 +178,7 @@ impl<'p> Interp<'p> {
                         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
                         let mut r = Ok(());
                         for &(o, sp) in &code.args[args as usize..(args + n) as usize] {
-                            match self.val(code, o, sp) {
+                            match self.val(code, o, || sp) {
                                 Ok(v) => vals.push(v),
                                 Err(e) => {
                                     r = Err(e);
@@ -222,13 +221,13 @@ impl<'p> Interp<'p> {
                         if done {
                             Ok(())
                         } else {
-                            match self.val(code, v, code.ospot[at][0]) {
+                            match self.val(code, v, || code.ospot[at][0]) {
                                 Ok(rhs) => self.compound_var(slot_of(var), op, rhs),
                                 Err(e) => Err(e),
                             }
                         }
                     }
-                    Op::Throw(a) => match self.val(code, a, code.ospot[at][0]) {
+                    Op::Throw(a) => match self.val(code, a, || code.ospot[at][0]) {
                         Ok(v) => Err(self.thrown(v, code.pos[at])),
                         Err(e) => Err(e),
                     },
@@ -274,12 +273,12 @@ impl<'p> Interp<'p> {
                             Err(e) => Err(e),
                         }
                     }
-                    Op::Neg { dst, a } => match self.val(code, a, code.ospot[at][0]) {
+                    Op::Neg { dst, a } => match self.val(code, a, || code.ospot[at][0]) {
                         Ok(Value::Num(n)) => self.put_num(dst, -n),
                         Ok(other) => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
                         Err(e) => Err(e),
                     },
-                    Op::Not { dst, a } => match self.truth(code, a, code.ospot[at][0]) {
+                    Op::Not { dst, a } => match self.truth(code, a, || code.ospot[at][0]) {
                         Ok(t) => {
                             self.consume(a);
                             self.put(dst, Value::Bool(!t))
@@ -337,13 +336,13 @@ impl<'p> Interp<'p> {
                         self.stack[b + 2] = Value::Nil;
                         self.charge(false, -cost)
                     }
-                    Op::Ret(o) => match self.val(code, o, code.ospot[at][0]) {
+                    Op::Ret(o) => match self.val(code, o, || code.ospot[at][0]) {
                         Ok(v) => match frames.pop() {
                             None => {
                                 self.ret = v;
                                 return Ok(Flow::Return);
                             }
-                            Some(f) => match self.vm_return(f, v, &mut next, &mut pc) {
+                            Some(f) => match self.vm_return(code, f, v, &mut next, &mut pc) {
                                 Ok(()) => break,
                                 Err(e) => Err(e),
                             },
@@ -355,14 +354,14 @@ impl<'p> Interp<'p> {
                             self.ret = Value::Nil;
                             return Ok(Flow::Return);
                         }
-                        Some(f) => match self.vm_return(f, Value::Nil, &mut next, &mut pc) {
+                        Some(f) => match self.vm_return(code, f, Value::Nil, &mut next, &mut pc) {
                             Ok(()) => break,
                             Err(e) => Err(e),
                         },
                     },
                     Op::End => match frames.pop() {
                         None => return Ok(Flow::Normal),
-                        Some(f) => match self.vm_return(f, Value::Nil, &mut next, &mut pc) {
+                        Some(f) => match self.vm_return(code, f, Value::Nil, &mut next, &mut pc) {
                             Ok(()) => break,
                             Err(e) => Err(e),
                         },
@@ -394,7 +393,7 @@ impl<'p> Interp<'p> {
                         match frames.pop() {
                             None => return Err(e),
                             Some(f) => {
-                                self.frame_close(f.new_base, f.saved);
+                                self.vm_leave(&here, f.saved);
                                 at = f.pc - 1;
                                 e = located(spotted(e, f.code.spot[at]), f.code.pos[at]);
                                 here = f.code;
@@ -432,8 +431,15 @@ impl<'p> Interp<'p> {
     /// value written to the call's destination, the caller's code next. A failure of
     /// that write is the caller's call instruction's.
     #[inline]
-    fn vm_return(&mut self, f: VmFrame<'p>, v: Value, next: &mut Option<Rc<Code<'p>>>, pc: &mut usize) -> R<()> {
-        self.frame_close(f.new_base, f.saved);
+    fn vm_return(
+        &mut self,
+        code: &Code<'p>,
+        f: VmFrame<'p>,
+        v: Value,
+        next: &mut Option<Rc<Code<'p>>>,
+        pc: &mut usize,
+    ) -> R<()> {
+        self.vm_leave(code, f.saved);
         let r = self.put(f.dst, v);
         let call = f.pc - 1;
         let r = r.map_err(|e| located(spotted(e, f.code.spot[call]), f.code.pos[call]));
@@ -471,14 +477,14 @@ impl<'p> Interp<'p> {
     /// An operand's value to keep: a temporary is moved out, a variable or constant
     /// copied (shared); an unset variable is the `name` error at `sp`.
     #[inline(always)]
-    fn val(&mut self, code: &Code<'p>, o: Opd, sp: Spot) -> R<Value> {
+    fn val(&mut self, code: &Code<'p>, o: Opd, sp: impl FnOnce() -> Spot) -> R<Value> {
         match o.tag() {
             T_TEMP => Ok(std::mem::take(&mut self.stack[self.base + o.idx()])),
             T_CONST => Ok(code.consts[o.idx()].clone()),
             _ => {
                 let v = self.rd(code, o);
                 if let Value::Unset = v {
-                    return Err(self.unset_at(slot_of(o), sp));
+                    return Err(self.unset_at(slot_of(o), sp()));
                 }
                 Ok(v.clone())
             }
@@ -497,10 +503,10 @@ impl<'p> Interp<'p> {
 
     /// The truth of an operand, read in place.
     #[inline]
-    fn truth(&mut self, code: &Code<'p>, o: Opd, sp: Spot) -> R<bool> {
+    fn truth(&mut self, code: &Code<'p>, o: Opd, sp: impl FnOnce() -> Spot) -> R<bool> {
         match self.rd(code, o) {
             Value::Bool(b) => Ok(*b),
-            Value::Unset => Err(self.unset_at(slot_of(o), sp)),
+            Value::Unset => Err(self.unset_at(slot_of(o), sp())),
             v => Ok(v.truthy()),
         }
     }
@@ -539,14 +545,14 @@ impl<'p> Interp<'p> {
 
     #[inline(never)]
     fn bin_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, k: f64) -> R<()> {
-        let x = self.val(code, a, code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
+        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
         let v = self.binop(op, x, Value::Num(k))?;
         self.put(dst, v)
     }
 
     #[inline(never)]
     fn test_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, k: f64) -> R<bool> {
-        let x = self.val(code, a, code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
+        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
         if matches!(op, BinOp::Eq | BinOp::Ne) {
             let mut n = EqCount::default();
             let same = equals_counted(&x, &Value::Num(k), &mut n);
@@ -561,8 +567,8 @@ impl<'p> Interp<'p> {
         let [sa, sb] = code.ospot[at];
         // An unset operand's error carries its name's column or none, never the
         // operator's (as the tree evaluator reports it).
-        let x = self.val(code, a, sa).map_err(|e| located(e, code.pos[at]))?;
-        let y = self.val(code, b, sb).map_err(|e| located(e, code.pos[at]))?;
+        let x = self.val(code, a, || sa).map_err(|e| located(e, code.pos[at]))?;
+        let y = self.val(code, b, || sb).map_err(|e| located(e, code.pos[at]))?;
         let v = self.binop(op, x, y)?;
         self.put(dst, v)
     }
@@ -589,16 +595,16 @@ impl<'p> Interp<'p> {
         }
         // An unset operand's error carries its name's column or none, never the
         // operator's (as the tree evaluator reports it).
-        let x = self.val(code, a, sa).map_err(|e| located(e, code.pos[at]))?;
-        let y = self.val(code, b, sb).map_err(|e| located(e, code.pos[at]))?;
+        let x = self.val(code, a, || sa).map_err(|e| located(e, code.pos[at]))?;
+        let y = self.val(code, b, || sb).map_err(|e| located(e, code.pos[at]))?;
         Ok(self.binop(op, x, y)?.truthy())
     }
 
     #[inline(never)]
     fn index_slow(&mut self, code: &Code<'p>, at: usize, dst: Opd, a: Opd, k: Opd) -> R<()> {
         let [sa, sk] = code.ospot[at];
-        let x = self.val(code, a, sa)?;
-        let key = self.val(code, k, sk)?;
+        let x = self.val(code, a, || sa)?;
+        let key = self.val(code, k, || sk)?;
         if let (Value::Map(_), Value::Str(s)) = (&x, &key) {
             self.work(key_work(s.len()))?;
         }
@@ -608,7 +614,7 @@ impl<'p> Interp<'p> {
 
     #[inline(never)]
     fn field_slow(&mut self, code: &Code<'p>, at: usize, dst: Opd, a: Opd, name: &Bytes) -> R<()> {
-        let x = self.val(code, a, code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
+        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
         match &x {
             Value::Map(m) => match m.get(name) {
                 Some(v) => {
@@ -624,26 +630,41 @@ impl<'p> Interp<'p> {
         }
     }
 
-    /// A call of user function `fi`: its arguments pushed as the new frame's first
-    /// slots, bounded as `Interp::call` bounds them, and its frame opened (`frame_open`);
-    /// its code and what the return restores.
-    fn vm_call_open(&mut self, code: &Code<'p>, fi: usize, args: u32, n: u32) -> R<(Rc<Code<'p>>, usize, Saved)> {
+    /// A call of user function `fi` whose `n` arguments are in this frame's registers
+    /// from `start`: its frame opened there (`frame_enter`: the call's work, the
+    /// argument and depth limits, the frame's storage), its other locals unset, its
+    /// registers on the stack, the heap looked at. Its code and what the return restores.
+    fn vm_call_open(&mut self, fi: usize, start: u32, n: u32) -> R<(Rc<Code<'p>>, Saved)> {
         let prog = self.prog;
         let f = &prog.funcs[fi];
-        let new_base = self.stack.len();
-        let mut arg_heap = 0usize;
-        for &(o, sp) in &code.args[args as usize..(args + n) as usize] {
-            let v = self.val(code, o, sp);
-            self.push_arg(f, new_base, &mut arg_heap, v)?;
+        let new_base = self.base + start as usize;
+        let n = n as usize;
+        let arg_heap: usize = self.stack[new_base..new_base + n].iter().map(Value::heap).sum();
+        let code = self.code_of(fi);
+        let saved = self.frame_enter(fi, f, n, new_base, arg_heap)?;
+        let need = new_base + code.nregs as usize;
+        if self.stack.len() < need {
+            self.stack.resize_with(need, Default::default);
         }
-        let saved = self.frame_open(fi, f, n as usize, new_base, arg_heap)?;
-        match self.code_for(fi) {
-            Ok(c) => Ok((c, new_base, saved)),
-            Err(e) => {
-                self.frame_close(new_base, saved);
-                Err(e)
-            }
+        for cell in &mut self.stack[new_base + n..new_base + code.nlocals as usize] {
+            *cell = Value::Unset;
         }
+        if let Err(e) = self.check_memory() {
+            self.vm_leave(&code, saved);
+            return Err(e);
+        }
+        Ok((code, saved))
+    }
+
+    /// Close the frame of compiled `code` (the current one): its registers emptied (the
+    /// stack keeps its length: the next call reuses them), its accounting undone.
+    #[inline(always)]
+    fn vm_leave(&mut self, code: &Code<'p>, saved: Saved) {
+        let b = self.base;
+        for cell in &mut self.stack[b..b + code.nregs as usize] {
+            *cell = Value::Unset;
+        }
+        self.frame_leave(saved);
     }
 
     fn path_keys(&mut self, p: &PathRef) -> SmallVec<[Value; 4]> {
@@ -655,7 +676,7 @@ impl<'p> Interp<'p> {
         let keys = self.path_keys(&pc.path);
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         for &(o, sp) in &code.args[pc.at as usize..(pc.at + pc.n) as usize] {
-            vals.push(self.val(code, o, sp)?);
+            vals.push(self.val(code, o, || sp)?);
         }
         self.place_builtin_vals(pc.b, slot_of(pc.path.root), &keys, vals)
     }
@@ -683,8 +704,8 @@ impl<'p> Interp<'p> {
             }
         }
         let [sk, sv] = code.ospot[at];
-        let val = self.val(code, v, sv)?;
-        let key = self.val(code, k, sk)?;
+        let val = self.val(code, v, || sv)?;
+        let key = self.val(code, k, || sk)?;
         self.set_index(slot_of(var), key, val)
     }
 
@@ -693,7 +714,7 @@ impl<'p> Interp<'p> {
     /// evaluator's place functions (which copy shared containers and charge).
     fn vm_set_path(&mut self, code: &Code<'p>, at: usize, path: u32, op: Option<BinOp>, v: Opd) -> R<()> {
         let p = code.paths[path as usize];
-        let rhs = self.val(code, v, code.ospot[at][0])?;
+        let rhs = self.val(code, v, || code.ospot[at][0])?;
         let keys = self.path_keys(&p);
         if let Value::Num(y) = rhs {
             let root = self.cell(p.root);
