@@ -195,11 +195,12 @@ pub enum Op<'p> {
         var: Opd,
         k: f64,
     },
-    /// `x[k] = v` on a variable.
+    /// `x[k] = v` on a variable; `ic` is the inline cache of a map key (`Code::ic`).
     SetIdx {
         var: Opd,
         k: Opd,
         v: Opd,
+        ic: u32,
     },
     /// `PLACE = v` for `paths[path]`.
     SetPath {
@@ -429,7 +430,8 @@ impl<'p> Compiler<'p> {
                 self.step(s.pos);
                 let v = self.operand_before(e, std::slice::from_ref(k));
                 let k = self.operand(k);
-                self.emit(Op::SetIdx { var: slot_opd(*slot), k: k.o, v: v.o }, 0, [k.sp, v.sp]);
+                let ic = self.ics(1);
+                self.emit(Op::SetIdx { var: slot_opd(*slot), k: k.o, v: v.o, ic }, 0, [k.sp, v.sp]);
             }
             StmtKind::IncVar(slot, op, k) => {
                 self.step(s.pos);
@@ -584,7 +586,8 @@ impl<'p> Compiler<'p> {
                 self.step(s.pos);
                 let v = self.operand_before(e, std::slice::from_ref(k));
                 let k = self.operand(k);
-                self.emit(Op::SetIdx { var: slot_opd(*slot), k: k.o, v: v.o }, 0, [k.sp, v.sp]);
+                let ic = self.ics(1);
+                self.emit(Op::SetIdx { var: slot_opd(*slot), k: k.o, v: v.o, ic }, 0, [k.sp, v.sp]);
             }
             // Every value first (one list unpacked, or one value each), then each target
             // left to right, a target's keys evaluated when its turn comes.

@@ -244,7 +244,7 @@ impl<'p> Interp<'p> {
                             Err(e) => Err(e),
                         }
                     }
-                    Op::SetIdx { var, k, v } => self.vm_set_index(code, at, var, k, v),
+                    Op::SetIdx { var, k, v, ic } => self.vm_set_index(code, at, var, k, v, ic),
                     Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
                     Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
                     Op::MkList { dst, start, n } => {
@@ -681,26 +681,35 @@ impl<'p> Interp<'p> {
         self.place_builtin_vals(pc.b, slot_of(pc.path.root), &keys, vals)
     }
 
-    /// `x[k] = v`: a number over a number in a list of the variable's own is written in
-    /// place; anything else through `set_index`.
-    fn vm_set_index(&mut self, code: &Code<'p>, at: usize, var: Opd, k: Opd, v: Opd) -> R<()> {
-        if let (Value::Num(x), Value::Num(i)) = (self.rd(code, v), self.rd(code, k)) {
-            let (x, i) = (*x, *i);
-            if let Value::List(l) = self.cell(var) {
-                if let Some(l) = Rc::get_mut(l) {
-                    if let Some(j) = list_at(i, l.len()) {
-                        let done = l.with_item(j, |item| match item {
-                            Value::Num(n) => {
-                                *n = x;
-                                true
-                            }
-                            _ => false,
-                        });
-                        if done {
-                            return Ok(());
-                        }
+    /// `x[k] = v`: a plain value (nil, a boolean, a number) over a plain value in a list
+    /// or map of the variable's own is written in place (no storage changes: plain
+    /// values hold none; a map key within `KEY_FREE_BYTES` costs no work; the map's
+    /// key is found through the site's inline cache); anything else through
+    /// `set_index`.
+    fn vm_set_index(&mut self, code: &Code<'p>, at: usize, var: Opd, k: Opd, v: Opd, ic: u32) -> R<()> {
+        let x = self.rd(code, v);
+        if is_plain(x) {
+            let x = x.clone();
+            let key = self.rd(code, k).clone();
+            let done = match (self.cell(var), &key) {
+                (Value::List(l), Value::Num(i)) => match Rc::get_mut(l) {
+                    Some(l) => match list_at(*i, l.len()) {
+                        Some(j) => l.with_item(j, |item| put_plain(item, x)),
+                        None => false,
+                    },
+                    None => false,
+                },
+                (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => match Rc::get_mut(m) {
+                    Some(m) => {
+                        m.with_value_cached(s, &code.ic[ic as usize], |item| put_plain(item, x)).unwrap_or(false)
                     }
-                }
+                    None => false,
+                },
+                _ => false,
+            };
+            if done {
+                self.consume(k);
+                return Ok(());
             }
         }
         let [sk, sv] = code.ospot[at];
@@ -809,6 +818,23 @@ fn catcher(code: &Code<'_>, at: usize, e: &Fail) -> Option<Handler> {
     }
     let at = at as u32;
     code.handlers.iter().find(|h| h.start <= at && at < h.end).copied()
+}
+
+/// A value that holds no storage and needs no drop: nil, a boolean, a number.
+#[inline(always)]
+fn is_plain(v: &Value) -> bool {
+    matches!(v, Value::Nil | Value::Bool(_) | Value::Num(_))
+}
+
+/// Write plain `x` over `item` when that is plain too (no storage changes).
+#[inline(always)]
+fn put_plain(item: &mut Value, x: Value) -> bool {
+    if is_plain(item) {
+        *item = x;
+        true
+    } else {
+        false
+    }
 }
 
 /// The item index a number names in a list of `len` items (negative from the end),
