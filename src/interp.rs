@@ -2081,13 +2081,7 @@ impl<'p> Interp<'p> {
     #[inline(never)]
     fn check_cap_slow(&mut self, b: &Builtin) -> R<()> {
         let Some(cap) = b.cap else { return Ok(()) };
-        let (ok, flag) = match cap {
-            Cap::Read => (self.caps.read || self.caps.files, "--allow-read or --allow-files"),
-            Cap::Files => (self.caps.files, "--allow-files"),
-            Cap::Network => (self.caps.network, "--allow-network"),
-            Cap::Listen => (self.caps.listen, "--allow-listen"),
-            Cap::Db => (self.caps.db, "--allow-db"),
-        };
+        let (ok, flag) = (self.caps.allows(cap), cap.info().wanted);
         self.audit_target = None;
         self.audit_bytes = 0;
         if ok {
@@ -2123,14 +2117,7 @@ impl<'p> Interp<'p> {
             Some((f, l)) => (f, Some(l)),
             None => ("", None),
         };
-        let cap = match b.cap {
-            Some(Cap::Read) => "read",
-            Some(Cap::Files) => "files",
-            Some(Cap::Network) => "network",
-            Some(Cap::Listen) => "listen",
-            Some(Cap::Db) => "db",
-            None => "none",
-        };
+        let cap = b.cap.map_or("none", Cap::name);
         let written = self.gate.audit_record(&crate::gate::AuditRecord {
             step: self.meter.steps,
             file,
