@@ -72,7 +72,7 @@ fn emit_stats(s: &Stats, started: Instant) {
         s.http_body_bytes,
         s.net_sent_bytes,
         s.net_recv_bytes,
-        started.elapsed().as_millis()
+        crate::meter::since(started).as_millis()
     );
     if crate::report::take_stats(&line) {
         return;
@@ -150,7 +150,7 @@ fn read_program(
                     std::thread::spawn(move || {
                         let _ = tx.send(read());
                     });
-                    match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                    match rx.recv_timeout(crate::meter::left(d)) {
                         Ok(r) => r,
                         Err(_) => {
                             return Err(Diagnostic::new(

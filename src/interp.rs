@@ -125,7 +125,6 @@ pub struct Interp<'p> {
 
     /// Steps, work and the deadline: the one place anything is charged (meter.rs).
     pub(crate) meter: Meter,
-    pub(crate) deadline: Option<Instant>,
     /// The value of the `return` being carried out.
     ret: Value,
 
@@ -162,8 +161,6 @@ pub struct Interp<'p> {
     pub(crate) db: crate::builtins::db::DbState,
     /// Where `assert_snapshot` keeps its snapshots.
     pub(crate) snapshots: Option<SnapshotDir>,
-    /// When the run started (`clock()`).
-    pub(crate) started: Instant,
     /// Seconds asked of `sleep` so far (the `sleep` limit).
     pub(crate) slept: f64,
     /// Set by `leash test`: `is_main()` is false there.
@@ -226,7 +223,6 @@ impl<'p> Interp<'p> {
             depth: 1,
             max_depth: 1,
             meter: Meter::new(cfg.max_steps, cfg.max_work, cfg.deadline),
-            deadline: cfg.deadline,
             ret: Value::Nil,
             lambdas: Vec::new(),
             gbytes: 0,
@@ -254,7 +250,6 @@ impl<'p> Interp<'p> {
             net: crate::builtins::net::NetSlot::new(&cfg.net, &cfg.limits),
             db: Default::default(),
             snapshots: cfg.snapshots.clone(),
-            started: Instant::now(),
             slept: 0.0,
             testing: false,
             profile: None,
