@@ -395,6 +395,32 @@ mod tests {
         panic!("no step looked at the clock");
     }
 
+    /// Builtins never read the clock themselves: they ask the meter.
+    #[test]
+    fn no_builtin_reads_the_clock() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/builtins");
+        let mut stack = vec![dir];
+        let mut seen = 0;
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    let text = std::fs::read_to_string(&p).unwrap();
+                    for bad in ["Instant::now", "SystemTime::now", "Utc::now", "Local::now"] {
+                        assert!(!text.contains(bad), "{} reads the clock ({bad}): ask the meter", p.display());
+                    }
+                    // `Instant::elapsed` reads it too; `Meter::elapsed` is the meter's.
+                    let own = text.lines().filter(|l| l.contains(".elapsed()") && !l.contains("meter.elapsed()"));
+                    assert_eq!(own.count(), 0, "{} reads the clock (.elapsed()): ask the meter", p.display());
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen > 20, "{seen} files");
+    }
+
     #[test]
     fn scaled_rounds_up() {
         assert_eq!(scaled(0, 256), 0);
