@@ -9,7 +9,6 @@ use crate::cli::{self, Command, Config, Program as Source};
 use crate::diag::Diagnostic;
 use crate::interp::{RunConfig, SnapshotDir, Stats};
 use crate::limits::MAX_SOURCE_BYTES;
-use crate::program::Caps;
 
 const CGI_500: &[u8] =
     b"Status: 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nInternal Server Error\n";
@@ -73,7 +72,7 @@ fn emit_stats(s: &Stats, started: Instant) {
         s.http_body_bytes,
         s.net_sent_bytes,
         s.net_recv_bytes,
-        started.elapsed().as_millis()
+        crate::meter::since(started).as_millis()
     );
     if crate::report::take_stats(&line) {
         return;
@@ -151,7 +150,7 @@ fn read_program(
                     std::thread::spawn(move || {
                         let _ = tx.send(read());
                     });
-                    match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                    match rx.recv_timeout(crate::meter::left(d)) {
                         Ok(r) => r,
                         Err(_) => {
                             return Err(Diagnostic::new(
@@ -185,16 +184,6 @@ fn include_area(cfg: &Config, gate: &crate::gate::Gate) -> crate::source::Includ
         }
     };
     crate::source::IncludeArea { dirs, everywhere }
-}
-
-fn granted(cfg: &Config) -> Caps {
-    Caps {
-        read: cfg.allow_read,
-        files: cfg.allow_files,
-        network: cfg.allow_network,
-        listen: cfg.allow_listen,
-        db: cfg.allow_db,
-    }
 }
 
 /// Open the granted scopes and the audit log; a failure is a usage error.
@@ -425,11 +414,8 @@ fn check_json(script: &Path, p: &crate::program::Program) -> String {
     out.extend_from_slice(b"{\"script\":");
     json_string(&mut out, script.to_string_lossy().as_bytes());
     out.extend_from_slice(b",\"capabilities\":[");
-    let caps = p.caps.describe();
-    if caps != "none" {
-        let names: Vec<String> = caps.split(' ').map(|c| format!("\"{c}\"")).collect();
-        out.extend_from_slice(names.join(",").as_bytes());
-    }
+    let names: Vec<String> = p.caps.names().iter().map(|c| format!("\"{c}\"")).collect();
+    out.extend_from_slice(names.join(",").as_bytes());
     out.extend_from_slice(b"],\"calls\":[");
     for (i, s) in p.sites.iter().enumerate() {
         if i > 0 {
@@ -437,7 +423,7 @@ fn check_json(script: &Path, p: &crate::program::Program) -> String {
         }
         out.extend_from_slice(b"{\"file\":");
         json_string(&mut out, s.file.as_bytes());
-        let cap = s.cap.flag().trim_start_matches("--allow-");
+        let cap = s.cap.name();
         out.extend_from_slice(
             format!(",\"line\":{},\"builtin\":\"{}\",\"capability\":\"{cap}\",\"target\":", s.line, s.builtin)
                 .as_bytes(),
@@ -467,7 +453,7 @@ fn run_config(
         max_memory: cfg.max_memory,
         limits: cfg.limits,
         seed: cfg.seed,
-        caps: granted(cfg),
+        caps: cfg.allow,
         args,
         cgi: cfg.cgi,
         snapshots: None,

@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use crate::caps::{Cap, Caps, ScopeKind};
 use crate::limits::*;
 
 /// One option of the table.
@@ -38,32 +39,11 @@ pub const OPTIONS: &[Opt] = &[
         value: Some("DIR"),
         help: "a directory besides the script's own that include may load from (repeatable)",
     },
-    Opt {
-        name: "--allow-read",
-        value: None,
-        help: "[=PATH,...] grant the reading file and directory builtins, csv.open (only beneath PATHs)",
-    },
-    Opt {
-        name: "--allow-files",
-        value: None,
-        help: "[=PATH,...] grant file and directory builtins, readers, csv.open (only beneath PATHs)",
-    },
-    Opt {
-        name: "--allow-network",
-        value: None,
-        help: "[=HOST[:PORT],...] grant http.*, net.connect, net.resolve (only to those hosts)",
-    },
-    Opt {
-        name: "--allow-listen",
-        value: None,
-        help: "[=ADDR:PORT,...] grant net.listen, net.accept (needs --allow-network)",
-    },
-    Opt {
-        name: "--allow-db",
-        value: None,
-        help:
-            "[=PATH|postgresql://HOST[:PORT]/DB,...] grant db.*: SQLite files beneath PATHs, PostgreSQL servers named",
-    },
+    cap_opt(Cap::Read),
+    cap_opt(Cap::Files),
+    cap_opt(Cap::Network),
+    cap_opt(Cap::Listen),
+    cap_opt(Cap::Db),
     Opt { name: "--audit", value: Some("FILE"), help: "append one JSON line per gated call to FILE" },
     Opt { name: "--json", value: None, help: "leash check: capabilities and every gated call site as JSON" },
     Opt { name: "--tls-ca-file", value: Some("PATH"), help: "replace default TLS trust (needs --allow-network)" },
@@ -93,8 +73,11 @@ pub const OPTIONS: &[Opt] = &[
     Opt { name: "--format", value: Some("text|json"), help: "leash test: one JSON object per test with json" },
 ];
 
-/// The `--allow-*` flags that take an optional `=LIST` scope.
-const SCOPED: &[&str] = &["--allow-read", "--allow-files", "--allow-network", "--allow-listen", "--allow-db"];
+/// The option of a capability's `--allow-*` flag, from the capability table
+/// (`crate::caps`): it takes an optional `=LIST` scope (when its scope kind has one).
+const fn cap_opt(c: Cap) -> Opt {
+    Opt { name: c.flag(), value: None, help: c.help() }
+}
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -106,11 +89,8 @@ pub struct Config {
     pub limits: Limits,
     /// `--include-path` directories, canonical.
     pub include_path: Vec<PathBuf>,
-    pub allow_read: bool,
-    pub allow_files: bool,
-    pub allow_network: bool,
-    pub allow_listen: bool,
-    pub allow_db: bool,
+    /// The capabilities granted by `--allow-*` flags.
+    pub allow: Caps,
     /// The scopes of the `--allow-*` flags and `--audit` (opened by `gate::Gate::new`).
     pub scopes: crate::gate::Specs,
     /// `leash check --json`.
@@ -138,11 +118,7 @@ impl Default for Config {
             max_memory: DEFAULT_MAX_MEMORY,
             limits: Limits::default(),
             include_path: Vec::new(),
-            allow_read: false,
-            allow_files: false,
-            allow_network: false,
-            allow_listen: false,
-            allow_db: false,
+            allow: Caps::NONE,
             scopes: crate::gate::Specs::default(),
             check_json: false,
             tls_ca_file: None,
@@ -363,7 +339,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                     }
                 }
             } else {
-                if attached.is_some() && !SCOPED.contains(&name.as_str()) {
+                if attached.is_some() && Cap::by_flag(&name).is_none_or(|c| c.scope() == ScopeKind::None) {
                     return Err(format!("{name} takes no value"));
                 }
                 None
@@ -376,6 +352,12 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                 s.add(attached.as_deref()).map_err(|m| format!("{name}: {m}"))
             };
             let v = value.unwrap_or_default();
+            if let Some(c) = Cap::by_flag(&name) {
+                scope(cfg.scopes.cap_mut(c))?;
+                cfg.allow.insert(c);
+                i += 1;
+                continue;
+            }
             match name.as_str() {
                 "--max-steps" => cfg.max_steps = parse_u64(&name, &v, 1, MAX_MAX_STEPS)?,
                 "--max-work" => cfg.max_work = parse_u64(&name, &v, 1, MAX_MAX_WORK)?,
@@ -391,26 +373,6 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                         .filter(|d| d.is_dir())
                         .ok_or_else(|| format!("--include-path takes an existing directory, got \"{v}\""))?;
                     cfg.include_path.push(dir);
-                }
-                "--allow-read" => {
-                    scope(&mut cfg.scopes.read)?;
-                    cfg.allow_read = true
-                }
-                "--allow-files" => {
-                    scope(&mut cfg.scopes.files)?;
-                    cfg.allow_files = true
-                }
-                "--allow-network" => {
-                    scope(&mut cfg.scopes.network)?;
-                    cfg.allow_network = true
-                }
-                "--allow-listen" => {
-                    scope(&mut cfg.scopes.listen)?;
-                    cfg.allow_listen = true
-                }
-                "--allow-db" => {
-                    scope(&mut cfg.scopes.db)?;
-                    cfg.allow_db = true
                 }
                 "--json" => cfg.check_json = true,
                 "--audit" => {
@@ -471,15 +433,16 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
         i += 1;
     }
     cfg.limits.resolve(&given, cfg.max_memory, "--max-memory").map_err(|m| format!("--limit: {m}"))?;
-    if cfg.allow_listen && !cfg.allow_network {
-        return Err("--allow-listen needs --allow-network".into());
+    if let Some((c, need)) = cfg.allow.missing_need() {
+        return Err(format!("{} needs {}", c.flag(), need.flag()));
     }
     // They also serve PostgreSQL servers granted by `--allow-db=postgresql://...`.
-    let pg = cfg.scopes.db.items.iter().any(|i| crate::gate::is_pg_url(i.as_bytes()));
-    if cfg.tls_ca_file.is_some() && !cfg.allow_network && !pg {
+    let pg = cfg.scopes.cap(Cap::Db).items.iter().any(|i| crate::gate::is_pg_url(i.as_bytes()));
+    let network = cfg.allow.has(Cap::Network);
+    if cfg.tls_ca_file.is_some() && !network && !pg {
         return Err("--tls-ca-file needs --allow-network (or an --allow-db=postgresql:// scope)".into());
     }
-    if cfg.dns_server.is_some() && !cfg.allow_network && !pg {
+    if cfg.dns_server.is_some() && !network && !pg {
         return Err("--dns-server needs --allow-network (or an --allow-db=postgresql:// scope)".into());
     }
     let to_path = |a: &OsString| PathBuf::from(a);

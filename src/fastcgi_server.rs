@@ -471,7 +471,8 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
 /// with the interpreter's stack (or on this thread, when its stack may grow as far: see
 /// `MAIN_STACK`), a panic reported as an internal error (exit 70).
 fn run_interpreter(args: Vec<OsString>) -> i32 {
-    let started = Instant::now();
+    // The run's clock (the meter's), as in the `leash` binary's `main`.
+    let started = crate::meter::now();
     let (json, stats) = crate::cli::prescan(&args);
     let panic_msg = crate::app::capture_panics();
     if MAIN_STACK.load(SeqCst) {

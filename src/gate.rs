@@ -25,6 +25,8 @@ use std::sync::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
+use crate::caps::Cap;
+
 /// One `--allow-X[=A,B]` flag as written: `all` when any occurrence had no list.
 #[derive(Debug, Clone, Default)]
 pub struct ScopeSpec {
@@ -63,12 +65,18 @@ impl ScopeSpec {
 /// The scope specs of the command line (before anything is opened).
 #[derive(Debug, Clone, Default)]
 pub struct Specs {
-    pub read: ScopeSpec,
-    pub files: ScopeSpec,
-    pub db: ScopeSpec,
-    pub network: ScopeSpec,
-    pub listen: ScopeSpec,
+    /// One spec per capability, indexed by `Cap` (the table in `crate::caps`).
+    caps: [ScopeSpec; Cap::ALL.len()],
     pub audit: Option<PathBuf>,
+}
+
+impl Specs {
+    pub fn cap(&self, c: Cap) -> &ScopeSpec {
+        &self.caps[c as usize]
+    }
+    pub fn cap_mut(&mut self, c: Cap) -> &mut ScopeSpec {
+        &mut self.caps[c as usize]
+    }
 }
 
 // ----------------------------------------------------------------------
@@ -471,9 +479,9 @@ impl PathScope {
     }
 }
 
-const FLAG_READ: &str = "--allow-read";
-const FLAG_FILES: &str = "--allow-files";
-const FLAG_DB: &str = "--allow-db";
+const FLAG_READ: &str = Cap::Read.flag();
+const FLAG_FILES: &str = Cap::Files.flag();
+const FLAG_DB: &str = Cap::Db.flag();
 
 impl Gate {
     /// Open every granted path and the audit log. A grant that cannot be opened is a
@@ -482,22 +490,22 @@ impl Gate {
         let cwd = std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
         // `--allow-db` items that name PostgreSQL servers are host scopes; the rest are
         // paths (SQLite files). A bare `--allow-db` grants every path, and no server.
-        let mut db_paths = specs.db.clone();
+        let mut db_paths = specs.cap(Cap::Db).clone();
         db_paths.items.retain(|i| !is_pg_url(i.as_bytes()));
         let pg = specs
-            .db
+            .cap(Cap::Db)
             .items
             .iter()
             .filter(|i| is_pg_url(i.as_bytes()))
             .map(|i| parse_pg_scope(i, FLAG_DB))
             .collect::<Result<Vec<_>, _>>()?;
         let mut gate = Gate {
-            read: PathScope::build(&specs.read, FLAG_READ, &cwd)?,
-            files: PathScope::build(&specs.files, FLAG_FILES, &cwd)?,
+            read: PathScope::build(specs.cap(Cap::Read), FLAG_READ, &cwd)?,
+            files: PathScope::build(specs.cap(Cap::Files), FLAG_FILES, &cwd)?,
             db: PathScope::build(&db_paths, FLAG_DB, &cwd)?,
             pg,
-            network: HostScope::build(&specs.network, "--allow-network")?,
-            listen: HostScope::build(&specs.listen, "--allow-listen")?,
+            network: HostScope::build(specs.cap(Cap::Network), Cap::Network.flag())?,
+            listen: HostScope::build(specs.cap(Cap::Listen), Cap::Listen.flag())?,
             audit: None,
             cwd,
             no_openat2: std::env::var_os("LEASH_TEST_NO_OPENAT2").is_some(),

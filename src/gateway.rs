@@ -36,51 +36,37 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+use crate::caps::{Cap, Caps, ScopeKind};
 use crate::limits::*;
 
 /// The environment variable naming the configuration file.
 pub const CONFIG_ENV: &str = "LEASH_CGI_CONFIG";
 
-/// Capabilities granted to a script (SPEC 9).
+/// Capabilities granted to a script (SPEC 9), named as the capability table names them
+/// (`crate::caps`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Allow {
-    pub read: bool,
-    pub files: bool,
-    pub network: bool,
-    pub listen: bool,
-    pub db: bool,
+    pub caps: Caps,
     /// Scoped entries (`"files=data/uploads"`): capability and item, paths already made
     /// absolute beneath `root`. A capability granted bare as well is unscoped.
-    pub scoped: Vec<(&'static str, String)>,
+    pub scoped: Vec<(Cap, String)>,
     /// Capabilities granted bare (everywhere).
-    pub bare: Vec<&'static str>,
+    pub bare: Vec<Cap>,
 }
 
-const CAPS: [&str; 5] = ["read", "files", "network", "listen", "db"];
-
 impl Allow {
-    fn on(&self, cap: &str) -> bool {
-        match cap {
-            "read" => self.read,
-            "files" => self.files,
-            "network" => self.network,
-            "listen" => self.listen,
-            _ => self.db,
-        }
-    }
-
     /// The `leash` flags that grant these capabilities (with their scopes).
     pub fn flags(&self) -> Vec<String> {
         let mut v = Vec::new();
-        for cap in CAPS {
-            if !self.on(cap) {
+        for cap in Cap::ALL {
+            if !self.caps.has(cap) {
                 continue;
             }
             let items: Vec<&str> = self.scoped.iter().filter(|(c, _)| *c == cap).map(|(_, i)| i.as_str()).collect();
             if self.bare.contains(&cap) || items.is_empty() {
-                v.push(format!("--allow-{cap}"));
+                v.push(cap.flag().to_string());
             } else {
-                v.push(format!("--allow-{cap}={}", items.join(",")));
+                v.push(format!("{}={}", cap.flag(), items.join(",")));
             }
         }
         v
@@ -269,18 +255,13 @@ fn parse_allow(v: &toml::Value, what: &str, root: &Path) -> Result<Allow, String
             Some((n, s)) => (n, Some(s)),
             None => (entry.as_str(), None),
         };
-        let Some(&cap) = CAPS.iter().find(|c| **c == name) else {
+        let Some(cap) = Cap::by_name(name) else {
             return Err(format!(
-                "`{what}`: unknown capability \"{name}\" (known: read, files, network, listen, db, optionally =SCOPE)"
+                "`{what}`: unknown capability \"{name}\" (known: {}, optionally =SCOPE)",
+                Cap::names_listed()
             ));
         };
-        match cap {
-            "read" => a.read = true,
-            "files" => a.files = true,
-            "network" => a.network = true,
-            "listen" => a.listen = true,
-            _ => a.db = true,
-        }
+        a.caps.insert(cap);
         match scope {
             None => a.bare.push(cap),
             Some(s) => {
@@ -288,16 +269,20 @@ fn parse_allow(v: &toml::Value, what: &str, root: &Path) -> Result<Allow, String
                     if item.is_empty() {
                         return Err(format!("`{what}`: \"{entry}\" has an empty scope item"));
                     }
-                    let item = match cap {
-                        "network" | "listen" => {
-                            crate::gate::parse_host(item, &format!("`{what}`: {cap}"))?;
+                    let shown = format!("`{what}`: {}", cap.name());
+                    let item = match cap.scope() {
+                        ScopeKind::Host => {
+                            crate::gate::parse_host(item, &shown)?;
                             item.to_string()
                         }
-                        "db" if crate::gate::is_pg_url(item.as_bytes()) => {
-                            crate::gate::parse_pg_scope(item, &format!("`{what}`: {cap}"))?;
+                        ScopeKind::PathOrPg if crate::gate::is_pg_url(item.as_bytes()) => {
+                            crate::gate::parse_pg_scope(item, &shown)?;
                             item.to_string()
                         }
-                        _ => scope_path(root, item, what, &entry)?,
+                        ScopeKind::Path | ScopeKind::PathOrPg => scope_path(root, item, what, &entry)?,
+                        ScopeKind::None => {
+                            return Err(format!("`{what}`: \"{}\" takes no scope", cap.name()));
+                        }
                     };
                     if item.contains(',') {
                         return Err(format!("`{what}`: \"{entry}\": a path with a comma cannot be a scope"));
@@ -307,8 +292,8 @@ fn parse_allow(v: &toml::Value, what: &str, root: &Path) -> Result<Allow, String
             }
         }
     }
-    if a.listen && !a.network {
-        return Err(format!("`{what}`: \"listen\" needs \"network\" too"));
+    if let Some((c, need)) = a.caps.missing_need() {
+        return Err(format!("`{what}`: \"{}\" needs \"{}\" too", c.name(), need.name()));
     }
     Ok(a)
 }
@@ -1004,6 +989,65 @@ mod tests {
         TmpDir(std::fs::canonicalize(&d).unwrap())
     }
 
+    /// Every consumer of the capability table (`crate::caps`) agrees with it: the CLI's
+    /// options, parsing and `--help`; the gateway's `allow` and the flags it passes on;
+    /// `leash check` (text and `--json` read `Caps::names` and `Cap::name`); the run-time
+    /// refusal; the builtin tables.
+    #[test]
+    fn capability_table_consumers() {
+        use crate::caps::TABLE;
+        let d = tmpdir("captable");
+        let help = crate::cli::help_text();
+        for row in &TABLE {
+            let c = row.cap;
+            // CLI: the option, its help line, bare and scoped parsing.
+            let opt = crate::cli::OPTIONS.iter().find(|o| o.name == row.flag).expect(row.flag);
+            assert!(opt.value.is_none() && opt.help == row.help, "{}", row.flag);
+            // A scoped flag's help begins with its `[=LIST]`, which `--help` writes after it.
+            assert_eq!(row.help.starts_with("[="), row.scope != crate::caps::ScopeKind::None, "{}", row.flag);
+            let (list, rest) =
+                row.help.split_once(' ').filter(|_| row.help.starts_with("[=")).unwrap_or(("", row.help));
+            assert!(help.contains(&format!("  {}{list} ", row.flag)) && help.contains(rest), "{}", row.flag);
+            let mut argv: Vec<OsString> = row.needs.iter().map(|n| OsString::from(n.flag())).collect();
+            argv.extend([row.flag.into(), "x.lsh".into()]);
+            let (cfg, _) = crate::cli::parse(&argv).unwrap();
+            assert!(cfg.allow.has(c) && cfg.scopes.cap(c).all, "{}", row.flag);
+            let scoped = crate::cli::parse(&[format!("{}=a", row.flag).into(), "x.lsh".into()]);
+            if row.scope == crate::caps::ScopeKind::None {
+                assert!(scoped.is_err());
+            } else if row.needs.is_empty() {
+                assert_eq!(scoped.unwrap().0.scopes.cap(c).items, ["a"], "{}", row.flag);
+            }
+            for n in row.needs {
+                let e = crate::cli::parse(&[row.flag.into(), "x.lsh".into()]).unwrap_err();
+                assert_eq!(e, format!("{} needs {}", row.flag, n.flag()));
+            }
+            // The gateway: the name grants the capability and passes the flag on.
+            let mut names: Vec<String> = row.needs.iter().map(|n| format!("\"{}\"", n.name())).collect();
+            names.push(format!("\"{}\"", row.name));
+            let text = format!("root = \"{}\"\nallow = [{}]\n", d.display(), names.join(", "));
+            let a = parse_config(&text).unwrap().allow;
+            assert!(a.caps.has(c) && a.flags().contains(&row.flag.to_string()), "{}", row.name);
+            for n in row.needs {
+                let text = format!("root = \"{}\"\nallow = [\"{}\"]\n", d.display(), row.name);
+                let e = parse_config(&text).unwrap_err();
+                assert!(e.contains(&format!("\"{}\" needs \"{}\" too", row.name, n.name())), "{e}");
+            }
+            // A builtin gated by it: `leash check` names it, a run without it is refused
+            // with the table's text.
+            let b = crate::builtins::all().find(|b| b.cap == Some(c)).expect(row.name);
+            let args = vec!["\"\""; b.min as usize].join(", ");
+            let prog = crate::load("t.lsh", format!("x = {}({args})\n", b.name).into_bytes(), None).unwrap();
+            assert!(prog.caps.has(c) && prog.caps.names().iter().all(|n| Cap::by_name(n).is_some()));
+            assert_eq!(prog.sites[0].cap.name(), row.name);
+            let out = crate::run(&prog, &crate::interp::RunConfig::default());
+            let diag = out.diag.expect(row.name);
+            assert_eq!(diag.message, format!("{} needs {}", b.name, row.wanted));
+        }
+        let e = parse_config(&format!("root = \"{}\"\nallow = [\"shell\"]\n", d.display())).unwrap_err();
+        assert!(e.contains(&format!("(known: {}, optionally =SCOPE)", Cap::names_listed())), "{e}");
+    }
+
     #[test]
     fn scoped_allow_entries() {
         let d = tmpdir("scoped");
@@ -1057,10 +1101,10 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(c.max_memory, 64 << 20);
-        assert!(c.allow.files && !c.allow.network);
+        assert!(c.allow.caps.has(Cap::Files) && !c.allow.caps.has(Cap::Network));
         assert_eq!(c.dirs.len(), 1);
         let a = c.dirs[0].allow.clone().unwrap();
-        assert!(a.listen && a.network && !a.files);
+        assert!(a.caps.has(Cap::Listen) && a.caps.has(Cap::Network) && !a.caps.has(Cap::Files));
         for (bad, want) in [
             ("max_steps = 0", "max_steps"),
             ("max_work = 0", "max_work"),

@@ -125,7 +125,6 @@ pub struct Interp<'p> {
 
     /// Steps, work and the deadline: the one place anything is charged (meter.rs).
     pub(crate) meter: Meter,
-    pub(crate) deadline: Option<Instant>,
     /// The value of the `return` being carried out.
     ret: Value,
 
@@ -162,8 +161,6 @@ pub struct Interp<'p> {
     pub(crate) db: crate::builtins::db::DbState,
     /// Where `assert_snapshot` keeps its snapshots.
     pub(crate) snapshots: Option<SnapshotDir>,
-    /// When the run started (`clock()`).
-    pub(crate) started: Instant,
     /// Seconds asked of `sleep` so far (the `sleep` limit).
     pub(crate) slept: f64,
     /// Set by `leash test`: `is_main()` is false there.
@@ -226,7 +223,6 @@ impl<'p> Interp<'p> {
             depth: 1,
             max_depth: 1,
             meter: Meter::new(cfg.max_steps, cfg.max_work, cfg.deadline),
-            deadline: cfg.deadline,
             ret: Value::Nil,
             lambdas: Vec::new(),
             gbytes: 0,
@@ -254,7 +250,6 @@ impl<'p> Interp<'p> {
             net: crate::builtins::net::NetSlot::new(&cfg.net, &cfg.limits),
             db: Default::default(),
             snapshots: cfg.snapshots.clone(),
-            started: Instant::now(),
             slept: 0.0,
             testing: false,
             profile: None,
@@ -2122,13 +2117,7 @@ impl<'p> Interp<'p> {
     #[inline(never)]
     fn check_cap_slow(&mut self, b: &Builtin) -> R<()> {
         let Some(cap) = b.cap else { return Ok(()) };
-        let (ok, flag) = match cap {
-            Cap::Read => (self.caps.read || self.caps.files, "--allow-read or --allow-files"),
-            Cap::Files => (self.caps.files, "--allow-files"),
-            Cap::Network => (self.caps.network, "--allow-network"),
-            Cap::Listen => (self.caps.listen, "--allow-listen"),
-            Cap::Db => (self.caps.db, "--allow-db"),
-        };
+        let (ok, flag) = (self.caps.allows(cap), cap.info().wanted);
         self.audit_target = None;
         self.audit_bytes = 0;
         if ok {
@@ -2164,14 +2153,7 @@ impl<'p> Interp<'p> {
             Some((f, l)) => (f, Some(l)),
             None => ("", None),
         };
-        let cap = match b.cap {
-            Some(Cap::Read) => "read",
-            Some(Cap::Files) => "files",
-            Some(Cap::Network) => "network",
-            Some(Cap::Listen) => "listen",
-            Some(Cap::Db) => "db",
-            None => "none",
-        };
+        let cap = b.cap.map_or("none", Cap::name);
         let written = self.gate.audit_record(&crate::gate::AuditRecord {
             step: self.meter.steps,
             file,

@@ -11,6 +11,7 @@ pub mod app;
 pub mod ast;
 pub mod budget;
 pub mod builtins;
+pub mod caps;
 pub mod cgi_guard;
 pub mod cli;
 pub mod compile;

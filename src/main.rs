@@ -12,7 +12,8 @@ fn main() {
     if std::env::args_os().nth(1).is_some_and(|a| a == "--fastcgi-zygote") {
         std::process::exit(leash::fastcgi_server::zygote_main());
     }
-    let started = std::time::Instant::now();
+    // The run's clock (the meter's): `--max-time`'s deadline counts from here.
+    let started = leash::meter::now();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let (json, stats) = leash::cli::prescan(&args);
     let panic_msg = leash::app::capture_panics();

@@ -13,8 +13,16 @@
 //!
 //! Both counters are a plain add and compare on the hot path; the limits and the clock
 //! are looked at only when a counter passes its next check point.
+//!
+//! The clock is read here and nowhere else in a run ([`now`], [`wall`]): builtins that
+//! wait (sockets, HTTP, SQLite's busy handler, PostgreSQL, stdin, `sleep`) or check the
+//! deadline as they go (regex, JSON, sorts, SQLite's progress handler) ask the meter
+//! ([`Meter::deadline_passed`], [`Meter::remaining`], [`Meter::until`]) or these
+//! functions ([`past`], [`left`], [`since`]) for a deadline they carry onto another
+//! thread or callback. One clock source is also what lets a test move time (the `fake`
+//! module below, in unit tests only).
 
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::{Fail, Unwind, NO_POS, R};
 use crate::limits::*;
@@ -30,6 +38,8 @@ pub struct Meter {
     /// When `work` passes this, `work_slow` looks at the work limit and the clock.
     work_check: u64,
     pub deadline: Option<Instant>,
+    /// When the run started (`clock()`).
+    pub started: Instant,
     /// `--profile`: keep the step check point at the current step, so that every step
     /// takes the slow path, where the profiler is fed (`tools/profile.rs`). Off, the step
     /// path is exactly what it is without a profiler.
@@ -62,8 +72,7 @@ pub fn load_over() -> Option<(LimitKind, String)> {
         return Some((LimitKind::Memory, m));
     }
     let d = LOAD_DEADLINE.with(std::cell::Cell::get)?;
-    (Instant::now() >= d)
-        .then(|| (LimitKind::Time, "wall-clock deadline (--max-time) reached while loading the program".into()))
+    (now() >= d).then(|| (LimitKind::Time, "wall-clock deadline (--max-time) reached while loading the program".into()))
 }
 
 fn limit(kind: LimitKind, message: String) -> Fail {
@@ -72,8 +81,17 @@ fn limit(kind: LimitKind, message: String) -> Fail {
 
 impl Meter {
     pub fn new(max_steps: u64, max_work: u64, deadline: Option<Instant>) -> Self {
-        let mut m =
-            Meter { steps: 0, max_steps, step_check: 0, work: 0, max_work, work_check: 0, deadline, profiling: false };
+        let mut m = Meter {
+            steps: 0,
+            max_steps,
+            step_check: 0,
+            work: 0,
+            max_work,
+            work_check: 0,
+            deadline,
+            started: now(),
+            profiling: false,
+        };
         m.rearm();
         m
     }
@@ -197,12 +215,108 @@ impl Meter {
 
     /// Stop if the deadline has passed.
     pub fn check_time(&self) -> R<()> {
-        if let Some(d) = self.deadline {
-            if Instant::now() >= d {
-                return Err(limit(LimitKind::Time, "wall-clock deadline (--max-time) reached".into()));
-            }
+        if self.deadline_passed() {
+            return Err(limit(LimitKind::Time, "wall-clock deadline (--max-time) reached".into()));
         }
         Ok(())
+    }
+
+    /// Has the deadline (`--max-time`) passed? False without one.
+    pub fn deadline_passed(&self) -> bool {
+        past(self.deadline)
+    }
+
+    /// The time left before the deadline (zero once past it); None without one.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline.map(left)
+    }
+
+    /// When a wait of `own` (a builtin's own timeout, if any) must end: the earlier of
+    /// `now + own` and the deadline; None when neither bounds it.
+    pub fn until(&self, own: Option<Duration>) -> Option<Instant> {
+        let own = own.map(after);
+        match (own, self.deadline) {
+            (Some(o), Some(d)) => Some(o.min(d)),
+            (o, d) => o.or(d),
+        }
+    }
+
+    /// The time since the run started (`clock()`).
+    pub fn elapsed(&self) -> Duration {
+        since(self.started)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The clock: the one place a run reads the time
+// ---------------------------------------------------------------------------
+
+/// Now, on the monotonic clock every deadline and timeout of a run is measured on.
+#[inline]
+pub fn now() -> Instant {
+    #[cfg(test)]
+    {
+        Instant::now() + fake::skew()
+    }
+    #[cfg(not(test))]
+    {
+        Instant::now()
+    }
+}
+
+/// `now + d`: when a wait of `d` that starts now ends.
+pub fn after(d: Duration) -> Instant {
+    now() + d
+}
+
+/// Has `deadline` (if any) passed?
+pub fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| now() >= d)
+}
+
+/// The time left before `t` (zero once it has passed).
+pub fn left(t: Instant) -> Duration {
+    t.saturating_duration_since(now())
+}
+
+/// The time since `t`.
+pub fn since(t: Instant) -> Duration {
+    now().saturating_duration_since(t)
+}
+
+/// The wall clock, as the time since the Unix epoch (`date.now()`; zero before 1970).
+pub fn wall() -> Duration {
+    #[cfg(test)]
+    let t = SystemTime::now() + fake::skew();
+    #[cfg(not(test))]
+    let t = SystemTime::now();
+    t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default()
+}
+
+/// A fake clock for unit tests: `advance` moves this thread's [`now`] and [`wall`]
+/// forward (a run and the callbacks it gives SQLite and the JSON parser read the clock
+/// on its own thread).
+#[cfg(test)]
+pub mod fake {
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    thread_local! {
+        static SKEW: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    }
+
+    pub fn skew() -> Duration {
+        SKEW.with(Cell::get)
+    }
+
+    /// Move this thread's clock forward by `d`.
+    pub fn advance(d: Duration) {
+        SKEW.with(|s| s.set(s.get() + d));
+    }
+
+    /// Put this thread's clock back to the real one.
+    pub fn reset() {
+        SKEW.with(|s| s.set(Duration::ZERO));
     }
 }
 
@@ -251,10 +365,60 @@ mod tests {
 
     #[test]
     fn a_passed_deadline_stops_work_charges() {
-        let past = Instant::now();
+        let past = now();
         let mut m = Meter::new(1000, u64::MAX / 2, Some(past));
         std::thread::sleep(std::time::Duration::from_millis(2));
         assert_eq!(kind(m.work(WORK_TIME_CHECK + 1)), Some("time"));
+    }
+
+    #[test]
+    fn the_fake_clock_moves_the_deadline_checks() {
+        let hour = Duration::from_secs(3600);
+        let mut m = Meter::new(u64::MAX / 2, u64::MAX / 2, Some(after(hour)));
+        assert!(!m.deadline_passed() && m.remaining().unwrap() > hour / 2);
+        assert_eq!(kind(m.work(WORK_TIME_CHECK + 1)), None);
+        let own = m.until(Some(Duration::from_secs(1))).unwrap();
+        assert!(own < m.deadline.unwrap() && m.until(None) == m.deadline);
+        let wall0 = wall();
+        fake::advance(2 * hour);
+        assert!(m.deadline_passed() && m.remaining() == Some(Duration::ZERO));
+        assert!(past(Some(own)) && left(own) == Duration::ZERO && m.elapsed() >= 2 * hour);
+        assert!(wall() >= wall0 + 2 * hour);
+        assert_eq!(kind(m.work(WORK_TIME_CHECK + 1)), Some("time"));
+        for _ in 0..=TIME_CHECK_INTERVAL {
+            if let Err(e) = m.step() {
+                assert_eq!(kind(Err(e)), Some("time"));
+                fake::reset();
+                return;
+            }
+        }
+        panic!("no step looked at the clock");
+    }
+
+    /// Builtins never read the clock themselves: they ask the meter.
+    #[test]
+    fn no_builtin_reads_the_clock() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/builtins");
+        let mut stack = vec![dir];
+        let mut seen = 0;
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    let text = std::fs::read_to_string(&p).unwrap();
+                    for bad in ["Instant::now", "SystemTime::now", "Utc::now", "Local::now"] {
+                        assert!(!text.contains(bad), "{} reads the clock ({bad}): ask the meter", p.display());
+                    }
+                    // `Instant::elapsed` reads it too; `Meter::elapsed` is the meter's.
+                    let own = text.lines().filter(|l| l.contains(".elapsed()") && !l.contains("meter.elapsed()"));
+                    assert_eq!(own.count(), 0, "{} reads the clock (.elapsed()): ask the meter", p.display());
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen > 20, "{seen} files");
     }
 
     #[test]

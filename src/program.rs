@@ -173,41 +173,9 @@ pub struct Function {
     pub pos: Pos,
 }
 
-/// Capabilities a program's calls reach (for `leash check`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Caps {
-    /// Only reading file builtins (`--allow-read`).
-    pub read: bool,
-    pub files: bool,
-    pub network: bool,
-    pub listen: bool,
-    pub db: bool,
-}
-
-impl Caps {
-    pub fn describe(&self) -> String {
-        let mut v = Vec::new();
-        if self.files {
-            v.push("files");
-        } else if self.read {
-            v.push("read");
-        }
-        if self.network {
-            v.push("network");
-        }
-        if self.listen {
-            v.push("listen");
-        }
-        if self.db {
-            v.push("db");
-        }
-        if v.is_empty() {
-            "none".to_string()
-        } else {
-            v.join(" ")
-        }
-    }
-}
+/// Capabilities a program's calls reach (for `leash check`): a set of the one table's
+/// capabilities (`crate::caps`).
+pub use crate::caps::Caps;
 
 /// A gated call in the loaded code (for `leash check --json`): where, which builtin,
 /// and its first argument when that is a literal string.

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::ast::{BinOp, Expr as AExpr, FnDef, InterpPart, Pos, Spot, Stmt as AStmt, StmtKind as AKind, UnOp};
-use crate::builtins::{self, Builtin, Cap, VARIADIC};
+use crate::builtins::{self, Builtin, VARIADIC};
 use crate::diag::{LoadError, LoadErrors, LoadKind};
 use crate::limits::*;
 use crate::program::*;
@@ -394,16 +394,8 @@ impl Resolver<'_> {
                     };
                     self.sites.push(crate::program::CallSite { file, line, builtin: b.name, cap, target });
                 }
-                match b.cap {
-                    Some(Cap::Read) => self.caps.read = true,
-                    Some(Cap::Files) => self.caps.files = true,
-                    Some(Cap::Network) => self.caps.network = true,
-                    Some(Cap::Listen) => {
-                        self.caps.listen = true;
-                        self.caps.network = true;
-                    }
-                    Some(Cap::Db) => self.caps.db = true,
-                    None => {}
+                if let Some(cap) = b.cap {
+                    self.caps.add_used(cap);
                 }
                 if b.is_place() {
                     if self.ctx.as_ref().is_some_and(|c| c.lambda.is_some()) {

@@ -122,7 +122,7 @@ fuzz_target!(|data: &[u8]| {
     let sql = parts.next().unwrap_or_default().to_vec();
     let mut args = vec![sql];
     args.extend(parts.take(8).map(|p| p.to_vec()));
-    let caps = leash::program::Caps { db: true, ..Default::default() };
+    let caps = leash::program::Caps::of(&[leash::caps::Cap::Db]);
     leash_fuzz::run_driver_with(DRIVER, args, caps);
     let now = names_here();
     let new: Vec<_> = now.difference(first).collect();

@@ -171,7 +171,7 @@ impl SortDeadline {
             return Ordering::Equal;
         }
         self.n += 1;
-        if self.n.is_multiple_of(LONG_OP_CHECK_ITEMS) && super::json::past(self.deadline) {
+        if self.n.is_multiple_of(LONG_OP_CHECK_ITEMS) && crate::meter::past(self.deadline) {
             self.passed = true;
             return Ordering::Equal;
         }
@@ -211,7 +211,7 @@ fn sort(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         Value::List(rc) => Rc::try_unwrap(rc).map(List::into_vec).unwrap_or_else(|rc| rc.items().to_vec()),
         _ => unreachable!(),
     };
-    let mut tick = SortDeadline::new(it.deadline);
+    let mut tick = SortDeadline::new(it.meter.deadline);
     items.sort_by(|a, b| tick.cmp(|| order(a, b)));
     it.check_time()?;
     it.make_list(items)
@@ -252,7 +252,7 @@ fn sort_keyed(it: &mut Interp<'_>, mut keyed: Vec<(Value, Value)>) -> R<Value> {
         let log = (usize::BITS - keyed.len().saturating_sub(1).leading_zeros()).max(1) as u64;
         it.work(SORT_BY.units(bytes.saturating_mul(log), 0))?;
     }
-    let mut tick = SortDeadline::new(it.deadline);
+    let mut tick = SortDeadline::new(it.meter.deadline);
     keyed.sort_by(|a, b| tick.cmp(|| order(&a.0, &b.0)));
     it.check_time()?;
     it.make_list(keyed.into_iter().map(|(_, v)| v).collect())

@@ -539,7 +539,7 @@ fn fail(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 /// clock(): seconds since the run started, monotonic, fractional.
 fn clock(it: &mut Interp<'_>, _args: &mut [Value]) -> R<Value> {
-    Ok(Value::Num(it.started.elapsed().as_secs_f64()))
+    Ok(Value::Num(it.meter.elapsed().as_secs_f64()))
 }
 
 /// sleep(seconds): wait. The total asked for over the run is bounded by the `sleep`
@@ -566,10 +566,9 @@ fn sleep(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     it.slept += secs;
     let want = std::time::Duration::from_secs_f64(secs);
-    let now = std::time::Instant::now();
-    match it.deadline {
-        Some(d) if now + want >= d => {
-            std::thread::sleep(d.saturating_duration_since(now));
+    match it.meter.remaining() {
+        Some(left) if want >= left => {
+            std::thread::sleep(left);
             Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"))
         }
         _ => {
@@ -613,6 +612,20 @@ pub const TABLE: &[Builtin] = &[
 #[cfg(test)]
 mod tests {
     use super::parse_number;
+
+    /// `sleep` asks the meter how much time is left: with the (fake) clock moved past
+    /// the deadline, it stops at once with the `time` limit instead of waiting.
+    #[test]
+    fn sleep_reads_the_meters_clock() {
+        let hour = std::time::Duration::from_secs(3600);
+        let prog = crate::load("t.lsh", b"sleep(0.5)\n".to_vec(), None).unwrap();
+        let cfg = crate::interp::RunConfig { deadline: Some(crate::meter::after(hour)), ..Default::default() };
+        crate::meter::fake::advance(2 * hour);
+        let out = crate::run(&prog, &cfg);
+        crate::meter::fake::reset();
+        let d = out.diag.expect("the time limit");
+        assert_eq!((out.status, d.kind.as_str()), (4, "time"));
+    }
 
     #[test]
     fn number_text() {

@@ -35,8 +35,7 @@ pub const MAX_DURATION: f64 = 9_007_199_254_740_992.0; // 2^53 seconds
 const MAX_CALENDAR_FIELD: f64 = 1e8;
 
 fn now(_: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
-    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    Ok(Value::Num(d.as_secs_f64()))
+    Ok(Value::Num(crate::meter::wall().as_secs_f64()))
 }
 
 /// A time, to the microsecond, if chrono can represent it. Whole seconds and the

@@ -30,7 +30,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use rusqlite::config::DbConfig;
 use rusqlite::fallible_iterator::FallibleIterator;
@@ -107,7 +107,7 @@ impl super::db_sqlfn::Charge for Meter {
             self.stop.store(STOP_STEPS, Relaxed);
             return false;
         }
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if crate::meter::past(self.deadline) {
             self.stop.store(STOP_TIME, Relaxed);
             return false;
         }
@@ -127,7 +127,7 @@ impl Meter {
             return true;
         }
         if let Some(d) = self.deadline {
-            if n.is_multiple_of(DB_TIME_CHECK_EVERY) && Instant::now() >= d {
+            if n.is_multiple_of(DB_TIME_CHECK_EVERY) && crate::meter::now() >= d {
                 self.stop.store(STOP_TIME, Relaxed);
                 return true;
             }
@@ -140,7 +140,7 @@ impl Meter {
     /// again (true), until the deadline (without one, `DB_BUSY_TIMEOUT_MS` after the wait
     /// began, kept in `until`).
     fn busy(&self, until: &mut Option<Instant>, count: i32) -> bool {
-        let now = Instant::now();
+        let now = crate::meter::now();
         if count == 0 || until.is_none() {
             *until = Some(self.deadline.unwrap_or(now + Duration::from_millis(DB_BUSY_TIMEOUT_MS)));
         }
@@ -183,7 +183,7 @@ fn busy_sleep(count: i32, jitter: u64) -> Duration {
 
 /// A number that differs between processes and moments (the clock's microseconds).
 fn jitter() -> u64 {
-    let t = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let t = crate::meter::wall();
     u64::from(t.subsec_micros()) ^ u64::from(std::process::id()).wrapping_mul(2_654_435_761)
 }
 
@@ -646,7 +646,7 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
     it.check_time()?;
     let first = it.db.meter.is_none();
-    let deadline = it.deadline;
+    let deadline = it.meter.deadline;
     let m = it
         .db
         .meter
@@ -820,7 +820,7 @@ mod tests {
         assert!(!m.tick() && !m.tick() && !m.tick());
         assert!(m.tick());
         assert_eq!(m.stop.load(Relaxed), STOP_STEPS);
-        let m = Meter { deadline: Some(Instant::now()), allowance: AtomicU64::new(u64::MAX), ..m };
+        let m = Meter { deadline: Some(crate::meter::now()), allowance: AtomicU64::new(u64::MAX), ..m };
         m.used.store(0, Relaxed);
         m.stop.store(STOP_NONE, Relaxed);
         let ticks = (0..DB_TIME_CHECK_EVERY).filter(|_| m.tick()).count();
@@ -844,16 +844,16 @@ mod tests {
             stop: AtomicU8::new(STOP_NONE),
             denied: AtomicU8::new(DENIED_NONE),
             busy_gave_up: AtomicBool::new(false),
-            deadline: Some(Instant::now() + Duration::from_millis(30)),
+            deadline: Some(crate::meter::after(Duration::from_millis(30))),
             fn_work: AtomicU64::new(0),
             work_allowance: AtomicU64::new(u64::MAX),
             setup: AtomicBool::new(false),
         };
-        let (start, mut until, mut count) = (Instant::now(), None, 0);
+        let (start, mut until, mut count) = (crate::meter::now(), None, 0);
         while m.busy(&mut until, count) {
             count += 1;
         }
-        let waited = start.elapsed();
+        let waited = crate::meter::since(start);
         assert!(waited >= Duration::from_millis(30) && waited < Duration::from_millis(500), "{waited:?}");
         assert!(count >= 4 && m.busy_gave_up.load(Relaxed), "{count}");
         assert_eq!(until, m.deadline);
@@ -862,7 +862,7 @@ mod tests {
         let mut until = None;
         assert!(m.busy(&mut until, 0));
         let end = until.expect("set by the first call");
-        let want = Instant::now() + Duration::from_millis(DB_BUSY_TIMEOUT_MS);
+        let want = crate::meter::after(Duration::from_millis(DB_BUSY_TIMEOUT_MS));
         assert!(end <= want && end + Duration::from_millis(200) > want);
     }
 }

@@ -170,7 +170,7 @@ impl PgState {
     /// Close every connection (end of a run): each is told to terminate, all within
     /// 200 ms.
     pub fn close_all(&mut self) {
-        let until = Instant::now() + Duration::from_millis(200);
+        let until = crate::meter::after(Duration::from_millis(200));
         let ids: Vec<u32> = self.conns.keys().copied().collect();
         for id in ids {
             if let Some(c) = self.conns.remove(&id) {
@@ -461,7 +461,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> tokio_postgres::tls::Tl
 // ----------------------------------------------------------------------
 
 fn time_limit(it: &Interp<'_>, name: &str, what: &str) -> Fail {
-    if it.deadline.is_some() {
+    if it.meter.deadline.is_some() {
         it.limit(LimitKind::Time, format!("wall-clock deadline (--max-time) reached ({name}: {what})"))
     } else {
         it.err(ErrKind::Db, format!("{name}: {what} took longer than {PG_STATEMENT_TIMEOUT_MS} ms"))
@@ -505,8 +505,8 @@ fn pg_err(it: &mut Interp<'_>, name: &str, id: u32, e: tokio_postgres::Error) ->
     let code = e.code().map(|c| c.code().to_string());
     if code.as_deref() == Some("57014") {
         // query_canceled: the server's statement_timeout (from the time left) fired.
-        if let Some(d) = it.deadline {
-            if Instant::now() + Duration::from_millis(PG_TIMEOUT_REFRESH_MS * 2) >= d {
+        if let Some(left) = it.meter.remaining() {
+            if Duration::from_millis(PG_TIMEOUT_REFRESH_MS * 2) >= left {
                 return time_limit(it, name, "the statement was stopped by the server at the deadline");
             }
         }
@@ -584,14 +584,14 @@ pub fn open(it: &mut Interp<'_>, raw: &[u8]) -> R<PgConn> {
     if literal.is_none() && !gate.pg_may_resolve(&u.host) {
         return Err(refuse(it, String::new()));
     }
-    let until = Instant::now() + Duration::from_millis(u.connect_timeout_ms);
-    let until = it.deadline.map_or(until, |d| d.min(until));
+    let until = crate::meter::after(Duration::from_millis(u.connect_timeout_ms));
+    let until = it.meter.deadline.map_or(until, |d| d.min(until));
     it.net.ensure();
     let ips = match literal {
         Some(ip) => vec![ip],
         None => {
             let dns = it.net.dns();
-            let left = until.saturating_duration_since(Instant::now());
+            let left = crate::meter::left(until);
             match netcfg::lookup(dns.as_deref(), &u.host, left) {
                 Ok(v) => v,
                 Err(LookupError::Timeout) => return Err(set_up_timeout(it, NAME, &shown, &u, "resolving the host")),
@@ -716,7 +716,7 @@ pub fn open(it: &mut Interp<'_>, raw: &[u8]) -> R<PgConn> {
     if let Some(p) = peer {
         it.audit_note(format!("{shown} -> {p}"));
     }
-    Ok(PgConn { client: Some(client), task: Some(task), lost: None, shown, io, timeout_set: Instant::now() })
+    Ok(PgConn { client: Some(client), task: Some(task), lost: None, shown, io, timeout_set: crate::meter::now() })
 }
 
 enum Setup {
@@ -725,7 +725,7 @@ enum Setup {
 }
 
 fn set_up_timeout(it: &Interp<'_>, name: &str, shown: &str, u: &PgUrl, what: &str) -> Fail {
-    if it.deadline.is_some_and(|d| Instant::now() >= d) {
+    if it.meter.deadline_passed() {
         return time_limit(it, name, &format!("{what} {shown}"));
     }
     it.err(
@@ -737,8 +737,8 @@ fn set_up_timeout(it: &Interp<'_>, name: &str, shown: &str, u: &PgUrl, what: &st
 /// The statement timeout for a statement starting now: the time left (at least 1 ms),
 /// or `PG_STATEMENT_TIMEOUT_MS` without a deadline.
 fn statement_ms(it: &Interp<'_>) -> u64 {
-    match it.deadline {
-        Some(d) => (d.saturating_duration_since(Instant::now()).as_millis() as u64).max(1),
+    match it.meter.remaining() {
+        Some(left) => (left.as_millis() as u64).max(1),
         None => PG_STATEMENT_TIMEOUT_MS,
     }
 }
@@ -1122,8 +1122,9 @@ fn ready(it: &mut Interp<'_>, name: &str, id: u32) -> R<(Arc<tokio::runtime::Run
         return Err(it.err(ErrKind::Db, format!("{name}: the connection to {} was lost ({why})", c.shown)));
     }
     let ms = statement_ms(it);
-    let until = Instant::now() + Duration::from_millis(ms + PG_CLIENT_GRACE_MS);
-    if it.deadline.is_some() && c.timeout_set.elapsed() >= Duration::from_millis(PG_TIMEOUT_REFRESH_MS) {
+    let until = crate::meter::after(Duration::from_millis(ms + PG_CLIENT_GRACE_MS));
+    if it.meter.deadline.is_some() && crate::meter::since(c.timeout_set) >= Duration::from_millis(PG_TIMEOUT_REFRESH_MS)
+    {
         let client = c.client.as_ref().expect("not lost");
         let sql = format!("SET statement_timeout = {ms}");
         match run_until(&rt, until, client.simple_query(&sql)) {
@@ -1137,7 +1138,7 @@ fn ready(it: &mut Interp<'_>, name: &str, id: u32) -> R<(Arc<tokio::runtime::Run
             Some(Ok(_)) => {}
         }
         if let Some(c) = it.db.pg.conns.get_mut(&id) {
-            c.timeout_set = Instant::now();
+            c.timeout_set = crate::meter::now();
         }
     }
     Ok((rt, until))
@@ -1478,8 +1479,8 @@ fn drain(
 pub fn close(it: &mut Interp<'_>, id: u32) -> R<Value> {
     if let Some(c) = it.db.pg.conns.remove(&id) {
         it.audit_note(c.shown.clone());
-        let until = Instant::now() + Duration::from_millis(1000);
-        it.db.pg.shut(c, it.deadline.map_or(until, |d| d.min(until)));
+        let until = crate::meter::after(Duration::from_millis(1000));
+        it.db.pg.shut(c, it.meter.deadline.map_or(until, |d| d.min(until)));
     }
     Ok(Value::Nil)
 }

@@ -176,7 +176,7 @@ fn convert(it: &mut Interp<'_>, conv: u8, s: Spec, v: &Value, pos: usize) -> R<V
                 match crate::builtins::json::stringify_until(
                     v,
                     b"",
-                    it.deadline,
+                    it.meter.deadline,
                     crate::builtins::json::JsonLimits::of(&it.lim),
                 ) {
                     Ok(t) => text = t,

@@ -15,7 +15,7 @@
 
 use std::io::Read;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ureq::http::{HeaderName, HeaderValue, Method, Uri};
 
@@ -286,10 +286,8 @@ fn io_reason(e: &std::io::Error, timeout_ms: u64) -> String {
 /// A failed exchange: a `time` limit when the run's deadline has passed, else a
 /// `network` error.
 fn failed(it: &Interp<'_>, what: &str, why: String) -> Fail {
-    if let Some(d) = it.deadline {
-        if Instant::now() >= d {
-            return it.limit(LimitKind::Time, format!("wall-clock deadline (--max-time) reached during {what}"));
-        }
+    if it.meter.deadline_passed() {
+        return it.limit(LimitKind::Time, format!("wall-clock deadline (--max-time) reached during {what}"));
     }
     it.err(ErrKind::Network, format!("{what}: {why}"))
 }
@@ -333,9 +331,9 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
     // however it ends (SPEC 10): the budget bounds time spent waiting, not the number
     // of fast requests. Used time is counted in whole milliseconds, rounded up.
     let timeout_ms = o.timeout_ms;
-    let started = Instant::now();
+    let started = crate::meter::now();
     let r = exchange(it, name, &what, method, uri, body, body_len, o);
-    let used = (started.elapsed().as_micros().div_ceil(1000) as u64).min(timeout_ms);
+    let used = (crate::meter::since(started).as_micros().div_ceil(1000) as u64).min(timeout_ms);
     let st = &mut it.net.http;
     st.reserved_ms = st.reserved_ms.saturating_sub(timeout_ms - used);
     r
@@ -355,8 +353,7 @@ fn exchange(
 ) -> R<Value> {
     // The wait: the request's timeout, never past the run's deadline.
     let mut wait = Duration::from_millis(o.timeout_ms);
-    if let Some(d) = it.deadline {
-        let left = d.saturating_duration_since(Instant::now());
+    if let Some(left) = it.meter.remaining() {
         if left.is_zero() {
             return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"));
         }

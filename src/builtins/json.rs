@@ -218,7 +218,7 @@ impl<'a> Parser<'a> {
             return Err(ParseError::Limit(format!("JSON document of more than {} values", self.lim.nodes)));
         }
         if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) {
-            if past(self.deadline) {
+            if crate::meter::past(self.deadline) {
                 return Err(ParseError::Time);
             }
             if let Some(h) = self.heap.filter(|h| h.past_mark()) {
@@ -626,11 +626,6 @@ struct Writer<'a> {
     deadline: Option<std::time::Instant>,
 }
 
-/// Whether `deadline` has passed (long operations look every `LONG_OP_CHECK_ITEMS`).
-pub fn past(deadline: Option<std::time::Instant>) -> bool {
-    deadline.is_some_and(|d| std::time::Instant::now() >= d)
-}
-
 type WR = Result<(), WriteError>;
 
 /// Write `v` as JSON text: compact when `indent` is empty, else laid out as
@@ -710,7 +705,7 @@ impl Writer<'_> {
         if self.nodes > self.lim.nodes {
             return Err(WriteError::Limit(format!("JSON document of more than {} values", self.lim.nodes)));
         }
-        if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) && past(self.deadline) {
+        if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) && crate::meter::past(self.deadline) {
             return Err(WriteError::Time);
         }
         if self.out.len() > self.lim.bytes {
@@ -804,7 +799,7 @@ impl Writer<'_> {
 
 fn json_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("json.parse", args, 0)?;
-    let r = parse_within(s, it.deadline, JsonLimits::of(&it.lim), Some(&it.heap));
+    let r = parse_within(s, it.meter.deadline, JsonLimits::of(&it.lim), Some(&it.heap));
     parsed(it, r, "json.parse", s, true)
 }
 
@@ -846,7 +841,7 @@ fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
         Some(other) => return Err(it.type_err(NAME, 1, "a number or a string", other)),
     };
-    match stringify_until(&args[0], &indent, it.deadline, JsonLimits::of(&it.lim)) {
+    match stringify_until(&args[0], &indent, it.meter.deadline, JsonLimits::of(&it.lim)) {
         Ok(out) => Ok(Value::str(out)),
         Err(WriteError::Value(m)) => {
             // It failed part way through: charge the value's accounted size, a bound on
@@ -911,7 +906,7 @@ fn json_next(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let r = parse_within(&line, it.deadline, JsonLimits::of(&it.lim), Some(&it.heap));
+        let r = parse_within(&line, it.meter.deadline, JsonLimits::of(&it.lim), Some(&it.heap));
         return parsed(it, r, &format!("{NAME}: line {n}"), &line, false);
     }
 }
@@ -936,7 +931,7 @@ mod tests {
     #[test]
     fn long_parses_and_writes_look_at_the_deadline() {
         let doc = format!("[{}0]", "0,".repeat(10_000));
-        let past = Some(std::time::Instant::now());
+        let past = Some(crate::meter::now());
         assert!(matches!(parse_until(doc.as_bytes(), past, JsonLimits::default()), Err(ParseError::Time)));
         let v = parse(doc.as_bytes()).unwrap();
         assert!(matches!(stringify_until(&v, b"", past, JsonLimits::default()), Err(WriteError::Time)));

@@ -34,28 +34,8 @@ pub mod strings;
 pub mod url;
 pub mod utf8;
 
-/// A capability a builtin needs (SPEC 9).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cap {
-    /// Reading files and directories: `--allow-read` or `--allow-files`.
-    Read,
-    Files,
-    Network,
-    Listen,
-    Db,
-}
-
-impl Cap {
-    pub fn flag(self) -> &'static str {
-        match self {
-            Cap::Read => "--allow-read",
-            Cap::Files => "--allow-files",
-            Cap::Network => "--allow-network",
-            Cap::Listen => "--allow-listen",
-            Cap::Db => "--allow-db",
-        }
-    }
-}
+/// A capability a builtin needs (SPEC 9): the one table is `crate::caps`.
+pub use crate::caps::Cap;
 
 /// What a builtin's generic work charge measures (SPEC 8.1): the sizes of its arguments,
 /// charged before it runs, and of its result, charged after. A string counts its bytes;

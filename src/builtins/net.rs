@@ -193,13 +193,13 @@ impl NetState {
 fn wait_fd(fd: &impl AsFd, flags: PollFlags, until: Option<Instant>) -> std::io::Result<bool> {
     loop {
         let ts = until.map(|u| {
-            let left = u.saturating_duration_since(Instant::now());
+            let left = crate::meter::left(u);
             Timespec { tv_sec: left.as_secs() as _, tv_nsec: left.subsec_nanos() as _ }
         });
         let mut fds = [PollFd::new(fd, flags)];
         match rustix::event::poll(&mut fds, ts.as_ref()) {
             Ok(0) => {
-                if until.map(|u| Instant::now() >= u).unwrap_or(false) {
+                if crate::meter::past(until) {
                     return Ok(false);
                 }
             }
@@ -212,15 +212,11 @@ fn wait_fd(fd: &impl AsFd, flags: PollFlags, until: Option<Instant>) -> std::io:
 
 /// The earlier of the call's own end and the run's deadline.
 fn until_of(it: &Interp<'_>, own: Option<Duration>) -> Option<Instant> {
-    let own = own.map(|d| Instant::now() + d);
-    match (own, it.deadline) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    it.meter.until(own)
 }
 
 fn deadline_passed(it: &Interp<'_>) -> bool {
-    it.deadline.map(|d| Instant::now() >= d).unwrap_or(false)
+    it.meter.deadline_passed()
 }
 
 fn time_limit(it: &Interp<'_>, name: &str) -> Fail {
@@ -339,7 +335,7 @@ fn flush_tls_now(conn: &mut rustls::ClientConnection, tcp: &mut TcpStream) -> st
 
 /// Wait for room to write: the stall timeout, never past the run's deadline.
 fn wait_writable(tcp: &TcpStream, deadline: Option<Instant>) -> std::io::Result<bool> {
-    let stall = Instant::now() + Duration::from_millis(NET_SEND_STALL_MS);
+    let stall = crate::meter::after(Duration::from_millis(NET_SEND_STALL_MS));
     wait_fd(tcp, PollFlags::OUT, Some(deadline.map(|d| d.min(stall)).unwrap_or(stall)))
 }
 
@@ -610,7 +606,7 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             }
             charge_lookup(it)?;
             let dns = it.net.dns();
-            let left = until.saturating_duration_since(Instant::now());
+            let left = crate::meter::left(until);
             match netcfg::lookup(dns.as_deref(), &host, left) {
                 Ok(v) => v,
                 Err(LookupError::Timeout) => {
@@ -641,7 +637,7 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let mut last: Option<std::io::Error> = None;
     let mut tcp = None;
     for ip in ips.iter().take(it.lim.n(L::SocketsAddrs)) {
-        let left = until.saturating_duration_since(Instant::now());
+        let left = crate::meter::left(until);
         if left.is_zero() {
             break;
         }
@@ -654,8 +650,8 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
     }
     let Some(mut tcp) = tcp else {
-        let timed =
-            Instant::now() >= until || last.as_ref().map(|e| e.kind() == std::io::ErrorKind::TimedOut).unwrap_or(false);
+        let timed = crate::meter::now() >= until
+            || last.as_ref().map(|e| e.kind() == std::io::ErrorKind::TimedOut).unwrap_or(false);
         if timed {
             return Err(timed_out(it, NAME, &format!("connecting to {shown}"), timeout_ms));
         }
@@ -791,7 +787,7 @@ fn send(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     if deadline_passed(it) {
         return Err(time_limit(it, NAME));
     }
-    let deadline = it.deadline;
+    let deadline = it.meter.deadline;
     let s = it.net.socks.get_mut(&id).expect("checked socket");
     match send_all(s, &data, deadline) {
         Ok(true) => Ok(Value::Nil),
@@ -962,7 +958,7 @@ fn resolve(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             }
             let until = until_of(it, Some(Duration::from_millis(DNS_TIMEOUT_MS))).expect("a lookup has a deadline");
             let dns = it.net.dns();
-            match netcfg::lookup(dns.as_deref(), &name, until.saturating_duration_since(Instant::now())) {
+            match netcfg::lookup(dns.as_deref(), &name, crate::meter::left(until)) {
                 Ok(v) => v,
                 Err(LookupError::Timeout) => {
                     return Err(timed_out(it, NAME, &format!("resolving \"{name}\""), DNS_TIMEOUT_MS))

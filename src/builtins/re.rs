@@ -45,7 +45,7 @@ mod sim;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use regex_automata::hybrid;
 use regex_automata::nfa::thompson::{
@@ -272,11 +272,11 @@ fn quick_charge(p: &capture::Prog, len: usize) -> u64 {
 /// with a margin of 2) would end past the deadline is stopped now rather than let run
 /// past it.
 fn pike_deadline(it: &mut Interp<'_>, name: &str, units: u64) -> R<()> {
-    if let Some(d) = it.meter.deadline {
+    if let Some(left) = it.meter.remaining() {
         let need = Duration::from_nanos(units.saturating_mul(2).min(u64::MAX / 4));
-        let now = Instant::now();
-        if now.checked_add(need).is_none_or(|end| end > d) {
-            let left = d.saturating_duration_since(now).as_millis();
+        // Zero left: the deadline has passed (even a search that needs nothing stops).
+        if need > left || left.is_zero() {
+            let left = left.as_millis();
             return Err(it.limit(
                 LimitKind::Time,
                 format!(

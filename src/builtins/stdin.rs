@@ -5,7 +5,6 @@
 
 use std::io::Read;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
-use std::time::Instant;
 
 use super::{b, Builtin, Cost};
 use crate::budget::{next_line, NextLine};
@@ -65,11 +64,10 @@ fn fill(it: &mut Interp<'_>) -> R<bool> {
     if it.stdin.eof {
         return Ok(false);
     }
-    let deadline = it.deadline;
     let rx = it.stdin.rx.get_or_insert_with(start_reader);
-    let got = match deadline {
+    let got = match it.meter.remaining() {
         None => rx.recv().ok(),
-        Some(d) => match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
+        Some(left) => match rx.recv_timeout(left) {
             Ok(c) => Some(c),
             Err(RecvTimeoutError::Disconnected) => None,
             Err(RecvTimeoutError::Timeout) => {

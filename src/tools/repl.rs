@@ -165,7 +165,10 @@ impl Session {
     }
 
     fn load(&self, text: String) -> Result<Program, Vec<Diagnostic>> {
-        let area = crate::source::IncludeArea { dirs: self.cfg.include_path.clone(), everywhere: self.cfg.allow_files };
+        let area = crate::source::IncludeArea {
+            dirs: self.cfg.include_path.clone(),
+            everywhere: self.cfg.allow.has(crate::caps::Cap::Files),
+        };
         crate::load_within("<repl>", text.into_bytes(), None, &area, self.budget)
     }
 
