@@ -985,7 +985,7 @@ pub const WORK_DB_ALLOC_BYTE_X256: u32 = 64;
 /// Bytes of the pages SQLite fetches from its page cache during a `db.*` call (x256 per
 /// byte; `leash_alloc::sqlite_page_bytes`): a value bigger than a page is written, read
 /// and freed through a chain of overflow pages, each one fetched.
-pub const WORK_DB_PAGE_BYTE_X256: u32 = 16;
+pub const WORK_DB_PAGE_BYTE_X256: u32 = 32;
 pub const WORK_SQLFN_BYTE_X256: u32 = 256;
 pub const WORK_SQLFN_FIND_BYTE_X256: u32 = 256;
 pub const WORK_SQLFN_TRIM_BYTE_X256: u32 = 1024;
