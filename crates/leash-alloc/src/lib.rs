@@ -469,9 +469,11 @@ mod sqlite_count {
         }
     }
 
-    fn pc() -> &'static Pcache {
-        // Set before the methods that use it are given to SQLite (see `install`).
-        PCACHE.get().expect("the page cache wrappers are installed only after PCACHE is set")
+    /// The default page cache. Set before the wrappers are given to SQLite (see
+    /// `install`), so SQLite never calls them without it; each still answers without it
+    /// (no cache, no page, nothing done) rather than panic across the C boundary.
+    fn pc() -> Option<&'static Pcache> {
+        PCACHE.get()
     }
 
     // SAFETY (the page cache wrappers below): SQLite calls them as it would call the
@@ -479,8 +481,9 @@ mod sqlite_count {
     // until `pc_destroy`; each unwraps it and calls the default's method with the
     // default's cache and SQLite's other arguments unchanged.
     unsafe extern "C" fn pc_create(page: c_int, extra: c_int, purgeable: c_int) -> *mut ffi::sqlite3_pcache {
+        let Some(pc) = pc() else { return std::ptr::null_mut() };
         // SAFETY: see above.
-        let inner = unsafe { (pc().create)(page, extra, purgeable) };
+        let inner = unsafe { (pc.create)(page, extra, purgeable) };
         if inner.is_null() {
             return inner;
         }
@@ -494,13 +497,18 @@ mod sqlite_count {
     }
 
     unsafe extern "C" fn pc_cachesize(c: *mut ffi::sqlite3_pcache, n: c_int) {
-        // SAFETY: see above.
-        unsafe { (pc().cachesize)(cache(c).inner, n) }
+        if let Some(pc) = pc() {
+            // SAFETY: see above.
+            unsafe { (pc.cachesize)(cache(c).inner, n) }
+        }
     }
 
     unsafe extern "C" fn pc_pagecount(c: *mut ffi::sqlite3_pcache) -> c_int {
-        // SAFETY: see above.
-        unsafe { (pc().pagecount)(cache(c).inner) }
+        match pc() {
+            // SAFETY: see above.
+            Some(pc) => unsafe { (pc.pagecount)(cache(c).inner) },
+            None => 0,
+        }
     }
 
     unsafe extern "C" fn pc_fetch(
@@ -511,13 +519,18 @@ mod sqlite_count {
         // SAFETY: see above.
         let c = unsafe { cache(c) };
         PAGE_BYTES.fetch_add(c.page, Relaxed);
-        // SAFETY: see above.
-        unsafe { (pc().fetch)(c.inner, key, create) }
+        match pc() {
+            // SAFETY: see above.
+            Some(pc) => unsafe { (pc.fetch)(c.inner, key, create) },
+            None => std::ptr::null_mut(),
+        }
     }
 
     unsafe extern "C" fn pc_unpin(c: *mut ffi::sqlite3_pcache, p: *mut ffi::sqlite3_pcache_page, discard: c_int) {
-        // SAFETY: see above.
-        unsafe { (pc().unpin)(cache(c).inner, p, discard) }
+        if let Some(pc) = pc() {
+            // SAFETY: see above.
+            unsafe { (pc.unpin)(cache(c).inner, p, discard) }
+        }
     }
 
     unsafe extern "C" fn pc_rekey(
@@ -526,25 +539,33 @@ mod sqlite_count {
         old: c_uint,
         new: c_uint,
     ) {
-        // SAFETY: see above.
-        unsafe { (pc().rekey)(cache(c).inner, p, old, new) }
+        if let Some(pc) = pc() {
+            // SAFETY: see above.
+            unsafe { (pc.rekey)(cache(c).inner, p, old, new) }
+        }
     }
 
     unsafe extern "C" fn pc_truncate(c: *mut ffi::sqlite3_pcache, limit: c_uint) {
-        // SAFETY: see above.
-        unsafe { (pc().truncate)(cache(c).inner, limit) }
+        if let Some(pc) = pc() {
+            // SAFETY: see above.
+            unsafe { (pc.truncate)(cache(c).inner, limit) }
+        }
     }
 
     unsafe extern "C" fn pc_destroy(c: *mut ffi::sqlite3_pcache) {
         // SAFETY: see above; SQLite uses the cache no more after xDestroy.
         let b = unsafe { Box::from_raw(c as *mut Cache) };
-        // SAFETY: see above.
-        unsafe { (pc().destroy)(b.inner) }
+        if let Some(pc) = pc() {
+            // SAFETY: see above.
+            unsafe { (pc.destroy)(b.inner) }
+        }
     }
 
     unsafe extern "C" fn pc_shrink(c: *mut ffi::sqlite3_pcache) {
-        // SAFETY: see above.
-        unsafe { (pc().shrink)(cache(c).inner) }
+        if let Some(pc) = pc() {
+            // SAFETY: see above.
+            unsafe { (pc.shrink)(cache(c).inner) }
+        }
     }
 
     pub(super) fn install() -> bool {
