@@ -41,8 +41,8 @@
 //! trait, each method forwards to `std::alloc::System` under the same contract,
 //! `getrusage` is a C call, and so is [`fork`] (for `leash-cgi --fastcgi`'s warm
 //! process; single-threaded callers only, checked, the counters reset in the child).
-//! It also wraps SQLite's allocator to count the bytes SQLite allocates
-//! ([`count_sqlite_allocations`], [`sqlite_allocated`]): `sqlite3_config` is a C call.
+//! It also wraps SQLite's allocator and page cache to count the bytes SQLite allocates and
+//! the page bytes it fetches ([`count_sqlite_allocations`]): `sqlite3_config` is a C call.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
