@@ -188,6 +188,16 @@ CASES = [
      'db.exec(d, "CREATE INDEX i2 ON t (v, k)")\nw = repeat("abcdefgh", N / 8)',
      'db.exec(d, "INSERT OR REPLACE INTO t VALUES (1, ?)", [w])', [65536, 262144, 917504], 100,
      {"flags": ["--allow-db"]}),
+    # SQLite's copies inside one instruction (issue 23): charged by the bytes SQLite allocates
+    # and the page bytes it fetches (leash-alloc counts both).
+    ("db (recursive CTE carrying a value)", 'd = db.open(":memory:")\nw = repeat("abcdefgh", N / 8)',
+     'x = db.query(d, "WITH RECURSIVE r(i, s) AS (SELECT 1, ?1 UNION ALL SELECT i + 1, s FROM r WHERE i < 200) '
+     'SELECT count(*) AS n FROM r", [w])', [65536, 262144, 917504], 5, {"flags": ["--allow-db"]}),
+    ("db (value in 20 indexes)", 'd = db.open(":memory:")\n'
+     'db.exec(d, "CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")\nfor j = 1 to 20\n'
+     '  db.exec(d, "CREATE INDEX i" .. j .. " ON t (v)")\nend\nw = repeat("abcdefgh", N / 8)',
+     'db.exec(d, "INSERT OR REPLACE INTO t VALUES (?, ?)", [i % 4, w])', [16384, 65536, 262144], 50,
+     {"flags": ["--allow-db"]}),
 ]
 
 

@@ -977,7 +977,15 @@ pub const WORK_DB_TICK: u64 = 1_000;
 /// and per step of a GLOB or LIKE match.
 pub const WORK_SQLFN_BASE: u64 = 50;
 /// Bytes bound as `db.*` parameters and returned in rows (x256 per byte).
-pub const WORK_DB_BYTE_X256: u32 = 256;
+pub const WORK_DB_BYTE_X256: u32 = 64;
+/// Bytes SQLite allocates or reallocates during a `db.*` call (x256 per byte; counted by
+/// `leash_alloc::sqlite_allocated`): the copies SQLite makes inside one instruction of
+/// its virtual machine (a recursive CTE's rows, index keys, sorter records) land there.
+pub const WORK_DB_ALLOC_BYTE_X256: u32 = 64;
+/// Bytes of the pages SQLite fetches from its page cache during a `db.*` call (x256 per
+/// byte; `leash_alloc::sqlite_page_bytes`): a value bigger than a page is written, read
+/// and freed through a chain of overflow pages, each one fetched.
+pub const WORK_DB_PAGE_BYTE_X256: u32 = 32;
 pub const WORK_SQLFN_BYTE_X256: u32 = 256;
 pub const WORK_SQLFN_FIND_BYTE_X256: u32 = 256;
 pub const WORK_SQLFN_TRIM_BYTE_X256: u32 = 1024;

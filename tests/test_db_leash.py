@@ -255,3 +255,96 @@ def test_functions_stay_usable_in_an_untrusted_schema(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode().splitlines()
     assert out[0] == '[{"u":"ADA"}]' and out[1].startswith("db|"), out
+
+
+# ---------------------------------------------------------------------------
+# Copies SQLite makes inside one instruction: charged by the bytes it allocates and the
+# page bytes it fetches (leash-alloc wraps SQLite's allocator and page cache)
+# ---------------------------------------------------------------------------
+
+# Each shape did its work inside single VM instructions, which were all the meter saw:
+# before, the recursive CTE ran at about 1,200 ns a work unit (about 20 minutes of CPU
+# under the default budget; the child's 60 s CPU cap would end it with SIGXCPU) and the
+# 20 indexes at 53.
+COPIES = {
+    "recursive_cte": (
+        'h = db.open(":memory:")\n'
+        's = repeat("x", 1000000)\n'
+        'print(db.query(h, "WITH RECURSIVE r(i, s) AS (SELECT 1, ?1 UNION ALL SELECT i + 1, s FROM r '
+        'WHERE i < 100000000) SELECT count(*) AS n FROM r", [s]))\n'
+    ),
+    "twenty_indexes": (
+        'h = db.open(":memory:")\n'
+        'db.exec(h, "CREATE TABLE t (k INTEGER PRIMARY KEY, b BLOB)")\n'
+        "for j = 1 to 20\n"
+        '  db.exec(h, "CREATE INDEX i" .. j .. " ON t (b)")\n'
+        "end\n"
+        's = repeat("y", 262144)\n'
+        "i = 0\n"
+        "while true\n"
+        "  i = i + 1\n"
+        '  db.exec(h, "INSERT OR REPLACE INTO t VALUES (?, ?)", [i % 4, s])\n'
+        "end\n"
+    ),
+    "sorted_copies": (
+        'h = db.open(":memory:")\n'
+        's = repeat("z", 500000)\n'
+        'print(db.query(h, "' + ROWS.format(n=100000000) + ' SELECT count(*) AS n FROM '
+        '(SELECT ?1 || x AS v FROM c ORDER BY v DESC LIMIT 2)", [s]))\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(COPIES))
+def test_copies_inside_one_instruction_stop_at_the_work_limit(tmp_path, shape):
+    # Under the default flags (work 2e9, steps 1e6, no deadline).
+    proc = leash(tmp_path, COPIES[shape], mem=1 << 30, cpu=60)
+    limited(proc, {"work"})
+
+
+def stats_of(proc):
+    import json
+
+    return [json.loads(l)["stats"] for l in proc.stderr.decode().splitlines() if '"stats"' in l][0]
+
+
+# A bit of everything SQLite copies: a file database, overflow pages, two indexes, a
+# sort, a temp table, a recursive CTE carrying a value.
+MIXED = (
+    'h = db.open("m.db")\n'
+    'db.exec(h, "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)")\n'
+    'db.exec(h, "CREATE INDEX tv ON t (v)")\n'
+    'db.exec(h, "CREATE INDEX tkv ON t (k, v)")\n'
+    "for i = 1 to 30\n"
+    '  db.exec(h, "INSERT INTO t VALUES (?, ?)", [i, repeat("v", 5000 * (i % 7)) .. i])\n'
+    "end\n"
+    'print(len(db.query(h, "SELECT k FROM t ORDER BY v DESC")))\n'
+    'db.exec(h, "CREATE TEMP TABLE u AS SELECT v FROM t WHERE k % 2 = 0")\n'
+    'print(db.query(h, "WITH RECURSIVE r(i, s) AS (SELECT 1, ?1 UNION ALL SELECT i + 1, s FROM r '
+    'WHERE i < 40) SELECT count(*) AS n FROM r", [repeat("w", 70000)])[0].n)\n'
+    "db.close(h)\n"
+)
+
+
+def test_copy_work_is_deterministic_and_exact_at_the_budget(tmp_path):
+    # The same script gives the same work every run (SQLite's allocation sizes and page
+    # fetches depend on the SQL only), so a budget of exactly that work is enough and one
+    # unit less is not.
+    def run(*opts):
+        for f in os.listdir(tmp_path):
+            if f.startswith("m.db"):
+                os.remove(tmp_path / f)
+        return leash(tmp_path, MIXED, "--stats", *opts, mem=1 << 30)
+
+    first = run()
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.decode() == "30\n40\n"
+    w = stats_of(first)["work"]
+    # Well above what the instructions and the bound bytes alone came to (the CTE
+    # carries 70,000 bytes through 40 rows of overflow pages).
+    assert w > 2_000_000, w
+    assert [stats_of(run())["work"] for _ in range(2)] == [w, w]
+    at = run("--max-work", str(w))
+    assert at.returncode == 0 and stats_of(at)["work"] == w, at.stderr
+    below = run("--max-work", str(w - 1))
+    limited(below, {"work"})

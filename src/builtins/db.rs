@@ -97,13 +97,16 @@ struct Meter {
     work_allowance: AtomicU64,
     /// Set while `db.open` runs its own setup statements (the authorizer lets them be).
     setup: AtomicBool,
+    /// `leash_alloc::sqlite_allocated()` and `sqlite_page_bytes()` when the current
+    /// call started.
+    alloc_base: AtomicU64,
+    page_base: AtomicU64,
 }
 
 impl super::db_sqlfn::Charge for Meter {
     fn charge(&self, units: u64) -> bool {
-        let w = self.fn_work.fetch_add(units, Relaxed).saturating_add(units);
-        let ticks = self.used.load(Relaxed);
-        if ticks.saturating_mul(WORK_DB_TICK).saturating_add(w) > self.work_allowance.load(Relaxed) {
+        self.fn_work.fetch_add(units, Relaxed);
+        if self.work() > self.work_allowance.load(Relaxed) {
             self.stop.store(STOP_STEPS, Relaxed);
             return false;
         }
@@ -116,13 +119,38 @@ impl super::db_sqlfn::Charge for Meter {
 }
 
 impl Meter {
+    /// Work for the bytes SQLite has allocated and the page bytes it has fetched during
+    /// the current call: the big copies it makes inside one instruction (a recursive
+    /// CTE's rows, index keys, sorter records) go through its allocator or its page
+    /// cache (`leash_alloc` counts both), and the instructions alone do not show them.
+    fn alloc_work(&self) -> u64 {
+        let (alloc, pages) = self.copied();
+        (alloc.saturating_mul(u64::from(WORK_DB_ALLOC_BYTE_X256)) / 256)
+            .saturating_add(pages.saturating_mul(u64::from(WORK_DB_PAGE_BYTE_X256)) / 256)
+    }
+
+    /// Bytes SQLite has allocated, and bytes of the pages it has fetched, during the
+    /// current call.
+    fn copied(&self) -> (u64, u64) {
+        (
+            leash_alloc::sqlite_allocated().wrapping_sub(self.alloc_base.load(Relaxed)),
+            leash_alloc::sqlite_page_bytes().wrapping_sub(self.page_base.load(Relaxed)),
+        )
+    }
+
+    /// All the work of the current call so far: instructions, SQL functions, allocation.
+    fn work(&self) -> u64 {
+        self.used
+            .load(Relaxed)
+            .saturating_mul(WORK_DB_TICK)
+            .saturating_add(self.fn_work.load(Relaxed))
+            .saturating_add(self.alloc_work())
+    }
+
     /// The progress handler: true interrupts SQLite.
     fn tick(&self) -> bool {
         let n = self.used.fetch_add(1, Relaxed) + 1;
-        if n > self.allowance.load(Relaxed)
-            || n.saturating_mul(WORK_DB_TICK).saturating_add(self.fn_work.load(Relaxed))
-                > self.work_allowance.load(Relaxed)
-        {
+        if n > self.allowance.load(Relaxed) || self.work() > self.work_allowance.load(Relaxed) {
             self.stop.store(STOP_STEPS, Relaxed);
             return true;
         }
@@ -282,8 +310,11 @@ fn begin(it: &Interp<'_>) -> R<Arc<Meter>> {
     m.denied.store(DENIED_NONE, Relaxed);
     m.busy_gave_up.store(false, Relaxed);
     m.fn_work.store(0, Relaxed);
-    // Each progress-handler call is one step and WORK_DB_TICK units of work, and SQL
-    // functions charge their own work: SQLite stops at whichever budget runs out first.
+    m.alloc_base.store(leash_alloc::sqlite_allocated(), Relaxed);
+    m.page_base.store(leash_alloc::sqlite_page_bytes(), Relaxed);
+    // Each progress-handler call is one step and WORK_DB_TICK units of work, SQL
+    // functions charge their own work, and the bytes SQLite allocates and the page bytes
+    // it fetches are charged by size: SQLite stops at whichever budget runs out first.
     m.allowance.store(it.steps_left(), Relaxed);
     m.work_allowance.store(it.work_left(), Relaxed);
     Ok(m)
@@ -293,7 +324,7 @@ fn begin(it: &Interp<'_>) -> R<Arc<Meter>> {
 fn finish(it: &mut Interp<'_>, m: &Meter) -> R<()> {
     let used = m.used.load(Relaxed);
     it.charge_steps(used)?;
-    it.work(used.saturating_mul(WORK_DB_TICK).saturating_add(m.fn_work.load(Relaxed)))?;
+    it.work(m.work())?;
     if m.stop.load(Relaxed) == STOP_TIME {
         return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"));
     }
@@ -661,6 +692,8 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
                 fn_work: AtomicU64::new(0),
                 work_allowance: AtomicU64::new(0),
                 setup: AtomicBool::new(false),
+                alloc_base: AtomicU64::new(0),
+                page_base: AtomicU64::new(0),
             })
         })
         .clone();
@@ -690,6 +723,10 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             path.extend_from_slice(&p);
         }
     }
+    // Before SQLite initialises (this is the first thing in the process to touch it):
+    // from now on the bytes SQLite allocates and the pages it fetches are counted, and
+    // charged by `Meter::work`.
+    leash_alloc::count_sqlite_allocations();
     let mut conn =
         Connection::open_with_flags(Path::new(std::ffi::OsStr::from_bytes(&path)), flags).map_err(|e| fail(it, e))?;
     limit_setup(&conn, it.lim.n(L::String)).map_err(|e| fail(it, e))?;
@@ -816,6 +853,8 @@ mod tests {
             fn_work: AtomicU64::new(0),
             work_allowance: AtomicU64::new(u64::MAX),
             setup: AtomicBool::new(false),
+            alloc_base: AtomicU64::new(0),
+            page_base: AtomicU64::new(0),
         };
         assert!(!m.tick() && !m.tick() && !m.tick());
         assert!(m.tick());
@@ -848,6 +887,8 @@ mod tests {
             fn_work: AtomicU64::new(0),
             work_allowance: AtomicU64::new(u64::MAX),
             setup: AtomicBool::new(false),
+            alloc_base: AtomicU64::new(0),
+            page_base: AtomicU64::new(0),
         };
         let (start, mut until, mut count) = (crate::meter::now(), None, 0);
         while m.busy(&mut until, count) {
