@@ -66,6 +66,15 @@ pub const DISCARD: Opd = Opd(T_TEMP << 30 | IDX);
 /// No operand (a `for` loop without a second variable).
 pub const NONE: Opd = Opd(T_CONST << 30 | IDX);
 
+/// An instruction and whether a step is charged before it runs: the step of a line is
+/// carried by the line's first instruction (no instruction of its own), except where a
+/// jump must not repeat it (a `while` header's, `Op::Step`).
+#[derive(Debug, Clone, Copy)]
+pub struct Ins<'p> {
+    pub op: Op<'p>,
+    pub step: bool,
+}
+
 /// One instruction. Jump targets are instruction indices.
 #[derive(Debug, Clone, Copy)]
 pub enum Op<'p> {
@@ -287,7 +296,7 @@ pub struct PlaceCall {
 /// A compiled body.
 #[derive(Debug, Default)]
 pub struct Code<'p> {
-    pub ops: Vec<Op<'p>>,
+    pub ops: Vec<Ins<'p>>,
     /// Per instruction: its line, its node's spot, and its two operands' spots.
     pub pos: Vec<Pos>,
     pub spot: Vec<Spot>,
@@ -328,6 +337,8 @@ struct Compiler<'p> {
     next: u32,
     pos: Pos,
     loops: Vec<Loop>,
+    /// A step charged for `pos`, to be carried by the next instruction emitted.
+    step_pending: bool,
 }
 
 /// Compile a function body (`nlocals` slots) or main's (0).
@@ -337,6 +348,7 @@ pub fn compile<'p>(body: &'p [Stmt], nlocals: usize) -> Code<'p> {
         next: nlocals as u32,
         pos: 0,
         loops: Vec::new(),
+        step_pending: false,
     };
     c.block(body);
     c.emit(Op::End, 0, [0, 0]);
@@ -360,7 +372,8 @@ impl<'p> Compiler<'p> {
     }
 
     fn emit(&mut self, op: Op<'p>, spot: Spot, ospot: [Spot; 2]) -> usize {
-        self.code.ops.push(op);
+        let step = std::mem::take(&mut self.step_pending);
+        self.code.ops.push(Ins { op, step });
         self.code.pos.push(self.pos);
         self.code.spot.push(spot);
         self.code.ospot.push(ospot);
@@ -391,7 +404,7 @@ impl<'p> Compiler<'p> {
     /// Point the jump at `at` to `to`.
     fn patch(&mut self, at: usize, to: usize) {
         let to = to as u32;
-        match &mut self.code.ops[at] {
+        match &mut self.code.ops[at].op {
             Op::Jump(t) | Op::StepJump(t) => *t = to,
             Op::JumpIf { to: t, .. } | Op::Test { to: t, .. } | Op::TestN { to: t, .. } => *t = to,
             Op::ForNext { exit, .. } | Op::ForInNext { exit, .. } => *exit = to,
@@ -409,9 +422,20 @@ impl<'p> Compiler<'p> {
         }
     }
 
+    /// Charge a step for the line at `pos`, carried by the next instruction.
     fn step(&mut self, pos: Pos) {
+        self.flush_step();
         self.pos = pos;
-        self.emit(Op::Step, 0, [0, 0]);
+        self.step_pending = true;
+    }
+
+    /// A step still pending becomes an instruction of its own (before a jump target that
+    /// must not repeat it, or before another step).
+    fn flush_step(&mut self) {
+        if self.step_pending {
+            self.step_pending = false;
+            self.emit(Op::Step, 0, [0, 0]);
+        }
     }
 
     fn stmt(&mut self, s: &'p Stmt) {
@@ -485,6 +509,8 @@ impl<'p> Compiler<'p> {
             }
             StmtKind::While(cond, body) => {
                 self.step(s.pos);
+                // The back edge charges the header's later steps itself.
+                self.flush_step();
                 let top = self.here();
                 let exit = self.cond_jump(cond);
                 self.next = floor;

@@ -42,330 +42,341 @@ impl<'p> Interp<'p> {
             loop {
                 let at = pc;
                 pc += 1;
-                let r: R<()> = match code.ops[at] {
-                    Op::Step => self.step_line(code.pos[at]),
-                    Op::StepJump(to) => {
-                        pc = to as usize;
-                        self.step(code.pos[at])
-                    }
-                    Op::Move { dst, src } => match self.val(code, src, || code.ospot[at][0]) {
-                        Ok(v) => self.put(dst, v),
-                        Err(e) => Err(e),
-                    },
-                    Op::Bin { op, dst, a, b } => {
-                        let nums = match (self.rd(code, a), self.rd(code, b)) {
-                            (Value::Num(x), Value::Num(y)) => Some((*x, *y)),
-                            _ => None,
-                        };
-                        match nums {
-                            Some((x, y)) => match arith(op, x, y) {
-                                Some(r) => self.put_num(dst, r),
-                                None => match self.num_op(op, x, y) {
-                                    Ok(v) => self.put(dst, v),
-                                    Err(e) => Err(e),
-                                },
-                            },
-                            None => self.bin_slow(code, at, op, dst, a, b),
+                let ins = &code.ops[at];
+                let stepped = if ins.step { self.step_line(code.pos[at]) } else { Ok(()) };
+                let r: R<()> = if let Err(e) = stepped {
+                    Err(e)
+                } else {
+                    match ins.op {
+                        Op::Step => self.step_line(code.pos[at]),
+                        Op::StepJump(to) => {
+                            pc = to as usize;
+                            self.step(code.pos[at])
                         }
-                    }
-                    Op::BinN { op, dst, a, k } => match self.rd(code, a) {
-                        Value::Num(x) => {
-                            let x = *x;
-                            match arith(op, x, k) {
-                                Some(r) => self.put_num(dst, r),
-                                None => match self.num_op(op, x, k) {
-                                    Ok(v) => self.put(dst, v),
-                                    Err(e) => Err(e),
-                                },
-                            }
-                        }
-                        _ => self.bin_n_slow(code, at, op, dst, a, k),
-                    },
-                    Op::TestN { op, a, k, to } => {
-                        let t = match self.rd(code, a) {
-                            Value::Num(x) => Ok(num_cmp(op, *x, k)),
-                            _ => self.test_n_slow(code, at, op, a, k),
-                        };
-                        match t {
-                            Ok(true) => Ok(()),
-                            Ok(false) => {
-                                pc = to as usize;
-                                Ok(())
-                            }
-                            Err(e) => Err(e),
-                        }
-                    }
-                    Op::UpdN { op, var, k } => {
-                        if let Value::Num(x) = self.cell(var) {
-                            if let Some(r) = arith(op, *x, k) {
-                                *x = r;
-                                continue;
-                            }
-                        }
-                        self.compound_var(slot_of(var), op, Value::Num(k))
-                    }
-                    Op::Test { op, a, b, to } => {
-                        let t = match (self.rd(code, a), self.rd(code, b)) {
-                            (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
-                            _ => self.test_slow(code, at, op, a, b),
-                        };
-                        match t {
-                            Ok(true) => Ok(()),
-                            Ok(false) => {
-                                pc = to as usize;
-                                Ok(())
-                            }
-                            Err(e) => Err(e),
-                        }
-                    }
-                    Op::JumpIf { c, when, keep, to } => match self.truth(code, c, || code.ospot[at][0]) {
-                        Ok(t) => {
-                            if !keep {
-                                self.consume(c);
-                            }
-                            if t == when {
-                                pc = to as usize;
-                            }
-                            Ok(())
-                        }
-                        Err(e) => Err(e),
-                    },
-                    Op::Jump(to) => {
-                        pc = to as usize;
-                        Ok(())
-                    }
-                    Op::Index { dst, a, k, ic } => {
-                        let fast = match (self.rd(code, a), self.rd(code, k)) {
-                            (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| l.items()[i].clone()),
-                            (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => {
-                                m.get_cached(s, &code.ic[ic as usize]).cloned()
-                            }
-                            _ => None,
-                        };
-                        match fast {
-                            Some(v) => {
-                                self.consume(a);
-                                self.consume(k);
-                                self.put(dst, v)
-                            }
-                            None => self.index_slow(code, at, dst, a, k),
-                        }
-                    }
-                    Op::Field { dst, a, ic, name } => {
-                        let fast = match self.rd(code, a) {
-                            Value::Map(m) => m.get_cached(name, &code.ic[ic as usize]).cloned(),
-                            _ => None,
-                        };
-                        match fast {
-                            Some(v) => {
-                                self.consume(a);
-                                self.put(dst, v)
-                            }
-                            None => self.field_slow(code, at, dst, a, name),
-                        }
-                    }
-                    Op::Call { fi, dst, start, n } => match self.vm_call_open(fi as usize, start, n) {
-                        Ok((callee, saved)) => {
-                            frames.push(VmFrame { code: cur.clone(), pc, dst, saved });
-                            next = Some(callee);
-                            pc = 0;
-                            break;
-                        }
-                        Err(e) => Err(e),
-                    },
-                    Op::CapCheck(b) => self.check_cap(b),
-                    Op::Builtin { b, dst, at: args, n } => {
-                        let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
-                        let mut r = Ok(());
-                        for &(o, sp) in &code.args[args as usize..(args + n) as usize] {
-                            match self.val(code, o, || sp) {
-                                Ok(v) => vals.push(v),
-                                Err(e) => {
-                                    r = Err(e);
-                                    break;
-                                }
-                            }
-                        }
-                        match r {
-                            Ok(()) => match self.builtin_vals(b, vals) {
-                                Ok(v) => self.put(dst, v),
-                                Err(e) => Err(e),
-                            },
-                            Err(e) => Err(e),
-                        }
-                    }
-                    Op::BuiltinPlace { dst, call } => {
-                        let pcall = code.pcalls[call as usize];
-                        match self.vm_place_call(code, &pcall) {
+                        Op::Move { dst, src } => match self.val(code, src, || code.ospot[at][0]) {
                             Ok(v) => self.put(dst, v),
                             Err(e) => Err(e),
-                        }
-                    }
-                    Op::Upd { op, var, v } => {
-                        let done = match self.rd(code, v) {
-                            Value::Num(y) => {
-                                let y = *y;
-                                match self.cell(var) {
-                                    Value::Num(x) => match arith(op, *x, y) {
-                                        Some(r) => {
-                                            *x = r;
-                                            true
-                                        }
-                                        None => false,
+                        },
+                        Op::Bin { op, dst, a, b } => {
+                            let nums = match (self.rd(code, a), self.rd(code, b)) {
+                                (Value::Num(x), Value::Num(y)) => Some((*x, *y)),
+                                _ => None,
+                            };
+                            match nums {
+                                Some((x, y)) => match arith(op, x, y) {
+                                    Some(r) => self.put_num(dst, r),
+                                    None => match self.num_op(op, x, y) {
+                                        Ok(v) => self.put(dst, v),
+                                        Err(e) => Err(e),
                                     },
-                                    _ => false,
+                                },
+                                None => self.bin_slow(code, at, op, dst, a, b),
+                            }
+                        }
+                        Op::BinN { op, dst, a, k } => match self.rd(code, a) {
+                            Value::Num(x) => {
+                                let x = *x;
+                                match arith(op, x, k) {
+                                    Some(r) => self.put_num(dst, r),
+                                    None => match self.num_op(op, x, k) {
+                                        Ok(v) => self.put(dst, v),
+                                        Err(e) => Err(e),
+                                    },
                                 }
                             }
-                            _ => false,
-                        };
-                        if done {
-                            Ok(())
-                        } else {
-                            match self.val(code, v, || code.ospot[at][0]) {
-                                Ok(rhs) => self.compound_var(slot_of(var), op, rhs),
+                            _ => self.bin_n_slow(code, at, op, dst, a, k),
+                        },
+                        Op::TestN { op, a, k, to } => {
+                            let t = match self.rd(code, a) {
+                                Value::Num(x) => Ok(num_cmp(op, *x, k)),
+                                _ => self.test_n_slow(code, at, op, a, k),
+                            };
+                            match t {
+                                Ok(true) => Ok(()),
+                                Ok(false) => {
+                                    pc = to as usize;
+                                    Ok(())
+                                }
                                 Err(e) => Err(e),
                             }
                         }
-                    }
-                    Op::Throw(a) => match self.val(code, a, || code.ospot[at][0]) {
-                        Ok(v) => Err(self.thrown(v, code.pos[at])),
-                        Err(e) => Err(e),
-                    },
-                    Op::Unpack { src, start, n } => {
-                        let v = std::mem::take(&mut self.stack[self.base + src.idx()]);
-                        match self.unpack(&v, n as usize) {
-                            Ok(items) => {
-                                let b = self.base + start as usize;
-                                for (cell, item) in self.stack[b..b + n as usize].iter_mut().zip(items) {
-                                    *cell = item;
+                        Op::UpdN { op, var, k } => {
+                            if let Value::Num(x) = self.cell(var) {
+                                if let Some(r) = arith(op, *x, k) {
+                                    *x = r;
+                                    continue;
+                                }
+                            }
+                            self.compound_var(slot_of(var), op, Value::Num(k))
+                        }
+                        Op::Test { op, a, b, to } => {
+                            let t = match (self.rd(code, a), self.rd(code, b)) {
+                                (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
+                                _ => self.test_slow(code, at, op, a, b),
+                            };
+                            match t {
+                                Ok(true) => Ok(()),
+                                Ok(false) => {
+                                    pc = to as usize;
+                                    Ok(())
+                                }
+                                Err(e) => Err(e),
+                            }
+                        }
+                        Op::JumpIf { c, when, keep, to } => match self.truth(code, c, || code.ospot[at][0]) {
+                            Ok(t) => {
+                                if !keep {
+                                    self.consume(c);
+                                }
+                                if t == when {
+                                    pc = to as usize;
                                 }
                                 Ok(())
                             }
                             Err(e) => Err(e),
-                        }
-                    }
-                    Op::SetIdx { var, k, v, ic } => self.vm_set_index(code, at, var, k, v, ic),
-                    Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
-                    Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
-                    Op::MkList { dst, start, n } => {
-                        let b = self.base + start as usize;
-                        let items: Vec<Value> = self.stack[b..b + n as usize].iter_mut().map(std::mem::take).collect();
-                        match self.make_list(items) {
-                            Ok(l) => match self.check_memory() {
-                                Ok(()) => self.put(dst, l),
-                                Err(e) => Err(e),
-                            },
-                            Err(e) => Err(e),
-                        }
-                    }
-                    Op::MkMap { dst, map, start } => {
-                        let keys = code.maps[map as usize];
-                        let b = self.base + start as usize;
-                        let mut m = Map::with_capacity(keys.len());
-                        for (i, (k, _)) in keys.iter().enumerate() {
-                            m.insert(k.clone(), std::mem::take(&mut self.stack[b + i]));
-                        }
-                        match self.make_map(m) {
-                            Ok(v) => match self.check_memory() {
-                                Ok(()) => self.put(dst, v),
-                                Err(e) => Err(e),
-                            },
-                            Err(e) => Err(e),
-                        }
-                    }
-                    Op::Neg { dst, a } => match self.val(code, a, || code.ospot[at][0]) {
-                        Ok(Value::Num(n)) => self.put_num(dst, -n),
-                        Ok(other) => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
-                        Err(e) => Err(e),
-                    },
-                    Op::Not { dst, a } => match self.truth(code, a, || code.ospot[at][0]) {
-                        Ok(t) => {
-                            self.consume(a);
-                            self.put(dst, Value::Bool(!t))
-                        }
-                        Err(e) => Err(e),
-                    },
-                    Op::Tree { dst, e } => match self.eval(e) {
-                        Ok(v) => self.put(dst, v),
-                        Err(e) => Err(e),
-                    },
-                    Op::ForPrep { base } => self.for_prep(base),
-                    Op::ForNext { var, base, exit } => {
-                        let b = self.base + base as usize;
-                        let f = |v: &Value| match v {
-                            Value::Num(n) => *n,
-                            _ => 0.0,
-                        };
-                        let (a, end, st, k) =
-                            (f(&self.stack[b]), f(&self.stack[b + 1]), f(&self.stack[b + 2]), f(&self.stack[b + 3]));
-                        let mut i = a + k * st;
-                        if !i.is_finite() {
-                            i = range_term_wide(a, k, st);
-                        }
-                        if !i.is_finite() || (st > 0.0 && i > end) || (st < 0.0 && i < end) {
-                            pc = exit as usize;
-                            Ok(())
-                        } else {
-                            self.put_num(var, i)
-                        }
-                    }
-                    Op::ForBack { base, to } => {
-                        let b = self.base + base as usize + 3;
-                        if let Value::Num(k) = &mut self.stack[b] {
-                            *k += 1.0;
-                        }
-                        pc = to as usize;
-                        self.step(code.pos[at])
-                    }
-                    Op::ForInPrep { base } => self.for_in_prep(base),
-                    Op::ForInNext { first, second, base, exit } => match self.for_in_next(first, second, base) {
-                        Ok(true) => Ok(()),
-                        Ok(false) => {
-                            pc = exit as usize;
+                        },
+                        Op::Jump(to) => {
+                            pc = to as usize;
                             Ok(())
                         }
-                        Err(e) => Err(e),
-                    },
-                    Op::ForInEnd { base } => {
-                        let b = self.base + base as usize;
-                        let cost = match self.stack[b + 2] {
-                            Value::Num(c) => c as isize,
-                            _ => 0,
-                        };
-                        self.stack[b] = Value::Unset;
-                        self.stack[b + 2] = Value::Nil;
-                        self.charge(false, -cost)
-                    }
-                    Op::Ret(o) => match self.val(code, o, || code.ospot[at][0]) {
-                        Ok(v) => match frames.pop() {
+                        Op::Index { dst, a, k, ic } => {
+                            let fast = match (self.rd(code, a), self.rd(code, k)) {
+                                (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| l.items()[i].clone()),
+                                (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => {
+                                    m.get_cached(s, &code.ic[ic as usize]).cloned()
+                                }
+                                _ => None,
+                            };
+                            match fast {
+                                Some(v) => {
+                                    self.consume(a);
+                                    self.consume(k);
+                                    self.put(dst, v)
+                                }
+                                None => self.index_slow(code, at, dst, a, k),
+                            }
+                        }
+                        Op::Field { dst, a, ic, name } => {
+                            let fast = match self.rd(code, a) {
+                                Value::Map(m) => m.get_cached(name, &code.ic[ic as usize]).cloned(),
+                                _ => None,
+                            };
+                            match fast {
+                                Some(v) => {
+                                    self.consume(a);
+                                    self.put(dst, v)
+                                }
+                                None => self.field_slow(code, at, dst, a, name),
+                            }
+                        }
+                        Op::Call { fi, dst, start, n } => match self.vm_call_open(fi as usize, start, n) {
+                            Ok((callee, saved)) => {
+                                frames.push(VmFrame { code: cur.clone(), pc, dst, saved });
+                                next = Some(callee);
+                                pc = 0;
+                                break;
+                            }
+                            Err(e) => Err(e),
+                        },
+                        Op::CapCheck(b) => self.check_cap(b),
+                        Op::Builtin { b, dst, at: args, n } => {
+                            let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
+                            let mut r = Ok(());
+                            for &(o, sp) in &code.args[args as usize..(args + n) as usize] {
+                                match self.val(code, o, || sp) {
+                                    Ok(v) => vals.push(v),
+                                    Err(e) => {
+                                        r = Err(e);
+                                        break;
+                                    }
+                                }
+                            }
+                            match r {
+                                Ok(()) => match self.builtin_vals(b, vals) {
+                                    Ok(v) => self.put(dst, v),
+                                    Err(e) => Err(e),
+                                },
+                                Err(e) => Err(e),
+                            }
+                        }
+                        Op::BuiltinPlace { dst, call } => {
+                            let pcall = code.pcalls[call as usize];
+                            match self.vm_place_call(code, &pcall) {
+                                Ok(v) => self.put(dst, v),
+                                Err(e) => Err(e),
+                            }
+                        }
+                        Op::Upd { op, var, v } => {
+                            let done = match self.rd(code, v) {
+                                Value::Num(y) => {
+                                    let y = *y;
+                                    match self.cell(var) {
+                                        Value::Num(x) => match arith(op, *x, y) {
+                                            Some(r) => {
+                                                *x = r;
+                                                true
+                                            }
+                                            None => false,
+                                        },
+                                        _ => false,
+                                    }
+                                }
+                                _ => false,
+                            };
+                            if done {
+                                Ok(())
+                            } else {
+                                match self.val(code, v, || code.ospot[at][0]) {
+                                    Ok(rhs) => self.compound_var(slot_of(var), op, rhs),
+                                    Err(e) => Err(e),
+                                }
+                            }
+                        }
+                        Op::Throw(a) => match self.val(code, a, || code.ospot[at][0]) {
+                            Ok(v) => Err(self.thrown(v, code.pos[at])),
+                            Err(e) => Err(e),
+                        },
+                        Op::Unpack { src, start, n } => {
+                            let v = std::mem::take(&mut self.stack[self.base + src.idx()]);
+                            match self.unpack(&v, n as usize) {
+                                Ok(items) => {
+                                    let b = self.base + start as usize;
+                                    for (cell, item) in self.stack[b..b + n as usize].iter_mut().zip(items) {
+                                        *cell = item;
+                                    }
+                                    Ok(())
+                                }
+                                Err(e) => Err(e),
+                            }
+                        }
+                        Op::SetIdx { var, k, v, ic } => self.vm_set_index(code, at, var, k, v, ic),
+                        Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
+                        Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
+                        Op::MkList { dst, start, n } => {
+                            let b = self.base + start as usize;
+                            let items: Vec<Value> =
+                                self.stack[b..b + n as usize].iter_mut().map(std::mem::take).collect();
+                            match self.make_list(items) {
+                                Ok(l) => match self.check_memory() {
+                                    Ok(()) => self.put(dst, l),
+                                    Err(e) => Err(e),
+                                },
+                                Err(e) => Err(e),
+                            }
+                        }
+                        Op::MkMap { dst, map, start } => {
+                            let keys = code.maps[map as usize];
+                            let b = self.base + start as usize;
+                            let mut m = Map::with_capacity(keys.len());
+                            for (i, (k, _)) in keys.iter().enumerate() {
+                                m.insert(k.clone(), std::mem::take(&mut self.stack[b + i]));
+                            }
+                            match self.make_map(m) {
+                                Ok(v) => match self.check_memory() {
+                                    Ok(()) => self.put(dst, v),
+                                    Err(e) => Err(e),
+                                },
+                                Err(e) => Err(e),
+                            }
+                        }
+                        Op::Neg { dst, a } => match self.val(code, a, || code.ospot[at][0]) {
+                            Ok(Value::Num(n)) => self.put_num(dst, -n),
+                            Ok(other) => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
+                            Err(e) => Err(e),
+                        },
+                        Op::Not { dst, a } => match self.truth(code, a, || code.ospot[at][0]) {
+                            Ok(t) => {
+                                self.consume(a);
+                                self.put(dst, Value::Bool(!t))
+                            }
+                            Err(e) => Err(e),
+                        },
+                        Op::Tree { dst, e } => match self.eval(e) {
+                            Ok(v) => self.put(dst, v),
+                            Err(e) => Err(e),
+                        },
+                        Op::ForPrep { base } => self.for_prep(base),
+                        Op::ForNext { var, base, exit } => {
+                            let b = self.base + base as usize;
+                            let f = |v: &Value| match v {
+                                Value::Num(n) => *n,
+                                _ => 0.0,
+                            };
+                            let (a, end, st, k) = (
+                                f(&self.stack[b]),
+                                f(&self.stack[b + 1]),
+                                f(&self.stack[b + 2]),
+                                f(&self.stack[b + 3]),
+                            );
+                            let mut i = a + k * st;
+                            if !i.is_finite() {
+                                i = range_term_wide(a, k, st);
+                            }
+                            if !i.is_finite() || (st > 0.0 && i > end) || (st < 0.0 && i < end) {
+                                pc = exit as usize;
+                                Ok(())
+                            } else {
+                                self.put_num(var, i)
+                            }
+                        }
+                        Op::ForBack { base, to } => {
+                            let b = self.base + base as usize + 3;
+                            if let Value::Num(k) = &mut self.stack[b] {
+                                *k += 1.0;
+                            }
+                            pc = to as usize;
+                            self.step(code.pos[at])
+                        }
+                        Op::ForInPrep { base } => self.for_in_prep(base),
+                        Op::ForInNext { first, second, base, exit } => match self.for_in_next(first, second, base) {
+                            Ok(true) => Ok(()),
+                            Ok(false) => {
+                                pc = exit as usize;
+                                Ok(())
+                            }
+                            Err(e) => Err(e),
+                        },
+                        Op::ForInEnd { base } => {
+                            let b = self.base + base as usize;
+                            let cost = match self.stack[b + 2] {
+                                Value::Num(c) => c as isize,
+                                _ => 0,
+                            };
+                            self.stack[b] = Value::Unset;
+                            self.stack[b + 2] = Value::Nil;
+                            self.charge(false, -cost)
+                        }
+                        Op::Ret(o) => match self.val(code, o, || code.ospot[at][0]) {
+                            Ok(v) => match frames.pop() {
+                                None => {
+                                    self.ret = v;
+                                    return Ok(Flow::Return);
+                                }
+                                Some(f) => match self.vm_return(code, f, v, &mut next, &mut pc) {
+                                    Ok(()) => break,
+                                    Err(e) => Err(e),
+                                },
+                            },
+                            Err(e) => Err(e),
+                        },
+                        Op::RetNil => match frames.pop() {
                             None => {
-                                self.ret = v;
+                                self.ret = Value::Nil;
                                 return Ok(Flow::Return);
                             }
-                            Some(f) => match self.vm_return(code, f, v, &mut next, &mut pc) {
+                            Some(f) => match self.vm_return(code, f, Value::Nil, &mut next, &mut pc) {
                                 Ok(()) => break,
                                 Err(e) => Err(e),
                             },
                         },
-                        Err(e) => Err(e),
-                    },
-                    Op::RetNil => match frames.pop() {
-                        None => {
-                            self.ret = Value::Nil;
-                            return Ok(Flow::Return);
-                        }
-                        Some(f) => match self.vm_return(code, f, Value::Nil, &mut next, &mut pc) {
-                            Ok(()) => break,
-                            Err(e) => Err(e),
+                        Op::End => match frames.pop() {
+                            None => return Ok(Flow::Normal),
+                            Some(f) => match self.vm_return(code, f, Value::Nil, &mut next, &mut pc) {
+                                Ok(()) => break,
+                                Err(e) => Err(e),
+                            },
                         },
-                    },
-                    Op::End => match frames.pop() {
-                        None => return Ok(Flow::Normal),
-                        Some(f) => match self.vm_return(code, f, Value::Nil, &mut next, &mut pc) {
-                            Ok(()) => break,
-                            Err(e) => Err(e),
-                        },
-                    },
+                    }
                 };
                 if let Err(e) = r {
                     // The failing instruction's line and column. A `try` around it in this
