@@ -21,8 +21,7 @@
 //!   raised, innermost handler first, frame by frame (as Lua's and starlark's do).
 //! - Read sites of map keys keep an inline cache each (`Code::ic`).
 //! - Every statement is compiled. Still handed to the tree evaluator: the expressions
-//!   interpolation, `get`'s in-place lookup and calls with anonymous functions
-//!   (`Op::Tree`).
+//!   interpolation and calls with anonymous functions (`Op::Tree`).
 
 use crate::ast::{BinOp, Pos, Spot};
 use crate::builtins::Builtin;
@@ -838,7 +837,10 @@ impl<'p> Compiler<'p> {
                 }
                 self.emit(Op::Call { fi: *fi, dst, start, n: args.len() as u32 }, 0, [0, 0]);
             }
-            Expr::Builtin(b, args, sp) => {
+            // `get(m, k, d)`: the tree evaluator reads the map in place (`MapGet`); here
+            // the builtin call is no copy either (its argument shares the map), and its
+            // charges are the same.
+            Expr::Builtin(b, args, sp) | Expr::MapGet(b, args, sp) => {
                 if b.cap.is_some() {
                     self.emit(Op::CapCheck(b), *sp, [0, 0]);
                 }
@@ -883,9 +885,9 @@ impl<'p> Compiler<'p> {
                     self.emit(Op::Move { dst, src: t }, 0, [0, 0]);
                 }
             }
-            // Interpolation, `get`'s in-place lookup and calls with anonymous functions
-            // are evaluated by the tree evaluator for now.
-            Expr::Interp(_) | Expr::MapGet(..) | Expr::WithLambdas(_) | Expr::Lambda(..) => {
+            // Interpolation and calls with anonymous functions are evaluated by the tree
+            // evaluator for now.
+            Expr::Interp(_) | Expr::WithLambdas(_) | Expr::Lambda(..) => {
                 self.emit(Op::Tree { dst, e }, 0, [0, 0]);
             }
         }
