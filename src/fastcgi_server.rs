@@ -116,6 +116,8 @@ pub struct Job {
     pub args: Vec<OsString>,
     pub env: Vec<(OsString, OsString)>,
     pub limits: Vec<(u8, u64)>,
+    /// The program cache's bounds (`program_cache*` keys).
+    pub cache: crate::program_cache::Bounds,
 }
 
 const RESOURCES: [Resource; 5] = [Resource::Data, Resource::Cpu, Resource::Nofile, Resource::Fsize, Resource::Core];
@@ -144,7 +146,51 @@ impl Job {
         for (r, n) in &self.limits {
             put(&mut v, format!("{r}:{n}").as_bytes());
         }
+        let b = &self.cache;
+        put(&mut v, format!("{}:{}:{}", b.entries, b.bytes, b.min_age_ms).as_bytes());
         v
+    }
+
+    /// What the warm process reads of a job for the program cache, without the request's
+    /// environment: the cache key (the worker's directory and command line, as encoded),
+    /// the directory, the command line, whether the worker execs, and the cache's bounds.
+    pub fn peek_run(b: &[u8]) -> Option<(Vec<u8>, PathBuf, Vec<OsString>, bool, crate::program_cache::Bounds)> {
+        let mut at = 0usize;
+        let mut next = || -> Option<(usize, &[u8])> {
+            let len = u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize;
+            let s = b.get(at + 4..at + 4 + len)?;
+            let from = at;
+            at += 4 + len;
+            Some((from, s))
+        };
+        let num = |s: &[u8]| -> Option<u64> { std::str::from_utf8(s).ok()?.parse().ok() };
+        next()?;
+        let exec = !next()?.1.is_empty();
+        let (key_from, cwd) = next()?;
+        let cwd = PathBuf::from(OsStr::from_bytes(cwd));
+        // has_stdin (between the directory and the command line) is not part of the key.
+        let (stdin_from, stdin) = next()?;
+        let stdin_to = stdin_from + 4 + stdin.len();
+        let (n_from, n) = next()?;
+        let mut key_to = n_from + 4 + n.len();
+        let n = num(n)? as usize;
+        let mut args = Vec::new();
+        for _ in 0..n {
+            let (from, a) = next()?;
+            key_to = from + 4 + a.len();
+            args.push(OsStr::from_bytes(a).to_owned());
+        }
+        for _ in 0..2 {
+            let n = num(next()?.1)? as usize;
+            for _ in 0..n {
+                next()?;
+            }
+        }
+        let bounds = std::str::from_utf8(next()?.1).ok()?;
+        let mut f = bounds.split(':').map(|x| x.parse::<u64>().ok());
+        let bounds = crate::program_cache::Bounds { entries: f.next()??, bytes: f.next()??, min_age_ms: f.next()?? };
+        let key = [b.get(key_from..stdin_from)?, b.get(stdin_to..key_to)?].concat();
+        Some((key, cwd, args, exec, bounds))
     }
 
     /// The id of an encoded job (its first field), without decoding the rest.
@@ -190,7 +236,10 @@ impl Job {
             }
             limits.push((r, v.parse().ok()?));
         }
-        Some(Job { id, exec, cwd, has_stdin, args, env, limits })
+        let bounds = std::str::from_utf8(next()?).ok()?;
+        let mut f = bounds.split(':').map(|x| x.parse::<u64>().ok());
+        let cache = crate::program_cache::Bounds { entries: f.next()??, bytes: f.next()??, min_age_ms: f.next()?? };
+        Some(Job { id, exec, cwd, has_stdin, args, env, limits, cache })
     }
 }
 
@@ -322,6 +371,15 @@ pub fn zygote_main() -> i32 {
                 report(&ctl, &format!("F {id} the worker's descriptors did not arrive"));
                 continue;
             }
+            // The program cache (`program_cache.rs`): the script's loaded program, found
+            // or loaded now, chosen for the worker forked next. Only for workers that run
+            // on the thread the warm process loads on.
+            let cached = match Job::peek_run(&buf[..n]) {
+                Some((key, cwd, args, false, b)) if MAIN_STACK.load(SeqCst) => {
+                    crate::program_cache::prepare(&key, &args, &cwd, b)
+                }
+                _ => crate::program_cache::Outcome::None,
+            };
             match leash_alloc::fork() {
                 Ok(leash_alloc::Forked::Child) => {
                     // Nothing of the warm process's descriptors stays open in the worker.
@@ -338,13 +396,14 @@ pub fn zygote_main() -> i32 {
                     }
                 }
                 Ok(leash_alloc::Forked::Parent(p)) => {
+                    crate::program_cache::clear_choice();
                     // The request's variables are not left in the warm process's memory.
                     buf[..n].fill(0);
                     drop(fds);
                     let Some(pid) = Pid::from_raw(p) else { continue };
                     match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
                         Ok(pfd) => {
-                            report(&ctl, &format!("S {id} {p}"));
+                            report(&ctl, &format!("S {id} {p} {}", cached.name()));
                             kids.push((id, pid, pfd));
                         }
                         Err(e) => {
@@ -356,6 +415,7 @@ pub fn zygote_main() -> i32 {
                     }
                 }
                 Err(m) => {
+                    crate::program_cache::clear_choice();
                     buf[..n].fill(0);
                     report(&ctl, &format!("F {id} {m}"));
                 }
@@ -438,7 +498,11 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
         fail("dup2", &e);
     }
     drop((stdin, out, err));
+    // The program cache's share of the data segment is the warm process's, not the
+    // script's: RLIMIT_DATA (index 0) is raised by it.
+    let extra = if job.exec.is_none() { crate::program_cache::extra_data() } else { 0 };
     for &(r, v) in &job.limits {
+        let v = if r == 0 { v.saturating_add(extra) } else { v };
         let r = RESOURCES[r as usize];
         if let Err(e) = rustix::process::setrlimit(r, Rlimit { current: Some(v), maximum: Some(v) }) {
             fail(&format!("setrlimit {r:?}"), &e);
@@ -508,8 +572,12 @@ fn run_interpreter(args: Vec<OsString>) -> i32 {
 /// What a request's supervisor hears about its worker.
 #[derive(Debug)]
 enum W {
-    Started(i32),
-    Exited { code: Option<i32>, signal: Option<i32> },
+    /// The worker's pid, and what the program cache did for it (`hit`, `new`, `none`).
+    Started(i32, &'static str),
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
     Failed(String),
 }
 
@@ -651,8 +719,14 @@ fn run_zygote(srv: Arc<Server>) {
             let Some(id) = id.and_then(|i| i.parse::<u64>().ok()) else { continue };
             match kind {
                 Some("S") => {
-                    if let Ok(p) = rest.parse() {
-                        srv.zygote.tell(id, W::Started(p), false)
+                    let mut f = rest.split(' ');
+                    if let Some(Ok(p)) = f.next().map(str::parse) {
+                        let cache = match f.next() {
+                            Some("hit") => "hit",
+                            Some("new") => "new",
+                            _ => "none",
+                        };
+                        srv.zygote.tell(id, W::Started(p, cache), false)
                     }
                 }
                 Some("E") => {
@@ -1541,6 +1615,11 @@ fn supervise(
         args: gateway::worker_args(cfg, allow, script),
         env,
         limits: worker_limits(cfg, script),
+        cache: crate::program_cache::Bounds {
+            entries: cfg.program_cache,
+            bytes: cfg.program_cache_bytes,
+            min_age_ms: cfg.program_cache_min_age_ms,
+        },
     };
     if let Err(m) = srv.zygote.start(&job, [&in_r, &out_w, &err_w], tx.clone()) {
         return (Some(e.fail(500, format!("cannot start a worker: {m}"))), 0, true);
@@ -1633,7 +1712,8 @@ fn supervise(
                     }
                 }
                 Ev::Worker(j, _) if j != job_id => {}
-                Ev::Worker(_, W::Started(p)) => {
+                Ev::Worker(_, W::Started(p, cache)) => {
+                    e.cache = (cfg.program_cache > 0 && !cfg.worker_exec).then_some(cache);
                     pid = Pid::from_raw(p);
                     if killed_at.is_some() {
                         kill(pid);
@@ -1807,15 +1887,27 @@ mod tests {
             args: vec!["--cgi".into(), "--".into(), "/srv/www/a b.lsh".into()],
             env: vec![("QUERY_STRING".into(), "a=1&b==2".into()), ("EMPTY".into(), "".into())],
             limits: vec![(0, 1 << 30), (4, 0)],
+            cache: crate::program_cache::Bounds { entries: 3, bytes: 1 << 20, min_age_ms: 7 },
         };
         assert_eq!(Job::decode(&j.encode()), Some(j.clone()));
         assert_eq!(Job::peek_id(&j.encode()), Some(42));
-        let j2 = Job { exec: None, has_stdin: false, ..j };
+        let j2 = Job { exec: None, has_stdin: false, ..j.clone() };
         assert_eq!(Job::decode(&j2.encode()), Some(j2.clone()));
+        // The warm process's view: the key is the directory and command line only.
+        let (k, cwd, args, exec, b) = Job::peek_run(&j2.encode()).unwrap();
+        assert_eq!((cwd, args, exec, b), (j.cwd.clone(), j.args.clone(), false, j.cache));
+        let j3 = Job { id: 7, has_stdin: true, env: vec![], limits: vec![], ..j2.clone() };
+        assert_eq!(Job::peek_run(&j3.encode()).unwrap().0, k);
+        let j4 = Job { args: vec!["--cgi".into(), "--".into(), "/srv/www/c.lsh".into()], ..j2.clone() };
+        assert_ne!(Job::peek_run(&j4.encode()).unwrap().0, k);
+        let j5 = Job { cwd: "/srv".into(), ..j2.clone() };
+        assert_ne!(Job::peek_run(&j5.encode()).unwrap().0, k);
         let b = j2.encode();
         for cut in 0..b.len() {
             let _ = Job::decode(&b[..cut]);
+            let _ = Job::peek_run(&b[..cut]);
         }
+        assert_eq!(Job::peek_run(&b[..b.len() - 1]), None);
         assert_eq!(Job::decode(&b[..b.len() - 1]), None);
     }
 
