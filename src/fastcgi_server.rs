@@ -127,17 +127,35 @@ fn put(v: &mut Vec<u8>, b: &[u8]) {
     v.extend_from_slice(b);
 }
 
+/// One length-prefixed field of an encoded job at `*at`, and where it started.
+fn field<'a>(b: &'a [u8], at: &mut usize) -> Option<(usize, &'a [u8])> {
+    let len = u32::from_le_bytes(b.get(*at..*at + 4)?.try_into().ok()?) as usize;
+    let s = b.get(*at + 4..*at + 4 + len)?;
+    let from = *at;
+    *at += 4 + len;
+    Some((from, s))
+}
+
+fn num(s: &[u8]) -> Option<u64> {
+    std::str::from_utf8(s).ok()?.parse().ok()
+}
+
+/// The fields of a job in order: `id`, `has_stdin`, then the program cache's key (`exec`,
+/// `cwd`, the number of args and each arg: what a worker loads depends on these only),
+/// the cache's bounds, the environment, the limits.
 impl Job {
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::new();
         put(&mut v, self.id.to_string().as_bytes());
+        put(&mut v, if self.has_stdin { b"1" } else { b"0" });
         put(&mut v, self.exec.as_deref().map_or(&b""[..], |p| p.as_os_str().as_bytes()));
         put(&mut v, self.cwd.as_os_str().as_bytes());
-        put(&mut v, if self.has_stdin { b"1" } else { b"0" });
         put(&mut v, self.args.len().to_string().as_bytes());
         for a in &self.args {
             put(&mut v, a.as_bytes());
         }
+        let b = &self.cache;
+        put(&mut v, format!("{}:{}:{}", b.entries, b.bytes, b.min_age_ms).as_bytes());
         put(&mut v, self.env.len().to_string().as_bytes());
         for (k, val) in &self.env {
             put(&mut v, &[k.as_bytes(), b"\0", val.as_bytes()].concat());
@@ -146,78 +164,65 @@ impl Job {
         for (r, n) in &self.limits {
             put(&mut v, format!("{r}:{n}").as_bytes());
         }
-        let b = &self.cache;
-        put(&mut v, format!("{}:{}:{}", b.entries, b.bytes, b.min_age_ms).as_bytes());
         v
     }
 
-    /// What the warm process reads of a job for the program cache, without the request's
-    /// environment: the cache key (the worker's directory and command line, as encoded),
-    /// the directory, the command line, whether the worker execs, and the cache's bounds.
-    pub fn peek_run(b: &[u8]) -> Option<(Vec<u8>, PathBuf, Vec<OsString>, bool, crate::program_cache::Bounds)> {
+    /// What the warm process reads of a job for the program cache, without allocating and
+    /// without the request's environment: the cache key (the encoded `exec`, `cwd` and
+    /// args, one slice of `b`), whether the worker execs, and the cache's bounds.
+    pub fn peek_run(b: &[u8]) -> Option<(&[u8], bool, crate::program_cache::Bounds)> {
         let mut at = 0usize;
-        let mut next = || -> Option<(usize, &[u8])> {
-            let len = u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize;
-            let s = b.get(at + 4..at + 4 + len)?;
-            let from = at;
-            at += 4 + len;
-            Some((from, s))
-        };
-        let num = |s: &[u8]| -> Option<u64> { std::str::from_utf8(s).ok()?.parse().ok() };
-        next()?;
-        let exec = !next()?.1.is_empty();
-        let (key_from, cwd) = next()?;
-        let cwd = PathBuf::from(OsStr::from_bytes(cwd));
-        // has_stdin (between the directory and the command line) is not part of the key.
-        let (stdin_from, stdin) = next()?;
-        let stdin_to = stdin_from + 4 + stdin.len();
-        let (n_from, n) = next()?;
-        let mut key_to = n_from + 4 + n.len();
-        let n = num(n)? as usize;
+        field(b, &mut at)?;
+        field(b, &mut at)?;
+        let (from, exec) = field(b, &mut at)?;
+        field(b, &mut at)?;
+        let n = num(field(b, &mut at)?.1)?;
+        for _ in 0..n {
+            field(b, &mut at)?;
+        }
+        let key = b.get(from..at)?;
+        let bounds = Self::bounds(field(b, &mut at)?.1)?;
+        Some((key, !exec.is_empty(), bounds))
+    }
+
+    /// The directory and command line in a cache key (`peek_run`).
+    pub fn key_run(key: &[u8]) -> Option<(PathBuf, Vec<OsString>)> {
+        let mut at = 0usize;
+        field(key, &mut at)?;
+        let cwd = PathBuf::from(OsStr::from_bytes(field(key, &mut at)?.1));
+        let n = num(field(key, &mut at)?.1)? as usize;
         let mut args = Vec::new();
         for _ in 0..n {
-            let (from, a) = next()?;
-            key_to = from + 4 + a.len();
-            args.push(OsStr::from_bytes(a).to_owned());
+            args.push(OsStr::from_bytes(field(key, &mut at)?.1).to_owned());
         }
-        for _ in 0..2 {
-            let n = num(next()?.1)? as usize;
-            for _ in 0..n {
-                next()?;
-            }
-        }
-        let bounds = std::str::from_utf8(next()?.1).ok()?;
-        let mut f = bounds.split(':').map(|x| x.parse::<u64>().ok());
-        let bounds = crate::program_cache::Bounds { entries: f.next()??, bytes: f.next()??, min_age_ms: f.next()?? };
-        let key = [b.get(key_from..stdin_from)?, b.get(stdin_to..key_to)?].concat();
-        Some((key, cwd, args, exec, bounds))
+        (at == key.len()).then_some((cwd, args))
+    }
+
+    fn bounds(s: &[u8]) -> Option<crate::program_cache::Bounds> {
+        let mut f = std::str::from_utf8(s).ok()?.split(':').map(|x| x.parse::<u64>().ok());
+        let b = crate::program_cache::Bounds { entries: f.next()??, bytes: f.next()??, min_age_ms: f.next()?? };
+        f.next().is_none().then_some(b)
     }
 
     /// The id of an encoded job (its first field), without decoding the rest.
     pub fn peek_id(b: &[u8]) -> Option<u64> {
-        let len = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
-        std::str::from_utf8(b.get(4..4 + len)?).ok()?.parse().ok()
+        num(field(b, &mut 0)?.1)
     }
 
     pub fn decode(b: &[u8]) -> Option<Job> {
         let mut at = 0usize;
-        let mut next = || -> Option<&[u8]> {
-            let len = u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize;
-            let s = b.get(at + 4..at + 4 + len)?;
-            at += 4 + len;
-            Some(s)
-        };
-        let num = |s: &[u8]| -> Option<u64> { std::str::from_utf8(s).ok()?.parse().ok() };
+        let mut next = || field(b, &mut at).map(|f| f.1);
         let id = num(next()?)?;
+        let has_stdin = next()? == b"1";
         let exec = next()?;
         let exec = (!exec.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(exec)));
         let cwd = PathBuf::from(OsStr::from_bytes(next()?));
-        let has_stdin = next()? == b"1";
         let n = num(next()?)? as usize;
         let mut args = Vec::new();
         for _ in 0..n {
             args.push(OsStr::from_bytes(next()?).to_owned());
         }
+        let cache = Self::bounds(next()?)?;
         let n = num(next()?)? as usize;
         let mut env = Vec::new();
         for _ in 0..n {
@@ -236,9 +241,6 @@ impl Job {
             }
             limits.push((r, v.parse().ok()?));
         }
-        let bounds = std::str::from_utf8(next()?).ok()?;
-        let mut f = bounds.split(':').map(|x| x.parse::<u64>().ok());
-        let cache = crate::program_cache::Bounds { entries: f.next()??, bytes: f.next()??, min_age_ms: f.next()?? };
         Some(Job { id, exec, cwd, has_stdin, args, env, limits, cache })
     }
 }
@@ -375,8 +377,8 @@ pub fn zygote_main() -> i32 {
             // or loaded now, chosen for the worker forked next. Only for workers that run
             // on the thread the warm process loads on.
             let cached = match Job::peek_run(&buf[..n]) {
-                Some((key, cwd, args, false, b)) if MAIN_STACK.load(SeqCst) => {
-                    crate::program_cache::prepare(&key, &args, &cwd, b)
+                Some((key, false, b)) if MAIN_STACK.load(SeqCst) => {
+                    crate::program_cache::prepare(key, || Job::key_run(key), b)
                 }
                 _ => crate::program_cache::Outcome::None,
             };
@@ -1894,20 +1896,23 @@ mod tests {
         let j2 = Job { exec: None, has_stdin: false, ..j.clone() };
         assert_eq!(Job::decode(&j2.encode()), Some(j2.clone()));
         // The warm process's view: the key is the directory and command line only.
-        let (k, cwd, args, exec, b) = Job::peek_run(&j2.encode()).unwrap();
-        assert_eq!((cwd, args, exec, b), (j.cwd.clone(), j.args.clone(), false, j.cache));
+        let e2 = j2.encode();
+        let (k, exec, b) = Job::peek_run(&e2).unwrap();
+        assert_eq!((exec, b), (false, j.cache));
+        assert_eq!(Job::key_run(k), Some((j.cwd.clone(), j.args.clone())));
         let j3 = Job { id: 7, has_stdin: true, env: vec![], limits: vec![], ..j2.clone() };
         assert_eq!(Job::peek_run(&j3.encode()).unwrap().0, k);
         let j4 = Job { args: vec!["--cgi".into(), "--".into(), "/srv/www/c.lsh".into()], ..j2.clone() };
         assert_ne!(Job::peek_run(&j4.encode()).unwrap().0, k);
         let j5 = Job { cwd: "/srv".into(), ..j2.clone() };
         assert_ne!(Job::peek_run(&j5.encode()).unwrap().0, k);
+        assert!(Job::peek_run(&j.encode()).unwrap().1);
         let b = j2.encode();
         for cut in 0..b.len() {
             let _ = Job::decode(&b[..cut]);
             let _ = Job::peek_run(&b[..cut]);
+            let _ = Job::key_run(&b[..cut]);
         }
-        assert_eq!(Job::peek_run(&b[..b.len() - 1]), None);
         assert_eq!(Job::decode(&b[..b.len() - 1]), None);
     }
 

@@ -203,8 +203,8 @@ pub fn held() -> (usize, usize) {
 
 /// The warm process's side, before it forks the worker of a job: find or load the
 /// program for `key` (the job's directory and command line), and choose it for the
-/// worker. `args` and `cwd` are the worker's.
-pub fn prepare(key: &[u8], args: &[OsString], cwd: &Path, b: Bounds) -> Outcome {
+/// worker. `run` gives the worker's directory and command line (read only on a miss).
+pub fn prepare(key: &[u8], run: impl FnOnce() -> Option<(PathBuf, Vec<OsString>)>, b: Bounds) -> Outcome {
     clear_choice();
     if b.entries == 0 || b.bytes == 0 {
         return Outcome::None;
@@ -230,8 +230,14 @@ pub fn prepare(key: &[u8], args: &[OsString], cwd: &Path, b: Bounds) -> Outcome 
         }
         // In the worker's directory, as the worker parses its command line and opens its
         // grants (relative names); back to `/` after.
-        let out = if std::env::set_current_dir(cwd).is_ok() { c.load(key, args, b) } else { Outcome::None };
-        let _ = std::env::set_current_dir("/");
+        let out = match run() {
+            Some((cwd, args)) if std::env::set_current_dir(&cwd).is_ok() => {
+                let out = c.load(key, &args, b);
+                let _ = std::env::set_current_dir("/");
+                out
+            }
+            _ => Outcome::None,
+        };
         if (c.entries.len(), c.bytes) != held {
             c.settle();
         }
