@@ -576,6 +576,7 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
     // (`program_cache.rs`): the same load, done once; the budget counts its bytes.
     if let Source::File(p) = src {
         if let Some(pre) = crate::program_cache::take(&p.to_string_lossy(), p, &area) {
+            drop(area);
             budget.base = budget.base.saturating_sub(pre.retained);
             return run_loaded(cfg, &gate, &pre.prog, Some(p.clone()), deadline, args, started, budget);
         }
@@ -593,6 +594,7 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
     let loaded = crate::meter::with_load_deadline(deadline, || {
         crate::load_within(&name, text, path.as_deref().map(Path::new), &area, budget)
     });
+    drop(area);
     let prog = match loaded {
         Ok(p) => p,
         Err(ds) => {

@@ -932,3 +932,30 @@ def test_cache_waits_for_a_fresh_file_to_settle(tmp_path):
         assert cache_log(srv, 3) == ["none", "new", "hit"], srv.log()
     finally:
         srv.stop()
+
+
+def test_cache_charges_the_program_to_max_memory_as_before(tmp_path):
+    """--max-memory counts a worker's own program whether it was loaded in the worker or
+    in the warm process: a script that grows until the memory limit stops after the same
+    number of steps with the cache (loaded now, then kept) and without it."""
+    page = H + 'xs = []\nwhile true\n  push(xs, repeat("x", 1000) .. str(len(xs)))\nend\n'
+    steps = {}
+    lim = '\n[limits]\nframe_storage = "max"\nlist = "max"\n'
+    for extra in ["max_memory = 8000000" + lim, "max_memory = 8000000\nprogram_cache = 0" + lim]:
+        srv = Server(tmp_path / str(len(steps)), extra=extra)
+        try:
+            write_old(srv.root / "grow.lsh", page, 1_000_000_000)
+            for _ in range(2):
+                assert srv.get("grow.lsh")[0] == 500
+            lines = []
+            end = time.monotonic() + 10
+            while len(lines) < 2 and time.monotonic() < end:
+                lines = summary_lines(srv.log())
+                time.sleep(0.02)
+            assert len(lines) == 2 and all("memory" in l for l in lines), srv.log()
+            steps[extra] = [l.split(" steps=")[1].split()[0] for l in lines]
+            assert ("program_cache = 0" in extra) or cache_log(srv, 2) == ["new", "hit"]
+        finally:
+            srv.stop()
+    on, off = steps.values()
+    assert on[0] == on[1] == off[0] == off[1], steps
