@@ -301,8 +301,16 @@ impl Cache {
         let loaded = crate::source::read_bounded(&path, crate::limits::MAX_SOURCE_BYTES, true).ok().and_then(|text| {
             let budget =
                 crate::memory::Budget { base: before, max: usize::try_from(cfg.max_memory).unwrap_or(usize::MAX) };
-            crate::meter::with_load_deadline(Some(started + limit), || {
-                crate::load_within(&name, text, Some(&path), &area, budget).ok()
+            // A load never panics (the house rule); if one did, the warm process goes on
+            // and the worker loads the script (and reports what it finds).
+            let load = || {
+                crate::meter::with_load_deadline(Some(started + limit), || {
+                    crate::load_within(&name, text, Some(&path), &area, budget).ok()
+                })
+            };
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(load)).unwrap_or_else(|_| {
+                crate::ast::clear_names();
+                None
             })
         });
         let spent = started.elapsed();
