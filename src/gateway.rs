@@ -1086,6 +1086,10 @@ mod tests {
         assert_eq!(c.max_memory, DEFAULT_MAX_MEMORY);
         assert_eq!(c.allow, Allow::default());
         assert_eq!((c.max_workers, c.queue, c.worker_exec), (FCGI_DEFAULT_MAX_WORKERS, FCGI_DEFAULT_QUEUE, false));
+        assert_eq!(
+            (c.program_cache, c.program_cache_bytes, c.program_cache_min_age_ms),
+            (FCGI_DEFAULT_PROGRAM_CACHE, FCGI_DEFAULT_PROGRAM_CACHE_BYTES, FCGI_DEFAULT_PROGRAM_CACHE_MIN_AGE_MS)
+        );
         let c = parse_config(&format!(
             "root = \"{}\"\nmax_memory = \"64M\"\nallow = [\"files\"]\nenv_pass = [\"TZ\"]\n\
              [[dir]]\npath = \"a/b\"\nallow = [\"network\", \"listen\"]\n",
@@ -1103,6 +1107,10 @@ mod tests {
             ("max_workers = 0", "max_workers"),
             ("queue = -1", "queue"),
             ("worker_start = \"vfork\"", "worker_start"),
+            ("program_cache = 4097", "program_cache"),
+            ("program_cache = -1", "program_cache"),
+            ("program_cache_bytes = 1073741825", "program_cache_bytes"),
+            ("program_cache_min_age_ms = 3600001", "program_cache_min_age_ms"),
             ("max_work = 10000000000001", "max_work"),
             ("max_stepz = 1", "unknown key `max_stepz`"),
             ("allow = [\"shell\"]", "unknown capability"),
