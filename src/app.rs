@@ -176,25 +176,7 @@ fn read_program(
 /// An unscoped `--allow-read` or `--allow-files` is a read grant over every path; a
 /// scoped one adds its canonical paths to the include path.
 fn include_area(cfg: &Config, gate: &crate::gate::Gate) -> crate::source::IncludeArea {
-    let mut dirs = cfg.include_path.clone();
-    let everywhere = match gate.include_dirs() {
-        None => true,
-        Some(d) => {
-            dirs.extend(d);
-            false
-        }
-    };
-    crate::source::IncludeArea { dirs, everywhere }
-}
-
-/// The include area a run of `cfg` loads with, its grants opened without the audit log
-/// (nothing is created): `leash-cgi --fastcgi`'s warm process loads a script with it
-/// for the program cache (`program_cache.rs`), in the worker's directory.
-pub fn load_area(cfg: &Config) -> Option<crate::source::IncludeArea> {
-    let mut specs = cfg.scopes.clone();
-    specs.audit = None;
-    let gate = crate::gate::Gate::new(&specs).ok()?;
-    Some(include_area(cfg, &gate))
+    crate::source::IncludeArea::of(&cfg.include_path, gate.include_dirs())
 }
 
 fn granted(cfg: &Config) -> Caps {

@@ -193,28 +193,25 @@ fn data_size() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Entries and bytes held now (for tests and the log).
-pub fn held() -> (usize, usize) {
-    CACHE.with(|c| {
-        let c = c.borrow();
-        (c.entries.len(), c.bytes)
-    })
-}
-
 /// The warm process's side, before it forks the worker of a job: find or load the
 /// program for `key` (the job's directory and command line), and choose it for the
 /// worker. `run` gives the worker's directory and command line (read only on a miss).
 pub fn prepare(key: &[u8], run: impl FnOnce() -> Option<(PathBuf, Vec<OsString>)>, b: Bounds) -> Outcome {
     clear_choice();
-    if b.entries == 0 || b.bytes == 0 {
-        return Outcome::None;
-    }
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.data_base.is_none() {
             c.data_base = data_size();
         }
         let held = (c.entries.len(), c.bytes);
+        // Bounds lowered (or the cache turned off) by a reloaded configuration.
+        c.evict(b, 0);
+        if b.entries == 0 || b.bytes == 0 {
+            if (c.entries.len(), c.bytes) != held {
+                c.settle();
+            }
+            return Outcome::None;
+        }
         c.clock += 1;
         let now = c.clock;
         // A fresh entry: chosen.
@@ -281,7 +278,8 @@ impl Cache {
         let fresh = |s: &Stamp| wall.duration_since(changed_at(s)).map_or(true, |age| age < min_age);
         if fresh(&main) {
             // Tried again once it is old enough (or sooner, if it changes again).
-            let left = changed_at(&main).duration_since(wall).unwrap_or_default() + min_age;
+            let age = wall.duration_since(changed_at(&main)).unwrap_or_default();
+            let left = min_age.saturating_sub(age);
             return skip(self, started + left.min(RETRY_AFTER));
         }
         // The loading-time bucket.
@@ -295,7 +293,13 @@ impl Cache {
         if let Some(t) = cfg.max_time {
             limit = limit.min(Duration::from_secs_f64(t.clamp(0.0, 1e6)));
         }
-        let Some(area) = crate::app::load_area(&cfg) else { return skip(self, retry) };
+        // The include area the worker will compute: its grants opened without the audit
+        // log (nothing is created), in its directory.
+        let mut specs = cfg.scopes.clone();
+        specs.audit = None;
+        let Ok(gate) = crate::gate::Gate::new(&specs) else { return skip(self, retry) };
+        let area = IncludeArea::of(&cfg.include_path, gate.include_dirs());
+        drop(gate);
         let name = path.to_string_lossy().into_owned();
         let before = crate::memory::live();
         let loaded = crate::source::read_bounded(&path, crate::limits::MAX_SOURCE_BYTES, true).ok().and_then(|text| {
@@ -336,18 +340,26 @@ impl Cache {
             return skip(self, retry);
         }
         let pre = Rc::new(Preloaded { prog: Rc::new(prog), retained, name, path, area });
-        // Room: the least recently used go first.
-        while !self.entries.is_empty()
-            && (self.entries.len() as u64 >= b.entries || (self.bytes + retained) as u64 > b.bytes)
-        {
-            let i = self.entries.iter().enumerate().min_by_key(|(_, e)| e.used).map_or(0, |(i, _)| i);
-            let e = self.entries.remove(i);
-            self.bytes -= e.pre.retained;
-        }
+        // Room for one more of `retained` bytes.
+        self.evict(b, retained);
         self.bytes += retained;
         self.entries.push(Entry { key: key.to_vec(), pre: pre.clone(), files, used: self.clock });
         CHOSEN.with(|x| *x.borrow_mut() = Some(pre));
         Outcome::New
+    }
+
+    /// Drop the least recently used entries until one more of `more` bytes fits in `b`
+    /// (with `more` 0: until the entries are within `b`).
+    fn evict(&mut self, b: Bounds, more: usize) {
+        let room = |c: &Cache| {
+            let n = c.entries.len() as u64 + u64::from(more > 0);
+            n <= b.entries && (c.bytes + more) as u64 <= b.bytes
+        };
+        while !self.entries.is_empty() && !room(self) {
+            let i = self.entries.iter().enumerate().min_by_key(|(_, e)| e.used).map_or(0, |(i, _)| i);
+            let e = self.entries.remove(i);
+            self.bytes -= e.pre.retained;
+        }
     }
 
     /// After a change: what the cache adds to the data segment now.
