@@ -959,3 +959,21 @@ def test_cache_charges_the_program_to_max_memory_as_before(tmp_path):
             srv.stop()
     on, off = steps.values()
     assert on[0] == on[1] == off[0] == off[1], steps
+
+
+def test_cache_turned_off_by_sighup(srv):
+    """`program_cache = 0` in a reloaded configuration: the kept programs are dropped and
+    workers load their scripts (no `cache=` word in the log); 1 again: cached anew."""
+    write_old(srv.root / "h.lsh", H + 'print("h")\n', 1_000_000_000)
+    got = [srv.get("h.lsh")[2]]
+    base = srv.config.read_text()
+    for n, value in enumerate(["0", "1"], 1):
+        srv.config.write_text(base.replace("min_age_ms = 0", f"min_age_ms = 0\nprogram_cache = {value}"))
+        srv.proc.send_signal(signal.SIGHUP)
+        end = time.monotonic() + 10
+        while srv.log().count("configuration reloaded") < n and time.monotonic() < end:
+            time.sleep(0.05)
+        assert srv.log().count("configuration reloaded") == n, srv.log()
+        got += [srv.get("h.lsh")[2] for _ in range(2)]
+    assert got == [b"h\n"] * 5
+    assert cache_log(srv, 5) == ["new", "-", "-", "new", "hit"], srv.log()
