@@ -175,15 +175,7 @@ fn read_program(
 /// An unscoped `--allow-read` or `--allow-files` is a read grant over every path; a
 /// scoped one adds its canonical paths to the include path.
 fn include_area(cfg: &Config, gate: &crate::gate::Gate) -> crate::source::IncludeArea {
-    let mut dirs = cfg.include_path.clone();
-    let everywhere = match gate.include_dirs() {
-        None => true,
-        Some(d) => {
-            dirs.extend(d);
-            false
-        }
-    };
-    crate::source::IncludeArea { dirs, everywhere }
+    crate::source::IncludeArea::of(&cfg.include_path, gate.include_dirs())
 }
 
 /// Open the granted scopes and the audit log; a failure is a usage error.
@@ -544,9 +536,19 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
     };
     // The script's heap budget begins before its text is read: the text, the loaded
     // program and the run all count against `--max-memory`.
-    let budget = crate::memory::Budget::start(cfg.max_memory);
+    let mut budget = crate::memory::Budget::start(cfg.max_memory);
     // `--max-time` covers loading too (SPEC 1: the deadline of the whole run).
     let deadline = cfg.max_time.map(|t| started + Duration::from_secs_f64(t));
+    let area = include_area(cfg, &gate);
+    // A FastCGI worker may start from the program its warm process loaded for it
+    // (`program_cache.rs`): the same load, done once; the budget counts its bytes.
+    if let Source::File(p) = src {
+        if let Some(pre) = crate::program_cache::take(&p.to_string_lossy(), p, &area) {
+            drop(area);
+            budget.base = budget.base.saturating_sub(pre.retained);
+            return run_loaded(cfg, &gate, &pre.prog, Some(p.clone()), deadline, args, started, budget);
+        }
+    }
     let (name, text, path) = match read_program(src, deadline) {
         Ok(x) => x,
         Err(d) => {
@@ -558,8 +560,9 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
         }
     };
     let loaded = crate::meter::with_load_deadline(deadline, || {
-        crate::load_within(&name, text, path.as_deref().map(Path::new), &include_area(cfg, &gate), budget)
+        crate::load_within(&name, text, path.as_deref().map(Path::new), &area, budget)
     });
+    drop(area);
     let prog = match loaded {
         Ok(p) => p,
         Err(ds) => {
@@ -584,15 +587,36 @@ fn run(cfg: &Config, src: &Source, args: Vec<Vec<u8>>, started: Instant) -> i32 
             return finish(3, &Stats::default());
         }
     };
-    let mut rc = run_config(cfg, &gate, args, started, budget);
+    run_loaded(cfg, &gate, &prog, path, deadline, args, started, budget)
+}
+
+/// Run a loaded program (`run`'s second half).
+#[allow(clippy::too_many_arguments)]
+fn run_loaded(
+    cfg: &Config,
+    gate: &std::sync::Arc<crate::gate::Gate>,
+    prog: &crate::program::Program,
+    path: Option<std::path::PathBuf>,
+    deadline: Option<Instant>,
+    args: Vec<Vec<u8>>,
+    started: Instant,
+    budget: crate::memory::Budget,
+) -> i32 {
+    let finish = |status: i32, stats: &Stats| {
+        if want_stats(cfg.stats) {
+            emit_stats(stats, started);
+        }
+        status
+    };
+    let mut rc = run_config(cfg, gate, args, started, budget);
     rc.snapshots = path.as_deref().map(|p| SnapshotDir {
         dir: p.parent().map(Path::to_path_buf).unwrap_or_default(),
         stem: p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
         update: cfg.update_snapshots,
     });
-    let mut out = crate::run(&prog, &rc);
+    let mut out = crate::run(prog, &rc);
     if let (Some(path), Some(p)) = (&cfg.profile, out.profile.take()) {
-        write_profile(path, Some((&p, &prog, deadline)), cfg.json_errors);
+        write_profile(path, Some((&p, prog, deadline)), cfg.json_errors);
     }
     if let Some(d) = out.diag.as_mut() {
         crate::teach::teach(d, &setup(cfg));

@@ -116,6 +116,8 @@ pub struct Job {
     pub args: Vec<OsString>,
     pub env: Vec<(OsString, OsString)>,
     pub limits: Vec<(u8, u64)>,
+    /// The program cache's bounds (`program_cache*` keys).
+    pub cache: crate::program_cache::Bounds,
 }
 
 const RESOURCES: [Resource; 5] = [Resource::Data, Resource::Cpu, Resource::Nofile, Resource::Fsize, Resource::Core];
@@ -125,17 +127,35 @@ fn put(v: &mut Vec<u8>, b: &[u8]) {
     v.extend_from_slice(b);
 }
 
+/// One length-prefixed field of an encoded job at `*at`, and where it started.
+fn field<'a>(b: &'a [u8], at: &mut usize) -> Option<(usize, &'a [u8])> {
+    let len = u32::from_le_bytes(b.get(*at..*at + 4)?.try_into().ok()?) as usize;
+    let s = b.get(*at + 4..*at + 4 + len)?;
+    let from = *at;
+    *at += 4 + len;
+    Some((from, s))
+}
+
+fn num(s: &[u8]) -> Option<u64> {
+    std::str::from_utf8(s).ok()?.parse().ok()
+}
+
+/// The fields of a job in order: `id`, `has_stdin`, then the program cache's key (`exec`,
+/// `cwd`, the number of args and each arg: what a worker loads depends on these only),
+/// the cache's bounds, the environment, the limits.
 impl Job {
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::new();
         put(&mut v, self.id.to_string().as_bytes());
+        put(&mut v, if self.has_stdin { b"1" } else { b"0" });
         put(&mut v, self.exec.as_deref().map_or(&b""[..], |p| p.as_os_str().as_bytes()));
         put(&mut v, self.cwd.as_os_str().as_bytes());
-        put(&mut v, if self.has_stdin { b"1" } else { b"0" });
         put(&mut v, self.args.len().to_string().as_bytes());
         for a in &self.args {
             put(&mut v, a.as_bytes());
         }
+        let b = &self.cache;
+        put(&mut v, format!("{}:{}:{}", b.entries, b.bytes, b.min_age_ms).as_bytes());
         put(&mut v, self.env.len().to_string().as_bytes());
         for (k, val) in &self.env {
             put(&mut v, &[k.as_bytes(), b"\0", val.as_bytes()].concat());
@@ -147,31 +167,62 @@ impl Job {
         v
     }
 
+    /// What the warm process reads of a job for the program cache, without allocating and
+    /// without the request's environment: the cache key (the encoded `exec`, `cwd` and
+    /// args, one slice of `b`), whether the worker execs, and the cache's bounds.
+    pub fn peek_run(b: &[u8]) -> Option<(&[u8], bool, crate::program_cache::Bounds)> {
+        let mut at = 0usize;
+        field(b, &mut at)?;
+        field(b, &mut at)?;
+        let (from, exec) = field(b, &mut at)?;
+        field(b, &mut at)?;
+        let n = num(field(b, &mut at)?.1)?;
+        for _ in 0..n {
+            field(b, &mut at)?;
+        }
+        let key = b.get(from..at)?;
+        let bounds = Self::bounds(field(b, &mut at)?.1)?;
+        Some((key, !exec.is_empty(), bounds))
+    }
+
+    /// The directory and command line in a cache key (`peek_run`).
+    pub fn key_run(key: &[u8]) -> Option<(PathBuf, Vec<OsString>)> {
+        let mut at = 0usize;
+        field(key, &mut at)?;
+        let cwd = PathBuf::from(OsStr::from_bytes(field(key, &mut at)?.1));
+        let n = num(field(key, &mut at)?.1)? as usize;
+        let mut args = Vec::new();
+        for _ in 0..n {
+            args.push(OsStr::from_bytes(field(key, &mut at)?.1).to_owned());
+        }
+        (at == key.len()).then_some((cwd, args))
+    }
+
+    fn bounds(s: &[u8]) -> Option<crate::program_cache::Bounds> {
+        let mut f = std::str::from_utf8(s).ok()?.split(':').map(|x| x.parse::<u64>().ok());
+        let b = crate::program_cache::Bounds { entries: f.next()??, bytes: f.next()??, min_age_ms: f.next()?? };
+        f.next().is_none().then_some(b)
+    }
+
     /// The id of an encoded job (its first field), without decoding the rest.
     pub fn peek_id(b: &[u8]) -> Option<u64> {
-        let len = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
-        std::str::from_utf8(b.get(4..4 + len)?).ok()?.parse().ok()
+        num(field(b, &mut 0)?.1)
     }
 
     pub fn decode(b: &[u8]) -> Option<Job> {
         let mut at = 0usize;
-        let mut next = || -> Option<&[u8]> {
-            let len = u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize;
-            let s = b.get(at + 4..at + 4 + len)?;
-            at += 4 + len;
-            Some(s)
-        };
-        let num = |s: &[u8]| -> Option<u64> { std::str::from_utf8(s).ok()?.parse().ok() };
+        let mut next = || field(b, &mut at).map(|f| f.1);
         let id = num(next()?)?;
+        let has_stdin = next()? == b"1";
         let exec = next()?;
         let exec = (!exec.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(exec)));
         let cwd = PathBuf::from(OsStr::from_bytes(next()?));
-        let has_stdin = next()? == b"1";
         let n = num(next()?)? as usize;
         let mut args = Vec::new();
         for _ in 0..n {
             args.push(OsStr::from_bytes(next()?).to_owned());
         }
+        let cache = Self::bounds(next()?)?;
         let n = num(next()?)? as usize;
         let mut env = Vec::new();
         for _ in 0..n {
@@ -190,7 +241,7 @@ impl Job {
             }
             limits.push((r, v.parse().ok()?));
         }
-        Some(Job { id, exec, cwd, has_stdin, args, env, limits })
+        Some(Job { id, exec, cwd, has_stdin, args, env, limits, cache })
     }
 }
 
@@ -322,6 +373,15 @@ pub fn zygote_main() -> i32 {
                 report(&ctl, &format!("F {id} the worker's descriptors did not arrive"));
                 continue;
             }
+            // The program cache (`program_cache.rs`): the script's loaded program, found
+            // or loaded now, chosen for the worker forked next. Only for workers that run
+            // on the thread the warm process loads on.
+            let cached = match Job::peek_run(&buf[..n]) {
+                Some((key, false, b)) if MAIN_STACK.load(SeqCst) => {
+                    crate::program_cache::prepare(key, || Job::key_run(key), b)
+                }
+                _ => crate::program_cache::Outcome::None,
+            };
             match leash_alloc::fork() {
                 Ok(leash_alloc::Forked::Child) => {
                     // Nothing of the warm process's descriptors stays open in the worker.
@@ -338,13 +398,14 @@ pub fn zygote_main() -> i32 {
                     }
                 }
                 Ok(leash_alloc::Forked::Parent(p)) => {
+                    crate::program_cache::clear_choice();
                     // The request's variables are not left in the warm process's memory.
                     buf[..n].fill(0);
                     drop(fds);
                     let Some(pid) = Pid::from_raw(p) else { continue };
                     match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
                         Ok(pfd) => {
-                            report(&ctl, &format!("S {id} {p}"));
+                            report(&ctl, &format!("S {id} {p} {}", cached.name()));
                             kids.push((id, pid, pfd));
                         }
                         Err(e) => {
@@ -356,6 +417,7 @@ pub fn zygote_main() -> i32 {
                     }
                 }
                 Err(m) => {
+                    crate::program_cache::clear_choice();
                     buf[..n].fill(0);
                     report(&ctl, &format!("F {id} {m}"));
                 }
@@ -438,7 +500,11 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
         fail("dup2", &e);
     }
     drop((stdin, out, err));
+    // The program cache's share of the data segment is the warm process's, not the
+    // script's: RLIMIT_DATA (index 0) is raised by it.
+    let extra = if job.exec.is_none() { crate::program_cache::extra_data() } else { 0 };
     for &(r, v) in &job.limits {
+        let v = if r == 0 { v.saturating_add(extra) } else { v };
         let r = RESOURCES[r as usize];
         if let Err(e) = rustix::process::setrlimit(r, Rlimit { current: Some(v), maximum: Some(v) }) {
             fail(&format!("setrlimit {r:?}"), &e);
@@ -509,8 +575,12 @@ fn run_interpreter(args: Vec<OsString>) -> i32 {
 /// What a request's supervisor hears about its worker.
 #[derive(Debug)]
 enum W {
-    Started(i32),
-    Exited { code: Option<i32>, signal: Option<i32> },
+    /// The worker's pid, and what the program cache did for it (`hit`, `new`, `none`).
+    Started(i32, &'static str),
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
     Failed(String),
 }
 
@@ -652,8 +722,14 @@ fn run_zygote(srv: Arc<Server>) {
             let Some(id) = id.and_then(|i| i.parse::<u64>().ok()) else { continue };
             match kind {
                 Some("S") => {
-                    if let Ok(p) = rest.parse() {
-                        srv.zygote.tell(id, W::Started(p), false)
+                    let mut f = rest.split(' ');
+                    if let Some(Ok(p)) = f.next().map(str::parse) {
+                        let cache = match f.next() {
+                            Some("hit") => "hit",
+                            Some("new") => "new",
+                            _ => "none",
+                        };
+                        srv.zygote.tell(id, W::Started(p, cache), false)
                     }
                 }
                 Some("E") => {
@@ -1542,6 +1618,11 @@ fn supervise(
         args: gateway::worker_args(cfg, allow, script),
         env,
         limits: worker_limits(cfg, script),
+        cache: crate::program_cache::Bounds {
+            entries: cfg.program_cache,
+            bytes: cfg.program_cache_bytes,
+            min_age_ms: cfg.program_cache_min_age_ms,
+        },
     };
     if let Err(m) = srv.zygote.start(&job, [&in_r, &out_w, &err_w], tx.clone()) {
         return (Some(e.fail(500, format!("cannot start a worker: {m}"))), 0, true);
@@ -1634,7 +1715,8 @@ fn supervise(
                     }
                 }
                 Ev::Worker(j, _) if j != job_id => {}
-                Ev::Worker(_, W::Started(p)) => {
+                Ev::Worker(_, W::Started(p, cache)) => {
+                    e.cache = (cfg.program_cache > 0 && !cfg.worker_exec).then_some(cache);
                     pid = Pid::from_raw(p);
                     if killed_at.is_some() {
                         kill(pid);
@@ -1808,14 +1890,29 @@ mod tests {
             args: vec!["--cgi".into(), "--".into(), "/srv/www/a b.lsh".into()],
             env: vec![("QUERY_STRING".into(), "a=1&b==2".into()), ("EMPTY".into(), "".into())],
             limits: vec![(0, 1 << 30), (4, 0)],
+            cache: crate::program_cache::Bounds { entries: 3, bytes: 1 << 20, min_age_ms: 7 },
         };
         assert_eq!(Job::decode(&j.encode()), Some(j.clone()));
         assert_eq!(Job::peek_id(&j.encode()), Some(42));
-        let j2 = Job { exec: None, has_stdin: false, ..j };
+        let j2 = Job { exec: None, has_stdin: false, ..j.clone() };
         assert_eq!(Job::decode(&j2.encode()), Some(j2.clone()));
+        // The warm process's view: the key is the directory and command line only.
+        let e2 = j2.encode();
+        let (k, exec, b) = Job::peek_run(&e2).unwrap();
+        assert_eq!((exec, b), (false, j.cache));
+        assert_eq!(Job::key_run(k), Some((j.cwd.clone(), j.args.clone())));
+        let j3 = Job { id: 7, has_stdin: true, env: vec![], limits: vec![], ..j2.clone() };
+        assert_eq!(Job::peek_run(&j3.encode()).unwrap().0, k);
+        let j4 = Job { args: vec!["--cgi".into(), "--".into(), "/srv/www/c.lsh".into()], ..j2.clone() };
+        assert_ne!(Job::peek_run(&j4.encode()).unwrap().0, k);
+        let j5 = Job { cwd: "/srv".into(), ..j2.clone() };
+        assert_ne!(Job::peek_run(&j5.encode()).unwrap().0, k);
+        assert!(Job::peek_run(&j.encode()).unwrap().1);
         let b = j2.encode();
         for cut in 0..b.len() {
             let _ = Job::decode(&b[..cut]);
+            let _ = Job::peek_run(&b[..cut]);
+            let _ = Job::key_run(&b[..cut]);
         }
         assert_eq!(Job::decode(&b[..b.len() - 1]), None);
     }

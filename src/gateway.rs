@@ -29,7 +29,9 @@
 //!
 //! `leash-cgi --fastcgi` reads three more keys (CGI mode ignores them): `max_workers`
 //! (requests running at once), `queue` (requests waiting for one; more get 503) and
-//! `worker_start` (`"fork"`, the default, or `"exec"`).
+//! `worker_start` (`"fork"`, the default, or `"exec"`); and the program cache's bounds,
+//! `program_cache` (entries, 0 turns it off), `program_cache_bytes` and
+//! `program_cache_min_age_ms` (`program_cache.rs`).
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
@@ -120,6 +122,11 @@ pub struct Config {
     /// FastCGI: `worker_start = "exec"`: each worker execs the interpreter (instead of
     /// running it in the process forked from the warm one).
     pub worker_exec: bool,
+    /// FastCGI: the program cache (`program_cache.rs`): entries (0: off), bytes of loaded
+    /// programs, and how old a file must be to be cached.
+    pub program_cache: u64,
+    pub program_cache_bytes: u64,
+    pub program_cache_min_age_ms: u64,
 }
 
 /// FastCGI defaults and bounds (`max_workers`, `queue`).
@@ -127,6 +134,14 @@ pub const FCGI_DEFAULT_MAX_WORKERS: u64 = 16;
 pub const FCGI_MAX_MAX_WORKERS: u64 = 4096;
 pub const FCGI_DEFAULT_QUEUE: u64 = 64;
 pub const FCGI_MAX_QUEUE: u64 = 65_536;
+/// FastCGI program cache defaults and bounds (`program_cache`, `program_cache_bytes`,
+/// `program_cache_min_age_ms`).
+pub const FCGI_DEFAULT_PROGRAM_CACHE: u64 = 64;
+pub const FCGI_MAX_PROGRAM_CACHE: u64 = 4096;
+pub const FCGI_DEFAULT_PROGRAM_CACHE_BYTES: u64 = 32 * MIB as u64;
+pub const FCGI_MAX_PROGRAM_CACHE_BYTES: u64 = 1024 * MIB as u64;
+pub const FCGI_DEFAULT_PROGRAM_CACHE_MIN_AGE_MS: u64 = 2000;
+pub const FCGI_MAX_PROGRAM_CACHE_MIN_AGE_MS: u64 = 3_600_000;
 
 const KEYS: &[&str] = &[
     "root",
@@ -145,6 +160,9 @@ const KEYS: &[&str] = &[
     "max_workers",
     "queue",
     "worker_start",
+    "program_cache",
+    "program_cache_bytes",
+    "program_cache_min_age_ms",
 ];
 
 /// A `[limits]` table: names and values as `--limit` takes them (numbers, or strings
@@ -423,6 +441,16 @@ fn parse_config_text(text: &str) -> Result<Config, String> {
         Some("exec") => true,
         Some(other) => return Err(format!("`worker_start` must be \"fork\" or \"exec\", got {other:?}")),
     };
+    let program_cache = int_key(&t, "program_cache", FCGI_DEFAULT_PROGRAM_CACHE, 0, FCGI_MAX_PROGRAM_CACHE)?;
+    let program_cache_bytes =
+        int_key(&t, "program_cache_bytes", FCGI_DEFAULT_PROGRAM_CACHE_BYTES, 0, FCGI_MAX_PROGRAM_CACHE_BYTES)?;
+    let program_cache_min_age_ms = int_key(
+        &t,
+        "program_cache_min_age_ms",
+        FCGI_DEFAULT_PROGRAM_CACHE_MIN_AGE_MS,
+        0,
+        FCGI_MAX_PROGRAM_CACHE_MIN_AGE_MS,
+    )?;
     Ok(Config {
         root,
         interpreter,
@@ -440,6 +468,9 @@ fn parse_config_text(text: &str) -> Result<Config, String> {
         max_workers,
         queue,
         worker_exec,
+        program_cache,
+        program_cache_bytes,
+        program_cache_min_age_ms,
     })
 }
 
@@ -834,12 +865,14 @@ pub struct LogEntry {
     pub status: u16,
     pub steps: Option<u64>,
     pub note: Option<String>,
+    /// FastCGI: what the program cache did (`hit`, `new`, `none`); not in CGI mode.
+    pub cache: Option<&'static str>,
 }
 
 impl LogEntry {
     /// A request that started at `started` (a 500 until it says otherwise).
     pub fn new(started: std::time::Instant) -> Self {
-        LogEntry { started, script: "-".into(), status: 500, steps: None, note: None }
+        LogEntry { started, script: "-".into(), status: 500, steps: None, note: None, cache: None }
     }
 
     /// Answer with a generic response for `status`; `why` goes to the log only.
@@ -866,6 +899,9 @@ impl LogEntry {
             self.started.elapsed().as_millis(),
             self.steps.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
         );
+        if let Some(c) = self.cache {
+            s.push_str(&format!(" cache={c}"));
+        }
         if let Some(n) = &self.note {
             s.push_str(&format!(" note={n:?}"));
         }
@@ -1094,6 +1130,10 @@ mod tests {
         assert_eq!(c.max_memory, DEFAULT_MAX_MEMORY);
         assert_eq!(c.allow, Allow::default());
         assert_eq!((c.max_workers, c.queue, c.worker_exec), (FCGI_DEFAULT_MAX_WORKERS, FCGI_DEFAULT_QUEUE, false));
+        assert_eq!(
+            (c.program_cache, c.program_cache_bytes, c.program_cache_min_age_ms),
+            (FCGI_DEFAULT_PROGRAM_CACHE, FCGI_DEFAULT_PROGRAM_CACHE_BYTES, FCGI_DEFAULT_PROGRAM_CACHE_MIN_AGE_MS)
+        );
         let c = parse_config(&format!(
             "root = \"{}\"\nmax_memory = \"64M\"\nallow = [\"files\"]\nenv_pass = [\"TZ\"]\n\
              [[dir]]\npath = \"a/b\"\nallow = [\"network\", \"listen\"]\n",
@@ -1111,6 +1151,10 @@ mod tests {
             ("max_workers = 0", "max_workers"),
             ("queue = -1", "queue"),
             ("worker_start = \"vfork\"", "worker_start"),
+            ("program_cache = 4097", "program_cache"),
+            ("program_cache = -1", "program_cache"),
+            ("program_cache_bytes = 1073741825", "program_cache_bytes"),
+            ("program_cache_min_age_ms = 3600001", "program_cache_min_age_ms"),
             ("max_work = 10000000000001", "max_work"),
             ("max_stepz = 1", "unknown key `max_stepz`"),
             ("allow = [\"shell\"]", "unknown capability"),

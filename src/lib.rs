@@ -28,6 +28,7 @@ pub mod memory;
 pub mod meter;
 pub mod parser;
 pub mod program;
+pub mod program_cache;
 pub mod report;
 pub mod resolve;
 pub mod source;

@@ -134,6 +134,20 @@ pub struct IncludeArea {
 }
 
 impl IncludeArea {
+    /// The `--include-path` directories and the read grants' canonical directories
+    /// (`grants`; None when a grant covers every path).
+    pub fn of(include_path: &[PathBuf], grants: Option<Vec<PathBuf>>) -> Self {
+        let mut dirs = include_path.to_vec();
+        let everywhere = match grants {
+            None => true,
+            Some(d) => {
+                dirs.extend(d);
+                false
+            }
+        };
+        IncludeArea { dirs, everywhere }
+    }
+
     /// Is the canonical path `p` inside the area, given the entry directory `entry`?
     fn covers(&self, entry: Option<&Path>, p: &Path) -> bool {
         self.everywhere || entry.is_some_and(|e| p.starts_with(e)) || self.dirs.iter().any(|d| p.starts_with(d))

@@ -74,6 +74,7 @@ max_work = 10000000000000
 max_body_bytes = 2000000
 max_workers = {workers}
 queue = {queue}
+program_cache_min_age_ms = 0
 {extra}
 [[dir]]
 path = "files"
@@ -779,3 +780,200 @@ def test_the_warm_process_refuses_anyone_but_the_server(tmp_path):
     with a, b:
         r = subprocess.run([str(LEASH), "--fastcgi-zygote", "x"], stdin=b, capture_output=True, env={}, timeout=20)
     assert r.returncode == 2, r
+
+
+# ---------------------------------------------------------------------------
+# The program cache (src/program_cache.rs): the warm process keeps each script's loaded
+# program; a worker forked for it starts from that program. The log line says what the
+# cache did: cache=new (loaded now), cache=hit (kept, still fresh), cache=none (the
+# worker loaded the script itself).
+# ---------------------------------------------------------------------------
+
+
+# Each page of these tests starts with this header line.
+H = 'import cgi\ncgi.headers({"Content-Type": "text/plain"})\n'
+
+
+def cache_log(srv, n):
+    """The `cache=` words of the first `n` summary lines, once there are `n`."""
+    end = time.monotonic() + 10
+    while len(summary_lines(srv.log())) < n and time.monotonic() < end:
+        time.sleep(0.02)
+    lines = summary_lines(srv.log())
+    assert len(lines) >= n, srv.log()
+    return [line.split(" cache=")[1].split()[0] if " cache=" in line else "-" for line in lines[:n]]
+
+
+def write_old(path, text, mtime):
+    """Write `text` and set its modification time to `mtime` (seconds, in the past)."""
+    path.write_text(text)
+    os.utime(path, ns=(mtime * 10**9, mtime * 10**9))
+
+
+def test_cache_serves_an_edited_script_and_include_anew(srv):
+    page, part = srv.root / "edit.lsh", srv.root / "part.lsh"
+    write_old(part, 'greeting = "hi"\n', 1_000_000_000)
+    write_old(page, H + 'include "part.lsh"\nprint(greeting, "v1")\n', 1_000_000_000)
+    got = [srv.get("edit.lsh")[2] for _ in range(2)]
+    # The same size and a different content: only the stamp's time tells (and the inode
+    # or change time, which a write also moves).
+    write_old(page, H + 'include "part.lsh"\nprint(greeting, "v2")\n', 1_000_000_001)
+    got += [srv.get("edit.lsh")[2] for _ in range(2)]
+    # An included file changed, the including one not.
+    write_old(part, 'greeting = "yo"\n', 1_000_000_002)
+    got += [srv.get("edit.lsh")[2] for _ in range(2)]
+    assert got == [b"hi v1\n"] * 2 + [b"hi v2\n"] * 2 + [b"yo v2\n"] * 2, srv.log()
+    assert cache_log(srv, 6) == ["new", "hit"] * 3
+    # A file removed is no longer served from the cache: 404 as before.
+    page.unlink()
+    assert srv.get("edit.lsh")[0] == 404
+
+
+def test_cache_load_errors_are_the_workers_own(tmp_path):
+    """A script that does not load is never cached: each request's worker loads it and
+    reports it exactly as with the cache off (the same diagnostic, the same status)."""
+    bad = 'import cgi\nx = (1 +\nprint("a")\n'
+    huge = "# " + "x" * 1000 + "\n"
+    logs = {}
+    for extra in ["", "program_cache = 0"]:
+        srv = Server(tmp_path / (extra and "off" or "on"), extra=extra)
+        try:
+            write_old(srv.root / "bad.lsh", bad, 1_000_000_000)
+            # Over the 4 MiB source limit: refused by the same limit, in the worker.
+            write_old(srv.root / "huge.lsh", huge * (4 * 1024 + 200), 1_000_000_000)
+            for page in ["bad.lsh", "bad.lsh", "huge.lsh", "huge.lsh"]:
+                status, _, body = srv.get(page)
+                assert status == 500 and body == b"Internal Server Error\n", (status, body)
+            assert srv.wait_log("huge.lsh")
+            time.sleep(0.2)
+            log = srv.log().replace(str(srv.root), "ROOT")
+            logs[extra] = [l for l in log.splitlines() if l.startswith("leash-cgi: worker:")]
+            words = cache_log(srv, 4)
+            assert words == (["none"] * 4 if not extra else ["-"] * 4), srv.log()
+        finally:
+            srv.stop()
+    on, off = logs[""], logs["program_cache = 0"]
+    assert len(on) == 4 and on == off, (on, off)
+    assert '"kind":"syntax"' in on[0] and on[0] == on[1], on
+    assert '"kind":"source_bytes"' in on[2] or "source exceeds" in on[2], on
+
+
+def test_cache_big_script_is_loaded_by_its_worker(srv):
+    """The warm process loads a script of at most 256 KiB itself; a bigger one (under the
+    4 MiB source limit) is loaded by each worker, as without the cache."""
+    lines = "".join(f"v = {i}\n" for i in range(40000))
+    assert len(lines) > 256 * 1024
+    write_old(srv.root / "bigsrc.lsh", H + lines + 'print("big", v)\n', 1_000_000_000)
+    write_old(srv.root / "small.lsh", H + 'print("small")\n', 1_000_000_000)
+    got = [srv.get(p)[2] for p in ["bigsrc.lsh", "bigsrc.lsh", "small.lsh", "small.lsh"]]
+    assert got == [b"big 39999\n"] * 2 + [b"small\n"] * 2
+    assert cache_log(srv, 4) == ["none", "none", "new", "hit"]
+
+
+def test_cache_scripts_never_see_each_others_globals(srv):
+    a = H + 'secret = "A-" .. str(len(env.all()))\nprint("a", secret)\n'
+    b = H + 'if false\n  secret = 1\nend\ntry\n  print("b", secret)\ncatch e\n  print("b unset")\nend\n'
+    write_old(srv.root / "ga.lsh", a, 1_000_000_000)
+    write_old(srv.root / "gb.lsh", b, 1_000_000_000)
+    seen = [(p, srv.get(p)[2]) for p in ["ga.lsh", "gb.lsh"] * 4]
+    for p, out in seen:
+        assert out.startswith(b"a A-") if p == "ga.lsh" else out == b"b unset\n", seen
+    assert cache_log(srv, 8) == ["new", "new"] + ["hit"] * 6
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_cache_bound_in_entries(tmp_path, n):
+    """`program_cache = 3`: three scripts stay; a fourth evicts the least recently used."""
+    srv = Server(tmp_path, extra="program_cache = 3")
+    try:
+        names = [f"s{i}.lsh" for i in range(n)]
+        for i, p in enumerate(names):
+            write_old(srv.root / p, H + f'print("s{i}")\n', 1_000_000_000)
+        order = names + names
+        got = [srv.get(p)[2] for p in order]
+        assert got == [f"s{i}\n".encode() for i in range(n)] * 2
+        words = cache_log(srv, len(order))
+        if n == 3:
+            assert words == ["new"] * 3 + ["hit"] * 3, words
+        else:
+            # s3 evicted s0; s0 then evicts s1, s1 evicts s2, ...: least recently used first.
+            assert words == ["new"] * 8, words
+    finally:
+        srv.stop()
+    assert srv.proc.returncode == 0
+
+
+def test_cache_bound_in_bytes_and_off(tmp_path):
+    """A program bigger than `program_cache_bytes` is not cached; `program_cache = 0` is
+    no cache at all (no `cache=` in the log)."""
+    for extra, want in [("program_cache_bytes = 1000", "none"), ("program_cache_bytes = 10000000", "hit")]:
+        srv = Server(tmp_path / want, extra=extra)
+        try:
+            write_old(srv.root / "p.lsh", H + 'print(cgi.escape("<b>"))\n', 1_000_000_000)
+            assert [srv.get("p.lsh")[2] for _ in range(2)] == [b"&lt;b&gt;\n"] * 2
+            assert cache_log(srv, 2)[1] == want, srv.log()
+        finally:
+            srv.stop()
+
+
+def test_cache_waits_for_a_fresh_file_to_settle(tmp_path):
+    """By default a file changed less than 2 s before it would be read is left to its
+    workers (a change in the same timestamp tick could not be told by its stamp)."""
+    srv = Server(tmp_path)
+    srv.config.write_text(srv.config.read_text().replace("min_age_ms = 0", "min_age_ms = 2000"))
+    srv.proc.send_signal(signal.SIGHUP)
+    assert srv.wait_log("configuration reloaded")
+    try:
+        page = srv.root / "fresh.lsh"
+        page.write_text(H + 'print("fresh")\n')
+        assert srv.get("fresh.lsh")[2] == b"fresh\n"
+        time.sleep(2.5)
+        assert [srv.get("fresh.lsh")[2] for _ in range(2)] == [b"fresh\n"] * 2
+        assert cache_log(srv, 3) == ["none", "new", "hit"], srv.log()
+    finally:
+        srv.stop()
+
+
+def test_cache_charges_the_program_to_max_memory_as_before(tmp_path):
+    """--max-memory counts a worker's own program whether it was loaded in the worker or
+    in the warm process: a script that grows until the memory limit stops after the same
+    number of steps with the cache (loaded now, then kept) and without it."""
+    page = H + 'xs = []\nwhile true\n  push(xs, repeat("x", 1000) .. str(len(xs)))\nend\n'
+    steps = {}
+    lim = '\n[limits]\nframe_storage = "max"\nlist = "max"\n'
+    for extra in ["max_memory = 8000000" + lim, "max_memory = 8000000\nprogram_cache = 0" + lim]:
+        srv = Server(tmp_path / str(len(steps)), extra=extra)
+        try:
+            write_old(srv.root / "grow.lsh", page, 1_000_000_000)
+            for _ in range(2):
+                assert srv.get("grow.lsh")[0] == 500
+            lines = []
+            end = time.monotonic() + 10
+            while len(lines) < 2 and time.monotonic() < end:
+                lines = summary_lines(srv.log())
+                time.sleep(0.02)
+            assert len(lines) == 2 and all("memory" in l for l in lines), srv.log()
+            steps[extra] = [l.split(" steps=")[1].split()[0] for l in lines]
+            assert ("program_cache = 0" in extra) or cache_log(srv, 2) == ["new", "hit"]
+        finally:
+            srv.stop()
+    on, off = steps.values()
+    assert on[0] == on[1] == off[0] == off[1], steps
+
+
+def test_cache_turned_off_by_sighup(srv):
+    """`program_cache = 0` in a reloaded configuration: the kept programs are dropped and
+    workers load their scripts (no `cache=` word in the log); 1 again: cached anew."""
+    write_old(srv.root / "h.lsh", H + 'print("h")\n', 1_000_000_000)
+    got = [srv.get("h.lsh")[2]]
+    base = srv.config.read_text()
+    for n, value in enumerate(["0", "1"], 1):
+        srv.config.write_text(base.replace("min_age_ms = 0", f"min_age_ms = 0\nprogram_cache = {value}"))
+        srv.proc.send_signal(signal.SIGHUP)
+        end = time.monotonic() + 10
+        while srv.log().count("configuration reloaded") < n and time.monotonic() < end:
+            time.sleep(0.05)
+        assert srv.log().count("configuration reloaded") == n, srv.log()
+        got += [srv.get("h.lsh")[2] for _ in range(2)]
+    assert got == [b"h\n"] * 5
+    assert cache_log(srv, 5) == ["new", "-", "-", "new", "hit"], srv.log()
