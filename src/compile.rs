@@ -20,8 +20,8 @@
 //!   on entering a `try`; the dispatch loop looks in the table only when an error is
 //!   raised, innermost handler first, frame by frame (as Lua's and starlark's do).
 //! - Read sites of map keys keep an inline cache each (`Code::ic`).
-//! - Every statement is compiled. Still handed to the tree evaluator: the expressions
-//!   interpolation and calls with anonymous functions (`Op::Tree`).
+//! - Every statement and every expression but interpolation is compiled; an
+//!   interpolation is handed to the tree evaluator (`Op::Tree`).
 
 use crate::ast::{BinOp, Pos, Spot};
 use crate::builtins::Builtin;
@@ -184,6 +184,29 @@ pub enum Op<'p> {
     },
     /// `throw a`.
     Throw(Opd),
+    /// Entering a `try` body: the length of the anonymous-function table now goes to
+    /// register `save`, for a catch to cut the table back to (`Handler::save`).
+    TryEnter {
+        save: u32,
+    },
+    /// The length of the anonymous-function table into register `mark` (a call with
+    /// anonymous functions among its arguments begins).
+    LamMark {
+        mark: u32,
+    },
+    /// Cut the anonymous-function table back to the length in register `mark` (the
+    /// call has returned: its anonymous functions are gone).
+    LamRelease {
+        mark: u32,
+    },
+    /// An anonymous function `fi` with the `n` captured values from register `start`:
+    /// added to the table, its handle into `dst`.
+    MkLambda {
+        dst: Opd,
+        fi: u32,
+        start: u32,
+        n: u32,
+    },
     /// `a, b = e`: the `n` items of the list in temporary `src` into the temporaries
     /// from register `start` (a list of exactly `n`, or the error).
     Unpack {
@@ -281,6 +304,8 @@ pub struct Handler {
     /// The `for ... in` loops inside the body: `Code::forins[forins.0..forins.1]`, the
     /// register bases whose snapshot charge an error leaving them releases.
     pub forins: (u32, u32),
+    /// The register `TryEnter` wrote the anonymous-function table's length to.
+    pub save: u32,
 }
 
 /// A place builtin's call: its place, its other arguments, and the builtin.
@@ -589,6 +614,9 @@ impl<'p> Compiler<'p> {
             StmtKind::Block(b) => self.block(b),
             StmtKind::Try { body, var, handler } => {
                 self.step(s.pos);
+                let save = self.temp().idx() as u32;
+                let floor = self.next;
+                self.emit(Op::TryEnter { save }, 0, [0, 0]);
                 let start = self.here() as u32;
                 let f0 = self.code.forins.len() as u32;
                 self.block(body);
@@ -596,7 +624,7 @@ impl<'p> Compiler<'p> {
                 let forins = (f0, self.code.forins.len() as u32);
                 let skip = self.emit(Op::Jump(0), 0, [0, 0]);
                 let to = self.here() as u32;
-                self.code.handlers.push(Handler { start, end, to, var: slot_opd(*var), mark: floor, forins });
+                self.code.handlers.push(Handler { start, end, to, var: slot_opd(*var), mark: floor, forins, save });
                 self.block(handler);
                 let h = self.here();
                 self.patch(skip, h);
@@ -885,9 +913,24 @@ impl<'p> Compiler<'p> {
                     self.emit(Op::Move { dst, src: t }, 0, [0, 0]);
                 }
             }
-            // Interpolation and calls with anonymous functions are evaluated by the tree
-            // evaluator for now.
-            Expr::Interp(_) | Expr::WithLambdas(_) | Expr::Lambda(..) => {
+            // Interpolation is evaluated by the tree evaluator for now.
+            // A call with anonymous functions among its arguments: they live in the
+            // interpreter's table while it runs (`LamMark`, `LamRelease`).
+            Expr::WithLambdas(call) => {
+                let mark = self.temp().idx() as u32;
+                self.emit(Op::LamMark { mark }, 0, [0, 0]);
+                self.into(call, dst);
+                self.emit(Op::LamRelease { mark }, 0, [0, 0]);
+            }
+            Expr::Lambda(fi, caps) => {
+                let start = self.next;
+                let regs: Vec<Opd> = caps.iter().map(|_| self.temp()).collect();
+                for (c, r) in caps.iter().zip(regs) {
+                    self.into(c, r);
+                }
+                self.emit(Op::MkLambda { dst, fi: *fi, start, n: caps.len() as u32 }, 0, [0, 0]);
+            }
+            Expr::Interp(_) => {
                 self.emit(Op::Tree { dst, e }, 0, [0, 0]);
             }
         }

@@ -236,6 +236,31 @@ impl<'p> Interp<'p> {
                             Ok(v) => Err(self.thrown(v, code.pos[at])),
                             Err(e) => Err(e),
                         },
+                        Op::TryEnter { save } => {
+                            self.stack[self.base + save as usize] = Value::Num(self.lambdas.len() as f64);
+                            Ok(())
+                        }
+                        Op::LamMark { mark } => {
+                            self.stack[self.base + mark as usize] = Value::Num(self.lambdas.len() as f64);
+                            Ok(())
+                        }
+                        Op::LamRelease { mark } => {
+                            if let Value::Num(n) = self.stack[self.base + mark as usize] {
+                                self.lambdas.truncate(n as usize);
+                            }
+                            Ok(())
+                        }
+                        Op::MkLambda { dst, fi, start, n } => {
+                            let b = self.base + start as usize;
+                            let vals: Box<[Value]> =
+                                self.stack[b..b + n as usize].iter_mut().map(std::mem::take).collect();
+                            let id = self.lambdas.len() as u32;
+                            self.lambdas.push((fi, vals));
+                            self.put(
+                                dst,
+                                Value::Handle(crate::value::Handle { kind: crate::value::HandleKind::Lambda, id }),
+                            )
+                        }
                         Op::Unpack { src, start, n } => {
                             let v = std::mem::take(&mut self.stack[self.base + src.idx()]);
                             match self.unpack(&v, n as usize) {
@@ -424,6 +449,11 @@ impl<'p> Interp<'p> {
     #[cold]
     #[inline(never)]
     fn vm_catch(&mut self, code: &Code<'p>, h: Handler, e: RtError) -> R<()> {
+        // The anonymous functions of calls the error left are gone, as they are when
+        // such a call returns.
+        if let Value::Num(n) = self.stack[self.base + h.save as usize] {
+            self.lambdas.truncate(n as usize);
+        }
         for &b in &code.forins[h.forins.0 as usize..h.forins.1 as usize] {
             let b = self.base + b as usize;
             if let Value::Num(cost) = self.stack[b + 2] {
