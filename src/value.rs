@@ -522,8 +522,8 @@ impl Map {
         self.len() == 0
     }
 
-    /// Entries the map has room for.
-    #[inline(always)]
+    /// Entries the map has room for (tests).
+    #[cfg(test)]
     fn capacity(&self) -> usize {
         match &self.entries {
             Entries::Small(v) => v.capacity(),
@@ -531,11 +531,15 @@ impl Map {
         }
     }
 
-    /// Accounted size: `ACCT_MAP_HEADER` and `ACCT_MAP_ENTRY` per unit of capacity, in
-    /// either layout (the small layout holds less: the constants bound both).
+    /// Accounted size: a header and a size per unit of capacity, each layout its own
+    /// (`ACCT_SMALL_MAP_*`, `ACCT_MAP_*`), and the storage of the keys and values.
     #[inline]
     pub fn acct(&self) -> usize {
-        ACCT_MAP_HEADER + self.capacity() * ACCT_MAP_ENTRY + self.heap
+        self.heap
+            + match &self.entries {
+                Entries::Small(v) => ACCT_SMALL_MAP_HEADER + v.capacity() * ACCT_SMALL_MAP_ENTRY,
+                Entries::Big(m) => ACCT_MAP_HEADER + m.capacity().max(m.len()) * ACCT_MAP_ENTRY,
+            }
     }
 
     #[inline(always)]
@@ -1312,15 +1316,17 @@ mod map_layout_tests {
             let real = boxed + chunk(cap * 24);
             let m = Map::with_capacity(cap);
             assert!(m.is_small());
-            assert_eq!(m.acct(), ACCT_MAP_HEADER + cap * ACCT_MAP_ENTRY);
+            assert_eq!(m.acct(), ACCT_SMALL_MAP_HEADER + cap * ACCT_SMALL_MAP_ENTRY);
             assert!(real <= m.acct(), "small, capacity {cap}: {real} held, {} accounted", m.acct());
         }
         // Indexed: the box, the boxed `IndexMap`, its entries (hash, key, value: 32
         // bytes) and its hash index (a bucket of 8 bytes and a control byte per bucket,
         // 16 control bytes more; buckets a power of two at most 8/7 full).
-        for cap in MAP_SMALL + 1..=20_000 {
-            let m = Map::with_capacity(cap);
+        for asked in MAP_SMALL + 1..=20_000 {
+            let m = Map::with_capacity(asked);
+            let cap = m.capacity(); // at most the map limit
             assert!(!m.is_small());
+            assert_eq!(m.acct(), ACCT_MAP_HEADER + cap * ACCT_MAP_ENTRY);
             let buckets = (cap * 8 / 7 + 1).next_power_of_two();
             let real = boxed + chunk(std::mem::size_of::<MapInner>()) + chunk(cap * 32) + chunk(buckets * 9 + 16);
             assert!(real <= m.acct(), "indexed, capacity {cap}: {real} held, {} accounted", m.acct());
