@@ -550,8 +550,9 @@ impl Map {
                 (i, &e[i].1)
             }
             Entries::Big(m) => {
-                let (i, _, v) = m.get_full(k)?;
-                (i, v)
+                // (not `get_full`: a call less, as `index_of` and `get_index` inline)
+                let i = m.get_index_of(k)?;
+                (i, m.get_index(i)?.1)
             }
         };
         self.hint.set(i);
