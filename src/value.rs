@@ -492,13 +492,11 @@ impl Map {
     /// A map with room for exactly `n` entries (for maps built to a known size, so that
     /// small maps are not accounted at the default growth capacity).
     pub fn with_capacity(n: usize) -> Self {
+        let n = n.min(GROW_MAP.load(Relaxed));
         let entries = if n <= MAP_SMALL {
             Entries::Small(Vec::with_capacity(n))
         } else {
-            Entries::Big(Box::new(MapInner::with_capacity_and_hasher(
-                n.min(GROW_MAP.load(Relaxed)),
-                Default::default(),
-            )))
+            Entries::Big(Box::new(MapInner::with_capacity_and_hasher(n, Default::default())))
         };
         Map { entries, heap: 0, hint: Cell::new(0) }
     }
