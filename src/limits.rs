@@ -805,6 +805,13 @@ pub const ACCT_MAP_HEADER: usize = 96;
 /// One map entry besides its key bytes and its value's own storage: the entry record
 /// (hash, key header, value slot) and its share of the hash index.
 pub const ACCT_MAP_ENTRY: usize = 64;
+/// The shared header of a small map (one that never held more than 8 entries, kept in
+/// one vector without a hash index; `MAP_SMALL` in src/value.rs): reference counts,
+/// header, and the rounding of its entry vector.
+pub const ACCT_SMALL_MAP_HEADER: usize = 80;
+/// One entry of a small map besides its key bytes and its value's own storage: the
+/// entry record (key pointer, value slot: 24 bytes) and a margin.
+pub const ACCT_SMALL_MAP_ENTRY: usize = 32;
 /// One `for` loop's snapshot record.
 pub const ACCT_SNAPSHOT: usize = 16;
 

@@ -359,8 +359,8 @@ impl Drop for List {
 /// As for lists: nested values a map alone holds are freed from a work list.
 impl Drop for Map {
     fn drop(&mut self) {
-        if self.entries.values().any(|v| matches!(v, Value::List(_) | Value::Map(_))) {
-            let work: Vec<Value> = self.entries.drain(..).map(|(_, v)| v).collect();
+        if self.values().any(|v| matches!(v, Value::List(_) | Value::Map(_))) {
+            let work: Vec<Value> = self.entries.take_values();
             drain_nested(work);
         }
     }
@@ -378,7 +378,7 @@ fn drain_nested(mut work: Vec<Value>) {
             }
             Value::Map(rc) => {
                 if let Ok(mut m) = Rc::try_unwrap(rc) {
-                    work.extend(m.entries.drain(..).map(|(_, v)| v));
+                    work.extend(m.entries.take_values());
                 }
             }
             _ => {}
@@ -386,15 +386,100 @@ fn drain_nested(mut work: Vec<Value>) {
     }
 }
 
+/// The hash-indexed layout of a map past `MAP_SMALL` entries.
 pub type MapInner = IndexMap<Key, Value, foldhash::fast::RandomState>;
+
+/// Maps of up to this many entries keep them in one vector in insertion order, found by
+/// comparing key bytes (short keys compare in a few instructions), without a hash index
+/// or stored hashes: a parsed record of 6 fields holds 224 bytes of map where the
+/// indexed layout held 416 (issue 25). The first insertion past it moves the map to
+/// the indexed layout (`MapInner`), where it stays.
+pub const MAP_SMALL: usize = 8;
+
+/// A map's entries in one of its two layouts.
+#[derive(Debug)]
+enum Entries {
+    /// At most `MAP_SMALL` entries, in insertion order.
+    Small(Vec<(Key, Value)>),
+    /// Indexed (boxed, so that a small map's header stays one pointer-sized vector).
+    Big(Box<MapInner>),
+}
+
+impl Default for Entries {
+    fn default() -> Self {
+        Entries::Small(Vec::new())
+    }
+}
+
+/// A copy keeps the capacity of the original (a small map's copy-on-write copy is
+/// accounted as the original was).
+impl Clone for Entries {
+    fn clone(&self) -> Self {
+        match self {
+            Entries::Small(v) => {
+                let mut c = Vec::with_capacity(v.capacity());
+                c.extend(v.iter().cloned());
+                Entries::Small(c)
+            }
+            Entries::Big(m) => Entries::Big(m.clone()),
+        }
+    }
+}
+
+impl Entries {
+    /// Take every value out, leaving the map empty.
+    fn take_values(&mut self) -> Vec<Value> {
+        match self {
+            Entries::Small(v) => v.drain(..).map(|(_, v)| v).collect(),
+            Entries::Big(m) => m.drain(..).map(|(_, v)| v).collect(),
+        }
+    }
+}
+
+/// Where key `k` is among small-map entries. A key of another length, or whose last
+/// byte differs, is passed over without a `memcmp` call; a key that is the very bytes
+/// of `k` (the same string) is found without one.
+#[inline(never)]
+fn find_small(v: &[(Key, Value)], k: &[u8]) -> Option<usize> {
+    let last = k.last().copied();
+    v.iter().position(|(key, _)| {
+        let b = key.0.as_slice();
+        b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && b == k))
+    })
+}
+
+/// Iterator over a map's entries in insertion order.
+pub struct MapIter<'a>(MapIterInner<'a>);
+
+enum MapIterInner<'a> {
+    Small(std::slice::Iter<'a, (Key, Value)>),
+    Big(indexmap::map::Iter<'a, Key, Value>),
+}
+
+impl<'a> Iterator for MapIter<'a> {
+    type Item = (&'a Bytes, &'a Value);
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            MapIterInner::Small(it) => it.next().map(|(k, v)| (&k.0, v)),
+            MapIterInner::Big(it) => it.next().map(|(k, v)| (&k.0, v)),
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            MapIterInner::Small(it) => it.size_hint(),
+            MapIterInner::Big(it) => it.size_hint(),
+        }
+    }
+}
 
 /// A map with string keys in insertion order, and the accounted storage of its entries.
 #[derive(Clone, Debug, Default)]
 pub struct Map {
-    entries: MapInner,
+    entries: Entries,
     heap: usize,
     /// Where the last successful `get` found its key: a guess for an `insert` of the
-    /// same key that follows (`m[k] = get(m, k, 0) + 1` then hashes and probes once).
+    /// same key that follows (`m[k] = get(m, k, 0) + 1` then looks once).
     /// Checked against the key before use, so a stale guess costs one compare.
     hint: Cell<usize>,
 }
@@ -407,72 +492,151 @@ impl Map {
     /// A map with room for exactly `n` entries (for maps built to a known size, so that
     /// small maps are not accounted at the default growth capacity).
     pub fn with_capacity(n: usize) -> Self {
-        Map {
-            entries: MapInner::with_capacity_and_hasher(n.min(GROW_MAP.load(Relaxed)), Default::default()),
-            heap: 0,
-            hint: Cell::new(0),
+        let n = n.min(GROW_MAP.load(Relaxed));
+        let entries = if n <= MAP_SMALL {
+            Entries::Small(Vec::with_capacity(n))
+        } else {
+            Entries::Big(Box::new(MapInner::with_capacity_and_hasher(n, Default::default())))
+        };
+        Map { entries, heap: 0, hint: Cell::new(0) }
+    }
+
+    /// Whether the map is in its small layout (tests).
+    #[cfg(test)]
+    fn is_small(&self) -> bool {
+        matches!(self.entries, Entries::Small(_))
+    }
+
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        match &self.entries {
+            Entries::Small(v) => v.len(),
+            Entries::Big(m) => m.len(),
         }
     }
 
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    #[inline]
+    #[inline(always)]
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
+    /// Entries the map has room for (tests).
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        match &self.entries {
+            Entries::Small(v) => v.capacity(),
+            Entries::Big(m) => m.capacity().max(m.len()),
+        }
+    }
+
+    /// Accounted size: a header and a size per unit of capacity, each layout its own
+    /// (`ACCT_SMALL_MAP_*`, `ACCT_MAP_*`), and the storage of the keys and values.
     #[inline]
     pub fn acct(&self) -> usize {
-        ACCT_MAP_HEADER + self.entries.capacity().max(self.entries.len()) * ACCT_MAP_ENTRY + self.heap
+        self.heap
+            + match &self.entries {
+                Entries::Small(v) => ACCT_SMALL_MAP_HEADER + v.capacity() * ACCT_SMALL_MAP_ENTRY,
+                Entries::Big(m) => ACCT_MAP_HEADER + m.capacity().max(m.len()) * ACCT_MAP_ENTRY,
+            }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, k: &[u8]) -> Option<&Value> {
-        let (i, _, v) = self.entries.get_full(k)?;
+        let (i, v) = match &self.entries {
+            Entries::Small(e) => {
+                let i = find_small(e, k)?;
+                (i, &e[i].1)
+            }
+            Entries::Big(m) => {
+                // (not `get_full`: a call less, as `index_of` and `get_index` inline)
+                let i = m.get_index_of(k)?;
+                (i, m.get_index(i)?.1)
+            }
+        };
         self.hint.set(i);
         Some(v)
     }
 
+    #[inline(always)]
     pub fn contains(&self, k: &[u8]) -> bool {
-        self.entries.contains_key(k)
+        self.index_of(k).is_some()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Value)> {
-        self.entries.iter().map(|(k, v)| (&k.0, v))
+    pub fn iter(&self) -> MapIter<'_> {
+        MapIter(match &self.entries {
+            Entries::Small(v) => MapIterInner::Small(v.iter()),
+            Entries::Big(m) => MapIterInner::Big(m.iter()),
+        })
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
-        self.entries.keys().map(|k| &k.0)
+        self.iter().map(|(k, _)| k)
     }
 
     pub fn values(&self) -> impl Iterator<Item = &Value> {
-        self.entries.values()
+        self.iter().map(|(_, v)| v)
     }
 
+    #[inline(always)]
     pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Value)> {
-        self.entries.get_index(i).map(|(k, v)| (&k.0, v))
+        match &self.entries {
+            Entries::Small(v) => v.get(i).map(|(k, v)| (&k.0, v)),
+            Entries::Big(m) => m.get_index(i).map(|(k, v)| (&k.0, v)),
+        }
+    }
+
+    /// The value slot at index `i`, and whether its key is `k`.
+    #[inline(always)]
+    fn slot_at_if(&mut self, i: usize, k: &[u8]) -> Option<&mut Value> {
+        let (key, slot) = match &mut self.entries {
+            Entries::Small(v) => {
+                let (key, slot) = v.get_mut(i)?;
+                (&*key, slot)
+            }
+            Entries::Big(m) => m.get_index_mut(i)?,
+        };
+        (key.0.as_slice() == k).then_some(slot)
     }
 
     /// Insert or replace; returns the old value.
     pub fn insert(&mut self, k: Bytes, v: Value) -> Option<Value> {
         self.heap += v.heap();
-        // The key a `get` just found: replace its value without hashing again.
-        if let Some((key, slot)) = self.entries.get_index_mut(self.hint.get()) {
-            if key.0.as_slice() == k.as_slice() {
-                let old = std::mem::replace(slot, v);
+        // The key a `get` just found: replace its value without looking again.
+        if let Some(slot) = self.slot_at_if(self.hint.get(), k.as_slice()) {
+            let old = std::mem::replace(slot, v);
+            self.heap -= old.heap();
+            return Some(old);
+        }
+        if let Entries::Small(e) = &mut self.entries {
+            if let Some(i) = find_small(e, &k) {
+                let old = std::mem::replace(&mut e[i].1, v);
                 self.heap -= old.heap();
                 return Some(old);
             }
+            let limit = GROW_MAP.load(Relaxed);
+            if e.len() < MAP_SMALL {
+                if e.len() == e.capacity() {
+                    let target = grown(e.capacity(), e.len() + 1, GROW_DOUBLE_ITEMS, 4, limit);
+                    e.reserve_exact(target - e.len());
+                }
+                let key = Key(k);
+                self.heap += key.acct();
+                e.push((key, v));
+                return None;
+            }
+            // Past `MAP_SMALL`: move to the indexed layout, grown as the map would grow.
+            let target = grown(e.capacity(), e.len() + 1, GROW_DOUBLE_ITEMS, 4, limit);
+            let mut m = MapInner::with_capacity_and_hasher(target, Default::default());
+            m.extend(e.drain(..));
+            self.entries = Entries::Big(Box::new(m));
         }
-        if self.entries.len() == self.entries.capacity() && !self.entries.contains_key(k.as_slice()) {
-            let cap = self.entries.capacity();
-            let target = grown(cap, self.entries.len() + 1, GROW_DOUBLE_ITEMS, 4, GROW_MAP.load(Relaxed));
-            self.entries.reserve_exact(target - self.entries.len());
+        let Entries::Big(m) = &mut self.entries else { unreachable!("a small map returned above") };
+        if m.len() == m.capacity() && !m.contains_key(k.as_slice()) {
+            let cap = m.capacity();
+            let target = grown(cap, m.len() + 1, GROW_DOUBLE_ITEMS, 4, GROW_MAP.load(Relaxed));
+            m.reserve_exact(target - m.len());
         }
-        match self.entries.entry(Key(k)) {
+        match m.entry(Key(k)) {
             indexmap::map::Entry::Occupied(mut o) => {
                 let old = std::mem::replace(o.get_mut(), v);
                 self.heap -= old.heap();
@@ -486,30 +650,49 @@ impl Map {
         }
     }
 
+    /// Remove `k`, keeping the order of the others (later entries move up one place).
     pub fn remove(&mut self, k: &[u8]) -> Option<Value> {
-        let (key, v) = self.entries.shift_remove_entry(k)?;
+        let (key, v) = match &mut self.entries {
+            Entries::Small(e) => {
+                let i = find_small(e, k)?;
+                e.remove(i)
+            }
+            Entries::Big(m) => m.shift_remove_entry(k)?,
+        };
         self.heap -= key.acct() + v.heap();
         Some(v)
     }
 
     /// Where key `k` is (its index, for `set_num_at`).
-    #[inline]
+    #[inline(always)]
     pub fn index_of(&self, k: &[u8]) -> Option<usize> {
-        self.entries.get_index_of(k)
+        match &self.entries {
+            Entries::Small(e) => find_small(e, k),
+            Entries::Big(m) => m.get_index_of(k),
+        }
     }
 
     /// The value at index `i`.
-    #[inline]
+    #[inline(always)]
     pub fn value_at(&self, i: usize) -> Option<&Value> {
-        self.entries.get_index(i).map(|(_, v)| v)
+        self.get_index(i).map(|(_, v)| v)
+    }
+
+    /// The value slot at index `i`.
+    #[inline(always)]
+    fn slot_at(&mut self, i: usize) -> Option<&mut Value> {
+        match &mut self.entries {
+            Entries::Small(e) => e.get_mut(i).map(|(_, v)| v),
+            Entries::Big(m) => m.get_index_mut(i).map(|(_, v)| v),
+        }
     }
 
     /// Replace the number at index `i` by `n` (a number for a number: the accounting
     /// does not change). False, and nothing done, when it holds something else.
-    #[inline]
+    #[inline(always)]
     pub fn set_num_at(&mut self, i: usize, n: f64) -> bool {
-        match self.entries.get_index_mut(i) {
-            Some((_, Value::Num(x))) => {
+        match self.slot_at(i) {
+            Some(Value::Num(x)) => {
                 *x = n;
                 true
             }
@@ -523,43 +706,46 @@ impl Map {
     #[inline]
     pub fn get_cached(&self, k: &[u8], site: &Cell<u32>) -> Option<&Value> {
         let i = site.get() as usize;
-        if let Some((key, v)) = self.entries.get_index(i) {
-            if key.0.as_slice() == k {
+        if let Some((key, v)) = self.get_index(i) {
+            if key.as_slice() == k {
                 self.hint.set(i);
                 return Some(v);
             }
         }
-        let (i, _, v) = self.entries.get_full(k)?;
+        let i = self.index_of(k)?;
         self.hint.set(i);
         site.set(i as u32);
-        Some(v)
+        self.value_at(i)
     }
 
     /// `with_value`, looking for `k` first at index `site` (see `get_cached`).
     #[inline]
     pub fn with_value_cached<R>(&mut self, k: &[u8], site: &Cell<u32>, f: impl FnOnce(&mut Value) -> R) -> Option<R> {
-        let i = site.get() as usize;
-        let i = match self.entries.get_index(i) {
-            Some((key, _)) if key.0.as_slice() == k => i,
+        let guess = site.get() as usize;
+        let i = match self.get_index(guess) {
+            Some((key, _)) if key.as_slice() == k => guess,
             _ => {
-                let i = self.entries.get_index_of(k)?;
+                let i = self.index_of(k)?;
                 site.set(i as u32);
                 i
             }
         };
-        let (_, slot) = self.entries.get_index_mut(i)?;
+        let slot = self.slot_at(i)?;
         let before = slot.heap();
         let r = f(slot);
-        self.heap = self.heap + slot.heap() - before;
+        let after = slot.heap();
+        self.heap = self.heap + after - before;
         Some(r)
     }
 
     /// Change the value of `k` in place through `f`, keeping this map's accounting true.
     pub fn with_value<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
-        let slot = self.entries.get_mut(k)?;
+        let i = self.index_of(k)?;
+        let slot = self.slot_at(i)?;
         let before = slot.heap();
         let r = f(slot);
-        self.heap = self.heap + slot.heap() - before;
+        let after = slot.heap();
+        self.heap = self.heap + after - before;
         Some(r)
     }
 }
@@ -1118,5 +1304,270 @@ mod map_tests {
             assert!(m.get(k).is_none());
         }
         assert!(m.is_empty());
+    }
+}
+
+/// The two map layouts (`MAP_SMALL`), and the move from one to the other.
+#[cfg(test)]
+mod map_layout_tests {
+    use super::*;
+
+    /// The chunk glibc malloc uses for a request of `n` bytes on 64-bit (what the
+    /// counting allocator counts): the request and an 8-byte header, rounded up to 16.
+    fn chunk(n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            ((n + 8 + 15) & !15).max(32)
+        }
+    }
+
+    fn key(i: usize) -> Bytes {
+        bytes(format!("k{i}").as_bytes())
+    }
+
+    fn order(m: &Map) -> Vec<(Vec<u8>, f64)> {
+        m.iter()
+            .map(|(k, v)| match v {
+                Value::Num(n) => (k.to_vec(), *n),
+                _ => panic!("numbers only"),
+            })
+            .collect()
+    }
+
+    fn heap_of(m: &Map) -> usize {
+        m.iter().map(|(k, v)| k.acct_bytes() + v.heap()).sum()
+    }
+
+    #[test]
+    fn sizes_and_accounting_bound_both_layouts() {
+        // A map's shared box (two counts and the header) is one 64-byte chunk; an entry
+        // of the small layout is a key pointer and a value slot.
+        assert_eq!(std::mem::size_of::<Value>(), 16);
+        assert_eq!(std::mem::size_of::<(Key, Value)>(), 24);
+        assert!(std::mem::size_of::<Map>() <= 40, "{}", std::mem::size_of::<Map>());
+        let boxed = chunk(16 + std::mem::size_of::<Map>());
+        assert_eq!(boxed, 64);
+        // Small: the box and one vector of entries, below the accounted size.
+        for cap in 0..=MAP_SMALL {
+            let real = boxed + chunk(cap * 24);
+            let m = Map::with_capacity(cap);
+            assert!(m.is_small());
+            assert_eq!(m.acct(), ACCT_SMALL_MAP_HEADER + cap * ACCT_SMALL_MAP_ENTRY);
+            assert!(real <= m.acct(), "small, capacity {cap}: {real} held, {} accounted", m.acct());
+        }
+        // Indexed: the box, the boxed `IndexMap`, its entries (hash, key, value: 32
+        // bytes) and its hash index (a bucket of 8 bytes and a control byte per bucket,
+        // 16 control bytes more; buckets a power of two at most 8/7 full).
+        for asked in MAP_SMALL + 1..=20_000 {
+            let m = Map::with_capacity(asked);
+            let cap = m.capacity(); // at most the map limit
+            assert!(!m.is_small());
+            assert_eq!(m.acct(), ACCT_MAP_HEADER + cap * ACCT_MAP_ENTRY);
+            let buckets = (cap * 8 / 7 + 1).next_power_of_two();
+            let real = boxed + chunk(std::mem::size_of::<MapInner>()) + chunk(cap * 32) + chunk(buckets * 9 + 16);
+            assert!(real <= m.acct(), "indexed, capacity {cap}: {real} held, {} accounted", m.acct());
+        }
+        // What a 6-field record's map holds in each layout (WORKLOG, issue 25).
+        assert_eq!(boxed + chunk(6 * 24), 224);
+    }
+
+    #[test]
+    fn small_maps_move_to_the_indexed_layout_past_the_threshold_and_stay() {
+        let mut m = Map::new();
+        for i in 0..MAP_SMALL {
+            assert!(m.insert(key(i), Value::Num(i as f64)).is_none());
+            assert!(m.is_small());
+        }
+        // Replacing an existing key never moves it.
+        assert!(m.insert(key(3), Value::Num(30.0)).is_some());
+        assert!(m.is_small());
+        assert_eq!(m.capacity(), MAP_SMALL);
+        assert!(m.insert(key(MAP_SMALL), Value::Num(MAP_SMALL as f64)).is_none());
+        assert!(!m.is_small());
+        // Grown as the indexed layout grows (doubling while small).
+        assert_eq!(m.capacity(), 2 * MAP_SMALL);
+        let want: Vec<(Vec<u8>, f64)> =
+            (0..=MAP_SMALL).map(|i| (key(i).to_vec(), if i == 3 { 30.0 } else { i as f64 })).collect();
+        assert_eq!(order(&m), want);
+        // Removal shifts (order kept); below the threshold the map keeps its index.
+        for i in [0, 4, 8, 2, 7, 6] {
+            assert!(matches!(m.remove(&key(i)), Some(Value::Num(_))));
+        }
+        assert!(!m.is_small());
+        assert_eq!(order(&m), vec![(key(1).to_vec(), 1.0), (key(3).to_vec(), 30.0), (key(5).to_vec(), 5.0)]);
+        // Re-inserted keys go to the end; every key is found where it is.
+        for i in [8, 0, 4] {
+            assert!(m.insert(key(i), Value::Num(100.0 + i as f64)).is_none());
+        }
+        let keys: Vec<Vec<u8>> = m.keys().map(|k| k.to_vec()).collect();
+        assert_eq!(keys, [1, 3, 5, 8, 0, 4].iter().map(|&i| key(i).to_vec()).collect::<Vec<_>>());
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(m.index_of(k), Some(i));
+        }
+        assert_eq!(m.heap, heap_of(&m));
+    }
+
+    #[test]
+    fn removal_and_reinsertion_in_the_small_layout_keep_insertion_order() {
+        let mut m = Map::new();
+        for i in 0..5 {
+            m.insert(key(i), Value::Num(i as f64));
+        }
+        assert_eq!(m.capacity(), 8);
+        assert!(matches!(m.remove(&key(1)), Some(Value::Num(n)) if n == 1.0));
+        assert!(m.remove(&key(1)).is_none());
+        assert!(m.insert(key(1), Value::Num(11.0)).is_none());
+        let keys: Vec<Vec<u8>> = m.keys().map(|k| k.to_vec()).collect();
+        assert_eq!(keys, [0, 2, 3, 4, 1].iter().map(|&i| key(i).to_vec()).collect::<Vec<_>>());
+        // Up to the threshold again after removals: still small, then indexed.
+        for i in 5..MAP_SMALL {
+            m.insert(key(i), Value::Num(i as f64));
+        }
+        assert!(m.is_small() && m.len() == MAP_SMALL);
+        m.remove(&key(0));
+        m.insert(key(0), Value::Num(0.0));
+        assert!(m.is_small());
+        m.insert(key(99), Value::Num(99.0));
+        assert!(!m.is_small());
+        assert_eq!(m.get_index(0).map(|(k, _)| k.to_vec()), Some(key(2).to_vec()));
+        assert_eq!(m.get_index(MAP_SMALL).map(|(k, _)| k.to_vec()), Some(key(99).to_vec()));
+        assert_eq!(m.heap, heap_of(&m));
+    }
+
+    #[test]
+    fn in_place_changes_and_the_hint_in_both_layouts() {
+        for n in [3, MAP_SMALL, MAP_SMALL + 1, 40] {
+            let mut m = Map::new();
+            for i in 0..n {
+                m.insert(key(i), Value::Num(0.0));
+            }
+            for _ in 0..3 {
+                for i in (0..n).rev() {
+                    // the counting idiom: get, then insert of the same key
+                    let c = match m.get(&key(i)) {
+                        Some(Value::Num(c)) => *c,
+                        _ => panic!(),
+                    };
+                    assert!(m.insert(key(i), Value::Num(c + 1.0)).is_some());
+                    let at = m.index_of(&key(i)).unwrap();
+                    assert_eq!(at, i);
+                    assert!(m.set_num_at(at, c + 1.0));
+                }
+            }
+            assert!(order(&m).iter().all(|(_, c)| *c == 3.0));
+            // a string in place, through with_value: the accounting follows
+            m.with_value(&key(0), |v| *v = Value::string("a string longer than the inline sixteen"));
+            assert!(!m.set_num_at(0, 1.0));
+            assert_eq!(m.heap, heap_of(&m));
+            assert!(m.with_value(b"missing", |_| ()).is_none());
+        }
+    }
+
+    /// Random operations on maps of 0 to 30 keys against a plain model (a vector of
+    /// pairs, removal shifting): the same entries in the same order after every step,
+    /// the accounting true, the layout small exactly while the map never held more
+    /// than `MAP_SMALL` entries.
+    #[test]
+    fn random_operations_match_a_model() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..200 {
+            let mut m = Map::new();
+            let mut model: Vec<(Vec<u8>, f64)> = Vec::new();
+            let mut most = 0;
+            let keys = 4 + (next() % 27) as usize;
+            for step in 0..300 {
+                let k = key((next() % keys as u64) as usize);
+                match next() % 4 {
+                    0 | 1 => {
+                        let v = step as f64;
+                        let had = m.insert(k.clone(), Value::Num(v)).is_some();
+                        match model.iter_mut().find(|(mk, _)| mk[..] == k[..]) {
+                            Some(e) => {
+                                assert!(had);
+                                e.1 = v;
+                            }
+                            None => {
+                                assert!(!had);
+                                model.push((k.to_vec(), v));
+                            }
+                        }
+                    }
+                    2 => {
+                        let got = m.remove(&k).is_some();
+                        let at = model.iter().position(|(mk, _)| mk[..] == k[..]);
+                        assert_eq!(got, at.is_some());
+                        if let Some(i) = at {
+                            model.remove(i);
+                        }
+                    }
+                    _ => {
+                        let got = m.get(&k).map(|v| match v {
+                            Value::Num(n) => *n,
+                            _ => panic!(),
+                        });
+                        assert_eq!(got, model.iter().find(|(mk, _)| mk[..] == k[..]).map(|e| e.1));
+                    }
+                }
+                most = most.max(model.len());
+                assert_eq!(order(&m), model);
+                assert_eq!(m.len(), model.len());
+                assert_eq!(m.heap, heap_of(&m));
+                assert_eq!(m.is_small(), most <= MAP_SMALL);
+                assert!(m.capacity() >= m.len());
+            }
+            // A copy (copy-on-write) has the same entries and the same accounted size.
+            let c = m.clone();
+            assert_eq!(order(&c), model);
+            if m.is_small() {
+                assert_eq!(c.acct(), m.acct());
+            }
+        }
+    }
+
+    /// Keys of equal length that differ in one byte, empty and 0/255 keys: a small
+    /// map's look-up by bytes finds exactly its own key, also through the hint.
+    #[test]
+    fn small_map_keys_find_only_themselves() {
+        let keys: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![0],
+            vec![255],
+            b"name".to_vec(),
+            b"namf".to_vec(),
+            b"nam".to_vec(),
+            b"aaaaaaaaaaaaaaaaa".to_vec(),
+            b"aaaaaaaaaaaaaaaab".to_vec(),
+        ];
+        let mut m = Map::new();
+        for (i, k) in keys.iter().enumerate() {
+            assert!(m.insert(bytes(k), Value::Num(i as f64)).is_none());
+        }
+        assert!(m.is_small());
+        for (i, k) in keys.iter().enumerate() {
+            assert!(matches!(m.get(k), Some(Value::Num(n)) if *n == i as f64), "{k:?}");
+            assert!(m.insert(bytes(k), Value::Num(i as f64)).is_some());
+        }
+        for k in [&b"names"[..], b"nbme", b"aaaaaaaaaaaaaaaac", &[0, 0], &[1]] {
+            assert!(m.get(k).is_none() && !m.contains(k));
+        }
+        assert!(m.is_small() && m.len() == keys.len());
+    }
+
+    #[test]
+    fn deep_nests_of_small_maps_drop_without_recursion() {
+        let mut v = Value::Nil;
+        for _ in 0..300_000 {
+            let mut m = Map::with_capacity(1);
+            m.insert(bytes(b"a"), v);
+            v = Value::map(m);
+        }
+        drop(v);
     }
 }

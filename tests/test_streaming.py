@@ -205,3 +205,23 @@ def test_json_parse_of_repeated_values_still_stops_at_the_memory_bound(tmp_path)
     assert r.status == 4 and r.diag["kind"] == "memory", r
     r = leash([*BIG, "--allow-read", "--max-memory", "1G", p], cwd=tmp_path, cap=3072 * MIB)
     assert r.status == 0 and r.out == "1000000 off\n", r
+
+
+def test_parsed_records_fit_in_the_memory_they_hold(tmp_path):
+    """Records of six fields parse into small maps (one vector of entries, no hash
+    index, accounted for what they hold): 100,000 of them (11.8 MB of JSON) parse under
+    --max-memory 72M, where the indexed maps needed 88M (memory at 72M, then
+    frame_storage at 80M, the accounted size passing the bound)."""
+    recs = [
+        {"id": n, "name": "user %d" % n, "email": "u%d@example.com" % n, "score": n * 0.37,
+         "tags": ["a", "bb", "ccc"], "active": n % 3 == 0}
+        for n in range(100_000)
+    ]
+    (tmp_path / "d.json").write_text(json.dumps(recs, separators=(",", ":")))
+    p = tmp_path / "t.lsh"
+    p.write_text('v = json.parse(file.read("d.json"))\nprint(len(v), v[99999].email, keys(v[5]))\n')
+    r = leash([*BIG, "--allow-read", "--max-memory", "72M", p], cwd=tmp_path)
+    assert r.status == 0, r
+    assert r.out == '100000 u99999@example.com ["id","name","email","score","tags","active"]\n', r
+    r = leash([*BIG, "--allow-read", "--max-memory", "32M", p], cwd=tmp_path)
+    assert r.status == 4 and r.diag["kind"] == "memory", r

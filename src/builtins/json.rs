@@ -1160,7 +1160,7 @@ mod tests {
         for i in [0, 1, 3999] {
             let Value::Map(m) = &l.items()[i] else { panic!() };
             let strs: usize = ["tag", "city", "id"].iter().map(|k| str_heap(&field(i, k))).sum();
-            assert!(m.acct() >= ACCT_MAP_HEADER + 3 * ACCT_MAP_ENTRY + strs);
+            assert!(m.acct() >= ACCT_SMALL_MAP_HEADER + 3 * ACCT_SMALL_MAP_ENTRY + strs);
         }
         // Small documents parse without the cache.
         let Value::List(small) = ok(r#"[{"t":"x"},{"t":"x"}]"#) else { panic!() };
