@@ -2293,8 +2293,7 @@ impl<'p> Interp<'p> {
         if Rc::strong_count(m) != 1 {
             return Ok(false);
         }
-        let Some(i) = m.index_of(k) else { return Ok(false) };
-        let Some(&Value::Num(x)) = m.value_at(i) else { return Ok(false) };
+        let Some((i, x)) = m.num_of(k) else { return Ok(false) };
         let Some(r) = arith(*op, x, *n) else { return Ok(false) };
         self.work(b.cost.before(&[])).map_err(|f| spotted(f, *sp))?;
         self.check_memory().map_err(|f| spotted(f, *sp))?;

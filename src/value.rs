@@ -672,6 +672,26 @@ impl Map {
         }
     }
 
+    /// Where key `k` is and the number it holds (nothing when it holds another value):
+    /// one look at the layout, for the counting idiom's in-place update.
+    #[inline(always)]
+    pub fn num_of(&self, k: &[u8]) -> Option<(usize, f64)> {
+        let (i, v) = match &self.entries {
+            Entries::Small(e) => {
+                let i = find_small(e, k)?;
+                (i, &e[i].1)
+            }
+            Entries::Big(m) => {
+                let i = m.get_index_of(k)?;
+                (i, m.get_index(i)?.1)
+            }
+        };
+        match v {
+            Value::Num(x) => Some((i, *x)),
+            _ => None,
+        }
+    }
+
     /// The value at index `i`.
     #[inline(always)]
     pub fn value_at(&self, i: usize) -> Option<&Value> {
