@@ -254,8 +254,11 @@ pub enum Op<'p> {
         base: u32,
         exit: u32,
     },
-    /// The count up, a step for the header, and the jump back to `to`.
+    /// The count up, a step for the header, and the loop's next value: the variable
+    /// set and a jump back to `to` (the body's first instruction), or on past the end
+    /// (one instruction per iteration, as Lua's `FORLOOP`).
     ForBack {
+        var: Opd,
         base: u32,
         to: u32,
     },
@@ -563,7 +566,7 @@ impl<'p> Compiler<'p> {
                 self.loops.push(Loop { brk: vec![top], cont: vec![] });
                 self.block(&f.body);
                 self.pos = s.pos;
-                let back = self.emit(Op::ForBack { base, to: top as u32 }, 0, [0, 0]);
+                let back = self.emit(Op::ForBack { var: slot_opd(f.var), base, to: top as u32 + 1 }, 0, [0, 0]);
                 self.close_loop(back, back + 1);
             }
             StmtKind::ForIn(f) => {

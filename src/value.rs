@@ -559,7 +559,13 @@ impl Map {
 
     #[inline(always)]
     pub fn contains(&self, k: &[u8]) -> bool {
-        self.index_of(k).is_some()
+        match self.index_of(k) {
+            Some(i) => {
+                self.hint.set(i);
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn iter(&self) -> MapIter<'_> {
@@ -732,6 +738,17 @@ impl Map {
                 return Some(v);
             }
         }
+        // The key this map's last look-up found (a `get` or `in` of the same key just
+        // before): no hash either.
+        let h = self.hint.get();
+        if h != i {
+            if let Some((key, v)) = self.get_index(h) {
+                if key.as_slice() == k {
+                    site.set(h as u32);
+                    return Some(v);
+                }
+            }
+        }
         let i = self.index_of(k)?;
         self.hint.set(i);
         site.set(i as u32);
@@ -742,8 +759,14 @@ impl Map {
     #[inline]
     pub fn with_value_cached<R>(&mut self, k: &[u8], site: &Cell<u32>, f: impl FnOnce(&mut Value) -> R) -> Option<R> {
         let guess = site.get() as usize;
+        let hint = self.hint.get();
         let i = match self.get_index(guess) {
             Some((key, _)) if key.as_slice() == k => guess,
+            // The key this map's last look-up found (`m[k] = get(m, k, 0) + 1`).
+            _ if hint != guess && matches!(self.get_index(hint), Some((key, _)) if key.as_slice() == k) => {
+                site.set(hint as u32);
+                hint
+            }
             _ => {
                 let i = self.index_of(k)?;
                 site.set(i as u32);

@@ -321,37 +321,23 @@ impl<'p> Interp<'p> {
                             Err(e) => Err(e),
                         },
                         Op::ForPrep { base } => self.for_prep(base),
-                        Op::ForNext { var, base, exit } => {
-                            let b = self.base + base as usize;
-                            let f = |v: &Value| match v {
-                                Value::Num(n) => *n,
-                                _ => 0.0,
-                            };
-                            let (a, end, st, k) = (
-                                f(&self.stack[b]),
-                                f(&self.stack[b + 1]),
-                                f(&self.stack[b + 2]),
-                                f(&self.stack[b + 3]),
-                            );
-                            let mut i = a + k * st;
-                            if !i.is_finite() {
-                                i = range_term_wide(a, k, st);
-                            }
-                            if !i.is_finite() || (st > 0.0 && i > end) || (st < 0.0 && i < end) {
+                        Op::ForNext { var, base, exit } => match self.for_value(base, 0.0) {
+                            None => {
                                 pc = exit as usize;
                                 Ok(())
-                            } else {
-                                self.put_num(var, i)
                             }
-                        }
-                        Op::ForBack { base, to } => {
-                            let b = self.base + base as usize + 3;
-                            if let Value::Num(k) = &mut self.stack[b] {
-                                *k += 1.0;
-                            }
-                            pc = to as usize;
-                            self.step(code.pos[at])
-                        }
+                            Some(i) => self.put_num(var, i),
+                        },
+                        Op::ForBack { var, base, to } => match self.step(code.pos[at]) {
+                            Ok(()) => match self.for_value(base, 1.0) {
+                                None => Ok(()),
+                                Some(i) => {
+                                    pc = to as usize;
+                                    self.put_num(var, i)
+                                }
+                            },
+                            Err(e) => Err(e),
+                        },
                         Op::ForInPrep { base } => self.for_in_prep(base),
                         Op::ForInNext { first, second, base, exit } => match self.for_in_next(first, second, base) {
                             Ok(true) => Ok(()),
@@ -779,6 +765,29 @@ impl<'p> Interp<'p> {
         match op {
             None => self.assign_keys(slot_of(p.root), &keys, rhs),
             Some(op) => self.compound_keys(slot_of(p.root), &keys, op, rhs),
+        }
+    }
+
+    /// A numeric `for`'s next value (its count moved on by `up` first), or None past
+    /// the end. Its registers hold numbers from `ForPrep` on (the compiler's own).
+    #[inline(always)]
+    fn for_value(&mut self, base: u32, up: f64) -> Option<f64> {
+        let b = self.base + base as usize;
+        let Some([Value::Num(a), Value::Num(end), Value::Num(st), Value::Num(k)]) =
+            self.stack.get_mut(b..b + 4).and_then(|s| <&mut [Value; 4]>::try_from(s).ok())
+        else {
+            return None;
+        };
+        *k += up;
+        let (a, end, st, k) = (*a, *end, *st, *k);
+        let mut i = a + k * st;
+        if !i.is_finite() {
+            i = range_term_wide(a, k, st);
+        }
+        if !i.is_finite() || (st > 0.0 && i > end) || (st < 0.0 && i < end) {
+            None
+        } else {
+            Some(i)
         }
     }
 
