@@ -4,8 +4,7 @@
 //! - Registers: a frame's registers are its local slots (`0..nlocals`, as the resolver
 //!   numbered them) followed by temporaries; both live on the interpreter's value stack
 //!   from the frame's base, so a local is the same cell for the compiled code and for
-//!   the tree evaluator (`interp.rs`), which still evaluates the expressions this
-//!   compiler hands over to it (`Op::Tree`).
+//!   the tree evaluator (`interp.rs`).
 //! - Operands (`Opd`): an operator reads a local, a temporary, a global or a constant
 //!   where it is (its mode in the top two bits), so `x % m`, `x % a[0]` and `x % 7` are
 //!   one instruction each with no copy; a temporary is consumed by the instruction that
@@ -20,8 +19,8 @@
 //!   on entering a `try`; the dispatch loop looks in the table only when an error is
 //!   raised, innermost handler first, frame by frame (as Lua's and starlark's do).
 //! - Read sites of map keys keep an inline cache each (`Code::ic`).
-//! - Every statement and every expression but interpolation is compiled; an
-//!   interpolation is handed to the tree evaluator (`Op::Tree`).
+//! - Every statement and every expression is compiled. An interpolation builds its
+//!   text in a buffer outside the registers (`Interp::ibufs`), cut back by a catch.
 
 use crate::ast::{BinOp, Pos, Spot};
 use crate::builtins::Builtin;
@@ -177,15 +176,26 @@ pub enum Op<'p> {
         dst: Opd,
         call: u32,
     },
-    /// An expression the tree evaluator evaluates (forms not compiled yet).
-    Tree {
+    /// An interpolation begins: a new text on the interpreter's buffer stack
+    /// (`Interp::ibufs`), outside the registers.
+    InterpBegin,
+    /// The literal text `code.lits[lit]` appended to the innermost buffer.
+    InterpLit {
+        lit: u32,
+    },
+    /// The text of `a` appended to the innermost buffer.
+    InterpAdd {
+        a: Opd,
+    },
+    /// The innermost buffer, finished, to `dst` as a string (its work charged).
+    InterpEnd {
         dst: Opd,
-        e: &'p Expr,
     },
     /// `throw a`.
     Throw(Opd),
     /// Entering a `try` body: the length of the anonymous-function table now goes to
-    /// register `save`, for a catch to cut the table back to (`Handler::save`).
+    /// register `save` and the interpolation buffers' count to `save + 1`, for a catch
+    /// to cut both back to (`Handler::save`).
     TryEnter {
         save: u32,
     },
@@ -307,7 +317,8 @@ pub struct Handler {
     /// The `for ... in` loops inside the body: `Code::forins[forins.0..forins.1]`, the
     /// register bases whose snapshot charge an error leaving them releases.
     pub forins: (u32, u32),
-    /// The register `TryEnter` wrote the anonymous-function table's length to.
+    /// The register `TryEnter` wrote the anonymous-function table's length to (and
+    /// the interpolation buffers' count to the next one).
     pub save: u32,
 }
 
@@ -332,6 +343,8 @@ pub struct Code<'p> {
     /// Call arguments: operand and spot.
     pub args: Vec<(Opd, Spot)>,
     pub maps: Vec<&'p [(Bytes, Expr)]>,
+    /// The literal parts of interpolations (`Op::InterpLit`).
+    pub lits: Vec<&'p [u8]>,
     pub paths: Vec<PathRef>,
     pub pcalls: Vec<PlaceCall>,
     /// Inline caches: per map read site (a field, an index, a place's step), the index
@@ -618,6 +631,7 @@ impl<'p> Compiler<'p> {
             StmtKind::Try { body, var, handler } => {
                 self.step(s.pos);
                 let save = self.temp().idx() as u32;
+                self.temp();
                 let floor = self.next;
                 self.emit(Op::TryEnter { save }, 0, [0, 0]);
                 let start = self.here() as u32;
@@ -933,8 +947,27 @@ impl<'p> Compiler<'p> {
                 }
                 self.emit(Op::MkLambda { dst, fi: *fi, start, n: caps.len() as u32 }, 0, [0, 0]);
             }
-            Expr::Interp(_) => {
-                self.emit(Op::Tree { dst, e }, 0, [0, 0]);
+            // Each part is evaluated and appended in turn (a later part runs after an
+            // earlier one's text is checked against the limits, as in the tree
+            // evaluator).
+            Expr::Interp(parts) => {
+                self.emit(Op::InterpBegin, 0, [0, 0]);
+                for p in parts {
+                    match p {
+                        IPart::Lit(b) => {
+                            let lit = self.code.lits.len() as u32;
+                            self.code.lits.push(b);
+                            self.emit(Op::InterpLit { lit }, 0, [0, 0]);
+                        }
+                        IPart::Expr(e) => {
+                            let mark = self.next;
+                            let a = self.operand(e);
+                            self.emit(Op::InterpAdd { a: a.o }, 0, [a.sp, 0]);
+                            self.next = mark;
+                        }
+                    }
+                }
+                self.emit(Op::InterpEnd { dst }, 0, [0, 0]);
             }
         }
     }

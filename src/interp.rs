@@ -122,6 +122,9 @@ pub struct Interp<'p> {
     /// function and the values it captured when its call started (a stack: a call's
     /// entries are dropped when it returns; see `Expr::WithLambdas`).
     pub(crate) lambdas: Vec<(u32, Box<[Value]>)>,
+    /// The texts of the interpolations compiled code is building now, innermost last
+    /// (`Op::InterpBegin` .. `Op::InterpEnd`; a catch cuts it back, as it does `lambdas`).
+    pub(crate) ibufs: Vec<Vec<u8>>,
 
     /// Steps, work and the deadline: the one place anything is charged (meter.rs).
     pub(crate) meter: Meter,
@@ -225,6 +228,7 @@ impl<'p> Interp<'p> {
             meter: Meter::new(cfg.max_steps, cfg.max_work, cfg.deadline),
             ret: Value::Nil,
             lambdas: Vec::new(),
+            ibufs: Vec::new(),
             gbytes: 0,
             fbytes: 0,
             mem: 0,

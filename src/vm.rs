@@ -33,6 +33,16 @@ impl<'p> Interp<'p> {
     /// A call of a user function from here opens its frame and runs its code in this
     /// same loop; its return closes the frame and goes on in the caller.
     pub(crate) fn run_code(&mut self, first: Rc<Code<'p>>) -> R<Flow> {
+        // The texts of interpolations an error leaves unfinished go with it.
+        let ib = self.ibufs.len();
+        let r = self.run_code_in(first);
+        if r.is_err() {
+            self.ibufs.truncate(ib);
+        }
+        r
+    }
+
+    fn run_code_in(&mut self, first: Rc<Code<'p>>) -> R<Flow> {
         let mut frames: Vec<VmFrame<'p>> = Vec::new();
         let mut pc = 0usize;
         // The code to go on with after a call or a return (set, then the inner loop left).
@@ -237,7 +247,9 @@ impl<'p> Interp<'p> {
                             Err(e) => Err(e),
                         },
                         Op::TryEnter { save } => {
-                            self.stack[self.base + save as usize] = Value::Num(self.lambdas.len() as f64);
+                            let b = self.base + save as usize;
+                            self.stack[b] = Value::Num(self.lambdas.len() as f64);
+                            self.stack[b + 1] = Value::Num(self.ibufs.len() as f64);
                             Ok(())
                         }
                         Op::LamMark { mark } => {
@@ -316,10 +328,33 @@ impl<'p> Interp<'p> {
                             }
                             Err(e) => Err(e),
                         },
-                        Op::Tree { dst, e } => match self.eval(e) {
-                            Ok(v) => self.put(dst, v),
-                            Err(e) => Err(e),
-                        },
+                        Op::InterpBegin => {
+                            self.ibufs.push(Vec::new());
+                            Ok(())
+                        }
+                        Op::InterpLit { lit } => {
+                            let mut out = self.ibufs.pop().unwrap_or_default();
+                            out.extend_from_slice(code.lits[lit as usize]);
+                            self.interp_part(out)
+                        }
+                        Op::InterpAdd { a } => {
+                            let mut out = self.ibufs.pop().unwrap_or_default();
+                            match self.val(code, a, || code.ospot[at][0]) {
+                                Ok(v) => match self.write_text(&v, &mut out, self.lim.n(L::String)) {
+                                    Ok(()) => self.interp_part(out),
+                                    Err(e) => Err(e),
+                                },
+                                Err(e) => Err(e),
+                            }
+                        }
+                        Op::InterpEnd { dst } => {
+                            let out = self.ibufs.pop().unwrap_or_default();
+                            let n = crate::meter::scaled(out.len() as u64, WORK_INTERP_BYTE_X256);
+                            match self.work(WORK_CONCAT_BASE + n) {
+                                Ok(()) => self.put(dst, Value::str(out)),
+                                Err(e) => Err(e),
+                            }
+                        }
                         Op::ForPrep { base } => self.for_prep(base),
                         Op::ForNext { var, base, exit } => match self.for_value(base, 0.0) {
                             None => {
@@ -429,6 +464,17 @@ impl<'p> Interp<'p> {
         Ok(Flow::Normal)
     }
 
+    /// An interpolation's text after a part: back on the buffer stack once the string
+    /// limit and the memory bound allow its length (checked after every part, as the
+    /// tree evaluator does).
+    #[inline]
+    fn interp_part(&mut self, out: Vec<u8>) -> R<()> {
+        let n = out.len();
+        self.ibufs.push(out);
+        self.check_str_len(n)?;
+        self.check_memory_after(n)
+    }
+
     /// Catch error `e` with handler `h` of `code` (this frame's): the snapshots of the
     /// `for ... in` loops the error left are released and the body's temporaries
     /// cleared, then the error's map goes to the `catch` variable.
@@ -439,6 +485,10 @@ impl<'p> Interp<'p> {
         // such a call returns.
         if let Value::Num(n) = self.stack[self.base + h.save as usize] {
             self.lambdas.truncate(n as usize);
+        }
+        // So are the texts of the interpolations it left.
+        if let Value::Num(n) = self.stack[self.base + h.save as usize + 1] {
+            self.ibufs.truncate(n as usize);
         }
         for &b in &code.forins[h.forins.0 as usize..h.forins.1 as usize] {
             let b = self.base + b as usize;
