@@ -2205,17 +2205,17 @@ impl<'p> Interp<'p> {
         self.check_cap(b)?;
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         self.eval_args_into(args, &mut vals)?;
-        self.builtin_vals(b, vals)
+        self.builtin_vals(b, &mut vals)
     }
 
     /// A builtin's call with its arguments evaluated (its capability checked before
     /// they were): the work of its arguments by its cost rule, the call, its audit line,
     /// the work of its result, the heap check.
-    fn builtin_vals(&mut self, b: &'static Builtin, mut vals: SmallVec<[Value; 4]>) -> R<Value> {
+    fn builtin_vals(&mut self, b: &'static Builtin, vals: &mut [Value]) -> R<Value> {
         let cost = b.cost;
-        self.work(cost.before(&vals))?;
+        self.work(cost.before(vals))?;
         let r = match b.imp {
-            Imp::Plain(f) => f(self, &mut vals),
+            Imp::Plain(f) => f(self, vals),
             Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
         };
         let r = if b.cap.is_some() { self.audit_end(b, r) } else { r };

@@ -16,6 +16,7 @@ use smallvec::SmallVec;
 
 use super::*;
 use crate::ast::Spot;
+use crate::builtins::{Builtin, PeekFn};
 use crate::compile::*;
 
 /// A compiled caller waiting for its callee (calls between compiled functions run in
@@ -190,23 +191,10 @@ impl<'p> Interp<'p> {
                         },
                         Op::CapCheck(b) => self.check_cap(b),
                         Op::Builtin { b, dst, at: args, n } => {
-                            let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
-                            let mut r = Ok(());
-                            for &(o, sp) in &code.args[args as usize..(args + n) as usize] {
-                                match self.val(code, o, || sp) {
-                                    Ok(v) => vals.push(v),
-                                    Err(e) => {
-                                        r = Err(e);
-                                        break;
-                                    }
-                                }
-                            }
-                            match r {
-                                Ok(()) => match self.builtin_vals(b, vals) {
-                                    Ok(v) => self.put(dst, v),
-                                    Err(e) => Err(e),
-                                },
-                                Err(e) => Err(e),
+                            let specs = &code.args[args as usize..(args + n) as usize];
+                            match b.peek.and_then(|p| self.peek_call(code, p, specs)) {
+                                Some(v) => self.peeked(b, dst, specs, v),
+                                None => self.call_vals(code, b, dst, specs),
                             }
                         }
                         Op::BuiltinPlace { dst, call } => {
@@ -566,6 +554,66 @@ impl<'p> Interp<'p> {
                 Ok(v.clone())
             }
         }
+    }
+
+    /// A builtin's `peek` over its arguments read in place (None: an argument is an
+    /// unset variable, or the peek does not answer).
+    #[inline(always)]
+    fn peek_call(&self, code: &Code<'p>, peek: PeekFn, specs: &[(Opd, Spot)]) -> Option<Value> {
+        let mut refs: [&Value; 3] = [&Value::Nil; 3];
+        if specs.len() > refs.len() {
+            return None;
+        }
+        for (r, &(o, _)) in refs.iter_mut().zip(specs) {
+            let v = self.rd(code, o);
+            if let Value::Unset = v {
+                return None;
+            }
+            *r = v;
+        }
+        peek(&refs[..specs.len()])
+    }
+
+    /// A peeked call's end: what the call would charge (its constant work, the heap
+    /// check), its temporaries consumed, the value written.
+    #[inline(always)]
+    fn peeked(&mut self, b: &'static Builtin, dst: Opd, specs: &[(Opd, Spot)], v: Value) -> R<()> {
+        self.work(b.cost.before(&[]))?;
+        self.check_memory()?;
+        for &(o, _) in specs {
+            self.consume(o);
+        }
+        self.put(dst, v)
+    }
+
+    /// A builtin call: its arguments copied out (up to four in an array on the native
+    /// stack, no vector to build and free), the call, the arguments dropped before the
+    /// result is written.
+    #[inline(always)]
+    fn call_vals(&mut self, code: &Code<'p>, b: &'static Builtin, dst: Opd, specs: &[(Opd, Spot)]) -> R<()> {
+        let v = if let Ok(one) = <&[(Opd, Spot); 1]>::try_from(specs) {
+            let [(o, sp)] = *one;
+            let v = self.val(code, o, || sp)?;
+            self.builtin_vals(b, &mut [v])?
+        } else if specs.len() <= 4 {
+            let mut vals: [Value; 4] = Default::default();
+            self.vals_into(code, specs, &mut vals)?;
+            self.builtin_vals(b, &mut vals[..specs.len()])?
+        } else {
+            let mut vals: Vec<Value> = vec![Value::Unset; specs.len()];
+            self.vals_into(code, specs, &mut vals)?;
+            self.builtin_vals(b, &mut vals)?
+        };
+        self.put(dst, v)
+    }
+
+    /// A builtin call's arguments into `out` (as long as `specs`), in order.
+    #[inline(always)]
+    fn vals_into(&mut self, code: &Code<'p>, specs: &[(Opd, Spot)], out: &mut [Value]) -> R<()> {
+        for (slot, &(o, sp)) in out.iter_mut().zip(specs) {
+            *slot = self.val(code, o, || sp)?;
+        }
+        Ok(())
     }
 
     /// Drop what a temporary operand holds once its instruction has read it in place

@@ -21,6 +21,29 @@ fn len(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Num(n as f64))
 }
 
+/// `len`'s peek: the length of a string, list or map.
+fn len_peek(args: &[&Value]) -> Option<Value> {
+    let n = match args.first()? {
+        Value::Str(s) => s.len(),
+        Value::List(l) => l.len(),
+        Value::Map(m) => m.len(),
+        _ => return None,
+    };
+    Some(Value::Num(n as f64))
+}
+
+/// `get`'s peek: a map and a key short enough to cost nothing beyond the call's
+/// constant work (`key_work`), the value or the default.
+fn get_peek(args: &[&Value]) -> Option<Value> {
+    match args {
+        [Value::Map(m), Value::Str(k), rest @ ..] if k.len() <= crate::limits::KEY_FREE_BYTES => Some(match m.get(k) {
+            Some(v) => v.clone(),
+            None => rest.first().map_or(Value::Nil, |d| (*d).clone()),
+        }),
+        _ => None,
+    }
+}
+
 fn keys(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let m = it.arg_map("keys", args, 0)?;
     let items = m.keys().map(|k| Value::Str(k.clone())).collect();
@@ -735,10 +758,10 @@ fn lines(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("len", "len(v)", 1, 1, CONST, len),
+    b("len", "len(v)", 1, 1, CONST, len).with_peek(len_peek),
     b("keys", "keys(map)", 1, 1, Cost::items(6.0), keys),
     b("values", "values(map)", 1, 1, Cost::items(8.0), values),
-    b("get", "get(collection, key[, default])", 2, 3, CONST, get),
+    b("get", "get(collection, key[, default])", 2, 3, CONST, get).with_peek(get_peek),
     place("push", "push(PLACE, v)", 2, 2, CONST, push),
     place("pop", "pop(PLACE)", 1, 1, CONST, pop),
     place("insert", "insert(PLACE, i, v)", 3, 3, Cost::items(2.0), insert),

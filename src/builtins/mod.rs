@@ -286,7 +286,16 @@ pub struct Builtin {
     /// The parameter that takes a function argument (SPEC 10, "Function arguments"),
     /// if any: resolved at load to a user function of the arity the builtin calls it with.
     pub fnp: Option<FnParam>,
+    /// A look at borrowed arguments that answers the common case without a call: no
+    /// argument copied, nothing allocated. It answers only where the call would charge
+    /// its constant work and nothing else, fail nothing and change nothing (None: make
+    /// the call, which also says what is wrong); set only on ungated entries with a
+    /// constant cost rule (checked by a unit test). The compiled core uses it.
+    pub peek: Option<PeekFn>,
 }
+
+/// A builtin's `peek` (see `Builtin::peek`).
+pub type PeekFn = fn(&[&Value]) -> Option<Value>;
 
 /// A builtin's function parameter: where it stands, how many arguments the builtin
 /// passes each time it calls it, and whether the position takes only a function (`map`'s
@@ -329,6 +338,12 @@ impl Builtin {
         self
     }
 
+    /// This entry with a `peek`.
+    pub const fn with_peek(mut self, f: PeekFn) -> Builtin {
+        self.peek = Some(f);
+        self
+    }
+
     pub fn is_place(&self) -> bool {
         matches!(self.imp, Imp::Place(_))
     }
@@ -348,7 +363,7 @@ impl Builtin {
 
 /// Build a table entry.
 pub const fn b(name: &'static str, sig: &'static str, min: u8, max: u8, cost: Cost, f: PlainFn) -> Builtin {
-    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Plain(f), fnp: None }
+    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Plain(f), fnp: None, peek: None }
 }
 
 /// Build a table entry gated by a capability.
@@ -361,12 +376,12 @@ pub const fn gated(
     cost: Cost,
     f: PlainFn,
 ) -> Builtin {
-    Builtin { name, sig, min, max, cap: Some(cap), cost, imp: Imp::Plain(f), fnp: None }
+    Builtin { name, sig, min, max, cap: Some(cap), cost, imp: Imp::Plain(f), fnp: None, peek: None }
 }
 
 /// Build a table entry whose first argument is a place.
 pub const fn place(name: &'static str, sig: &'static str, min: u8, max: u8, cost: Cost, f: PlaceFn) -> Builtin {
-    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Place(f), fnp: None }
+    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Place(f), fnp: None, peek: None }
 }
 
 /// Every area's table.
@@ -541,5 +556,27 @@ impl Interp<'_> {
             None | Some(Value::Nil) => None,
             Some(v) => Some(v),
         }
+    }
+}
+
+#[cfg(test)]
+mod peek_tests {
+    use super::*;
+
+    /// A peek skips the capability check, the audit line and every cost rule but the
+    /// constant one: only ungated, plain, constant-cost entries may have one.
+    #[test]
+    fn peeks_only_on_ungated_constant_cost_entries() {
+        let mut n = 0;
+        for b in all() {
+            if b.peek.is_some() {
+                n += 1;
+                assert!(b.cap.is_none(), "{} is gated", b.name);
+                assert!(matches!(b.imp, Imp::Plain(_)), "{} is a place builtin", b.name);
+                assert!(b.cost.rule == Rule::Const && !b.cost.measures_result(), "{}'s cost is not constant", b.name);
+                assert!(b.fnp.is_none(), "{} takes a function", b.name);
+            }
+        }
+        assert!(n >= 2, "len and get have peeks");
     }
 }
