@@ -228,11 +228,11 @@ pub fn run_file(
         update,
     });
     let mut it = Interp::new(&prog, &cfg);
-    it.testing = true;
+    it.host.testing = true;
     // One result line, after the test's own output. False when stdout failed: the
     // failure is kept in the summary and the file's remaining tests are not run.
     let say = |it: &mut Interp<'_>, summary: &mut Summary, o: Outcome<'_>| -> bool {
-        let _ = it.out.flush();
+        let _ = it.host.out.flush();
         say_line(summary, &o.render(json))
     };
     if let Err(u) = it.run_main() {
@@ -240,7 +240,7 @@ pub fn run_file(
         let msg = d.as_ref().map(|d| d.message.clone()).unwrap_or_else(|| "exit during the top level".into());
         let msg = format!("top level: {msg}");
         summary.failed += 1;
-        let (steps, work) = (Some(it.meter.steps), Some(it.meter.work));
+        let (steps, work) = (Some(it.host.meter.steps), Some(it.host.meter.work));
         // Written once, on stdout, with where it happened (SPEC 11, round 3).
         let at = place(d.as_ref());
         let o = Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps, work, ms: None, at };
@@ -285,7 +285,7 @@ pub fn run_file(
         let t0 = std::time::Instant::now();
         let r = it.call_test(fi);
         let ms = Some(t0.elapsed().as_secs_f64() * 1000.0);
-        let (steps, work) = (Some(it.meter.steps), Some(it.meter.work));
+        let (steps, work) = (Some(it.host.meter.steps), Some(it.host.meter.work));
         match r {
             Ok(()) => {
                 summary.passed += 1;
@@ -318,10 +318,10 @@ pub fn run_file(
 
 /// The end of a file's tests: its output out, its handles closed.
 fn finish(it: &mut Interp<'_>) {
-    let _ = it.out.flush();
-    it.files.close_all();
-    it.net.close_all();
-    it.db.close_all();
+    let _ = it.host.out.flush();
+    it.host.files.close_all();
+    it.host.net.close_all();
+    it.host.db.close_all();
 }
 
 /// Snapshot files (`assert_snapshot`): `DIR/__snapshots__/STEM/NAME.snap`, where DIR is

@@ -281,8 +281,8 @@ impl<'p> Interp<'p> {
                             let b = self.base + start as usize;
                             let items: Vec<Value> =
                                 self.stack[b..b + n as usize].iter_mut().map(std::mem::take).collect();
-                            match self.make_list(items) {
-                                Ok(l) => match self.check_memory() {
+                            match self.host.make_list(items) {
+                                Ok(l) => match self.host.check_memory() {
                                     Ok(()) => self.put(dst, l),
                                     Err(e) => Err(e),
                                 },
@@ -296,8 +296,8 @@ impl<'p> Interp<'p> {
                             for (i, (k, _)) in keys.iter().enumerate() {
                                 m.insert(k.clone(), std::mem::take(&mut self.stack[b + i]));
                             }
-                            match self.make_map(m) {
-                                Ok(v) => match self.check_memory() {
+                            match self.host.make_map(m) {
+                                Ok(v) => match self.host.check_memory() {
                                     Ok(()) => self.put(dst, v),
                                     Err(e) => Err(e),
                                 },
@@ -597,7 +597,7 @@ impl<'p> Interp<'p> {
         if matches!(op, BinOp::Eq | BinOp::Ne) {
             let mut n = EqCount::default();
             let same = equals_counted(&x, &Value::Num(k), &mut n);
-            self.work(n.units())?;
+            self.host.work(n.units())?;
             return Ok(same == (op == BinOp::Eq));
         }
         Ok(self.binop(op, x, Value::Num(k))?.truthy())
@@ -631,7 +631,7 @@ impl<'p> Interp<'p> {
             for o in [a, b] {
                 self.consume(o);
             }
-            self.work(n.units())?;
+            self.host.work(n.units())?;
             return Ok(same == (op == BinOp::Eq));
         }
         // An unset operand's error carries its name's column or none, never the
@@ -647,7 +647,7 @@ impl<'p> Interp<'p> {
         let x = self.val(code, a, || sa)?;
         let key = self.val(code, k, || sk)?;
         if let (Value::Map(_), Value::Str(s)) = (&x, &key) {
-            self.work(key_work(s.len()))?;
+            self.host.work(key_work(s.len()))?;
         }
         let v = self.index_value(&x, &key)?;
         self.put(dst, v)
@@ -690,7 +690,7 @@ impl<'p> Interp<'p> {
         for cell in &mut self.stack[new_base + n..new_base + code.nlocals as usize] {
             *cell = Value::Unset;
         }
-        if let Err(e) = self.check_memory() {
+        if let Err(e) = self.host.check_memory() {
             self.vm_leave(&code, saved);
             return Err(e);
         }
