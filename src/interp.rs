@@ -4,11 +4,14 @@
 //!   deadline looked at).
 //! - Storage: `Interp::charge` is the one place frame storage and total memory are
 //!   charged; every store into a variable goes through it.
-//! - Heap: `Interp::check_memory` (`memory.rs`) compares the process's live heap with
+//! - Heap: `Host::check_memory` (`builtins/host.rs`) compares the process's live heap with
 //!   `--max-memory` at every step, after every builtin call and operator that builds a
 //!   value, and when a list, map or string is built.
 //! - Control flow (`Flow`: break, continue, return) travels apart from failures
 //!   (`Unwind`: runtime errors, limits, exit).
+//! - Builtins get the `host` field (`builtins::host::Host`: meter, heap, limits, gate,
+//!   output, each area's state), never the evaluator; those that call user functions
+//!   get `Callbacks` (the host and `call_fn`), implemented here.
 
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -304,18 +307,11 @@ impl<'p> Interp<'p> {
     // ------------------------------------------------------------------
 
     pub fn err(&self, kind: ErrKind, message: impl Into<String>) -> Fail {
-        Box::new(Unwind::Error(RtError {
-            kind,
-            message: message.into(),
-            pos: NO_POS,
-            spot: 0,
-            help: None,
-            value: None,
-        }))
+        crate::error::error(kind, message.into())
     }
 
     pub fn limit(&self, kind: LimitKind, message: impl Into<String>) -> Fail {
-        Box::new(Unwind::Limit { kind, message: message.into(), pos: NO_POS })
+        crate::error::limit(kind, message.into())
     }
 
     fn slot_name(&self, slot: Slot) -> &str {

@@ -21,7 +21,7 @@ use crate::ast::Pos;
 use crate::budget::{Budgets, Output};
 use crate::caps::Caps;
 use crate::diag::ErrKind;
-use crate::error::{Fail, RtError, Unwind, NO_POS, R};
+use crate::error::{Fail, NO_POS, R};
 use crate::limits::*;
 use crate::memory::HeapMeter;
 use crate::meter::Meter;
@@ -191,18 +191,12 @@ impl Host {
 
     /// A runtime error of `kind` (its line and spot are given where it is caught).
     pub fn err(&self, kind: ErrKind, message: impl Into<String>) -> Fail {
-        Box::new(Unwind::Error(RtError {
-            kind,
-            message: message.into(),
-            pos: NO_POS,
-            spot: 0,
-            help: None,
-            value: None,
-        }))
+        crate::error::error(kind, message.into())
     }
 
+    /// A limit of `kind` reached.
     pub fn limit(&self, kind: LimitKind, message: impl Into<String>) -> Fail {
-        Box::new(Unwind::Limit { kind, message: message.into(), pos: NO_POS })
+        crate::error::limit(kind, message.into())
     }
 
     /// A budget charge failed: turn it into its limit.
