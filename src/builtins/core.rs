@@ -2,12 +2,12 @@
 
 use std::io::Write;
 
+use super::snapshot;
 use super::Host;
 use super::{b, Builtin, Cost, CONST, VARIADIC};
 use crate::diag::ErrKind;
 use crate::error::{Unwind, R};
 use crate::limits::*;
-use crate::testrun::snapshot;
 use crate::value::*;
 
 /// Join the `str` of each argument with `sep` into one print's text (within 1 MiB).

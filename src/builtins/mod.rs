@@ -31,6 +31,7 @@ pub mod netcfg;
 pub mod numbers;
 pub mod rand;
 pub mod re;
+pub mod snapshot;
 pub mod stdin;
 pub mod strings;
 pub mod url;
