@@ -41,6 +41,19 @@ pub type R<T> = Result<T, Fail>;
 /// The position of a failure not located yet.
 pub const NO_POS: Pos = u32::MAX;
 
+/// A runtime error of `kind`, not located yet (its line and spot are given on the way
+/// out: `located`, `spotted`).
+#[cold]
+pub fn error(kind: ErrKind, message: String) -> Fail {
+    Box::new(Unwind::Error(RtError { kind, message, pos: NO_POS, spot: 0, help: None, value: None }))
+}
+
+/// A limit of `kind` reached, not located yet.
+#[cold]
+pub fn limit(kind: LimitKind, message: String) -> Fail {
+    Box::new(Unwind::Limit { kind, message, pos: NO_POS })
+}
+
 /// Give a runtime error the spot `sp` within its line unless it already has a position
 /// or a spot (the innermost node that raised it wins).
 #[cold]

@@ -4,25 +4,26 @@
 //!   deadline looked at).
 //! - Storage: `Interp::charge` is the one place frame storage and total memory are
 //!   charged; every store into a variable goes through it.
-//! - Heap: `Interp::check_memory` (`memory.rs`) compares the process's live heap with
+//! - Heap: `Host::check_memory` (`builtins/host.rs`) compares the process's live heap with
 //!   `--max-memory` at every step, after every builtin call and operator that builds a
 //!   value, and when a list, map or string is built.
 //! - Control flow (`Flow`: break, continue, return) travels apart from failures
 //!   (`Unwind`: runtime errors, limits, exit).
+//! - Builtins get the `host` field (`builtins::host::Host`: meter, heap, limits, gate,
+//!   output, each area's state), never the evaluator; those that call user functions
+//!   get `Callbacks` (the host and `call_fn`), implemented here.
 
 use smallvec::SmallVec;
 use std::rc::Rc;
-use std::time::Instant;
 
 use crate::ast::{BinOp, Pos};
-use crate::budget::{Budgets, Output};
 use crate::builtins::{Builtin, Cap, Imp};
 use crate::diag::ErrKind;
 use crate::limits::*;
-use crate::meter::Meter;
 use crate::program::*;
 use crate::value::*;
 
+pub use crate::builtins::host::{concat_work, find_bytes, find_work, key_work, Host, RunConfig, SnapshotDir};
 use crate::error::located;
 pub use crate::error::{spotted, Fail, RtError, Unwind, NO_POS, R};
 
@@ -36,52 +37,6 @@ pub enum Flow {
     Break,
     Continue,
     Return,
-}
-
-/// What the operator granted and set for this run.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    /// The capability scopes and the audit log (`gate.rs`).
-    pub gate: std::sync::Arc<crate::gate::Gate>,
-    pub max_steps: u64,
-    pub max_work: u64,
-    pub deadline: Option<Instant>,
-    pub max_memory: u64,
-    /// The run-time limits (`--limit`, the gateway's `[limits]`).
-    pub limits: Limits,
-    pub seed: Option<u32>,
-    pub caps: Caps,
-    pub args: Vec<Vec<u8>>,
-    pub cgi: bool,
-    pub snapshots: Option<SnapshotDir>,
-    /// `--tls-ca-file` and `--dns-server`.
-    pub net: crate::builtins::netcfg::NetSettings,
-    /// The heap budget the program was loaded under (`memory::Budget`), so that the run
-    /// shares it; None starts one when the run starts (the program then not counted).
-    pub heap: Option<crate::memory::Budget>,
-    /// `--profile`: feed a profiler (returned in the run's outcome).
-    pub profile: bool,
-}
-
-impl Default for RunConfig {
-    fn default() -> Self {
-        RunConfig {
-            gate: Default::default(),
-            max_steps: DEFAULT_MAX_STEPS,
-            max_work: DEFAULT_MAX_WORK,
-            deadline: None,
-            max_memory: DEFAULT_MAX_MEMORY,
-            limits: Limits::default(),
-            seed: None,
-            caps: Caps::default(),
-            args: vec![],
-            cgi: false,
-            snapshots: None,
-            net: Default::default(),
-            heap: None,
-            profile: false,
-        }
-    }
 }
 
 /// Usage figures reported by `--stats`.
@@ -126,48 +81,18 @@ pub struct Interp<'p> {
     /// (`Op::InterpBegin` .. `Op::InterpEnd`; a catch cuts it back, as it does `lambdas`).
     pub(crate) ibufs: Vec<Vec<u8>>,
 
-    /// Steps, work and the deadline: the one place anything is charged (meter.rs).
-    pub(crate) meter: Meter,
     /// The value of the `return` being carried out.
     ret: Value,
 
     gbytes: usize,
     fbytes: usize,
     mem: usize,
-    max_mem: usize,
     peak_frame: usize,
     peak_mem: usize,
-    /// The live-bytes bound (`memory.rs`).
-    pub(crate) heap: crate::memory::HeapMeter,
+    /// What a builtin may touch (meter, heap, limits, gate, output, each area's state):
+    /// lent to each builtin call (`builtins::host`).
+    pub(crate) host: Host,
 
-    pub(crate) caps: Caps,
-    /// The run-time limits this run is held to (SPEC 8.2): every reader of one asks here.
-    pub(crate) lim: Limits,
-    /// Capability scopes and the audit log.
-    pub(crate) gate: std::sync::Arc<crate::gate::Gate>,
-    /// What the gated call now running touched, for its audit line: the resolved
-    /// target and the bytes moved.
-    pub(crate) audit_target: Option<String>,
-    pub(crate) audit_bytes: u64,
-    /// The line running now (for audit lines).
-    pub(crate) pos: Pos,
-    pub(crate) budgets: Budgets,
-    pub(crate) out: Output,
-    pub(crate) script_args: Vec<Vec<u8>>,
-    pub(crate) rng: crate::builtins::rand::Rng,
-    pub(crate) env: crate::builtins::env::EnvOverlay,
-    pub(crate) stdin: crate::builtins::stdin::StdinState,
-    pub(crate) files: crate::builtins::files::FileState,
-    /// Sockets, listeners, HTTP, TLS and DNS (all built on first use).
-    pub(crate) net: crate::builtins::net::NetSlot,
-    /// Open SQLite databases (nothing SQLite-related exists until `db.open` runs).
-    pub(crate) db: crate::builtins::db::DbState,
-    /// Where `assert_snapshot` keeps its snapshots.
-    pub(crate) snapshots: Option<SnapshotDir>,
-    /// Seconds asked of `sleep` so far (the `sleep` limit).
-    pub(crate) slept: f64,
-    /// Set by `leash test`: `is_main()` is false there.
-    pub testing: bool,
     /// `--profile`: the profiler, fed from the meter's slow path and at calls.
     pub(crate) profile: Option<Box<crate::tools::profile::Profile>>,
     /// Run compiled code (`compile.rs`, `vm.rs`; `LEASH_CORE=vm`); false: the tree
@@ -185,14 +110,6 @@ fn core_compiled() -> bool {
     *C.get_or_init(|| std::env::var_os("LEASH_CORE").is_some_and(|v| v == "vm"))
 }
 
-/// `assert_snapshot` files live in `DIR/__snapshots__/STEM/NAME.snap`.
-#[derive(Debug, Clone)]
-pub struct SnapshotDir {
-    pub dir: std::path::PathBuf,
-    pub stem: String,
-    pub update: bool,
-}
-
 /// `a + k * st` for a `for` loop whose `k * st` overflowed: computed at half scale and
 /// doubled back (halving and doubling are exact here), so the term is the one the plain
 /// sum would give with an unbounded exponent: finite when it is within range.
@@ -203,20 +120,8 @@ fn range_term_wide(a: f64, k: f64, st: f64) -> f64 {
     (a / 2.0 + k * (st / 2.0)) * 2.0
 }
 
-/// A run's compiled patterns go with it (see `re::forget_patterns`).
-impl Drop for Interp<'_> {
-    fn drop(&mut self) {
-        crate::builtins::re::forget_patterns();
-    }
-}
-
 impl<'p> Interp<'p> {
     pub fn new(prog: &'p Program, cfg: &RunConfig) -> Self {
-        let mut out = Output::default();
-        out.hold = cfg.cgi;
-        crate::value::set_growth_limits(&cfg.limits);
-        // Before the heap budget starts: no earlier run's compiled patterns are held.
-        crate::builtins::re::forget_patterns();
         Interp {
             prog,
             stack: Vec::with_capacity(256),
@@ -225,37 +130,15 @@ impl<'p> Interp<'p> {
             func: MAIN_FN,
             depth: 1,
             max_depth: 1,
-            meter: Meter::new(cfg.max_steps, cfg.max_work, cfg.deadline),
             ret: Value::Nil,
             lambdas: Vec::new(),
             ibufs: Vec::new(),
             gbytes: 0,
             fbytes: 0,
             mem: 0,
-            max_mem: cfg.max_memory.min(usize::MAX as u64) as usize,
             peak_frame: 0,
             peak_mem: 0,
-            heap: crate::memory::HeapMeter::new(
-                cfg.heap.unwrap_or_else(|| crate::memory::Budget::start(cfg.max_memory)),
-            ),
-            caps: cfg.caps,
-            lim: cfg.limits,
-            budgets: Budgets::new(&cfg.limits),
-            gate: cfg.gate.clone(),
-            audit_target: None,
-            audit_bytes: 0,
-            pos: NO_POS,
-            out,
-            script_args: cfg.args.clone(),
-            rng: crate::builtins::rand::Rng::new(cfg.seed),
-            env: Default::default(),
-            stdin: Default::default(),
-            files: Default::default(),
-            net: crate::builtins::net::NetSlot::new(&cfg.net, &cfg.limits),
-            db: Default::default(),
-            snapshots: cfg.snapshots.clone(),
-            slept: 0.0,
-            testing: false,
+            host: Host::new(cfg),
             profile: None,
             compiled: core_compiled(),
             codes: Vec::new(),
@@ -283,7 +166,7 @@ impl<'p> Interp<'p> {
         if self.stack.len() < need {
             self.stack.resize_with(need, Default::default);
         }
-        self.check_memory()?;
+        self.host.check_memory()?;
         Ok(code)
     }
 
@@ -339,7 +222,7 @@ impl<'p> Interp<'p> {
         self.prog = prog;
         self.codes.clear();
         self.globals = g;
-        self.meter.reset();
+        self.host.meter.reset();
         self.func = MAIN_FN;
         self.depth = 1;
         self.base = 0;
@@ -358,12 +241,12 @@ impl<'p> Interp<'p> {
     /// Profile this run (`--profile`).
     pub fn start_profile(&mut self) {
         self.profile = Some(Box::default());
-        self.meter.profile();
+        self.host.meter.profile();
     }
 
     /// The profile, with everything counted up to now attributed.
     pub fn take_profile(&mut self) -> Option<Box<crate::tools::profile::Profile>> {
-        let (steps, work) = (self.meter.steps, self.meter.work);
+        let (steps, work) = (self.host.meter.steps, self.host.meter.work);
         let mut p = self.profile.take()?;
         p.sync(steps, work);
         Some(p)
@@ -372,9 +255,9 @@ impl<'p> Interp<'p> {
     #[cold]
     #[inline(never)]
     fn step_slow(&mut self, pos: Pos) -> R<()> {
-        let r = self.meter.step_slow();
+        let r = self.host.meter.step_slow();
         if let Some(p) = self.profile.as_deref_mut() {
-            p.step(pos, self.meter.steps, self.meter.work);
+            p.step(pos, self.host.meter.steps, self.host.meter.work);
         }
         r.map_err(|e| located(e, pos))
     }
@@ -399,27 +282,27 @@ impl<'p> Interp<'p> {
 
     /// Call function `fi` without arguments, with a fresh step and work budget (`leash test`).
     pub fn call_test(&mut self, fi: usize) -> R<()> {
-        self.meter.reset();
+        self.host.meter.reset();
         self.call(fi, &[])?;
         Ok(())
     }
 
     pub fn stats(&self) -> Stats {
         Stats {
-            steps: self.meter.steps,
-            work: self.meter.work,
+            steps: self.host.meter.steps,
+            work: self.host.meter.work,
             max_call_depth: self.max_depth,
             peak_frame_bytes: self.peak_frame,
-            peak_memory_bytes: self.peak_mem.max(self.heap.peak()),
-            stdout_bytes: self.budgets.stdout.used,
-            stderr_bytes: self.budgets.stderr.used,
-            stdin_bytes: self.budgets.stdin.used,
-            file_write_bytes: self.budgets.file_writes.used,
-            file_read_bytes: self.budgets.file_reads.used,
-            http_requests: self.net.get().map_or(0, |n| n.http.requests),
-            http_body_bytes: self.net.get().map_or(0, |n| n.http.bodies.used),
-            net_sent_bytes: self.net.get().map_or(0, |n| n.sent.used),
-            net_recv_bytes: self.net.get().map_or(0, |n| n.received.used),
+            peak_memory_bytes: self.peak_mem.max(self.host.heap.peak()),
+            stdout_bytes: self.host.budgets.stdout.used,
+            stderr_bytes: self.host.budgets.stderr.used,
+            stdin_bytes: self.host.budgets.stdin.used,
+            file_write_bytes: self.host.budgets.file_writes.used,
+            file_read_bytes: self.host.budgets.file_reads.used,
+            http_requests: self.host.net.get().map_or(0, |n| n.http.requests),
+            http_body_bytes: self.host.net.get().map_or(0, |n| n.http.bodies.used),
+            net_sent_bytes: self.host.net.get().map_or(0, |n| n.sent.used),
+            net_recv_bytes: self.host.net.get().map_or(0, |n| n.received.used),
         }
     }
 
@@ -428,23 +311,11 @@ impl<'p> Interp<'p> {
     // ------------------------------------------------------------------
 
     pub fn err(&self, kind: ErrKind, message: impl Into<String>) -> Fail {
-        Box::new(Unwind::Error(RtError {
-            kind,
-            message: message.into(),
-            pos: NO_POS,
-            spot: 0,
-            help: None,
-            value: None,
-        }))
+        crate::error::error(kind, message.into())
     }
 
     pub fn limit(&self, kind: LimitKind, message: impl Into<String>) -> Fail {
-        Box::new(Unwind::Limit { kind, message: message.into(), pos: NO_POS })
-    }
-
-    /// A budget charge failed: turn it into its limit.
-    pub fn budget_fail(&self, e: (LimitKind, String)) -> Fail {
-        self.limit(e.0, e.1)
+        crate::error::limit(kind, message.into())
     }
 
     fn slot_name(&self, slot: Slot) -> &str {
@@ -482,11 +353,11 @@ impl<'p> Interp<'p> {
     /// Charge one step for the line at `pos`.
     #[inline(always)]
     pub fn step(&mut self, pos: Pos) -> R<()> {
-        self.pos = pos;
-        if self.meter.step_due() {
+        self.host.pos = pos;
+        if self.host.meter.step_due() {
             self.step_slow(pos)?;
         }
-        self.check_memory().map_err(|e| located(e, pos))
+        self.host.check_memory().map_err(|e| located(e, pos))
     }
 
     /// Charge one step for a line of compiled code: the heap is looked at on the back
@@ -494,44 +365,11 @@ impl<'p> Interp<'p> {
     /// every line (`step` does it for the tree evaluator).
     #[inline(always)]
     pub(crate) fn step_line(&mut self, pos: Pos) -> R<()> {
-        self.pos = pos;
-        if self.meter.step_due() {
+        self.host.pos = pos;
+        if self.host.meter.step_due() {
             self.step_slow(pos)?;
         }
         Ok(())
-    }
-
-    /// Charge `n` units of work (the one work charge: builtins, operators, copies, I/O
-    /// and SQLite all come here). Past the budget, the `work` limit.
-    #[inline(always)]
-    pub fn work(&mut self, n: u64) -> R<()> {
-        self.meter.work(n)
-    }
-
-    /// Charge `n` steps at once, for work done outside the evaluator (SQLite's virtual
-    /// machine, metered by its progress handler). Past the budget, the `steps` limit.
-    pub fn charge_steps(&mut self, n: u64) -> R<()> {
-        self.meter.steps_n(n)
-    }
-
-    /// `--max-memory`, in bytes.
-    pub fn max_memory(&self) -> usize {
-        self.max_mem
-    }
-
-    /// Steps left before the `steps` limit (what outside work may still be charged).
-    pub fn steps_left(&self) -> u64 {
-        self.meter.steps_left()
-    }
-
-    /// Work left before the `work` limit.
-    pub fn work_left(&self) -> u64 {
-        self.meter.work_left()
-    }
-
-    /// Stop if the deadline has passed.
-    pub fn check_time(&self) -> R<()> {
-        self.meter.check_time()
     }
 
     // ------------------------------------------------------------------
@@ -556,7 +394,7 @@ impl<'p> Interp<'p> {
             if self.mem > self.peak_mem {
                 self.peak_mem = self.mem;
             }
-            if f > self.lim.n(L::FrameStorage) || self.mem > self.max_mem {
+            if f > self.host.lim.n(L::FrameStorage) || self.mem > self.host.max_mem {
                 return Err(self.charge_refused(f));
             }
         }
@@ -567,112 +405,16 @@ impl<'p> Interp<'p> {
     #[cold]
     #[inline(never)]
     fn charge_refused(&self, f: usize) -> Fail {
-        if f > self.lim.n(L::FrameStorage) {
+        if f > self.host.lim.n(L::FrameStorage) {
             return self.limit(
                 LimitKind::FrameStorage,
-                format!("frame storage exceeds {max_frame_bytes} bytes", max_frame_bytes = self.lim.n(L::FrameStorage)),
+                format!(
+                    "frame storage exceeds {max_frame_bytes} bytes",
+                    max_frame_bytes = self.host.lim.n(L::FrameStorage)
+                ),
             );
         }
-        self.limit(LimitKind::Memory, format!("accounted storage exceeds {} bytes (--max-memory)", self.max_mem))
-    }
-
-    /// Refuse to build a value whose accounted size exceeds one frame.
-    pub fn check_value(&self, v: &Value) -> R<()> {
-        if v.acct() > self.lim.n(L::FrameStorage) {
-            return Err(self.limit(
-                LimitKind::FrameStorage,
-                format!(
-                    "a value of {} accounted bytes exceeds the frame limit of {max_frame_bytes}",
-                    v.acct(),
-                    max_frame_bytes = self.lim.n(L::FrameStorage)
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    pub fn check_list_len(&self, n: usize) -> R<()> {
-        if n > self.lim.n(L::List) {
-            return Err(self.limit(
-                LimitKind::List,
-                format!("list of more than {max_list_items} items", max_list_items = self.lim.n(L::List)),
-            ));
-        }
-        Ok(())
-    }
-
-    pub fn check_map_len(&self, n: usize) -> R<()> {
-        if n > self.lim.n(L::Map) {
-            return Err(self.limit(
-                LimitKind::Map,
-                format!("map of more than {max_map_entries} entries", max_map_entries = self.lim.n(L::Map)),
-            ));
-        }
-        Ok(())
-    }
-
-    #[inline(always)]
-    pub fn check_str_len(&self, n: usize) -> R<()> {
-        if n > self.lim.n(L::String) {
-            return Err(self.str_too_long());
-        }
-        Ok(())
-    }
-
-    /// The longest line a line reader may return under line limit `l`: a line is a
-    /// string, so a raised line limit does not lift the string limit.
-    #[inline]
-    pub fn line_cap(&self, l: L) -> usize {
-        self.lim.n(l).min(self.lim.n(L::String))
-    }
-
-    /// The failure of a line past `line_cap(l)`: the line limit's own, or the string
-    /// limit's when that is the lower.
-    pub fn line_too_long(&self, l: L, own: impl FnOnce() -> Fail) -> Fail {
-        if self.lim.n(L::String) < self.lim.n(l) {
-            self.str_too_long()
-        } else {
-            own()
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn str_too_long(&self) -> Fail {
-        self.limit(
-            LimitKind::String,
-            format!("string of more than {max_string_bytes} bytes", max_string_bytes = self.lim.n(L::String)),
-        )
-    }
-
-    /// Charge the copy that a copy-on-write change of `rc` is about to make: nothing
-    /// when it is not shared, else its items or bytes (the one place copies are charged).
-    #[inline]
-    pub fn cow<T: CopyCost>(&mut self, rc: &Rc<T>) -> R<()> {
-        if Rc::strong_count(rc) > 1 {
-            return self.work(rc.copy_work());
-        }
-        Ok(())
-    }
-
-    /// Build a list value from items, within the list and frame limits.
-    pub fn make_list(&self, items: Vec<Value>) -> R<Value> {
-        self.check_list_len(items.len())?;
-        let v = Value::list(items);
-        self.check_value(&v)?;
-        Ok(v)
-    }
-
-    pub fn make_map(&self, m: Map) -> R<Value> {
-        self.check_map_len(m.len())?;
-        let v = Value::map(m);
-        self.check_value(&v)?;
-        Ok(v)
-    }
-
-    pub fn make_str(&self, b: Vec<u8>) -> R<Value> {
-        self.check_str_len(b.len())?;
-        Ok(Value::str(b))
+        self.limit(LimitKind::Memory, format!("accounted storage exceeds {} bytes (--max-memory)", self.host.max_mem))
     }
 
     // ------------------------------------------------------------------
@@ -911,13 +653,13 @@ impl<'p> Interp<'p> {
                 self.assign(p, v)?;
             }
         }
-        self.check_memory()
+        self.host.check_memory()
     }
 
     /// The error `throw v` raises on the line at `pos` (both evaluators).
     pub(crate) fn thrown(&self, v: Value, pos: Pos) -> Fail {
         let mut text = Vec::new();
-        let message = match write_str(&v, &mut text, self.lim.n(L::String)) {
+        let message = match write_str(&v, &mut text, self.host.lim.n(L::String)) {
             Ok(()) => String::from_utf8_lossy(&text).into_owned(),
             Err(_) => format!("a thrown {}", v.type_name()),
         };
@@ -957,7 +699,7 @@ impl<'p> Interp<'p> {
         if let Some(v) = e.value {
             m.insert(bytes(b"value"), v);
         }
-        self.make_map(m)
+        self.host.make_map(m)
     }
 
     fn loop_body(&mut self, body: &'p [Stmt]) -> R<Option<Flow>> {
@@ -1079,21 +821,6 @@ impl<'p> Interp<'p> {
         Ok(keys)
     }
 
-    /// Resolve an index `k` for a sequence of length `len` (negative counts from the end).
-    pub fn index(&self, k: &Value, len: usize) -> R<usize> {
-        let Value::Num(n) = k else {
-            return Err(self.err(ErrKind::Type, format!("index must be a number, got {}", k.type_name())));
-        };
-        if !is_integral(*n) {
-            return Err(self.err(ErrKind::Value, format!("index {} is not an integer", num_to_string(*n))));
-        }
-        let i = if *n < 0.0 { *n + len as f64 } else { *n };
-        if i < 0.0 || i >= len as f64 {
-            return Err(self.err(ErrKind::Index, format!("index {} out of range for length {len}", num_to_string(*n))));
-        }
-        Ok(i as usize)
-    }
-
     fn map_key<'k>(&self, k: &'k Value) -> R<&'k [u8]> {
         match k {
             Value::Str(s) => Ok(s),
@@ -1138,7 +865,7 @@ impl<'p> Interp<'p> {
                 r.help = Some(format!("did you mean \"{}\"?", String::from_utf8_lossy(key)));
             }
         }
-        if let Err(limit) = self.work(cells) {
+        if let Err(limit) = self.host.work(cells) {
             return limit;
         }
         e
@@ -1157,8 +884,8 @@ impl<'p> Interp<'p> {
         };
         match v {
             Value::List(rc) => {
-                let i = self.index(k, rc.len())?;
-                self.cow(rc)?;
+                let i = self.host.index(k, rc.len())?;
+                self.host.cow(rc)?;
                 Rc::make_mut(rc).with_item(i, |item| self.nav_mut(item, rest, leaf))
             }
             Value::Map(rc) => {
@@ -1166,7 +893,7 @@ impl<'p> Interp<'p> {
                 if !rc.contains(key) {
                     return Err(self.missing_key(key));
                 }
-                self.cow(rc)?;
+                self.host.cow(rc)?;
                 Rc::make_mut(rc).with_value(key, |item| self.nav_mut(item, rest, leaf)).expect("key present")
             }
             other => Err(self.err(ErrKind::Type, format!("cannot index a {}", other.type_name()))),
@@ -1199,25 +926,28 @@ impl<'p> Interp<'p> {
         let r = match &mut cur {
             Value::Map(rc) => match key {
                 Value::Str(k) => {
-                    if let Err(e) = self.work(key_work(k.len())) {
+                    if let Err(e) = self.host.work(key_work(k.len())) {
                         *self.slot_mut(slot) = cur;
                         return Err(e);
                     }
-                    if rc.len() >= self.lim.n(L::Map) && !rc.contains(&k) {
+                    if rc.len() >= self.host.lim.n(L::Map) && !rc.contains(&k) {
                         Err(self.limit(
                             LimitKind::Map,
-                            format!("map of more than {max_map_entries} entries", max_map_entries = self.lim.n(L::Map)),
+                            format!(
+                                "map of more than {max_map_entries} entries",
+                                max_map_entries = self.host.lim.n(L::Map)
+                            ),
                         ))
                     } else {
-                        self.cow(rc).map(|_| {
+                        self.host.cow(rc).map(|_| {
                             Rc::make_mut(rc).insert(k, v);
                         })
                     }
                 }
                 other => Err(self.err(ErrKind::Type, format!("map keys are strings, got {}", other.type_name()))),
             },
-            Value::List(rc) => match self.index(&key, rc.len()) {
-                Ok(i) => self.cow(rc).map(|_| {
+            Value::List(rc) => match self.host.index(&key, rc.len()) {
+                Ok(i) => self.host.cow(rc).map(|_| {
                     Rc::make_mut(rc).set(i, v);
                 }),
                 Err(e) => Err(e),
@@ -1244,20 +974,20 @@ impl<'p> Interp<'p> {
             let v = v.take().unwrap_or(Value::Nil);
             match container {
                 Value::List(rc) => {
-                    let i = this.index(last, rc.len())?;
-                    this.cow(rc)?;
+                    let i = this.host.index(last, rc.len())?;
+                    this.host.cow(rc)?;
                     Rc::make_mut(rc).set(i, v);
                 }
                 Value::Map(rc) => {
                     let key = this.map_key(last)?;
                     if !rc.contains(key) {
-                        this.check_map_len(rc.len() + 1)?;
+                        this.host.check_map_len(rc.len() + 1)?;
                     }
                     let key = match last {
                         Value::Str(s) => s.clone(),
                         _ => unreachable!(),
                     };
-                    this.cow(rc)?;
+                    this.host.cow(rc)?;
                     Rc::make_mut(rc).insert(key, v);
                 }
                 other => {
@@ -1335,11 +1065,11 @@ impl<'p> Interp<'p> {
 
     /// `s ..= v` on a string: in place when the string is not shared.
     fn append_str(&mut self, rc: &mut Bytes, v: &Value) -> R<()> {
-        self.cow(rc)?;
+        self.host.cow(rc)?;
         match v {
             Value::Str(t) => {
-                self.check_str_len(rc.len() + t.len())?;
-                self.work(concat_work(t.len()))?;
+                self.host.check_str_len(rc.len() + t.len())?;
+                self.host.work(concat_work(t.len()))?;
                 let s = Rc::make_mut(rc);
                 reserve_str(s, t.len());
                 s.extend_from_slice(t);
@@ -1347,52 +1077,22 @@ impl<'p> Interp<'p> {
             Value::Num(n) => {
                 let mut tmp = Vec::with_capacity(24);
                 fmt_num(*n, &mut tmp);
-                self.check_str_len(rc.len() + tmp.len())?;
-                self.work(concat_work(tmp.len()))?;
+                self.host.check_str_len(rc.len() + tmp.len())?;
+                self.host.work(concat_work(tmp.len()))?;
                 let s = Rc::make_mut(rc);
                 reserve_str(s, tmp.len());
                 s.extend_from_slice(&tmp);
             }
             other => {
-                let t = self.to_text(other, self.lim.n(L::String))?;
-                self.check_str_len(rc.len() + t.len())?;
-                self.work(concat_work(t.len()))?;
+                let t = self.host.to_text(other, self.host.lim.n(L::String))?;
+                self.host.check_str_len(rc.len() + t.len())?;
+                self.host.work(concat_work(t.len()))?;
                 let s = Rc::make_mut(rc);
                 reserve_str(s, t.len());
                 s.extend_from_slice(&t);
             }
         }
         Ok(())
-    }
-
-    /// `str(v)` as bytes, within `cap` bytes (the string limit unless said otherwise).
-    pub fn to_text(&mut self, v: &Value, cap: usize) -> R<Vec<u8>> {
-        let mut out = Vec::new();
-        self.write_text(v, &mut out, cap)?;
-        Ok(out)
-    }
-
-    /// Append `str(v)`; the text must stay within `cap` bytes (the string limit).
-    pub fn write_text(&mut self, v: &Value, out: &mut Vec<u8>, cap: usize) -> R<()> {
-        self.write_text_as(v, out, cap, LimitKind::String)
-    }
-
-    /// Append `str(v)`; growing past `cap` is the limit `kind`.
-    /// The text of a list or map is charged as work by the bytes written, also when it
-    /// stops at the cap (it did that much).
-    pub fn write_text_as(&mut self, v: &Value, out: &mut Vec<u8>, cap: usize, kind: LimitKind) -> R<()> {
-        let start = out.len();
-        let r = write_str(v, out, cap);
-        if matches!(v, Value::List(_) | Value::Map(_)) {
-            self.work(crate::meter::scaled((out.len() - start) as u64, WORK_TEXT_BYTE_X256))?;
-        }
-        match r {
-            Ok(()) => Ok(()),
-            Err(TextError::InvalidUtf8) => {
-                Err(self.err(ErrKind::Value, "a string inside the value is not valid UTF-8"))
-            }
-            Err(TextError::TooLong) => Err(self.limit(kind, format!("text of more than {cap} bytes"))),
-        }
     }
 
     // ------------------------------------------------------------------
@@ -1483,7 +1183,7 @@ impl<'p> Interp<'p> {
             if let (Some(x), Some(y)) = (self.direct(a), self.direct(b)) {
                 let mut n = EqCount::default();
                 let same = equals_counted(x, y, &mut n);
-                self.work(n.units())?;
+                self.host.work(n.units())?;
                 return Ok(same == (*op == BinOp::Eq));
             }
         }
@@ -1637,7 +1337,7 @@ impl<'p> Interp<'p> {
                 let x = self.eval(a)?;
                 let k = self.eval(i)?;
                 if let (Value::Map(_), Value::Str(s)) = (&x, &k) {
-                    self.work(key_work(s.len())).map_err(|f| spotted(f, *sp))?;
+                    self.host.work(key_work(s.len())).map_err(|f| spotted(f, *sp))?;
                 }
                 self.index_value(&x, &k).map_err(|f| spotted(f, *sp))
             }
@@ -1662,8 +1362,8 @@ impl<'p> Interp<'p> {
                 for it in items.iter() {
                     v.push(self.eval(it)?);
                 }
-                let l = self.make_list(v)?;
-                self.check_memory()?;
+                let l = self.host.make_list(v)?;
+                self.host.check_memory()?;
                 Ok(l)
             }
             Expr::Map(items) => {
@@ -1672,8 +1372,8 @@ impl<'p> Interp<'p> {
                     let v = self.eval(it)?;
                     m.insert(k.clone(), v);
                 }
-                let v = self.make_map(m)?;
-                self.check_memory()?;
+                let v = self.host.make_map(m)?;
+                self.host.check_memory()?;
                 Ok(v)
             }
             Expr::Interp(parts) => {
@@ -1683,13 +1383,13 @@ impl<'p> Interp<'p> {
                         IPart::Lit(b) => out.extend_from_slice(b),
                         IPart::Expr(e) => {
                             let v = self.eval(e)?;
-                            self.write_text(&v, &mut out, self.lim.n(L::String))?;
+                            self.host.write_text(&v, &mut out, self.host.lim.n(L::String))?;
                         }
                     }
-                    self.check_str_len(out.len())?;
-                    self.check_memory_after(out.len())?;
+                    self.host.check_str_len(out.len())?;
+                    self.host.check_memory_after(out.len())?;
                 }
-                self.work(WORK_CONCAT_BASE + crate::meter::scaled(out.len() as u64, WORK_INTERP_BYTE_X256))?;
+                self.host.work(WORK_CONCAT_BASE + crate::meter::scaled(out.len() as u64, WORK_INTERP_BYTE_X256))?;
                 Ok(Value::str(out))
             }
             Expr::Cond(a, c, b) => {
@@ -1721,7 +1421,7 @@ impl<'p> Interp<'p> {
     pub fn index_value(&self, x: &Value, k: &Value) -> R<Value> {
         match x {
             Value::List(l) => {
-                let i = self.index(k, l.len())?;
+                let i = self.host.index(k, l.len())?;
                 Ok(l.items()[i].clone())
             }
             Value::Map(m) => {
@@ -1732,7 +1432,7 @@ impl<'p> Interp<'p> {
                 }
             }
             Value::Str(s) => {
-                let i = self.index(k, s.len())?;
+                let i = self.host.index(k, s.len())?;
                 Ok(Value::str(vec![s[i]]))
             }
             other => Err(self.err(ErrKind::Type, format!("cannot index a {}", other.type_name()))),
@@ -1801,12 +1501,12 @@ impl<'p> Interp<'p> {
                 // Exactly one allocation for the common string and number operands; the
                 // bytes it produces are charged before they are copied.
                 let mut joined = |a: &[u8], b: &[u8]| -> R<Value> {
-                    self.check_str_len(a.len() + b.len())?;
-                    self.work(concat_work(a.len() + b.len()))?;
+                    self.host.check_str_len(a.len() + b.len())?;
+                    self.host.work(concat_work(a.len() + b.len()))?;
                     let mut out = LStr::with_capacity(a.len() + b.len());
                     out.extend_from_slice(a);
                     out.extend_from_slice(b);
-                    self.check_memory_after(out.len())?;
+                    self.host.check_memory_after(out.len())?;
                     Ok(Value::Str(Rc::new(out)))
                 };
                 match (&x, &y) {
@@ -1815,11 +1515,11 @@ impl<'p> Interp<'p> {
                     (Value::Num(n), Value::Str(b)) => with_num_text(*n, |t| joined(t, b)),
                     _ => {
                         let mut out = Vec::new();
-                        self.write_text(&x, &mut out, self.lim.n(L::String))?;
-                        self.write_text(&y, &mut out, self.lim.n(L::String))?;
-                        self.check_str_len(out.len())?;
-                        self.check_memory_after(out.len())?;
-                        self.work(concat_work(out.len()))?;
+                        self.host.write_text(&x, &mut out, self.host.lim.n(L::String))?;
+                        self.host.write_text(&y, &mut out, self.host.lim.n(L::String))?;
+                        self.host.check_str_len(out.len())?;
+                        self.host.check_memory_after(out.len())?;
+                        self.host.work(concat_work(out.len()))?;
                         Ok(Value::str(out))
                     }
                 }
@@ -1827,7 +1527,7 @@ impl<'p> Interp<'p> {
             Eq | Ne => {
                 let mut n = EqCount::default();
                 let same = equals_counted(&x, &y, &mut n);
-                self.work(n.units())?;
+                self.host.work(n.units())?;
                 Ok(Value::Bool(same == (op == Eq)))
             }
             Lt | Le | Gt | Ge => {
@@ -1835,7 +1535,7 @@ impl<'p> Interp<'p> {
                     (Value::Num(a), Value::Num(b)) => a.partial_cmp(b),
                     (Value::Str(a), Value::Str(b)) => {
                         let (o, touched) = crate::value::cmp_touched(a, b);
-                        self.work(crate::meter::scaled(touched as u64, WORK_EQ_BYTE_X256))?;
+                        self.host.work(crate::meter::scaled(touched as u64, WORK_EQ_BYTE_X256))?;
                         Some(o)
                     }
                     _ => {
@@ -1859,19 +1559,19 @@ impl<'p> Interp<'p> {
                     Value::List(l) => {
                         let mut n = EqCount::default();
                         let found = l.items().iter().any(|v| equals_counted(v, &x, &mut n));
-                        self.work(n.units())?;
+                        self.host.work(n.units())?;
                         found
                     }
                     Value::Map(m) => match &x {
                         Value::Str(k) => {
-                            self.work(crate::meter::scaled(k.len() as u64, WORK_EQ_BYTE_X256))?;
+                            self.host.work(crate::meter::scaled(k.len() as u64, WORK_EQ_BYTE_X256))?;
                             m.contains(k)
                         }
                         _ => false,
                     },
                     Value::Str(s) => match &x {
                         Value::Str(sub) => {
-                            self.work(find_work(s.len(), sub.len()))?;
+                            self.host.work(find_work(s.len(), sub.len()))?;
                             find_bytes(s, sub).is_some()
                         }
                         other => {
@@ -1923,7 +1623,7 @@ impl<'p> Interp<'p> {
             Ok(v) => {
                 *arg_heap += v.heap();
                 self.stack.push(v);
-                if *arg_heap > self.lim.n(L::CallArgs) {
+                if *arg_heap > self.host.lim.n(L::CallArgs) {
                     self.stack.truncate(new_base);
                     return Err(self.call_refused(f, *arg_heap));
                 }
@@ -1943,27 +1643,28 @@ impl<'p> Interp<'p> {
     /// Each call is charged `WORK_CALLBACK` work first (in `enter`, as every call is).
     /// An anonymous function's captured values follow its arguments (its frame's slots
     /// after its parameters), copies like the arguments.
-    pub fn call_fn<const N: usize>(&mut self, fr: crate::builtins::FnRef, args: [Value; N]) -> R<Value> {
+    pub fn call_fn(&mut self, fr: crate::builtins::FnRef, args: &mut [Value]) -> R<Value> {
         let new_base = self.stack.len();
         let mut arg_heap = 0usize;
+        let n = args.len();
         for v in args {
             arg_heap += v.heap();
-            self.stack.push(v);
+            self.stack.push(std::mem::take(v));
         }
         let (fi, nargs) = match fr {
-            crate::builtins::FnRef::Named(fi) => (fi, N),
+            crate::builtins::FnRef::Named(fi) => (fi, n),
             crate::builtins::FnRef::Lambda(li) => {
                 let (fi, caps) = &self.lambdas[li];
                 for v in caps.iter() {
                     arg_heap += v.heap();
                     self.stack.push(v.clone());
                 }
-                (*fi as usize, N + caps.len())
+                (*fi as usize, n + caps.len())
             }
         };
         let prog = self.prog;
         let f = &prog.funcs[fi];
-        if arg_heap > self.lim.n(L::CallArgs) {
+        if arg_heap > self.host.lim.n(L::CallArgs) {
             self.stack.truncate(new_base);
             return Err(self.call_refused(f, arg_heap));
         }
@@ -2043,13 +1744,13 @@ impl<'p> Interp<'p> {
     ) -> R<Saved> {
         // Every call is charged a little work, from the source or from a builtin alike: a
         // line of many calls to an empty function is one step, but not free.
-        self.work(WORK_CALLBACK)?;
-        if arg_heap + nargs * ACCT_SLOT > self.lim.n(L::CallArgs) || self.depth >= self.lim.n(L::CallDepth) {
+        self.host.work(WORK_CALLBACK)?;
+        if arg_heap + nargs * ACCT_SLOT > self.host.lim.n(L::CallArgs) || self.depth >= self.host.lim.n(L::CallDepth) {
             return Err(self.call_refused(f, arg_heap + nargs * ACCT_SLOT));
         }
-        let saved = (self.base, self.fbytes, self.func, self.pos);
+        let saved = (self.base, self.fbytes, self.func, self.host.pos);
         if let Some(p) = self.profile.as_deref_mut() {
-            p.enter(fi, self.meter.steps, self.meter.work);
+            p.enter(fi, self.host.meter.steps, self.host.meter.work);
         }
         self.base = new_base;
         self.func = fi;
@@ -2061,7 +1762,7 @@ impl<'p> Interp<'p> {
         let fb = f.base_bytes + arg_heap;
         self.fbytes = fb;
         self.mem += fb;
-        if fb > self.lim.n(L::FrameStorage) || self.mem > self.max_mem {
+        if fb > self.host.lim.n(L::FrameStorage) || self.mem > self.host.max_mem {
             self.fbytes = 0;
             self.mem -= fb;
             let e = match self.charge(false, fb as isize) {
@@ -2085,27 +1786,27 @@ impl<'p> Interp<'p> {
     pub(crate) fn frame_leave(&mut self, saved: Saved) {
         self.mem -= self.fbytes;
         self.depth -= 1;
-        (self.base, self.fbytes, self.func, self.pos) = saved;
+        (self.base, self.fbytes, self.func, self.host.pos) = saved;
         if let Some(p) = self.profile.as_deref_mut() {
-            p.leave(self.meter.steps, self.meter.work);
+            p.leave(self.host.meter.steps, self.host.meter.work);
         }
     }
 
     #[cold]
     fn call_refused(&self, f: &Function, arg_bytes: usize) -> Fail {
-        if arg_bytes > self.lim.n(L::CallArgs) {
+        if arg_bytes > self.host.lim.n(L::CallArgs) {
             self.limit(
                 LimitKind::CallArgs,
                 format!(
                     "arguments of `{}` exceed {max_call_arg_bytes} accounted bytes",
                     f.name,
-                    max_call_arg_bytes = self.lim.n(L::CallArgs)
+                    max_call_arg_bytes = self.host.lim.n(L::CallArgs)
                 ),
             )
         } else {
             self.limit(
                 LimitKind::CallDepth,
-                format!("more than {max_call_depth} active calls", max_call_depth = self.lim.n(L::CallDepth)),
+                format!("more than {max_call_depth} active calls", max_call_depth = self.host.lim.n(L::CallDepth)),
             )
         }
     }
@@ -2121,9 +1822,9 @@ impl<'p> Interp<'p> {
     #[inline(never)]
     fn check_cap_slow(&mut self, b: &Builtin) -> R<()> {
         let Some(cap) = b.cap else { return Ok(()) };
-        let (ok, flag) = (self.caps.allows(cap), cap.info().wanted);
-        self.audit_target = None;
-        self.audit_bytes = 0;
+        let (ok, flag) = (self.host.caps.allows(cap), cap.info().wanted);
+        self.host.audit_target = None;
+        self.host.audit_bytes = 0;
         if ok {
             Ok(())
         } else {
@@ -2132,17 +1833,10 @@ impl<'p> Interp<'p> {
         }
     }
 
-    /// Note what a gated call touches, for its audit line: the resolved target.
-    pub fn audit_note(&mut self, target: impl Into<String>) {
-        if self.gate.auditing() {
-            self.audit_target = Some(target.into());
-        }
-    }
-
     /// The end of a gated call: its audit line (`--audit`), allowed or refused.
     #[inline(never)]
     pub(crate) fn audit_end<T>(&mut self, b: &Builtin, r: R<T>) -> R<T> {
-        if !self.gate.auditing() {
+        if !self.host.gate.auditing() {
             return r;
         }
         let result = match &r {
@@ -2153,23 +1847,23 @@ impl<'p> Interp<'p> {
                 Unwind::Exit(_) => "exit",
             },
         };
-        let (file, line) = match self.prog.sources.locate(self.pos) {
+        let (file, line) = match self.prog.sources.locate(self.host.pos) {
             Some((f, l)) => (f, Some(l)),
             None => ("", None),
         };
         let cap = b.cap.map_or("none", Cap::name);
-        let written = self.gate.audit_record(&crate::gate::AuditRecord {
-            step: self.meter.steps,
+        let written = self.host.gate.audit_record(&crate::gate::AuditRecord {
+            step: self.host.meter.steps,
             file,
             line,
             builtin: b.name,
             capability: cap,
-            target: self.audit_target.as_deref(),
-            bytes: self.audit_bytes,
+            target: self.host.audit_target.as_deref(),
+            bytes: self.host.audit_bytes,
             result,
         });
         // Writing the line is work like any output (the target quoted is bounded).
-        self.work(crate::gate::audit_work(written))?;
+        self.host.work(crate::gate::audit_work(written))?;
         r
     }
 
@@ -2213,18 +1907,19 @@ impl<'p> Interp<'p> {
     /// the work of its result, the heap check.
     fn builtin_vals(&mut self, b: &'static Builtin, vals: &mut [Value]) -> R<Value> {
         let cost = b.cost;
-        self.work(cost.before(vals))?;
+        self.host.work(cost.before(vals))?;
         let r = match b.imp {
-            Imp::Plain(f) => f(self, vals),
+            Imp::Plain(f) => f(&mut self.host, vals),
+            Imp::Calls(f) => f(self, vals),
             Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
         };
         let r = if b.cap.is_some() { self.audit_end(b, r) } else { r };
         if cost.measures_result() {
             if let Ok(v) = &r {
-                self.work(cost.after(v))?;
+                self.host.work(cost.after(v))?;
             }
         }
-        self.check_memory()?;
+        self.host.check_memory()?;
         r
     }
 
@@ -2264,7 +1959,7 @@ impl<'p> Interp<'p> {
             Some(Value::Str(k)) => k.len(),
             _ => 0,
         };
-        self.work(b.cost.before(&[]).saturating_add(key_work(klen)))?;
+        self.host.work(b.cost.before(&[]).saturating_add(key_work(klen)))?;
         let (Some(Value::Map(m)), Some(Value::Str(k))) = (self.direct(&args[0]), self.direct(&args[1])) else {
             unreachable!("checked above")
         };
@@ -2275,7 +1970,7 @@ impl<'p> Interp<'p> {
                 None => Value::Nil,
             },
         };
-        self.check_memory()?;
+        self.host.check_memory()?;
         Ok(r)
     }
 
@@ -2299,8 +1994,8 @@ impl<'p> Interp<'p> {
         }
         let Some((i, x)) = m.num_of(k) else { return Ok(false) };
         let Some(r) = arith(*op, x, *n) else { return Ok(false) };
-        self.work(b.cost.before(&[])).map_err(|f| spotted(f, *sp))?;
-        self.check_memory().map_err(|f| spotted(f, *sp))?;
+        self.host.work(b.cost.before(&[])).map_err(|f| spotted(f, *sp))?;
+        self.host.check_memory().map_err(|f| spotted(f, *sp))?;
         let Value::Map(m) = self.slot_mut(slot) else { unreachable!("checked above") };
         let done = Rc::get_mut(m).is_some_and(|m| m.set_num_at(i, r));
         debug_assert!(done, "an unshared map with a number at {i}");
@@ -2325,20 +2020,42 @@ impl<'p> Interp<'p> {
     ) -> R<Value> {
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
         let cost = b.cost;
-        self.work(cost.before(&vals))?;
+        self.host.work(cost.before(&vals))?;
         let r = self.modify_place(root, keys, &mut |this, target| {
             if cost.measures_target() {
-                this.work(cost.target(target))?;
+                this.host.work(cost.target(target))?;
             }
-            f(this, target, &mut vals)
+            f(&mut this.host, target, &mut vals)
         });
         if cost.measures_result() {
             if let Ok(v) = &r {
-                self.work(cost.after(v))?;
+                self.host.work(cost.after(v))?;
             }
         }
-        self.check_memory()?;
+        self.host.check_memory()?;
         r
+    }
+}
+
+/// The way back into the evaluator for the builtins that call user functions
+/// (`builtins::host::Callbacks`): the host, and the ordinary call.
+impl crate::builtins::host::HasHost for Interp<'_> {
+    #[inline]
+    fn host(&mut self) -> &mut Host {
+        &mut self.host
+    }
+}
+
+impl crate::builtins::host::Callbacks for Interp<'_> {
+    fn callable(&self, f: crate::builtins::FnRef) -> bool {
+        match f {
+            crate::builtins::FnRef::Named(fi) => fi < self.prog.funcs.len(),
+            crate::builtins::FnRef::Lambda(li) => li < self.lambdas.len(),
+        }
+    }
+
+    fn call(&mut self, f: crate::builtins::FnRef, args: &mut [Value]) -> R<Value> {
+        self.call_fn(f, args)
     }
 }
 
@@ -2392,57 +2109,6 @@ fn int_mod(a: f64, b: f64) -> Option<f64> {
         return Some(r as f64);
     }
     None
-}
-
-/// Byte-substring search, linear in the subject (memchr's Two-Way/SIMD searcher).
-pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    memchr::memmem::find(hay, needle)
-}
-
-/// Work of producing `n` bytes by concatenation or interpolation.
-#[inline]
-pub fn concat_work(n: usize) -> u64 {
-    WORK_CONCAT_BASE + crate::meter::scaled(n as u64, WORK_CONCAT_BYTE_X256)
-}
-
-/// Hashing and comparing a map key: free up to `KEY_FREE_BYTES` (within the operation's
-/// own cost), then by its bytes, so a 1 MB key looked up per line is charged for it.
-#[inline]
-pub fn key_work(len: usize) -> u64 {
-    if len <= KEY_FREE_BYTES {
-        0
-    } else {
-        crate::meter::scaled(len as u64, WORK_HASH_BYTE_X256)
-    }
-}
-
-/// Work of searching `hay` for a needle of `needle` bytes.
-#[inline]
-pub fn find_work(hay: usize, needle: usize) -> u64 {
-    crate::meter::scaled((hay + needle) as u64, WORK_FIND_BYTE_X256)
-}
-
-/// What a copy-on-write copy costs (SPEC 8.1: copies are charged when they happen).
-pub trait CopyCost {
-    fn copy_work(&self) -> u64;
-}
-
-impl CopyCost for List {
-    fn copy_work(&self) -> u64 {
-        crate::meter::scaled(self.len() as u64, WORK_COPY_ITEM_X256)
-    }
-}
-
-impl CopyCost for Map {
-    fn copy_work(&self) -> u64 {
-        crate::meter::scaled(self.len() as u64, WORK_COPY_ENTRY_X256)
-    }
-}
-
-impl CopyCost for LStr {
-    fn copy_work(&self) -> u64 {
-        crate::meter::scaled(self.len() as u64, WORK_COPY_BYTE_X256)
-    }
 }
 
 #[cfg(test)]

@@ -122,7 +122,7 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
         Ok(()) => (0, None),
         Err(u) => failure(prog, *u),
     };
-    if let Err(m) = it.out.flush() {
+    if let Err(m) = it.host.out.flush() {
         // Output that could not be delivered is a failure of the run, unless the run
         // already failed for another reason.
         if diag.is_none() && status == 0 {
@@ -130,10 +130,10 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
             diag = Some(Diagnostic::new(Class::Runtime, "io", m));
         }
     }
-    let held = it.out.take_held();
-    it.files.close_all();
-    it.net.close_all();
-    it.db.close_all();
+    let held = it.host.out.take_held();
+    it.host.files.close_all();
+    it.host.net.close_all();
+    it.host.db.close_all();
     let profile = it.take_profile();
     Outcome { status, diag, stats: it.stats(), held, profile }
 }

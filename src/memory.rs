@@ -11,7 +11,7 @@
 //!   program, variables, temporaries under evaluation, builtin buffers.
 //! - The loader looks at the count after every line it parses and every statement it
 //!   resolves ([`load_over`]): past the budget, a load error of kind `memory` (exit 3).
-//! - The evaluator looks at it ([`Interp::check_memory`]: one load and one compare when
+//! - The evaluator looks at it (`Host::check_memory` (`builtins/host.rs`): one load and one compare when
 //!   nothing new is held) at every step, after every builtin call, after each `..` and
 //!   interpolation, and whenever a list, map or string value is built (literals and
 //!   builtins); past the budget, the `memory` limit (exit 4, not catchable). A temporary
@@ -28,11 +28,10 @@
 
 use std::cell::Cell;
 
-use crate::interp::{Interp, R};
-use crate::limits::{LimitKind, RSS_CHECK_EVERY, RSS_SLACK};
+use crate::limits::{RSS_CHECK_EVERY, RSS_SLACK};
 
 /// Strings built by `..` and interpolation are followed by a heap check from this size.
-const CHECK_FROM: usize = 4096;
+pub(crate) const CHECK_FROM: usize = 4096;
 
 /// Heap bytes the process holds live now (malloc chunks, counted by `leash-alloc`).
 #[inline(always)]
@@ -168,34 +167,6 @@ impl HeapMeter {
     /// `--max-memory` set to it the same run passes, one byte less and it stops).
     pub fn peak(&self) -> usize {
         self.high.get().saturating_sub(self.budget.base)
-    }
-}
-
-impl Interp<'_> {
-    /// The heap check: past `--max-memory`, the `memory` limit.
-    #[inline(always)]
-    pub fn check_memory(&self) -> R<()> {
-        if self.heap.past_mark() {
-            return self.heap_observe();
-        }
-        Ok(())
-    }
-
-    /// The heap check after building a string of `len` bytes, made only for one of at
-    /// least `CHECK_FROM` bytes: smaller temporaries are seen by the next check (one line
-    /// holds at most a few hundred of them, so at most about a MiB goes unseen).
-    #[inline(always)]
-    pub fn check_memory_after(&self, len: usize) -> R<()> {
-        if len >= CHECK_FROM {
-            return self.check_memory();
-        }
-        Ok(())
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn heap_observe(&self) -> R<()> {
-        self.heap.observe().map_err(|m| self.limit(LimitKind::Memory, m))
     }
 }
 

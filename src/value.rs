@@ -220,7 +220,7 @@ pub fn str_heap(s: &LStr) -> usize {
 
 /// The run's `string`, `list` and `map` limits, for growth by doubling: a value grown to
 /// its limit carries no capacity past it, so that a value at the limit is accounted at the
-/// limit (its capacity). Set once per run by `Interp::new`; a stale value could only make
+/// limit (its capacity). Set once per run by `Host::new`; a stale value could only make
 /// growth less tidy, never let a value past its limit (the limits are checked apart).
 static GROW_STRING: AtomicUsize = AtomicUsize::new(LIMITS[L::String as usize].default as usize);
 static GROW_LIST: AtomicUsize = AtomicUsize::new(LIMITS[L::List as usize].default as usize);

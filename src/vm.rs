@@ -281,8 +281,8 @@ impl<'p> Interp<'p> {
                             let b = self.base + start as usize;
                             let items: Vec<Value> =
                                 self.stack[b..b + n as usize].iter_mut().map(std::mem::take).collect();
-                            match self.make_list(items) {
-                                Ok(l) => match self.check_memory() {
+                            match self.host.make_list(items) {
+                                Ok(l) => match self.host.check_memory() {
                                     Ok(()) => self.put(dst, l),
                                     Err(e) => Err(e),
                                 },
@@ -296,8 +296,8 @@ impl<'p> Interp<'p> {
                             for (i, (k, _)) in keys.iter().enumerate() {
                                 m.insert(k.clone(), std::mem::take(&mut self.stack[b + i]));
                             }
-                            match self.make_map(m) {
-                                Ok(v) => match self.check_memory() {
+                            match self.host.make_map(m) {
+                                Ok(v) => match self.host.check_memory() {
                                     Ok(()) => self.put(dst, v),
                                     Err(e) => Err(e),
                                 },
@@ -328,7 +328,7 @@ impl<'p> Interp<'p> {
                         Op::InterpAdd { a } => {
                             let mut out = self.ibufs.pop().unwrap_or_default();
                             match self.val(code, a, || code.ospot[at][0]) {
-                                Ok(v) => match self.write_text(&v, &mut out, self.lim.n(L::String)) {
+                                Ok(v) => match self.host.write_text(&v, &mut out, self.host.lim.n(L::String)) {
                                     Ok(()) => self.interp_part(out),
                                     Err(e) => Err(e),
                                 },
@@ -338,7 +338,7 @@ impl<'p> Interp<'p> {
                         Op::InterpEnd { dst } => {
                             let out = self.ibufs.pop().unwrap_or_default();
                             let n = crate::meter::scaled(out.len() as u64, WORK_INTERP_BYTE_X256);
-                            match self.work(WORK_CONCAT_BASE + n) {
+                            match self.host.work(WORK_CONCAT_BASE + n) {
                                 Ok(()) => self.put(dst, Value::str(out)),
                                 Err(e) => Err(e),
                             }
@@ -459,8 +459,8 @@ impl<'p> Interp<'p> {
     fn interp_part(&mut self, out: Vec<u8>) -> R<()> {
         let n = out.len();
         self.ibufs.push(out);
-        self.check_str_len(n)?;
-        self.check_memory_after(n)
+        self.host.check_str_len(n)?;
+        self.host.check_memory_after(n)
     }
 
     /// Catch error `e` with handler `h` of `code` (this frame's): the snapshots of the
@@ -578,8 +578,8 @@ impl<'p> Interp<'p> {
     /// check), its temporaries consumed, the value written.
     #[inline(always)]
     fn peeked(&mut self, b: &'static Builtin, dst: Opd, specs: &[(Opd, Spot)], v: Value) -> R<()> {
-        self.work(b.cost.before(&[]))?;
-        self.check_memory()?;
+        self.host.work(b.cost.before(&[]))?;
+        self.host.check_memory()?;
         for &(o, _) in specs {
             self.consume(o);
         }
@@ -681,7 +681,7 @@ impl<'p> Interp<'p> {
         if matches!(op, BinOp::Eq | BinOp::Ne) {
             let mut n = EqCount::default();
             let same = equals_counted(&x, &Value::Num(k), &mut n);
-            self.work(n.units())?;
+            self.host.work(n.units())?;
             return Ok(same == (op == BinOp::Eq));
         }
         Ok(self.binop(op, x, Value::Num(k))?.truthy())
@@ -715,7 +715,7 @@ impl<'p> Interp<'p> {
             for o in [a, b] {
                 self.consume(o);
             }
-            self.work(n.units())?;
+            self.host.work(n.units())?;
             return Ok(same == (op == BinOp::Eq));
         }
         // An unset operand's error carries its name's column or none, never the
@@ -731,7 +731,7 @@ impl<'p> Interp<'p> {
         let x = self.val(code, a, || sa)?;
         let key = self.val(code, k, || sk)?;
         if let (Value::Map(_), Value::Str(s)) = (&x, &key) {
-            self.work(key_work(s.len()))?;
+            self.host.work(key_work(s.len()))?;
         }
         let v = self.index_value(&x, &key)?;
         self.put(dst, v)
@@ -774,7 +774,7 @@ impl<'p> Interp<'p> {
         for cell in &mut self.stack[new_base + n..new_base + code.nlocals as usize] {
             *cell = Value::Unset;
         }
-        if let Err(e) = self.check_memory() {
+        if let Err(e) = self.host.check_memory() {
             self.vm_leave(&code, saved);
             return Err(e);
         }

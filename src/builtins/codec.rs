@@ -4,12 +4,13 @@
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
+use super::Host;
 use super::{b, Builtin, Cost};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::value::*;
 
-fn html_escape(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn html_escape(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("html.escape", args, 0)?;
     let mut out = Vec::with_capacity(s.len());
     let mut start = 0;
@@ -30,7 +31,7 @@ fn html_escape(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.make_str(out)
 }
 
-fn b64_encode(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn b64_encode(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("base64.encode", args, 0)?;
     let n = base64::encoded_len(s.len(), true).unwrap_or(usize::MAX);
     it.check_str_len(n)?;
@@ -38,7 +39,7 @@ fn b64_encode(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::str(out.into_bytes()))
 }
 
-fn b64_decode(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn b64_decode(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("base64.decode", args, 0)?;
     match base64::engine::general_purpose::STANDARD.decode(s.as_slice()) {
         Ok(out) => Ok(Value::str(out)),
@@ -64,7 +65,7 @@ fn b64_decode(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
-fn sha256(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn sha256(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("hash.sha256", args, 0)?;
     let digest = Sha256::digest(s.as_slice());
     const HEX: &[u8; 16] = b"0123456789abcdef";

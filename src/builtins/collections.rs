@@ -5,13 +5,15 @@
 use std::cmp::Ordering;
 use std::rc::Rc;
 
-use super::{b, fn_arg, place, Builtin, Cost, CONST, SORT_STRING_BYTES, VARIADIC};
+use super::host::find_bytes;
+use super::Host;
+use super::{b, calls, fn_arg, place, Builtin, Callbacks, Cost, CONST, SORT_STRING_BYTES, VARIADIC};
 use crate::diag::ErrKind;
-use crate::interp::{find_bytes, Interp, R};
+use crate::error::R;
 use crate::limits::*;
 use crate::value::*;
 
-fn len(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn len(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let n = match &args[0] {
         Value::Str(s) => s.len(),
         Value::List(l) => l.len(),
@@ -44,26 +46,26 @@ fn get_peek(args: &[&Value]) -> Option<Value> {
     }
 }
 
-fn keys(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn keys(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let m = it.arg_map("keys", args, 0)?;
     let items = m.keys().map(|k| Value::Str(k.clone())).collect();
     it.make_list(items)
 }
 
-fn values(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn values(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let m = it.arg_map("values", args, 0)?;
     let items = m.values().cloned().collect();
     it.make_list(items)
 }
 
-fn get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn get(it: &mut Host, args: &mut [Value]) -> R<Value> {
     fn default(args: &mut [Value]) -> Value {
         args.get_mut(2).map(std::mem::take).unwrap_or(Value::Nil)
     }
     match &args[0] {
         Value::Map(_) => {
             let k = it.arg_str("get", args, 1)?;
-            it.work(crate::interp::key_work(k.len()))?;
+            it.work(super::host::key_work(k.len()))?;
             let Value::Map(m) = &args[0] else { unreachable!("matched above") };
             let k = it.arg_str("get", args, 1)?;
             match m.get(k) {
@@ -86,14 +88,14 @@ fn get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
-fn target_list<'a>(it: &Interp<'_>, name: &str, target: &'a mut Value) -> R<&'a mut Rc<List>> {
+fn target_list<'a>(it: &Host, name: &str, target: &'a mut Value) -> R<&'a mut Rc<List>> {
     match target {
         Value::List(l) => Ok(l),
         other => Err(it.type_err(name, 0, "a list", other)),
     }
 }
 
-fn push(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Value> {
+fn push(it: &mut Host, target: &mut Value, args: &mut [Value]) -> R<Value> {
     let l = target_list(it, "push", target)?;
     it.check_list_len(l.len() + 1)?;
     let v = std::mem::take(&mut args[0]);
@@ -102,7 +104,7 @@ fn push(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Value>
     Ok(Value::Nil)
 }
 
-fn pop(it: &mut Interp<'_>, target: &mut Value, _: &mut [Value]) -> R<Value> {
+fn pop(it: &mut Host, target: &mut Value, _: &mut [Value]) -> R<Value> {
     let l = target_list(it, "pop", target)?;
     if l.is_empty() {
         return Err(it.err(ErrKind::Index, "pop: the list is empty"));
@@ -111,7 +113,7 @@ fn pop(it: &mut Interp<'_>, target: &mut Value, _: &mut [Value]) -> R<Value> {
     Ok(Rc::make_mut(l).pop().unwrap_or(Value::Nil))
 }
 
-fn insert(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Value> {
+fn insert(it: &mut Host, target: &mut Value, args: &mut [Value]) -> R<Value> {
     let n = it.arg_num("insert", args, 0)?;
     let l = target_list(it, "insert", target)?;
     let len = l.len() as f64;
@@ -129,7 +131,7 @@ fn insert(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Valu
     Ok(Value::Nil)
 }
 
-fn remove(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Value> {
+fn remove(it: &mut Host, target: &mut Value, args: &mut [Value]) -> R<Value> {
     match target {
         Value::List(l) => {
             let i = it.index(&args[0], l.len())?;
@@ -149,7 +151,7 @@ fn remove(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Valu
 }
 
 /// Clamp a slice bound: integral, negative counts from the end.
-fn bound(it: &Interp<'_>, name: &str, args: &[Value], i: usize, len: usize, default: usize) -> R<usize> {
+fn bound(it: &Host, name: &str, args: &[Value], i: usize, len: usize, default: usize) -> R<usize> {
     let Some(_) = it.opt(args, i) else { return Ok(default) };
     let n = it.arg_num(name, args, i)?;
     if !is_integral(n) {
@@ -159,7 +161,7 @@ fn bound(it: &Interp<'_>, name: &str, args: &[Value], i: usize, len: usize, defa
     Ok(v.clamp(0.0, len as f64) as usize)
 }
 
-fn slice(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn slice(it: &mut Host, args: &mut [Value]) -> R<Value> {
     match &args[0] {
         Value::List(l) => {
             let (s, e) = (bound(it, "slice", args, 1, l.len(), 0)?, bound(it, "slice", args, 2, l.len(), l.len())?);
@@ -212,7 +214,7 @@ fn order(a: &Value, b: &Value) -> Option<Ordering> {
 }
 
 /// Check that sort keys are all numbers or all strings.
-fn sortable(it: &Interp<'_>, name: &str, keys: &[&Value]) -> R<()> {
+fn sortable(it: &Host, name: &str, keys: &[&Value]) -> R<()> {
     let Some(first) = keys.first() else { return Ok(()) };
     let kind = first.type_name();
     if !matches!(first, Value::Num(_) | Value::Str(_)) {
@@ -224,10 +226,14 @@ fn sortable(it: &Interp<'_>, name: &str, keys: &[&Value]) -> R<()> {
     Ok(())
 }
 
-fn sort(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn sort(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
     if let Some(fi) = args.get(1).and_then(fn_arg) {
-        return sort_fn(it, args, fi);
+        return sort_fn(cx, args, fi);
     }
+    sort_plain(cx.host(), args)
+}
+
+fn sort_plain(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let l = it.arg_list("sort", args, 0)?;
     sortable(it, "sort", &l.items().iter().collect::<Vec<_>>())?;
     let mut items = match std::mem::take(&mut args[0]) {
@@ -240,10 +246,11 @@ fn sort(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.make_list(items)
 }
 
-fn sort_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn sort_by(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
     if let Some(fi) = fn_arg(&args[1]) {
-        return sort_by_fn(it, args, fi);
+        return sort_by_fn(cx, args, fi);
     }
+    let it = cx.host();
     let key = it.arg_str("sort_by", args, 1)?.clone();
     let l = it.arg_list("sort_by", args, 0)?;
     let mut keyed = Vec::with_capacity(l.len());
@@ -262,7 +269,7 @@ fn sort_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// Sort (key, item) pairs by their keys (numbers or strings, not a mix), stable. The
 /// keys' string bytes are charged as `sort` charges its strings' (the cost rule's byte
 /// rate, times ceil(log2 n)).
-fn sort_keyed(it: &mut Interp<'_>, mut keyed: Vec<(Value, Value)>) -> R<Value> {
+fn sort_keyed(it: &mut Host, mut keyed: Vec<(Value, Value)>) -> R<Value> {
     sortable(it, "sort_by", &keyed.iter().map(|(k, _)| k).collect::<Vec<_>>())?;
     let bytes: u64 = keyed
         .iter()
@@ -283,7 +290,7 @@ fn sort_keyed(it: &mut Interp<'_>, mut keyed: Vec<(Value, Value)>) -> R<Value> {
 
 // ----------------------------------------------------------------------
 // Function arguments (SPEC 10): each call of the function is an ordinary call
-// (`Interp::call_fn`: call depth, steps of its lines, work, storage), and its failure
+// (`Callbacks::call`: call depth, steps of its lines, work, storage), and its failure
 // (an error, a `throw`, a limit, `exit`) ends the builtin with that failure unchanged.
 // ----------------------------------------------------------------------
 
@@ -327,7 +334,7 @@ pub(crate) fn merge_sort(n: usize, mut before: impl FnMut(usize, usize) -> R<boo
 
 /// The items of list argument 0 (shared: the function receives copies, copy-on-write,
 /// and cannot change the list being worked on).
-fn items_of(it: &Interp<'_>, name: &str, args: &[Value]) -> R<Rc<List>> {
+fn items_of(it: &Host, name: &str, args: &[Value]) -> R<Rc<List>> {
     it.arg_list(name, args, 0)?;
     match &args[0] {
         Value::List(l) => Ok(l.clone()),
@@ -336,23 +343,23 @@ fn items_of(it: &Interp<'_>, name: &str, args: &[Value]) -> R<Rc<List>> {
 }
 
 /// `sort(list, before)`: `before(a, b)` is truthy when a must come before b.
-fn sort_fn(it: &mut Interp<'_>, args: &mut [Value], fi: super::FnRef) -> R<Value> {
-    let l = items_of(it, "sort", args)?;
+fn sort_fn(cx: &mut dyn Callbacks, args: &mut [Value], fi: super::FnRef) -> R<Value> {
+    let l = items_of(cx.host(), "sort", args)?;
     let items = l.items();
-    let order = merge_sort(items.len(), |a, b| Ok(it.call_fn(fi, [items[a].clone(), items[b].clone()])?.truthy()))?;
-    it.make_list(order.into_iter().map(|i| items[i as usize].clone()).collect())
+    let order = merge_sort(items.len(), |a, b| Ok(cx.call(fi, &mut [items[a].clone(), items[b].clone()])?.truthy()))?;
+    cx.host().make_list(order.into_iter().map(|i| items[i as usize].clone()).collect())
 }
 
 /// `sort_by(list, key_fn)`: each item's key computed once, then sorted as `sort_by`'s
 /// map keys are.
-fn sort_by_fn(it: &mut Interp<'_>, args: &mut [Value], fi: super::FnRef) -> R<Value> {
-    let l = items_of(it, "sort_by", args)?;
+fn sort_by_fn(cx: &mut dyn Callbacks, args: &mut [Value], fi: super::FnRef) -> R<Value> {
+    let l = items_of(cx.host(), "sort_by", args)?;
     let mut keyed = Vec::with_capacity(l.len());
     for item in l.items() {
-        let k = it.call_fn(fi, [item.clone()])?;
+        let k = cx.call(fi, &mut [item.clone()])?;
         keyed.push((k, item.clone()));
     }
-    sort_keyed(it, keyed)
+    sort_keyed(cx.host(), keyed)
 }
 
 /// Items gathered for a result list, its accounted size checked as it grows, so that a
@@ -367,7 +374,7 @@ impl Gather {
         Gather { items: Vec::with_capacity(n), acct: 0 }
     }
 
-    fn push(&mut self, it: &Interp<'_>, v: Value) -> R<()> {
+    fn push(&mut self, it: &Host, v: Value) -> R<()> {
         self.acct += v.acct();
         if self.acct > it.lim.n(L::FrameStorage) {
             return Err(it.limit(
@@ -385,51 +392,51 @@ impl Gather {
 }
 
 /// `map(list, fn)`: a new list of fn(item) for each item.
-fn map(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let l = items_of(it, "map", args)?;
-    let fi = super::fn_at(it, "map", args, 1)?;
+fn map(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
+    let l = items_of(cx.host(), "map", args)?;
+    let fi = super::fn_at(cx, "map", args, 1)?;
     let mut out = Gather::new(l.len());
     for item in l.items() {
-        let v = it.call_fn(fi, [item.clone()])?;
-        out.push(it, v)?;
+        let v = cx.call(fi, &mut [item.clone()])?;
+        out.push(cx.host(), v)?;
     }
-    it.make_list(out.items)
+    cx.host().make_list(out.items)
 }
 
 /// `filter(list, fn)`: the items for which fn(item) is truthy, in order.
-fn filter(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let l = items_of(it, "filter", args)?;
-    let fi = super::fn_at(it, "filter", args, 1)?;
+fn filter(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
+    let l = items_of(cx.host(), "filter", args)?;
+    let fi = super::fn_at(cx, "filter", args, 1)?;
     let mut out = Vec::new();
     for item in l.items() {
-        if it.call_fn(fi, [item.clone()])?.truthy() {
+        if cx.call(fi, &mut [item.clone()])?.truthy() {
             out.push(item.clone());
         }
     }
-    it.make_list(out)
+    cx.host().make_list(out)
 }
 
 /// `reduce(list, fn, init)`: acc = init, then acc = fn(acc, item) for each item. The
 /// accumulator is moved into each call, so a function that pushes onto it and returns
 /// it does not copy it.
-fn reduce(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let l = items_of(it, "reduce", args)?;
-    let fi = super::fn_at(it, "reduce", args, 1)?;
+fn reduce(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
+    let l = items_of(cx.host(), "reduce", args)?;
+    let fi = super::fn_at(cx, "reduce", args, 1)?;
     let mut acc = std::mem::take(&mut args[2]);
     for item in l.items() {
-        acc = it.call_fn(fi, [acc, item.clone()])?;
+        acc = cx.call(fi, &mut [acc, item.clone()])?;
     }
     Ok(acc)
 }
 
 /// `any`, `all`, `count`: how many items fn(item) is truthy for; `any` stops at the
 /// first truthy answer, `all` at the first falsy one.
-fn tally(it: &mut Interp<'_>, name: &str, args: &[Value], stop_at: Option<bool>) -> R<(usize, bool)> {
-    let l = items_of(it, name, args)?;
-    let fi = super::fn_at(it, name, args, 1)?;
+fn tally(cx: &mut dyn Callbacks, name: &str, args: &[Value], stop_at: Option<bool>) -> R<(usize, bool)> {
+    let l = items_of(cx.host(), name, args)?;
+    let fi = super::fn_at(cx, name, args, 1)?;
     let mut n = 0;
     for item in l.items() {
-        let t = it.call_fn(fi, [item.clone()])?.truthy();
+        let t = cx.call(fi, &mut [item.clone()])?.truthy();
         n += t as usize;
         if stop_at == Some(t) {
             return Ok((n, true));
@@ -438,23 +445,23 @@ fn tally(it: &mut Interp<'_>, name: &str, args: &[Value], stop_at: Option<bool>)
     Ok((n, false))
 }
 
-fn any(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    Ok(Value::Bool(tally(it, "any", args, Some(true))?.1))
+fn any(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
+    Ok(Value::Bool(tally(cx, "any", args, Some(true))?.1))
 }
 
-fn all(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    Ok(Value::Bool(!tally(it, "all", args, Some(false))?.1))
+fn all(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
+    Ok(Value::Bool(!tally(cx, "all", args, Some(false))?.1))
 }
 
 /// `count(list, FN)`, or `count(s, sub)` when the first argument is a string.
-fn count(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn count(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
     if let Value::Str(_) = &args[0] {
-        return super::strings::count_sub(it, args);
+        return super::strings::count_sub(cx.host(), args);
     }
     if !matches!(&args[0], Value::List(_)) {
-        return Err(it.type_err("count", 0, "a list or a string", &args[0]));
+        return Err(cx.host().type_err("count", 0, "a list or a string", &args[0]));
     }
-    Ok(Value::Num(tally(it, "count", args, None)?.0 as f64))
+    Ok(Value::Num(tally(cx, "count", args, None)?.0 as f64))
 }
 
 // ----------------------------------------------------------------------
@@ -463,7 +470,7 @@ fn count(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 // ----------------------------------------------------------------------
 
 /// `repeat(list, n)`: the items n times (`repeat([0], 1000)`).
-pub(crate) fn repeat_list(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+pub(crate) fn repeat_list(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let n = it.arg_int("repeat", args, 1, 0.0, 9_007_199_254_740_991.0)? as u64;
     let l = it.arg_list("repeat", args, 0)?;
     let total = (l.len() as u64).saturating_mul(n);
@@ -489,7 +496,7 @@ const CONCAT: Cost = Cost::custom(0.0, 8.0);
 const EXTEND: Cost = Cost::custom(0.0, 4.0);
 
 /// `concat(list, list, ...)`: a new list of every argument's items, in order.
-fn concat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn concat(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let mut total = 0usize;
     for i in 0..args.len() {
         total += it.arg_list("concat", args, i)?.len();
@@ -506,7 +513,7 @@ fn concat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// `extend(PLACE, list)`: append every item of the list in place (`push` for each).
-fn extend(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Value> {
+fn extend(it: &mut Host, target: &mut Value, args: &mut [Value]) -> R<Value> {
     let add = match &args[0] {
         Value::List(l) => l.clone(),
         other => return Err(it.type_err("extend", 1, "a list", other)),
@@ -524,13 +531,14 @@ fn extend(it: &mut Interp<'_>, target: &mut Value, args: &mut [Value]) -> R<Valu
 
 /// `group_by(list, fn)`: a map from `str(fn(item))` to the items with that key, keys in
 /// the order first seen, items in list order.
-fn group_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let l = items_of(it, "group_by", args)?;
-    let fi = super::fn_at(it, "group_by", args, 1)?;
+fn group_by(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
+    let l = items_of(cx.host(), "group_by", args)?;
+    let fi = super::fn_at(cx, "group_by", args, 1)?;
     let mut groups: indexmap::IndexMap<Vec<u8>, Vec<Value>> = indexmap::IndexMap::new();
     let mut acct = 0usize;
     for item in l.items() {
-        let k = it.call_fn(fi, [item.clone()])?;
+        let k = cx.call(fi, &mut [item.clone()])?;
+        let it = cx.host();
         let k = match k {
             Value::Str(s) => s.to_vec(),
             other => it.to_text(&other, it.lim.n(L::String))?,
@@ -549,6 +557,7 @@ fn group_by(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
         groups.entry(k).or_default().push(item.clone());
     }
+    let it = cx.host();
     let mut m = Map::with_capacity(groups.len());
     for (k, items) in groups {
         m.insert(bytes(&k), it.make_list(items)?);
@@ -562,7 +571,7 @@ const GROUP_BY: Cost = Cost::custom(1.0, 30.0);
 /// sort_by: its rule (also for the bytes of string keys).
 const SORT_BY: Cost = Cost::sort(0.2, 5.0);
 
-fn reverse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn reverse(it: &mut Host, args: &mut [Value]) -> R<Value> {
     match &args[0] {
         Value::List(l) => it.make_list(l.items().iter().rev().cloned().collect()),
         Value::Str(s) => Ok(Value::str(match std::str::from_utf8(s) {
@@ -573,7 +582,7 @@ fn reverse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
-fn index_of(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn index_of(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let i = match &args[0] {
         Value::List(l) => {
             let mut n = EqCount::default();
@@ -583,7 +592,7 @@ fn index_of(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         }
         Value::Str(s) => {
             let sub = it.arg_str("index_of", args, 1)?;
-            it.work(crate::interp::find_work(s.len(), sub.len()))?;
+            it.work(super::host::find_work(s.len(), sub.len()))?;
             find_bytes(s, sub)
         }
         other => return Err(it.type_err("index_of", 0, "a list or string", other)),
@@ -594,7 +603,7 @@ fn index_of(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// range: the items of the result, charged before it is built.
 const RANGE: Cost = Cost::custom(0.0, 4.0);
 
-fn range(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn range(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let (a, e) = if args.len() == 1 {
         (0.0, it.arg_num("range", args, 0)?)
     } else {
@@ -618,7 +627,7 @@ fn range(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// The numbers `min`, `max` take: one list, or two or more numbers.
-fn numbers(it: &Interp<'_>, name: &str, args: &[Value]) -> R<Vec<f64>> {
+fn numbers(it: &Host, name: &str, args: &[Value]) -> R<Vec<f64>> {
     let items: Vec<&Value> = if args.len() == 1 {
         match &args[0] {
             Value::List(l) => l.items().iter().collect(),
@@ -636,7 +645,7 @@ fn numbers(it: &Interp<'_>, name: &str, args: &[Value]) -> R<Vec<f64>> {
         .collect()
 }
 
-fn sum(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn sum(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.arg_list("sum", args, 0)?;
     let s: f64 = numbers(it, "sum", args)?.into_iter().sum();
     if !s.is_finite() {
@@ -645,7 +654,7 @@ fn sum(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Num(s))
 }
 
-fn min_max(it: &Interp<'_>, name: &str, args: &[Value], pick: fn(f64, f64) -> f64) -> R<Value> {
+fn min_max(it: &Host, name: &str, args: &[Value], pick: fn(f64, f64) -> f64) -> R<Value> {
     let ns = numbers(it, name, args)?;
     let Some(first) = ns.first() else {
         return Err(it.err(ErrKind::Value, format!("{name}: the list is empty")));
@@ -653,11 +662,11 @@ fn min_max(it: &Interp<'_>, name: &str, args: &[Value], pick: fn(f64, f64) -> f6
     Ok(Value::Num(ns.iter().fold(*first, |a, &b| pick(a, b))))
 }
 
-fn min(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn min(it: &mut Host, args: &mut [Value]) -> R<Value> {
     min_max(it, "min", args, |a, b| if b < a { b } else { a })
 }
 
-fn max(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn max(it: &mut Host, args: &mut [Value]) -> R<Value> {
     min_max(it, "max", args, |a, b| if b > a { b } else { a })
 }
 
@@ -665,7 +674,7 @@ fn max(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// before it is built; items that are lists or maps are charged as their text is written.
 const JOIN: Cost = Cost::custom(0.25, 10.0);
 
-fn join(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn join(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let l = it.arg_list("join", args, 0)?;
     let sep = it.arg_str("join", args, 1)?;
     let n = l.len() as u64;
@@ -689,7 +698,7 @@ fn join(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::str(out))
 }
 
-fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn split(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("split", args, 0)?;
     let sep = it.arg_str("split", args, 1)?;
     if sep.is_empty() {
@@ -739,7 +748,7 @@ pub fn grown_capacity(n: usize) -> usize {
     }
 }
 
-fn lines(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn lines(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("lines", args, 0)?;
     let mut out = Vec::new();
     let mut body: &[u8] = s;
@@ -767,15 +776,15 @@ pub const TABLE: &[Builtin] = &[
     place("insert", "insert(PLACE, i, v)", 3, 3, Cost::items(2.0), insert),
     place("remove", "remove(PLACE, index_or_key)", 2, 2, Cost::items(2.0), remove),
     b("slice", "slice(v, start[, end])", 2, 3, Cost::out(0.25, 9.0), slice),
-    b("sort", "sort(list[, FN(a, b)])", 1, 2, Cost::sort(0.3, 4.0), sort).with_fn(1, 2, true),
-    b("sort_by", "sort_by(list, key | FN(item))", 2, 2, SORT_BY, sort_by).with_fn(1, 1, false),
-    b("map", "map(list, FN(item))", 2, 2, Cost::items(6.0), map).with_fn(1, 1, true),
-    b("filter", "filter(list, FN(item))", 2, 2, Cost::items(6.0), filter).with_fn(1, 1, true),
-    b("reduce", "reduce(list, FN(acc, item), init)", 3, 3, Cost::items(4.0), reduce).with_fn(1, 2, true),
-    b("any", "any(list, FN(item))", 2, 2, Cost::items(3.0), any).with_fn(1, 1, true),
-    b("all", "all(list, FN(item))", 2, 2, Cost::items(3.0), all).with_fn(1, 1, true),
-    b("count", "count(list, FN(item)) | count(s, sub)", 2, 2, Cost::items(3.0), count).with_fn(1, 1, false),
-    b("group_by", "group_by(list, FN(item))", 2, 2, GROUP_BY, group_by).with_fn(1, 1, true),
+    calls("sort", "sort(list[, FN(a, b)])", 1, 2, Cost::sort(0.3, 4.0), sort).with_fn(1, 2, true),
+    calls("sort_by", "sort_by(list, key | FN(item))", 2, 2, SORT_BY, sort_by).with_fn(1, 1, false),
+    calls("map", "map(list, FN(item))", 2, 2, Cost::items(6.0), map).with_fn(1, 1, true),
+    calls("filter", "filter(list, FN(item))", 2, 2, Cost::items(6.0), filter).with_fn(1, 1, true),
+    calls("reduce", "reduce(list, FN(acc, item), init)", 3, 3, Cost::items(4.0), reduce).with_fn(1, 2, true),
+    calls("any", "any(list, FN(item))", 2, 2, Cost::items(3.0), any).with_fn(1, 1, true),
+    calls("all", "all(list, FN(item))", 2, 2, Cost::items(3.0), all).with_fn(1, 1, true),
+    calls("count", "count(list, FN(item)) | count(s, sub)", 2, 2, Cost::items(3.0), count).with_fn(1, 1, false),
+    calls("group_by", "group_by(list, FN(item))", 2, 2, GROUP_BY, group_by).with_fn(1, 1, true),
     b("reverse", "reverse(v)", 1, 1, Cost::bytes_items(0.8, 4.5), reverse),
     b("index_of", "index_of(v, x)", 2, 2, CONST, index_of),
     b("range", "range([a, ]b[, step])", 1, 3, RANGE, range),

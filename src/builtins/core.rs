@@ -2,15 +2,16 @@
 
 use std::io::Write;
 
+use super::snapshot;
+use super::Host;
 use super::{b, Builtin, Cost, CONST, VARIADIC};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, Unwind, R};
+use crate::error::{Unwind, R};
 use crate::limits::*;
-use crate::testrun::snapshot;
 use crate::value::*;
 
 /// Join the `str` of each argument with `sep` into one print's text (within 1 MiB).
-fn joined(it: &mut Interp<'_>, args: &[Value], sep: &[u8]) -> R<Vec<u8>> {
+fn joined(it: &mut Host, args: &[Value], sep: &[u8]) -> R<Vec<u8>> {
     let mut out = Vec::new();
     for (i, a) in args.iter().enumerate() {
         if i > 0 {
@@ -28,25 +29,25 @@ fn joined(it: &mut Interp<'_>, args: &[Value], sep: &[u8]) -> R<Vec<u8>> {
 }
 
 /// Write to stdout within the run's stdout budget.
-pub fn emit(it: &mut Interp<'_>, text: &[u8]) -> R<()> {
+pub fn emit(it: &mut Host, text: &[u8]) -> R<()> {
     it.budgets.stdout.charge(text.len() as u64).map_err(|e| it.budget_fail(e))?;
     it.out.write(text).map_err(|m| it.err(ErrKind::Io, m))
 }
 
-fn print(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn print(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let mut text = joined(it, args, b" ")?;
     text.push(b'\n');
     emit(it, &text)?;
     Ok(Value::Nil)
 }
 
-fn write(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn write(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let text = joined(it, args, b"")?;
     emit(it, &text)?;
     Ok(Value::Nil)
 }
 
-fn eprint(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn eprint(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let mut text = joined(it, args, b" ")?;
     text.push(b'\n');
     it.budgets.stderr.charge(text.len() as u64).map_err(|e| it.budget_fail(e))?;
@@ -55,11 +56,11 @@ fn eprint(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Nil)
 }
 
-fn type_(_: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn type_(_: &mut Host, args: &mut [Value]) -> R<Value> {
     Ok(Value::string(args[0].type_name()))
 }
 
-fn str_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn str_(it: &mut Host, args: &mut [Value]) -> R<Value> {
     if let Value::Str(_) = &args[0] {
         return Ok(std::mem::take(&mut args[0]));
     }
@@ -127,7 +128,7 @@ pub fn parse_number(s: &[u8]) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
-fn num(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn num(it: &mut Host, args: &mut [Value]) -> R<Value> {
     match &args[0] {
         Value::Num(n) => Ok(Value::Num(*n)),
         Value::Str(s) => match parse_number(s) {
@@ -148,7 +149,7 @@ pub fn shorten(s: &[u8]) -> String {
     }
 }
 
-fn int(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn int(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let n = match &args[0] {
         Value::Num(n) => *n,
         Value::Str(s) => match parse_number(s) {
@@ -160,16 +161,16 @@ fn int(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Num(n.trunc() + 0.0))
 }
 
-fn bool_(_: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn bool_(_: &mut Host, args: &mut [Value]) -> R<Value> {
     Ok(Value::Bool(args[0].truthy()))
 }
 
-fn args_(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
+fn args_(it: &mut Host, _: &mut [Value]) -> R<Value> {
     let items = it.script_args.iter().map(|a| Value::str(a.clone())).collect();
     it.make_list(items)
 }
 
-fn exit(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn exit(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let code = match it.opt(args, 0) {
         None => 0,
         Some(_) => it.arg_int("exit", args, 0, 0.0, 255.0)?,
@@ -177,7 +178,7 @@ fn exit(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Err(Box::new(Unwind::Exit(code as i32)))
 }
 
-fn assert(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn assert(it: &mut Host, args: &mut [Value]) -> R<Value> {
     if args[0].truthy() {
         return Ok(Value::Nil);
     }
@@ -188,7 +189,7 @@ fn assert(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Err(it.err(ErrKind::Assert, msg))
 }
 
-fn assert_eq(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn assert_eq(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let mut n = EqCount::default();
     let same = equals_counted(&args[0], &args[1], &mut n);
     it.work(n.units())?;
@@ -411,7 +412,7 @@ fn walk(path: &mut String, got: &Value, want: &Value, d: &mut Diffs, depth: usiz
 /// `assert_snapshot(name, value)`: compare `str(value)` with the stored snapshot
 /// `__snapshots__/<stem>/<name>.snap` beside the test file; with `--update-snapshots`,
 /// write it instead.
-fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn assert_snapshot(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let name = it.arg_text("assert_snapshot", args, 0)?.to_string();
     let safe = !name.is_empty()
         && name.len() <= 128
@@ -435,7 +436,7 @@ fn assert_snapshot(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     let text = it.to_text(&args[1], it.lim.n(L::String))?;
     let file_name = format!("{name}.snap");
     let file = dir.dir.join("__snapshots__").join(&dir.stem).join(&file_name);
-    let io = |it: &Interp<'_>, what: &str, e: std::io::Error| {
+    let io = |it: &Host, what: &str, e: std::io::Error| {
         it.err(
             ErrKind::Io,
             format!("assert_snapshot: cannot {what} {}: {}", file.display(), crate::source::io_reason(&e)),
@@ -521,7 +522,7 @@ pub fn unified_diff(expected: &[u8], actual: &[u8]) -> String {
 /// `fail(kind, message)`: raise a runtime error of a named kind. Callable only from
 /// stdlib modules (see `MODULE_ONLY`), so that a module written in Leash can refuse a bad
 /// argument with the kind a builtin would use (`value`, `type`, ...), not `user`.
-fn fail(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn fail(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let kind = it.arg_text("fail", args, 0)?;
     let kind = match kind {
         "type" => ErrKind::Type,
@@ -538,14 +539,14 @@ fn fail(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// clock(): seconds since the run started, monotonic, fractional.
-fn clock(it: &mut Interp<'_>, _args: &mut [Value]) -> R<Value> {
+fn clock(it: &mut Host, _args: &mut [Value]) -> R<Value> {
     Ok(Value::Num(it.meter.elapsed().as_secs_f64()))
 }
 
 /// sleep(seconds): wait. The total asked for over the run is bounded by the `sleep`
 /// limit (checked before waiting: a request past it waits not at all), and the wait
 /// ends at the `--max-time` deadline with the `time` limit.
-fn sleep(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn sleep(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let secs = it.arg_num("sleep", args, 0)?;
     if secs < 0.0 {
         return Err(it.err(
@@ -581,7 +582,7 @@ fn sleep(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// is_main(): true in the entry script's code while it runs as a script; false in an
 /// included file's code and under `leash test`. The resolver passes whether the call
 /// stands in the entry script as a hidden argument (it knows every call's file).
-fn is_main(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn is_main(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let in_entry = matches!(args.first(), Some(Value::Bool(true)));
     Ok(Value::Bool(in_entry && !it.testing))
 }
@@ -619,7 +620,7 @@ mod tests {
     fn sleep_reads_the_meters_clock() {
         let hour = std::time::Duration::from_secs(3600);
         let prog = crate::load("t.lsh", b"sleep(0.5)\n".to_vec(), None).unwrap();
-        let cfg = crate::interp::RunConfig { deadline: Some(crate::meter::after(hour)), ..Default::default() };
+        let cfg = super::super::host::RunConfig { deadline: Some(crate::meter::after(hour)), ..Default::default() };
         crate::meter::fake::advance(2 * hour);
         let out = crate::run(&prog, &cfg);
         crate::meter::fake::reset();

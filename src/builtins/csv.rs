@@ -11,9 +11,10 @@
 use ::csv::{QuoteStyle, Terminator, WriterBuilder};
 use csv_core::ReadRecordResult;
 
+use super::Host;
 use super::{b, gated, Builtin, Cap, Cost, CONST};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::limits::*;
 use crate::value::*;
 
@@ -33,7 +34,7 @@ impl Default for Opts {
 }
 
 /// Read the options map (argument `i`, optional). `writing` allows `line_end`.
-pub fn opts(it: &Interp<'_>, name: &str, args: &[Value], i: usize, writing: bool) -> R<Opts> {
+pub fn opts(it: &Host, name: &str, args: &[Value], i: usize, writing: bool) -> R<Opts> {
     let mut o = Opts::default();
     let Some(_) = it.opt(args, i) else { return Ok(o) };
     let m = it.arg_map(name, args, i)?;
@@ -134,7 +135,7 @@ impl RowBuilder {
     }
 
     /// The row of record `rec` (read at `line`), or None when it was the header.
-    pub fn take(&mut self, it: &Interp<'_>, name: &str, rec: &Record, line: u64) -> R<Option<Value>> {
+    pub fn take(&mut self, it: &Host, name: &str, rec: &Record, line: u64) -> R<Option<Value>> {
         let n = rec.len();
         if n > it.lim.n(L::List) {
             return Err(it.limit(
@@ -295,7 +296,7 @@ pub struct CsvStream {
     line: u64,
 }
 
-fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn open(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "csv.open";
     let p = it.arg_str(NAME, args, 0)?.clone();
     let o = opts(it, NAME, args, 1, false)?;
@@ -306,7 +307,7 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// The next record's text: physical lines joined while a quoted field is open.
-fn next_record(it: &mut Interp<'_>, id: u32, st: &mut CsvStream) -> R<Option<(Vec<u8>, u64)>> {
+fn next_record(it: &mut Host, id: u32, st: &mut CsvStream) -> R<Option<(Vec<u8>, u64)>> {
     const NAME: &str = "csv.next";
     loop {
         let Some(mut rec) = super::files::next_line(it, NAME, id)? else { return Ok(None) };
@@ -338,7 +339,7 @@ fn next_record(it: &mut Interp<'_>, id: u32, st: &mut CsvStream) -> R<Option<(Ve
     }
 }
 
-fn next(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn next(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "csv.next";
     let id = super::files::reader_id(it, NAME, &args[0], HandleKind::Csv)?;
     let mut st = super::files::take_csv(it, id);
@@ -347,7 +348,7 @@ fn next(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     r
 }
 
-fn next_row(it: &mut Interp<'_>, id: u32, st: &mut CsvStream) -> R<Value> {
+fn next_row(it: &mut Host, id: u32, st: &mut CsvStream) -> R<Value> {
     const NAME: &str = "csv.next";
     loop {
         let Some((text, line)) = next_record(it, id, st)? else { return Ok(Value::Nil) };
@@ -365,11 +366,11 @@ fn next_row(it: &mut Interp<'_>, id: u32, st: &mut CsvStream) -> R<Value> {
     }
 }
 
-fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn close(it: &mut Host, args: &mut [Value]) -> R<Value> {
     super::files::close_reader(it, "csv.close", &args[0], HandleKind::Csv)
 }
 
-fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn parse(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "csv.parse";
     let s = it.arg_str(NAME, args, 0)?;
     let o = opts(it, NAME, args, 1, false)?;
@@ -430,7 +431,7 @@ fn cell<'a>(v: &'a Value, scratch: &'a mut Vec<u8>) -> Result<&'a [u8], &'static
     }
 }
 
-fn stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn stringify(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "csv.stringify";
     let rows = it.arg_list(NAME, args, 0)?;
     let o = opts(it, NAME, args, 1, true)?;
@@ -441,8 +442,8 @@ fn stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         .quote_style(QuoteStyle::Necessary)
         .terminator(if o.crlf { Terminator::CRLF } else { Terminator::Any(b'\n') })
         .from_writer(Vec::new());
-    let io = |it: &Interp<'_>, e: ::csv::Error| it.err(ErrKind::Value, format!("{NAME}: {e}"));
-    let bad_cell = |it: &Interp<'_>, row: usize, t: &str| {
+    let io = |it: &Host, e: ::csv::Error| it.err(ErrKind::Value, format!("{NAME}: {e}"));
+    let bad_cell = |it: &Host, row: usize, t: &str| {
         it.err(
             ErrKind::Type,
             format!("{NAME}: row {} holds a {t}; cells must be strings, numbers, bools or nil", row + 1),

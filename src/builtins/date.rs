@@ -17,9 +17,10 @@ use chrono::{
 };
 use chrono_tz::{OffsetName, Tz};
 
+use super::Host;
 use super::{b, Builtin, Cost, Rule, CONST};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::limits::*;
 use crate::value::*;
 
@@ -34,7 +35,7 @@ pub const MAX_ZONE_NAME: usize = 64;
 pub const MAX_DURATION: f64 = 9_007_199_254_740_992.0; // 2^53 seconds
 const MAX_CALENDAR_FIELD: f64 = 1e8;
 
-fn now(_: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
+fn now(_: &mut Host, _: &mut [Value]) -> R<Value> {
     Ok(Value::Num(crate::meter::wall().as_secs_f64()))
 }
 
@@ -56,11 +57,11 @@ fn to_datetime(t: f64) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp(secs as i64, micros as u32 * 1000)
 }
 
-fn out_of_range(it: &Interp<'_>, name: &str, t: f64) -> crate::interp::Fail {
+fn out_of_range(it: &Host, name: &str, t: f64) -> crate::error::Fail {
     it.err(ErrKind::Value, format!("{name}: time {} is outside the years -262143..262142", num_to_string(t)))
 }
 
-fn time_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<DateTime<Utc>> {
+fn time_arg(it: &Host, name: &str, args: &[Value], i: usize) -> R<DateTime<Utc>> {
     let t = it.arg_num(name, args, i)?;
     to_datetime(t).ok_or_else(|| out_of_range(it, name, t))
 }
@@ -237,7 +238,7 @@ fn suggestion_work(q_len: usize) -> u64 {
 }
 
 /// The zone a script names (an IANA name, exactly as the database spells it).
-pub fn zone_by_name(it: &mut Interp<'_>, name: &str, raw: &[u8]) -> R<Tz> {
+pub fn zone_by_name(it: &mut Host, name: &str, raw: &[u8]) -> R<Tz> {
     if raw.len() <= MAX_ZONE_NAME {
         if let Ok(s) = std::str::from_utf8(raw) {
             if let Ok(tz) = Tz::from_str(s) {
@@ -266,7 +267,7 @@ pub fn zone_by_name(it: &mut Interp<'_>, name: &str, raw: &[u8]) -> R<Tz> {
 }
 
 /// Argument `i`: a UTC offset in seconds or a zone name; absent or nil: UTC.
-fn zone_arg(it: &mut Interp<'_>, name: &str, args: &[Value], i: usize) -> R<Zone> {
+fn zone_arg(it: &mut Host, name: &str, args: &[Value], i: usize) -> R<Zone> {
     match it.opt(args, i) {
         None => Ok(Zone::Fixed(FixedOffset::east_opt(0).expect("zero offset"))),
         Some(Value::Num(_)) => {
@@ -281,7 +282,7 @@ fn zone_arg(it: &mut Interp<'_>, name: &str, args: &[Value], i: usize) -> R<Zone
 /// A strftime format, checked: an unknown or incomplete specifier is a `value` error.
 /// The items are read as they are used, never collected: one specifier such as `%c`
 /// stands for a dozen items, and a 1 MiB format would make a list of millions.
-fn format_items<'a>(it: &Interp<'_>, name: &str, fmt: &'a str) -> R<StrftimeItems<'a>> {
+fn format_items<'a>(it: &Host, name: &str, fmt: &'a str) -> R<StrftimeItems<'a>> {
     if StrftimeItems::new(fmt).any(|i| i == Item::Error) {
         let shown: String = fmt.chars().take(64).collect();
         return Err(
@@ -347,7 +348,7 @@ fn rfc3339(dt: &DateTime<FixedOffset>, out: &mut String, named: bool) {
     }
 }
 
-fn format(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn format(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "date.format";
     let dt = time_arg(it, NAME, args, 0)?;
     let zone = zone_arg(it, NAME, args, 2)?;
@@ -599,7 +600,7 @@ pub fn parse_default(s: &str) -> Result<Got, String> {
 /// against empty text 20 ms, where the rule charged 2 and 1 million units (issue 23).
 const WORK_DATE_PARSE_FORMAT_BYTE: u64 = 24;
 
-fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn parse(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "date.parse";
     if let Some(Value::Str(f)) = args.get(1) {
         it.work((f.len() as u64).saturating_mul(WORK_DATE_PARSE_FORMAT_BYTE))?;
@@ -638,7 +639,7 @@ fn parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Num(t))
 }
 
-fn parts(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn parts(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "date.parts";
     let dt = time_arg(it, NAME, args, 0)?;
     let zone = zone_arg(it, NAME, args, 1)?;
@@ -658,7 +659,7 @@ fn parts(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.make_map(m)
 }
 
-fn offset(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn offset(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "date.offset";
     let dt = time_arg(it, NAME, args, 0)?;
     if it.opt(args, 1).is_none() {
@@ -668,7 +669,7 @@ fn offset(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Num(zone.offset_at(&dt).local_minus_utc() as f64))
 }
 
-fn zones(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
+fn zones(it: &mut Host, _: &mut [Value]) -> R<Value> {
     let mut names: Vec<&str> = chrono_tz::TZ_VARIANTS.iter().map(|t| t.name()).collect();
     names.sort_unstable();
     let items = names.into_iter().map(|n| Value::Str(bytes(n.as_bytes()))).collect();
@@ -694,7 +695,7 @@ const ADD_FIELDS: [&str; 6] = ["years", "months", "days", "hours", "minutes", "s
 /// overlap takes the earlier instant. Hours, minutes and seconds then add elapsed time
 /// (two hours are 7200 seconds even across a change of the clocks), as JavaScript's
 /// Temporal and RFC 5545 do.
-fn add(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn add(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "date.add";
     let dt = time_arg(it, NAME, args, 0)?;
     let zone = zone_arg(it, NAME, args, 2)?;
@@ -779,7 +780,7 @@ fn split_seconds(d: f64) -> (bool, f64, f64, f64, f64) {
     (neg, days as f64, (rest / 3600) as f64, (rest / 60 % 60) as f64, secs)
 }
 
-fn finite_seconds(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<f64> {
+fn finite_seconds(it: &Host, name: &str, args: &[Value], i: usize) -> R<f64> {
     let d = it.arg_num(name, args, i)?;
     if !d.is_finite() || d.abs() > MAX_DURATION {
         return Err(it.err(
@@ -792,7 +793,7 @@ fn finite_seconds(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<f6
 
 /// `date.diff(a, b)`: a - b as `{days, hours, minutes, seconds}`, every part with the
 /// difference's sign (`seconds` keeps the fraction, to the microsecond).
-fn diff(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn diff(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "date.diff";
     let a = it.arg_num(NAME, args, 0)?;
     let b = it.arg_num(NAME, args, 1)?;
@@ -837,7 +838,7 @@ pub fn duration_text(d: f64) -> String {
     }
 }
 
-fn duration(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn duration(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let d = finite_seconds(it, "date.duration", args, 0)?;
     it.make_str(duration_text(d).into_bytes())
 }

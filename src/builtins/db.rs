@@ -6,7 +6,7 @@
 //!   handler counts one step in a shared `Meter`; it interrupts SQLite when the steps
 //!   left at the start of the call are used up, or when the `--max-time` deadline has
 //!   passed. After every call into SQLite the interpreter charges what was counted
-//!   through `Interp::charge_steps` (the one step counter), so a runaway query stops
+//!   through `Host::charge_steps` (the one step counter), so a runaway query stops
 //!   with the `steps` limit, exactly at the budget, or the `time` limit.
 //! - Refused: `ATTACH` and `DETACH` (an authorizer, and SQLITE_LIMIT_ATTACHED 0), the
 //!   `load_extension()` SQL function (authorizer; extension loading is never enabled).
@@ -39,9 +39,10 @@ use rusqlite::limits::Limit;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Batch, Connection, ErrorCode, OpenFlags, Statement};
 
+use super::Host;
 use super::{gated, Builtin, Cap, Cost, CONST};
 use crate::diag::ErrKind;
-use crate::interp::{Fail, Interp, R};
+use crate::error::{Fail, R};
 use crate::limits::*;
 use crate::value::*;
 
@@ -256,7 +257,7 @@ fn message(e: &rusqlite::Error) -> (String, bool) {
 
 /// A SQLite error as a `db` error (`NAME: SQLite's message`); SQLite out of memory (its
 /// heap limit) is the `memory` limit instead.
-fn db_err(it: &Interp<'_>, name: &str, m: &Meter, e: rusqlite::Error) -> Fail {
+fn db_err(it: &Host, name: &str, m: &Meter, e: rusqlite::Error) -> Fail {
     let (msg, oom) = message(&e);
     if oom {
         return it.limit(
@@ -302,7 +303,7 @@ fn limit_setup(conn: &Connection, max_string: usize) -> rusqlite::Result<()> {
 }
 
 /// Get ready for a call into SQLite: reset the meter to the steps (and work) left.
-fn begin(it: &Interp<'_>) -> R<Arc<Meter>> {
+fn begin(it: &Host) -> R<Arc<Meter>> {
     it.check_time()?;
     let m = it.db.meter.clone().expect("a database is open, so the meter exists");
     m.used.store(0, Relaxed);
@@ -321,7 +322,7 @@ fn begin(it: &Interp<'_>) -> R<Arc<Meter>> {
 }
 
 /// After a call into SQLite: charge the steps and work it used, then the deadline.
-fn finish(it: &mut Interp<'_>, m: &Meter) -> R<()> {
+fn finish(it: &mut Host, m: &Meter) -> R<()> {
     let used = m.used.load(Relaxed);
     it.charge_steps(used)?;
     it.work(m.work())?;
@@ -331,7 +332,7 @@ fn finish(it: &mut Interp<'_>, m: &Meter) -> R<()> {
     it.check_time()
 }
 
-fn db_id(it: &Interp<'_>, name: &str, v: &Value) -> R<u32> {
+fn db_id(it: &Host, name: &str, v: &Value) -> R<u32> {
     let h = it.arg_handle(name, std::slice::from_ref(v), 0, &[HandleKind::Db], |h| {
         it.db.conns.contains_key(&h.id) || it.db.pg.has(h.id)
     })?;
@@ -345,7 +346,7 @@ enum Params<'a> {
     Map(&'a Map),
 }
 
-fn sql_value<'a>(it: &Interp<'_>, name: &str, which: &dyn Fn() -> String, v: &'a Value) -> R<ValueRef<'a>> {
+fn sql_value<'a>(it: &Host, name: &str, which: &dyn Fn() -> String, v: &'a Value) -> R<ValueRef<'a>> {
     Ok(match v {
         Value::Nil | Value::Unset => ValueRef::Null,
         Value::Bool(b) => ValueRef::Integer(*b as i64),
@@ -371,7 +372,7 @@ fn sql_value<'a>(it: &Interp<'_>, name: &str, which: &dyn Fn() -> String, v: &'a
 
 /// Check the parameters argument (index `i`) and the types of its values, before
 /// SQLite is touched.
-fn params_of<'a>(it: &Interp<'_>, name: &str, args: &'a [Value], i: usize) -> R<Params<'a>> {
+fn params_of<'a>(it: &Host, name: &str, args: &'a [Value], i: usize) -> R<Params<'a>> {
     match it.opt(args, i) {
         None => Ok(Params::None),
         Some(Value::List(l)) => {
@@ -389,7 +390,7 @@ fn params_of<'a>(it: &Interp<'_>, name: &str, args: &'a [Value], i: usize) -> R<
 
 /// Charge the bytes a value moves into or out of SQLite (bound parameters, returned
 /// values) to the call's work; past the work left, the call stops (`finish` reports it).
-fn charge_bytes(it: &Interp<'_>, name: &str, m: &Meter, v: ValueRef<'_>) -> R<()> {
+fn charge_bytes(it: &Host, name: &str, m: &Meter, v: ValueRef<'_>) -> R<()> {
     use super::db_sqlfn::Charge;
     let n = match v {
         ValueRef::Text(b) | ValueRef::Blob(b) => b.len() as u64,
@@ -402,7 +403,7 @@ fn charge_bytes(it: &Interp<'_>, name: &str, m: &Meter, v: ValueRef<'_>) -> R<()
     }
 }
 
-fn bind(it: &Interp<'_>, name: &str, m: &Meter, stmt: &mut Statement<'_>, p: &Params<'_>) -> R<()> {
+fn bind(it: &Host, name: &str, m: &Meter, stmt: &mut Statement<'_>, p: &Params<'_>) -> R<()> {
     let count = stmt.parameter_count();
     let bind_one = |stmt: &mut Statement<'_>, i: usize, v: ValueRef<'_>| {
         charge_bytes(it, name, m, v)?;
@@ -458,13 +459,7 @@ fn bind(it: &Interp<'_>, name: &str, m: &Meter, stmt: &mut Statement<'_>, p: &Pa
 }
 
 /// Prepare `sql` as exactly one statement (None when it holds no statement).
-fn prepare_one<'c>(
-    it: &Interp<'_>,
-    name: &str,
-    m: &Meter,
-    conn: &'c Connection,
-    sql: &str,
-) -> R<Option<Statement<'c>>> {
+fn prepare_one<'c>(it: &Host, name: &str, m: &Meter, conn: &'c Connection, sql: &str) -> R<Option<Statement<'c>>> {
     match conn.prepare(sql) {
         Ok(s) => Ok(Some(s)),
         Err(rusqlite::Error::Empty) => Ok(None),
@@ -477,7 +472,7 @@ fn prepare_one<'c>(
 }
 
 /// Run a prepared statement to its end, discarding rows; the rows it changed.
-fn run_to_end(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, stmt: &mut Statement<'_>) -> R<u64> {
+fn run_to_end(it: &Host, name: &str, m: &Meter, conn: &Connection, stmt: &mut Statement<'_>) -> R<u64> {
     let before = conn.total_changes();
     let mut rows = stmt.raw_query();
     while rows.next().map_err(|e| db_err(it, name, m, e))?.is_some() {}
@@ -487,7 +482,7 @@ fn run_to_end(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, stmt: &
     Ok(if conn.total_changes() == before { 0 } else { conn.changes() })
 }
 
-fn exec_in(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, sql: &str, p: &Params<'_>) -> R<u64> {
+fn exec_in(it: &Host, name: &str, m: &Meter, conn: &Connection, sql: &str, p: &Params<'_>) -> R<u64> {
     if !matches!(p, Params::None) {
         let Some(mut stmt) = prepare_one(it, name, m, conn, sql)? else { return Ok(0) };
         bind(it, name, m, &mut stmt, p)?;
@@ -504,7 +499,7 @@ fn exec_in(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, sql: &str,
 }
 
 /// A result column's value as a Leash value.
-fn leash_value(it: &Interp<'_>, name: &str, col: &[u8], v: ValueRef<'_>) -> R<Value> {
+fn leash_value(it: &Host, name: &str, col: &[u8], v: ValueRef<'_>) -> R<Value> {
     const EXACT: u64 = 1 << 53;
     Ok(match v {
         ValueRef::Null => Value::Nil,
@@ -546,7 +541,7 @@ impl Rows {
     }
 
     /// Room for one more row (checked before the row is built).
-    fn room(&self, it: &Interp<'_>, name: &str) -> R<()> {
+    fn room(&self, it: &Host, name: &str) -> R<()> {
         if self.rows.len() >= it.lim.n(L::List) {
             return Err(it.limit(
                 LimitKind::List,
@@ -556,7 +551,7 @@ impl Rows {
         Ok(())
     }
 
-    fn push(&mut self, it: &Interp<'_>, name: &str, row: Value) -> R<()> {
+    fn push(&mut self, it: &Host, name: &str, row: Value) -> R<()> {
         self.room(it, name)?;
         self.acct += row.acct();
         if self.acct > it.lim.n(L::FrameStorage) {
@@ -572,7 +567,7 @@ impl Rows {
         Ok(())
     }
 
-    fn into_value(mut self, it: &Interp<'_>) -> R<Value> {
+    fn into_value(mut self, it: &Host) -> R<Value> {
         self.rows.shrink_to_fit();
         it.make_list(self.rows)
     }
@@ -580,13 +575,13 @@ impl Rows {
 
 /// rusqlite panics on a column name that is not UTF-8 (possible in a crafted database
 /// file) and on a value SQLite could not produce (out of memory); these become errors.
-fn guarded<T>(it: &Interp<'_>, name: &str, f: impl FnOnce() -> T) -> R<T> {
+fn guarded<T>(it: &Host, name: &str, f: impl FnOnce() -> T) -> R<T> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|_| {
         it.err(ErrKind::Db, format!("{name}: SQLite gave a column name that is not UTF-8, or ran out of memory"))
     })
 }
 
-fn query_in(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, sql: &str, p: &Params<'_>) -> R<Value> {
+fn query_in(it: &Host, name: &str, m: &Meter, conn: &Connection, sql: &str, p: &Params<'_>) -> R<Value> {
     let Some(mut stmt) = prepare_one(it, name, m, conn, sql)? else { return it.make_list(vec![]) };
     bind(it, name, m, &mut stmt, p)?;
     let names: Vec<Bytes> = guarded(it, name, || stmt.column_names().map(|n| bytes(n.as_bytes())).collect())?;
@@ -614,14 +609,14 @@ fn query_in(it: &Interp<'_>, name: &str, m: &Meter, conn: &Connection, sql: &str
 /// database is `:memory:`. SQLite opens the journal files by that path itself: a third
 /// party that swaps a directory on that path between this check and SQLite's open is
 /// not covered (the script itself cannot: it does one thing at a time).
-fn scoped_path(it: &mut Interp<'_>, p: &[u8]) -> R<Option<Vec<u8>>> {
+fn scoped_path(it: &mut Host, p: &[u8]) -> R<Option<Vec<u8>>> {
     const NAME: &str = "db.open";
     if p == b":memory:" {
         return Ok(None);
     }
     let gate = it.gate.clone();
-    let refuse = |it: &Interp<'_>, m: String| it.err(ErrKind::Permission, format!("{NAME}: {m}"));
-    let io = |it: &Interp<'_>, e: std::io::Error| {
+    let refuse = |it: &Host, m: String| it.err(ErrKind::Permission, format!("{NAME}: {m}"));
+    let io = |it: &Host, e: std::io::Error| {
         it.err(ErrKind::Db, format!("{NAME}: cannot open \"{}\": {}", shown(p), crate::source::io_reason(&e)))
     };
     let loc = gate.locate(crate::gate::Need::Db, p).map_err(|e| match e {
@@ -656,7 +651,7 @@ fn scoped_path(it: &mut Interp<'_>, p: &[u8]) -> R<Option<Vec<u8>>> {
     Ok(Some(out))
 }
 
-fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn open(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "db.open";
     let p = it.arg_str(NAME, args, 0)?.clone();
     if it.db.open_count() >= it.lim.n(L::Databases) {
@@ -697,7 +692,7 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             })
         })
         .clone();
-    let fail = |it: &Interp<'_>, e: rusqlite::Error| {
+    let fail = |it: &Host, e: rusqlite::Error| {
         let (msg, oom) = message(&e);
         if oom {
             return db_err(it, NAME, &m, e);
@@ -760,7 +755,7 @@ fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Handle(Handle { kind: HandleKind::Db, id }))
 }
 
-fn exec(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn exec(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "db.exec";
     let id = db_id(it, NAME, &args[0])?;
     if it.db.pg.has(id) {
@@ -775,7 +770,7 @@ fn exec(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Num(r? as f64))
 }
 
-fn query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn query(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "db.query";
     let id = db_id(it, NAME, &args[0])?;
     if it.db.pg.has(id) {
@@ -790,7 +785,7 @@ fn query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     r
 }
 
-fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn close(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "db.close";
     let id = db_id(it, NAME, &args[0])?;
     if it.db.pg.has(id) {
@@ -816,7 +811,8 @@ pub const TABLE: &[Builtin] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::interp::{RunConfig, Unwind};
+    use crate::builtins::host::RunConfig;
+    use crate::error::Unwind;
 
     fn limit_kind(f: &Fail) -> LimitKind {
         match &**f {
@@ -829,8 +825,7 @@ mod tests {
     /// query; the row-count check (the list limit) is tested here on bare values.
     #[test]
     fn the_row_count_is_checked_before_each_row() {
-        let prog = crate::load("t", b"print(1)\n".to_vec(), None).unwrap();
-        let it = Interp::new(&prog, &RunConfig::default());
+        let it = Host::new(&RunConfig::default());
         let mut rows = Rows::new();
         for _ in 0..it.lim.n(L::List) {
             rows.push(&it, "db.query", Value::Nil).unwrap();

@@ -37,8 +37,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
 
 use super::netcfg::{self, LookupError};
+use super::Host;
 use crate::diag::ErrKind;
-use crate::interp::{Fail, Interp, R};
+use crate::error::{Fail, R};
 use crate::limits::*;
 use crate::value::*;
 
@@ -460,7 +461,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> tokio_postgres::tls::Tl
 // Helpers
 // ----------------------------------------------------------------------
 
-fn time_limit(it: &Interp<'_>, name: &str, what: &str) -> Fail {
+fn time_limit(it: &Host, name: &str, what: &str) -> Fail {
     if it.meter.deadline.is_some() {
         it.limit(LimitKind::Time, format!("wall-clock deadline (--max-time) reached ({name}: {what})"))
     } else {
@@ -501,7 +502,7 @@ fn pg_message(e: &tokio_postgres::Error) -> String {
 }
 
 /// An error from the client as a Leash error; a lost connection is marked lost.
-fn pg_err(it: &mut Interp<'_>, name: &str, id: u32, e: tokio_postgres::Error) -> Fail {
+fn pg_err(it: &mut Host, name: &str, id: u32, e: tokio_postgres::Error) -> Fail {
     let code = e.code().map(|c| c.code().to_string());
     if code.as_deref() == Some("57014") {
         // query_canceled: the server's statement_timeout (from the time left) fired.
@@ -541,7 +542,7 @@ fn is_io(e: &tokio_postgres::Error) -> bool {
 }
 
 /// Mark connection `id` lost: its client and task are dropped.
-fn lose(it: &mut Interp<'_>, id: u32, why: &str) {
+fn lose(it: &mut Host, id: u32, why: &str) {
     if let Some(c) = it.db.pg.conns.get_mut(&id) {
         c.client = None;
         if let Some(t) = c.task.take() {
@@ -558,7 +559,7 @@ fn lose(it: &mut Interp<'_>, id: u32, why: &str) {
 // ----------------------------------------------------------------------
 
 /// Open a connection for `db.open(url)` (the caller has checked the open-databases limit).
-pub fn open(it: &mut Interp<'_>, raw: &[u8]) -> R<PgConn> {
+pub fn open(it: &mut Host, raw: &[u8]) -> R<PgConn> {
     const NAME: &str = "db.open";
     let text = std::str::from_utf8(raw)
         .map_err(|_| it.err(ErrKind::Value, format!("{NAME}: the PostgreSQL URL is not UTF-8")))?;
@@ -574,7 +575,7 @@ pub fn open(it: &mut Interp<'_>, raw: &[u8]) -> R<PgConn> {
     it.work(WORK_PG_CONNECT)?;
     let gate = it.gate.clone();
     let grant = format!("--allow-db=postgresql://{}:{}/{}", u.host_shown(), u.port, u.db);
-    let refuse = |it: &Interp<'_>, what: String| {
+    let refuse = |it: &Host, what: String| {
         it.err(
             ErrKind::Permission,
             format!("{NAME}: \"{shown}\"{what} is outside the --allow-db scope (it needs {grant})"),
@@ -724,7 +725,7 @@ enum Setup {
     Pg(tokio_postgres::Error, Option<SocketAddr>),
 }
 
-fn set_up_timeout(it: &Interp<'_>, name: &str, shown: &str, u: &PgUrl, what: &str) -> Fail {
+fn set_up_timeout(it: &Host, name: &str, shown: &str, u: &PgUrl, what: &str) -> Fail {
     if it.meter.deadline_passed() {
         return time_limit(it, name, &format!("{what} {shown}"));
     }
@@ -736,7 +737,7 @@ fn set_up_timeout(it: &Interp<'_>, name: &str, shown: &str, u: &PgUrl, what: &st
 
 /// The statement timeout for a statement starting now: the time left (at least 1 ms),
 /// or `PG_STATEMENT_TIMEOUT_MS` without a deadline.
-fn statement_ms(it: &Interp<'_>) -> u64 {
+fn statement_ms(it: &Host) -> u64 {
     match it.meter.remaining() {
         Some(left) => (left.as_millis() as u64).max(1),
         None => PG_STATEMENT_TIMEOUT_MS,
@@ -903,7 +904,7 @@ impl ToSql for Param {
     tokio_postgres::types::to_sql_checked!();
 }
 
-fn param_of(it: &Interp<'_>, name: &str, which: &dyn Fn() -> String, v: &Value) -> R<Param> {
+fn param_of(it: &Host, name: &str, which: &dyn Fn() -> String, v: &Value) -> R<Param> {
     Ok(match v {
         Value::Nil | Value::Unset => Param::Null,
         Value::Bool(b) => Param::Bool(*b),
@@ -919,7 +920,7 @@ fn param_of(it: &Interp<'_>, name: &str, which: &dyn Fn() -> String, v: &Value) 
 }
 
 /// The SQL with `$n` placeholders and the values, from the SQL and the params argument.
-fn bind(it: &Interp<'_>, name: &str, sql: &str, p: Option<&Value>) -> R<(String, Vec<Param>)> {
+fn bind(it: &Host, name: &str, sql: &str, p: Option<&Value>) -> R<(String, Vec<Param>)> {
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     match p {
         None | Some(Value::Nil) => Ok((sql.to_string(), Vec::new())),
@@ -1049,7 +1050,7 @@ fn numeric_text(b: &[u8]) -> Option<String> {
     Some(s)
 }
 
-fn decode(it: &Interp<'_>, name: &str, col: &str, ty: &Type, raw: Option<&[u8]>) -> R<Value> {
+fn decode(it: &Host, name: &str, col: &str, ty: &Type, raw: Option<&[u8]>) -> R<Value> {
     const EXACT: u64 = 1 << 53;
     let Some(b) = raw else { return Ok(Value::Nil) };
     let bad = || it.err(ErrKind::Db, format!("{name}: column \"{col}\" ({}) came malformed", ty.name()));
@@ -1114,7 +1115,7 @@ fn decode(it: &Interp<'_>, name: &str, col: &str, ty: &Type, raw: Option<&[u8]>)
 
 /// Ready a connection for a statement: it must not be lost; `statement_timeout` is set
 /// again from the time left when it was set long enough ago.
-fn ready(it: &mut Interp<'_>, name: &str, id: u32) -> R<(Arc<tokio::runtime::Runtime>, Instant)> {
+fn ready(it: &mut Host, name: &str, id: u32) -> R<(Arc<tokio::runtime::Runtime>, Instant)> {
     it.check_time()?;
     let rt = it.db.pg.rt.clone().expect("a connection is open, so the runtime exists");
     let c = &it.db.pg.conns[&id];
@@ -1145,11 +1146,11 @@ fn ready(it: &mut Interp<'_>, name: &str, id: u32) -> R<(Arc<tokio::runtime::Run
 }
 
 /// Charge one row of `n` bytes.
-fn charge_row(it: &mut Interp<'_>, n: usize) -> R<()> {
+fn charge_row(it: &mut Host, n: usize) -> R<()> {
     it.work(WORK_PG_ROW + WORK_PG_BYTE * n as u64)
 }
 
-pub fn exec(it: &mut Interp<'_>, args: &mut [Value], id: u32) -> R<Value> {
+pub fn exec(it: &mut Host, args: &mut [Value], id: u32) -> R<Value> {
     const NAME: &str = "db.exec";
     let sql = it.arg_text(NAME, args, 1)?.to_string();
     let (sql, params) = bind(it, NAME, &sql, it.opt(args, 2))?;
@@ -1169,14 +1170,7 @@ pub fn exec(it: &mut Interp<'_>, args: &mut [Value], id: u32) -> R<Value> {
 
 /// Without parameters: every statement of the SQL in order (the simple protocol);
 /// rows of a statement that returns them are read, charged and dropped.
-fn exec_script(
-    it: &mut Interp<'_>,
-    name: &str,
-    id: u32,
-    rt: &tokio::runtime::Runtime,
-    until: Instant,
-    sql: &str,
-) -> R<u64> {
+fn exec_script(it: &mut Host, name: &str, id: u32, rt: &tokio::runtime::Runtime, until: Instant, sql: &str) -> R<u64> {
     use tokio_postgres::SimpleQueryMessage as M;
     let client = it.db.pg.conns[&id].client.as_ref().expect("not lost");
     let stream = match run_until(rt, until, client.simple_query_raw(sql)) {
@@ -1224,7 +1218,7 @@ fn exec_script(
 }
 
 fn exec_params(
-    it: &mut Interp<'_>,
+    it: &mut Host,
     name: &str,
     id: u32,
     rt: &tokio::runtime::Runtime,
@@ -1275,7 +1269,7 @@ fn exec_params(
 
 /// An error of preparing or binding: a parameter count that does not match is said
 /// as SQLite's is.
-fn param_err(it: &mut Interp<'_>, name: &str, id: u32, e: tokio_postgres::Error) -> Fail {
+fn param_err(it: &mut Host, name: &str, id: u32, e: tokio_postgres::Error) -> Fail {
     let s = e.to_string();
     if let Some(rest) = s.strip_prefix("expected ") {
         if rest.contains("parameters but got") {
@@ -1292,7 +1286,7 @@ struct Rows {
 }
 
 impl Rows {
-    fn push(&mut self, it: &Interp<'_>, name: &str, row: Value) -> R<()> {
+    fn push(&mut self, it: &Host, name: &str, row: Value) -> R<()> {
         if self.rows.len() >= it.lim.n(L::List) {
             return Err(it.limit(
                 LimitKind::List,
@@ -1342,7 +1336,7 @@ fn text_wrapped(sql: &str, cols: &[tokio_postgres::Column]) -> String {
     format!("WITH q({}) AS (\n{body}\n) SELECT {} FROM q", list.join(", "), sel.join(", "))
 }
 
-pub fn query(it: &mut Interp<'_>, args: &mut [Value], id: u32) -> R<Value> {
+pub fn query(it: &mut Host, args: &mut [Value], id: u32) -> R<Value> {
     const NAME: &str = "db.query";
     let sql = it.arg_text(NAME, args, 1)?.to_string();
     let (sql, params) = bind(it, NAME, &sql, it.opt(args, 2))?;
@@ -1357,7 +1351,7 @@ pub fn query(it: &mut Interp<'_>, args: &mut [Value], id: u32) -> R<Value> {
 }
 
 fn query_in(
-    it: &mut Interp<'_>,
+    it: &mut Host,
     name: &str,
     id: u32,
     rt: &tokio::runtime::Runtime,
@@ -1427,7 +1421,7 @@ fn query_in(
             out.push(it, name, m)
         })();
         if let Err(e) = built {
-            if !matches!(&*e, crate::interp::Unwind::Error(_)) {
+            if !matches!(&*e, crate::error::Unwind::Error(_)) {
                 // A limit ends the run: the rest of the result is not read.
                 drop(stream);
                 lose(it, id, "stopped in the middle of a result");
@@ -1446,7 +1440,7 @@ fn query_in(
 
 /// Read the rest of a result, charging its rows, dropping them.
 fn drain(
-    it: &mut Interp<'_>,
+    it: &mut Host,
     name: &str,
     id: u32,
     rt: &tokio::runtime::Runtime,
@@ -1476,7 +1470,7 @@ fn drain(
     }
 }
 
-pub fn close(it: &mut Interp<'_>, id: u32) -> R<Value> {
+pub fn close(it: &mut Host, id: u32) -> R<Value> {
     if let Some(c) = it.db.pg.conns.remove(&id) {
         it.audit_note(c.shown.clone());
         let until = crate::meter::after(Duration::from_millis(1000));

@@ -5,9 +5,10 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use super::Host;
 use super::{b, Builtin, Cost, CONST};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::limits::*;
 use crate::value::*;
 
@@ -23,7 +24,7 @@ fn os_get(name: &[u8]) -> Option<Vec<u8>> {
     std::env::var_os(std::ffi::OsStr::from_bytes(name)).map(|v| v.into_vec())
 }
 
-fn name_arg<'a>(it: &Interp<'_>, f: &str, args: &'a [Value]) -> R<&'a [u8]> {
+fn name_arg<'a>(it: &Host, f: &str, args: &'a [Value]) -> R<&'a [u8]> {
     let n = it.arg_str(f, args, 0)?;
     if n.is_empty() || n.contains(&b'=') || n.contains(&0) {
         return Err(it.err(ErrKind::Value, format!("{f}: invalid variable name")));
@@ -31,7 +32,7 @@ fn name_arg<'a>(it: &Interp<'_>, f: &str, args: &'a [Value]) -> R<&'a [u8]> {
     Ok(n)
 }
 
-fn get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn get(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let n = name_arg(it, "env.get", args)?;
     let v = match it.env.changed.get(n) {
         Some(v) => v.clone(),
@@ -43,7 +44,7 @@ fn get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     })
 }
 
-fn set(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn set(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let n = name_arg(it, "env.set", args)?.to_vec();
     let v = match &args[1] {
         Value::Nil => None,
@@ -76,7 +77,7 @@ fn set(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Nil)
 }
 
-fn all(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
+fn all(it: &mut Host, _: &mut [Value]) -> R<Value> {
     use std::os::unix::ffi::OsStringExt;
     let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = std::env::vars_os()
         .map(|(k, v)| (k.into_vec(), v.into_vec()))

@@ -18,11 +18,12 @@ use std::os::fd::OwnedFd;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
+use super::Host;
 use super::{gated, Builtin, Cap, Cost, CONST};
 use crate::budget::NextLine;
 use crate::diag::ErrKind;
+use crate::error::{Fail, R};
 use crate::gate::{GateErr, Need};
-use crate::interp::{Fail, Interp, R};
 use crate::limits::*;
 use crate::source::io_reason;
 use crate::value::*;
@@ -64,7 +65,7 @@ fn shown(p: &[u8]) -> String {
     String::from_utf8_lossy(p).into_owned()
 }
 
-fn io_err(it: &Interp<'_>, name: &str, what: &str, p: &[u8], e: &std::io::Error) -> Fail {
+fn io_err(it: &Host, name: &str, what: &str, p: &[u8], e: &std::io::Error) -> Fail {
     it.err(ErrKind::Io, format!("{name}: cannot {what} \"{}\": {}", shown(p), io_reason(e)))
 }
 
@@ -86,15 +87,7 @@ fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
 /// Open `p` for `need` through the gate (beneath its grant when scoped): the
 /// descriptor, never a path, is what the builtin works on. A refusal is a `permission`
 /// error naming the flag and the resolved target.
-fn gate_open(
-    it: &mut Interp<'_>,
-    name: &str,
-    what: &str,
-    need: Need,
-    p: &[u8],
-    flags: OFlags,
-    mode: Mode,
-) -> R<OwnedFd> {
+fn gate_open(it: &mut Host, name: &str, what: &str, need: Need, p: &[u8], flags: OFlags, mode: Mode) -> R<OwnedFd> {
     let gate = it.gate.clone();
     let loc = locate(it, &gate, name, what, need, p)?;
     it.audit_note(loc.shown());
@@ -102,7 +95,7 @@ fn gate_open(
 }
 
 /// The directory holding `p`'s last name (opened through the gate) and that name.
-fn gate_parent(it: &mut Interp<'_>, name: &str, what: &str, need: Need, p: &[u8]) -> R<(OwnedFd, OsString)> {
+fn gate_parent(it: &mut Host, name: &str, what: &str, need: Need, p: &[u8]) -> R<(OwnedFd, OsString)> {
     let gate = it.gate.clone();
     let loc = locate(it, &gate, name, what, need, p)?;
     it.audit_note(loc.shown());
@@ -111,7 +104,7 @@ fn gate_parent(it: &mut Interp<'_>, name: &str, what: &str, need: Need, p: &[u8]
 
 /// Locate `p` for `need`; a refused path is still noted for the audit line.
 fn locate<'g>(
-    it: &mut Interp<'_>,
+    it: &mut Host,
     gate: &'g crate::gate::Gate,
     name: &str,
     what: &str,
@@ -124,7 +117,7 @@ fn locate<'g>(
     })
 }
 
-fn gate_fail(it: &Interp<'_>, name: &str, what: &str, p: &[u8], e: GateErr) -> Fail {
+fn gate_fail(it: &Host, name: &str, what: &str, p: &[u8], e: GateErr) -> Fail {
     match e {
         GateErr::Refused(m) => it.err(ErrKind::Permission, format!("{name}: {m}")),
         GateErr::Io(e) => io_err(it, name, what, p, &e),
@@ -145,7 +138,7 @@ fn regular(fd: OwnedFd) -> std::io::Result<File> {
 }
 
 /// Open a path for reading, refusing anything but a regular file without blocking.
-fn open_read(it: &mut Interp<'_>, name: &str, what: &str, p: &[u8], nofollow: bool) -> R<File> {
+fn open_read(it: &mut Host, name: &str, what: &str, p: &[u8], nofollow: bool) -> R<File> {
     let mut flags = OFlags::RDONLY | OFlags::NONBLOCK;
     if nofollow {
         flags |= OFlags::NOFOLLOW;
@@ -154,7 +147,7 @@ fn open_read(it: &mut Interp<'_>, name: &str, what: &str, p: &[u8], nofollow: bo
     regular(fd).map_err(|e| io_err(it, name, what, p, &e))
 }
 
-fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn read(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("file.read", args, 0)?.clone();
     let mut f = open_read(it, "file.read", "read", &p, false)?;
     // Reserve the file's size up front (plus one byte to see the end), so that a file at
@@ -173,11 +166,11 @@ fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// Charge `n` bytes to the file-write budget (nothing is written when it fails).
-fn charge_write(it: &mut Interp<'_>, n: usize) -> R<()> {
+fn charge_write(it: &mut Host, n: usize) -> R<()> {
     it.budgets.file_writes.charge(n as u64).map_err(|e| it.budget_fail(e))
 }
 
-fn write_common(it: &mut Interp<'_>, args: &mut [Value], name: &str, truncate: bool) -> R<Value> {
+fn write_common(it: &mut Host, args: &mut [Value], name: &str, truncate: bool) -> R<Value> {
     let p = it.arg_str(name, args, 0)?.clone();
     let data = it.arg_str(name, args, 1)?.clone();
     if data.len() > it.lim.n(L::FileWritesValue) {
@@ -213,15 +206,15 @@ fn write_common(it: &mut Interp<'_>, args: &mut [Value], name: &str, truncate: b
     Ok(Value::Nil)
 }
 
-fn write(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn write(it: &mut Host, args: &mut [Value]) -> R<Value> {
     write_common(it, args, "file.write", true)
 }
 
-fn append(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn append(it: &mut Host, args: &mut [Value]) -> R<Value> {
     write_common(it, args, "file.append", false)
 }
 
-fn exists(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn exists(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("file.exists", args, 0)?.clone();
     let gate = it.gate.clone();
     let loc = locate(it, &gate, "file.exists", "stat", Need::Read, &p)?;
@@ -233,7 +226,7 @@ fn exists(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
-fn remove(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn remove(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("file.remove", args, 0)?.clone();
     let (dir, name) = gate_parent(it, "file.remove", "remove", Need::Write, &p)?;
     if let Ok(st) = rustix::fs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -245,7 +238,7 @@ fn remove(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Nil)
 }
 
-fn copy(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn copy(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let src = it.arg_str("file.copy", args, 0)?.clone();
     let dst = it.arg_str("file.copy", args, 1)?.clone();
     let gate = it.gate.clone();
@@ -293,7 +286,7 @@ fn copy(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// file.copy: the bytes read and written, charged chunk by chunk.
 const COPY: Cost = Cost::custom(0.25, 0.0);
 
-fn copy_chunks(it: &mut Interp<'_>, from: &mut File, to: &mut File, src: &[u8], dst: &[u8]) -> R<()> {
+fn copy_chunks(it: &mut Host, from: &mut File, to: &mut File, src: &[u8], dst: &[u8]) -> R<()> {
     let mut chunk = vec![0u8; COPY_CHUNK];
     loop {
         let n = match from.read(&mut chunk) {
@@ -310,7 +303,7 @@ fn copy_chunks(it: &mut Interp<'_>, from: &mut File, to: &mut File, src: &[u8], 
     }
 }
 
-fn rename(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn rename(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let src = it.arg_str("file.rename", args, 0)?.clone();
     let dst = it.arg_str("file.rename", args, 1)?.clone();
     // Both ends are names in directories opened beneath their grants; the rename is
@@ -336,7 +329,7 @@ fn rename(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Nil)
 }
 
-fn size(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn size(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("file.size", args, 0)?.clone();
     let fd = gate_open(it, "file.size", "stat", Need::Read, &p, OFlags::PATH, Mode::empty())?;
     let st = rustix::fs::fstat(&fd).map_err(|e| io_err(it, "file.size", "stat", &p, &rx(e)))?;
@@ -346,7 +339,7 @@ fn size(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Num(st.st_size as f64))
 }
 
-fn stat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn stat(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("file.stat", args, 0)?.clone();
     // O_PATH | O_NOFOLLOW: a symlink is described, not followed (as lstat).
     let fd = gate_open(it, "file.stat", "stat", Need::Read, &p, OFlags::PATH | OFlags::NOFOLLOW, Mode::empty())?;
@@ -367,7 +360,7 @@ fn stat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// Open a reader over a regular file, within the reader slots.
-pub fn open_reader(it: &mut Interp<'_>, name: &str, p: &[u8], kind: HandleKind) -> R<Handle> {
+pub fn open_reader(it: &mut Host, name: &str, p: &[u8], kind: HandleKind) -> R<Handle> {
     if it.files.readers.len() >= it.lim.n(L::Readers) {
         return Err(it.limit(
             LimitKind::Readers,
@@ -383,28 +376,28 @@ pub fn open_reader(it: &mut Interp<'_>, name: &str, p: &[u8], kind: HandleKind) 
 }
 
 /// Keep the CSV state of reader `id`.
-pub fn set_csv(it: &mut Interp<'_>, id: u32, st: Box<super::csv::CsvStream>) {
+pub fn set_csv(it: &mut Host, id: u32, st: Box<super::csv::CsvStream>) {
     if let Some(r) = it.files.readers.get_mut(&id) {
         r.csv = Some(st);
     }
 }
 
 /// Take the CSV state of reader `id` (put it back with `set_csv`).
-pub fn take_csv(it: &mut Interp<'_>, id: u32) -> Box<super::csv::CsvStream> {
+pub fn take_csv(it: &mut Host, id: u32) -> Box<super::csv::CsvStream> {
     it.files.readers.get_mut(&id).and_then(|r| r.csv.take()).expect("a CSV reader has its state")
 }
 
 /// Lines reader `id` has read so far.
-pub fn lines_read(it: &Interp<'_>, id: u32) -> u64 {
+pub fn lines_read(it: &Host, id: u32) -> u64 {
     it.files.readers.get(&id).map_or(0, |r| r.lines)
 }
 
-pub fn reader_id(it: &Interp<'_>, name: &str, v: &Value, kind: HandleKind) -> R<u32> {
+pub fn reader_id(it: &Host, name: &str, v: &Value, kind: HandleKind) -> R<u32> {
     let h = it.arg_handle(name, std::slice::from_ref(v), 0, &[kind], |h| it.files.readers.contains_key(&h.id))?;
     Ok(h.id)
 }
 
-fn read_limit(it: &Interp<'_>) -> Fail {
+fn read_limit(it: &Host) -> Fail {
     it.limit(
         LimitKind::FileReads,
         format!("a line longer than {max_read_line} bytes", max_read_line = it.lim.n(L::FileReadsLine)),
@@ -413,7 +406,7 @@ fn read_limit(it: &Interp<'_>) -> Fail {
 
 /// Read the next line of reader `id`: ending removed, None at the end. Bytes consumed
 /// (endings included) are charged to the shared streaming-read budget.
-pub fn next_line(it: &mut Interp<'_>, name: &str, id: u32) -> R<Option<Vec<u8>>> {
+pub fn next_line(it: &mut Host, name: &str, id: u32) -> R<Option<Vec<u8>>> {
     if it.files.readers.get(&id).is_some_and(|r| r.file.is_none()) {
         let line = super::stdin::next_stdin_line(it)?;
         if line.is_some() {
@@ -466,12 +459,12 @@ pub fn next_line(it: &mut Interp<'_>, name: &str, id: u32) -> R<Option<Vec<u8>>>
     }
 }
 
-fn open(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn open(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("file.open", args, 0)?.clone();
     Ok(Value::Handle(open_reader(it, "file.open", &p, HandleKind::File)?))
 }
 
-fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn read_line(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let id = reader_id(it, "file.read_line", &args[0], HandleKind::File)?;
     Ok(match next_line(it, "file.read_line", id)? {
         Some(l) => Value::str(l),
@@ -480,17 +473,17 @@ fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// Close reader `v` of `kind` (a second close is a value error).
-pub fn close_reader(it: &mut Interp<'_>, name: &str, v: &Value, kind: HandleKind) -> R<Value> {
+pub fn close_reader(it: &mut Host, name: &str, v: &Value, kind: HandleKind) -> R<Value> {
     let id = reader_id(it, name, v, kind)?;
     it.files.readers.remove(&id);
     Ok(Value::Nil)
 }
 
-fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn close(it: &mut Host, args: &mut [Value]) -> R<Value> {
     close_reader(it, "file.close", &args[0], HandleKind::File)
 }
 
-fn dir_list(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn dir_list(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("dir.list", args, 0)?.clone();
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK;
     let fd = gate_open(it, "dir.list", "list", Need::Read, &p, flags, Mode::empty())?;
@@ -536,7 +529,7 @@ fn dir_list(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// entry: issue 23).
 const DIR_LIST_NAME_BYTE_X256: u64 = 1152;
 
-fn dir_create(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn dir_create(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("dir.create", args, 0)?.clone();
     let (dir, name) = gate_parent(it, "dir.create", "create", Need::Write, &p)?;
     rustix::fs::mkdirat(&dir, &name, Mode::from_raw_mode(0o777))
@@ -544,7 +537,7 @@ fn dir_create(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Nil)
 }
 
-fn dir_remove(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn dir_remove(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let p = it.arg_str("dir.remove", args, 0)?.clone();
     let (dir, name) = gate_parent(it, "dir.remove", "remove", Need::Write, &p)?;
     rustix::fs::unlinkat(&dir, &name, AtFlags::REMOVEDIR)

@@ -17,9 +17,10 @@
 //! each piece is produced; `%s` of a list or map is charged by `str` as usual. The
 //! result is a string: past the string limit, the `string` limit.
 
+use super::Host;
 use super::*;
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::limits::*;
 use crate::value::{is_integral, Value};
 
@@ -41,7 +42,7 @@ fn ordinal(i: usize) -> String {
     format!("argument {}", i + 1)
 }
 
-fn fmt(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn fmt(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "fmt";
     let f = it.arg_str(NAME, args, 0)?.clone();
     // Scanning the format costs by its length, known before any work: charged first.
@@ -159,8 +160,8 @@ fn utf8_len(first: u8) -> usize {
 }
 
 /// One conversion of value `v` (argument `pos`).
-fn convert(it: &mut Interp<'_>, conv: u8, s: Spec, v: &Value, pos: usize) -> R<Vec<u8>> {
-    let wrong = |it: &Interp<'_>, want: &str| {
+fn convert(it: &mut Host, conv: u8, s: Spec, v: &Value, pos: usize) -> R<Vec<u8>> {
+    let wrong = |it: &Host, want: &str| {
         it.err(
             ErrKind::Value,
             format!("fmt: `%{}` needs {want}, but {} is a {}", conv as char, ordinal(pos), v.type_name()),

@@ -20,10 +20,11 @@ use std::time::Duration;
 use ureq::http::{HeaderName, HeaderValue, Method, Uri};
 
 use super::netcfg::UreqDns;
+use super::Host;
 use super::{gated, Builtin, Cap, Cost};
 use crate::budget::Budget;
 use crate::diag::ErrKind;
-use crate::interp::{Fail, Interp, R};
+use crate::error::{Fail, R};
 use crate::limits::*;
 use crate::value::*;
 
@@ -69,7 +70,7 @@ struct Opts {
     body: Option<Bytes>,
 }
 
-fn opts(it: &Interp<'_>, name: &str, args: &[Value], i: usize, body_allowed: bool) -> R<Opts> {
+fn opts(it: &Host, name: &str, args: &[Value], i: usize, body_allowed: bool) -> R<Opts> {
     let mut o = Opts { headers: Vec::new(), timeout_ms: DEFAULT_HTTP_TIMEOUT_MS, max_body: MAX_HTTP_BODY, body: None };
     if it.opt(args, i).is_none() {
         return Ok(o);
@@ -115,7 +116,7 @@ fn opts(it: &Interp<'_>, name: &str, args: &[Value], i: usize, body_allowed: boo
     Ok(o)
 }
 
-fn headers(it: &Interp<'_>, name: &str, v: &Value) -> R<Vec<(HeaderName, HeaderValue)>> {
+fn headers(it: &Host, name: &str, v: &Value) -> R<Vec<(HeaderName, HeaderValue)>> {
     let Value::Map(m) = v else {
         return Err(it.err(ErrKind::Type, format!("{name}: option headers must be a map, got {}", v.type_name())));
     };
@@ -160,7 +161,7 @@ fn shown_url(u: &str) -> String {
     format!("{}...", &u[..end])
 }
 
-fn check_url(it: &Interp<'_>, name: &str, url: &Bytes) -> R<(Uri, String)> {
+fn check_url(it: &Host, name: &str, url: &Bytes) -> R<(Uri, String)> {
     if url.len() > MAX_URL_BYTES {
         return Err(it.err(ErrKind::Value, format!("{name}: URL of more than {MAX_URL_BYTES} bytes")));
     }
@@ -190,7 +191,7 @@ fn check_url(it: &Interp<'_>, name: &str, url: &Bytes) -> R<(Uri, String)> {
     Ok((uri, text.to_string()))
 }
 
-fn method_of(it: &Interp<'_>, name: &str, m: &[u8]) -> R<Method> {
+fn method_of(it: &Host, name: &str, m: &[u8]) -> R<Method> {
     let upper = m.to_ascii_uppercase();
     if upper.is_empty()
         || upper.len() > 32
@@ -206,7 +207,7 @@ fn method_of(it: &Interp<'_>, name: &str, m: &[u8]) -> R<Method> {
 }
 
 /// The agent, built on the first request with the operator's trust and resolver.
-fn agent(it: &mut Interp<'_>) -> Result<ureq::Agent, String> {
+fn agent(it: &mut Host) -> Result<ureq::Agent, String> {
     if let Some(a) = &it.net.http.agent {
         return Ok(a.clone());
     }
@@ -285,7 +286,7 @@ fn io_reason(e: &std::io::Error, timeout_ms: u64) -> String {
 
 /// A failed exchange: a `time` limit when the run's deadline has passed, else a
 /// `network` error.
-fn failed(it: &Interp<'_>, what: &str, why: String) -> Fail {
+fn failed(it: &Host, what: &str, why: String) -> Fail {
     if it.meter.deadline_passed() {
         return it.limit(LimitKind::Time, format!("wall-clock deadline (--max-time) reached during {what}"));
     }
@@ -295,7 +296,7 @@ fn failed(it: &Interp<'_>, what: &str, why: String) -> Fail {
 /// http.*: the bytes of the request's arguments (URL, body) and of the response body.
 const HTTP: Cost = Cost::io(1.0);
 
-fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: Option<Bytes>, o: Opts) -> R<Value> {
+fn request(it: &mut Host, name: &str, method: Method, url: &Bytes, body: Option<Bytes>, o: Opts) -> R<Value> {
     let (uri, text) = check_url(it, name, url)?;
     let what = format!("{name}: {method} {}", shown_url(&text));
     it.audit_note(shown_url(&text));
@@ -342,7 +343,7 @@ fn request(it: &mut Interp<'_>, name: &str, method: Method, url: &Bytes, body: O
 /// The request itself, once its budgets are reserved.
 #[allow(clippy::too_many_arguments)]
 fn exchange(
-    it: &mut Interp<'_>,
+    it: &mut Host,
     name: &str,
     what: &str,
     method: Method,
@@ -416,7 +417,7 @@ fn exchange(
     it.make_map(out)
 }
 
-fn http_request(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn http_request(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "http.request";
     let m = it.arg_str(NAME, args, 0)?;
@@ -426,7 +427,7 @@ fn http_request(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     request(it, NAME, method, &url, None, o)
 }
 
-fn http_get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn http_get(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "http.get";
     let url = it.arg_str(NAME, args, 0)?.clone();
@@ -434,7 +435,7 @@ fn http_get(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     request(it, NAME, Method::GET, &url, None, o)
 }
 
-fn http_post(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn http_post(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "http.post";
     let url = it.arg_str(NAME, args, 0)?.clone();

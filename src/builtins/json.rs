@@ -15,9 +15,10 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use super::Host;
 use super::{b, Builtin, Cost};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::limits::*;
 use crate::value::*;
 
@@ -797,7 +798,7 @@ impl Writer<'_> {
 // Builtins
 // ----------------------------------------------------------------------
 
-fn json_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn json_parse(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("json.parse", args, 0)?;
     let r = parse_within(s, it.meter.deadline, JsonLimits::of(&it.lim), Some(&it.heap));
     parsed(it, r, "json.parse", s, true)
@@ -806,7 +807,7 @@ fn json_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// A parse's value (checked against the frame limit) or its failure: the limit it
 /// reached, or the syntax error at its line and column (`whole`: a document of many
 /// lines) or column (one line of JSON Lines), after `prefix`.
-fn parsed(it: &Interp<'_>, r: Result<Value, ParseError>, prefix: &str, text: &[u8], whole: bool) -> R<Value> {
+fn parsed(it: &Host, r: Result<Value, ParseError>, prefix: &str, text: &[u8], whole: bool) -> R<Value> {
     match r {
         Ok(v) => {
             it.check_value(&v)?;
@@ -823,7 +824,7 @@ fn parsed(it: &Interp<'_>, r: Result<Value, ParseError>, prefix: &str, text: &[u
     }
 }
 
-fn json_stringify(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn json_stringify(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "json.stringify";
     let indent: Vec<u8> = match it.opt(args, 1) {
         None => Vec::new(),
@@ -862,7 +863,7 @@ const NEXT: Cost = Cost::custom(21.0, 0.0);
 /// streaming-read budgets) or a socket (`net.read_line`'s budgets). One line is held at
 /// a time, so a filter over a stream of any length runs in constant memory; blank lines
 /// are skipped; a line that is not one JSON value is a `parse` error naming its number.
-fn json_next(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn json_next(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "json.next";
     enum Src {
         Stdin,

@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::value::{is_integral, Bytes, Handle, HandleKind, List, Map, Value};
+pub use host::{Callbacks, Host};
 
 pub mod bits;
 pub mod codec;
@@ -22,6 +23,7 @@ pub mod db_sqlfn;
 pub mod env;
 pub mod files;
 pub mod format;
+pub mod host;
 pub mod http;
 pub mod json;
 pub mod net;
@@ -29,6 +31,7 @@ pub mod netcfg;
 pub mod numbers;
 pub mod rand;
 pub mod re;
+pub mod snapshot;
 pub mod stdin;
 pub mod strings;
 pub mod url;
@@ -61,7 +64,7 @@ pub enum Rule {
     /// Only the result's bytes and items (the work is in what is produced: `slice`).
     Out,
     /// The base here; the builtin charges its own measure (documented with it) through
-    /// `Interp::work` at its rates, before the work where the size is known in advance
+    /// `Host::work` at its rates, before the work where the size is known in advance
     /// (`repeat`, `range`, `join`), as it goes otherwise.
     Custom,
 }
@@ -250,14 +253,21 @@ impl Cost {
     }
 }
 
-pub type PlainFn = fn(&mut Interp<'_>, &mut [Value]) -> R<Value>;
-pub type PlaceFn = fn(&mut Interp<'_>, &mut Value, &mut [Value]) -> R<Value>;
+/// A builtin: the host (what it may touch) and its arguments.
+pub type PlainFn = fn(&mut Host, &mut [Value]) -> R<Value>;
+/// A place builtin: the host, its place (changed in place) and its other arguments.
+pub type PlaceFn = fn(&mut Host, &mut Value, &mut [Value]) -> R<Value>;
+/// A builtin that calls user functions (it has a function parameter): the host and the
+/// call, through `Callbacks`.
+pub type CallsFn = fn(&mut dyn Callbacks, &mut [Value]) -> R<Value>;
 
 #[derive(Clone, Copy)]
 pub enum Imp {
     Plain(PlainFn),
     /// The first argument is a place, changed in place; the function receives it apart.
     Place(PlaceFn),
+    /// It calls user functions (`map`, `sort` with a function, `re.replace` with one).
+    Calls(CallsFn),
 }
 
 impl std::fmt::Debug for Imp {
@@ -265,6 +275,7 @@ impl std::fmt::Debug for Imp {
         match self {
             Imp::Plain(_) => write!(f, "Plain"),
             Imp::Place(_) => write!(f, "Place"),
+            Imp::Calls(_) => write!(f, "Calls"),
         }
     }
 }
@@ -311,9 +322,9 @@ pub struct FnParam {
     pub only: bool,
 }
 
-/// A function argument at run time, as `Interp::call_fn` takes it: a named user
+/// A function argument at run time, as `Callbacks::call` takes it: a named user
 /// function (its index), or an anonymous function of a builtin call running now (its
-/// entry in `Interp::lambdas`: its synthetic function and captured values).
+/// entry in the evaluator's table of them: its synthetic function and captured values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FnRef {
     Named(usize),
@@ -364,6 +375,12 @@ impl Builtin {
 /// Build a table entry.
 pub const fn b(name: &'static str, sig: &'static str, min: u8, max: u8, cost: Cost, f: PlainFn) -> Builtin {
     Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Plain(f), fnp: None, peek: None }
+}
+
+/// Build a table entry for a builtin that calls user functions; `with_fn` then says
+/// where its function parameter is.
+pub const fn calls(name: &'static str, sig: &'static str, min: u8, max: u8, cost: Cost, f: CallsFn) -> Builtin {
+    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Calls(f), fnp: None, peek: None }
 }
 
 /// Build a table entry gated by a capability.
@@ -448,16 +465,15 @@ fn ordinal(i: usize) -> String {
 }
 
 /// The user function at argument `i` (a function parameter: resolve.rs put one there).
-pub fn fn_at(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<FnRef> {
+pub fn fn_at(cx: &mut dyn Callbacks, name: &str, args: &[Value], i: usize) -> R<FnRef> {
     match args.get(i).and_then(fn_arg) {
-        Some(FnRef::Named(fi)) if fi < it.prog.funcs.len() => Ok(FnRef::Named(fi)),
-        Some(FnRef::Lambda(li)) if li < it.lambdas.len() => Ok(FnRef::Lambda(li)),
-        _ => Err(it.err(ErrKind::Type, format!("{name}: {} must be a function", ordinal(i)))),
+        Some(f) if cx.callable(f) => Ok(f),
+        _ => Err(cx.host().err(ErrKind::Type, format!("{name}: {} must be a function", ordinal(i)))),
     }
 }
 
-impl Interp<'_> {
-    pub fn type_err(&self, name: &str, i: usize, want: &str, got: &Value) -> crate::interp::Fail {
+impl Host {
+    pub fn type_err(&self, name: &str, i: usize, want: &str, got: &Value) -> crate::error::Fail {
         self.err(ErrKind::Type, format!("{name}: {} must be {want}, got {}", ordinal(i), got.type_name()))
     }
 

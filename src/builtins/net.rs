@@ -28,10 +28,11 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec};
 
 use super::netcfg::{self, Dns, LookupError, NetSettings, Tls};
+use super::Host;
 use super::{gated, Builtin, Cap, Cost, CONST};
 use crate::budget::{Budget, NextLine};
 use crate::diag::ErrKind;
-use crate::interp::{Fail, Interp, R};
+use crate::error::{Fail, R};
 use crate::limits::*;
 use crate::value::*;
 
@@ -211,21 +212,21 @@ fn wait_fd(fd: &impl AsFd, flags: PollFlags, until: Option<Instant>) -> std::io:
 }
 
 /// The earlier of the call's own end and the run's deadline.
-fn until_of(it: &Interp<'_>, own: Option<Duration>) -> Option<Instant> {
+fn until_of(it: &Host, own: Option<Duration>) -> Option<Instant> {
     it.meter.until(own)
 }
 
-fn deadline_passed(it: &Interp<'_>) -> bool {
+fn deadline_passed(it: &Host) -> bool {
     it.meter.deadline_passed()
 }
 
-fn time_limit(it: &Interp<'_>, name: &str) -> Fail {
+fn time_limit(it: &Host, name: &str) -> Fail {
     it.limit(LimitKind::Time, format!("wall-clock deadline (--max-time) reached in {name}"))
 }
 
 /// A wait that ended: the run's deadline (a `time` limit) or the call's own timeout
 /// (a `network` error).
-fn timed_out(it: &Interp<'_>, name: &str, what: &str, ms: u64) -> Fail {
+fn timed_out(it: &Host, name: &str, what: &str, ms: u64) -> Fail {
     if deadline_passed(it) {
         return time_limit(it, name);
     }
@@ -450,7 +451,7 @@ fn handshake(conn: &mut rustls::ClientConnection, tcp: &mut TcpStream, until: Op
 // ----------------------------------------------------------------------
 
 /// A host argument: a name or an IP address (IPv6 with or without brackets).
-fn host_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<String> {
+fn host_arg(it: &Host, name: &str, args: &[Value], i: usize) -> R<String> {
     let h = it.arg_str(name, args, i)?;
     let bad = |why: &str| it.err(ErrKind::Value, format!("{name}: argument {} {why}", i + 1));
     if h.is_empty() {
@@ -466,21 +467,21 @@ fn host_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<String> 
 }
 
 /// An optional `timeout_ms` argument of net.accept / net.recv / net.read_line.
-fn wait_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize) -> R<Option<u64>> {
+fn wait_arg(it: &Host, name: &str, args: &[Value], i: usize) -> R<Option<u64>> {
     match it.opt(args, i) {
         None => Ok(None),
         Some(_) => Ok(Some(it.arg_int(name, args, i, 0.0, MAX_NET_WAIT_MS as f64)? as u64)),
     }
 }
 
-fn handle_arg(it: &Interp<'_>, name: &str, args: &[Value], i: usize, kinds: &[HandleKind]) -> R<Handle> {
+fn handle_arg(it: &Host, name: &str, args: &[Value], i: usize, kinds: &[HandleKind]) -> R<Handle> {
     it.arg_handle(name, args, i, kinds, |h| match h.kind {
         HandleKind::Socket => it.net.socks.contains_key(&h.id),
         _ => it.net.listeners.contains_key(&h.id),
     })
 }
 
-fn sock_arg(it: &Interp<'_>, name: &str, args: &[Value]) -> R<u32> {
+fn sock_arg(it: &Host, name: &str, args: &[Value]) -> R<u32> {
     let h = handle_arg(it, name, args, 0, &[HandleKind::Socket])?;
     if let Some(why) = &it.net.socks[&h.id].broken {
         return Err(
@@ -490,7 +491,7 @@ fn sock_arg(it: &Interp<'_>, name: &str, args: &[Value]) -> R<u32> {
     Ok(h.id)
 }
 
-fn slot_check(it: &Interp<'_>) -> R<()> {
+fn slot_check(it: &Host) -> R<()> {
     if it.net.open_count() >= it.lim.n(L::SocketsOpen) {
         return Err(it.limit(
             LimitKind::Sockets,
@@ -503,13 +504,13 @@ fn slot_check(it: &Interp<'_>) -> R<()> {
     Ok(())
 }
 
-fn new_id(it: &mut Interp<'_>) -> u32 {
+fn new_id(it: &mut Host) -> u32 {
     it.net.next_id += 1;
     it.net.next_id
 }
 
 /// Charge one name lookup to the run's budget.
-fn charge_lookup(it: &mut Interp<'_>) -> R<()> {
+fn charge_lookup(it: &mut Host) -> R<()> {
     if it.net.lookups >= it.lim.get(L::SocketsLookups) {
         return Err(it.limit(
             LimitKind::Sockets,
@@ -527,7 +528,7 @@ fn charge_lookup(it: &mut Interp<'_>) -> R<()> {
 // Builtins
 // ----------------------------------------------------------------------
 
-fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn connect(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.connect";
     let host = host_arg(it, NAME, args, 0)?;
@@ -658,8 +659,7 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
         let why = last.map(|e| reason(&e)).unwrap_or_else(|| "no address to try".into());
         return Err(it.err(ErrKind::Network, format!("{NAME}: cannot connect to {shown}: {why}")));
     };
-    let fail =
-        |it: &Interp<'_>, e: std::io::Error| it.err(ErrKind::Network, format!("{NAME}: {shown}: {}", reason(&e)));
+    let fail = |it: &Host, e: std::io::Error| it.err(ErrKind::Network, format!("{NAME}: {shown}: {}", reason(&e)));
     tcp.set_nodelay(true).map_err(|e| fail(it, e))?;
     tcp.set_nonblocking(true).map_err(|e| fail(it, e))?;
     let peer = tcp.peer_addr().map_err(|e| fail(it, e))?;
@@ -693,7 +693,7 @@ fn connect(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Handle(Handle { kind: HandleKind::Socket, id }))
 }
 
-fn listen(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn listen(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.listen";
     let h = it.arg_str(NAME, args, 0)?;
@@ -725,7 +725,7 @@ fn listen(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Handle(Handle { kind: HandleKind::Listener, id }))
 }
 
-fn accept(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn accept(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.accept";
     let h = handle_arg(it, NAME, args, 0, &[HandleKind::Listener])?;
@@ -762,7 +762,7 @@ fn accept(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
             Err(e) => return Err(it.err(ErrKind::Network, format!("{NAME}: {}", reason(&e)))),
         }
     };
-    let fail = |it: &Interp<'_>, e: std::io::Error| it.err(ErrKind::Network, format!("{NAME}: {}", reason(&e)));
+    let fail = |it: &Host, e: std::io::Error| it.err(ErrKind::Network, format!("{NAME}: {}", reason(&e)));
     tcp.set_nonblocking(true).map_err(|e| fail(it, e))?;
     tcp.set_nodelay(true).map_err(|e| fail(it, e))?;
     let local = tcp.local_addr().map_err(|e| fail(it, e))?;
@@ -774,7 +774,7 @@ fn accept(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Handle(Handle { kind: HandleKind::Socket, id }))
 }
 
-fn send(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn send(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.send";
     let id = sock_arg(it, NAME, args)?;
@@ -809,7 +809,7 @@ fn send(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 /// Receive more into socket `id`'s buffer, mapping the outcome for the script.
 /// Ok(true): more data or the end of the stream; Ok(false) never (timeouts are errors).
-fn fill_for(it: &mut Interp<'_>, name: &str, id: u32, until: Option<Instant>, wait: Option<u64>) -> R<()> {
+fn fill_for(it: &mut Host, name: &str, id: u32, until: Option<Instant>, wait: Option<u64>) -> R<()> {
     let s = it.net.socks.get_mut(&id).expect("checked socket");
     match fill(s, until) {
         Ok(Fill::Data) | Ok(Fill::Eof) => Ok(()),
@@ -822,13 +822,13 @@ fn fill_for(it: &mut Interp<'_>, name: &str, id: u32, until: Option<Instant>, wa
     }
 }
 
-fn consume(it: &mut Interp<'_>, id: u32, n: usize) -> R<()> {
+fn consume(it: &mut Host, id: u32, n: usize) -> R<()> {
     it.net.received.charge(n as u64).map_err(|e| it.budget_fail(e))?;
     it.net.socks.get_mut(&id).expect("checked socket").pos += n;
     Ok(())
 }
 
-fn recv(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn recv(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.recv";
     let id = sock_arg(it, NAME, args)?;
@@ -855,7 +855,7 @@ fn recv(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
-fn line_limit(it: &Interp<'_>) -> Fail {
+fn line_limit(it: &Host) -> Fail {
     it.limit(
         LimitKind::Sockets,
         format!("a line longer than {max_net_line} bytes from a socket", max_net_line = it.lim.n(L::SocketsLine)),
@@ -863,11 +863,11 @@ fn line_limit(it: &Interp<'_>) -> Fail {
 }
 
 /// Lines socket `id` has read so far.
-pub(crate) fn lines_read(it: &Interp<'_>, id: u32) -> u64 {
+pub(crate) fn lines_read(it: &Host, id: u32) -> u64 {
     it.net.socks.get(&id).map_or(0, |s| s.lines)
 }
 
-pub(crate) fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+pub(crate) fn read_line(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.read_line";
     let id = sock_arg(it, NAME, args)?;
@@ -898,7 +898,7 @@ pub(crate) fn read_line(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
-fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn close(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.close";
     let h = handle_arg(it, NAME, args, 0, &[HandleKind::Socket, HandleKind::Listener])?;
@@ -915,7 +915,7 @@ fn close(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Nil)
 }
 
-fn addr_map(it: &Interp<'_>, a: SocketAddr, local: Option<SocketAddr>) -> R<Value> {
+fn addr_map(it: &Host, a: SocketAddr, local: Option<SocketAddr>) -> R<Value> {
     let mut m = Map::with_capacity(4);
     m.insert(bytes(b"host"), Value::str(a.ip().to_string().into_bytes()));
     m.insert(bytes(b"port"), Value::Num(a.port() as f64));
@@ -926,7 +926,7 @@ fn addr_map(it: &Interp<'_>, a: SocketAddr, local: Option<SocketAddr>) -> R<Valu
     it.make_map(m)
 }
 
-fn addr(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn addr(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.addr";
     let h = handle_arg(it, NAME, args, 0, &[HandleKind::Socket, HandleKind::Listener])?;
@@ -939,7 +939,7 @@ fn addr(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
-fn resolve(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn resolve(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.net.ensure();
     const NAME: &str = "net.resolve";
     let name = host_arg(it, NAME, args, 0)?;

@@ -1,12 +1,13 @@
 //! Number builtins and the `math` namespace. Every result must be finite: a result
 //! that is not (`sqrt(-1)`, `math.log(0)`, overflow) is an `arith` error.
 
+use super::Host;
 use super::{b, Builtin, CONST};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::value::*;
 
-fn finite(it: &Interp<'_>, name: &str, x: f64) -> R<Value> {
+fn finite(it: &Host, name: &str, x: f64) -> R<Value> {
     if x.is_finite() {
         Ok(Value::Num(x + 0.0))
     } else if x.is_nan() {
@@ -18,7 +19,7 @@ fn finite(it: &Interp<'_>, name: &str, x: f64) -> R<Value> {
 
 macro_rules! unary {
     ($fname:ident, $name:expr, $op:expr) => {
-        fn $fname(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+        fn $fname(it: &mut Host, args: &mut [Value]) -> R<Value> {
             let x = it.arg_num($name, args, 0)?;
             let f: fn(f64) -> f64 = $op;
             finite(it, $name, f(x))
@@ -37,7 +38,7 @@ unary!(log, "math.log", f64::ln);
 unary!(log10, "math.log10", f64::log10);
 unary!(exp, "math.exp", f64::exp);
 
-fn round(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn round(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let x = it.arg_num("round", args, 0)?;
     let d = match it.opt(args, 1) {
         None => 0,
@@ -85,13 +86,13 @@ pub fn round_digits(x: f64, d: i32) -> f64 {
     }
 }
 
-fn atan2(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn atan2(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let y = it.arg_num("math.atan2", args, 0)?;
     let x = it.arg_num("math.atan2", args, 1)?;
     finite(it, "math.atan2", y.atan2(x))
 }
 
-fn pow(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn pow(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let x = it.arg_num("math.pow", args, 0)?;
     let y = it.arg_num("math.pow", args, 1)?;
     finite(it, "math.pow", x.powf(y))

@@ -1,9 +1,10 @@
 //! `rand`: a seeded generator (xoshiro256** seeded through splitmix64), so that a run
 //! with `--seed N` or after `rand.seed(N)` draws the same numbers on every machine.
 
+use super::Host;
 use super::{b, Builtin, Cost, CONST};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::value::*;
 
 #[derive(Debug, Clone)]
@@ -68,7 +69,7 @@ impl Rng {
     }
 }
 
-fn int(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn int(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let lo = it.arg_int("rand.int", args, 0, i32::MIN as f64, i32::MAX as f64)?;
     let hi = it.arg_int("rand.int", args, 1, i32::MIN as f64, i32::MAX as f64)?;
     if lo > hi {
@@ -78,17 +79,17 @@ fn int(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Num((lo + it.rng.below(span) as i64) as f64))
 }
 
-fn float(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
+fn float(it: &mut Host, _: &mut [Value]) -> R<Value> {
     Ok(Value::Num(it.rng.float()))
 }
 
-fn seed(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn seed(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_int("rand.seed", args, 0, 0.0, u32::MAX as f64)?;
     it.rng = Rng::seeded(s as u64);
     Ok(Value::Nil)
 }
 
-fn choice(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn choice(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let l = it.arg_list("rand.choice", args, 0)?;
     if l.is_empty() {
         return Err(it.err(ErrKind::Value, "rand.choice: the list is empty"));
@@ -97,7 +98,7 @@ fn choice(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(l.items()[i].clone())
 }
 
-fn shuffle(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn shuffle(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let mut items = it.arg_list("rand.shuffle", args, 0)?.items().to_vec();
     for i in (1..items.len()).rev() {
         let j = it.rng.below(i as u64 + 1) as usize;

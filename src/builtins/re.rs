@@ -57,9 +57,11 @@ use regex_automata::util::prefilter::Prefilter;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, Match, MatchKind};
 
-use super::{b, Builtin, Cost};
+use super::host::HasHost;
+use super::Host;
+use super::{b, calls, Builtin, Callbacks, Cost};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::limits::*;
 use crate::value::*;
 
@@ -256,7 +258,7 @@ fn pike_units(bytes: u64, states: u64) -> u64 {
 }
 
 /// Charge `units` of PikeVM work before it runs, then the deadline check.
-fn pike_charge(it: &mut Interp<'_>, name: &str, units: u64) -> R<()> {
+fn pike_charge(it: &mut Host, name: &str, units: u64) -> R<()> {
     it.work(units)?;
     pike_deadline(it, name, units)
 }
@@ -271,7 +273,7 @@ fn quick_charge(p: &capture::Prog, len: usize) -> u64 {
 /// The PikeVM cannot be interrupted: a search whose work (at about a nanosecond a unit,
 /// with a margin of 2) would end past the deadline is stopped now rather than let run
 /// past it.
-fn pike_deadline(it: &mut Interp<'_>, name: &str, units: u64) -> R<()> {
+fn pike_deadline(it: &mut Host, name: &str, units: u64) -> R<()> {
     if let Some(left) = it.meter.remaining() {
         let need = Duration::from_nanos(units.saturating_mul(2).min(u64::MAX / 4));
         // Zero left: the deadline has passed (even a search that needs nothing stops).
@@ -290,7 +292,7 @@ fn pike_deadline(it: &mut Interp<'_>, name: &str, units: u64) -> R<()> {
 }
 
 impl<'h> Run<'h> {
-    fn new(it: &mut Interp<'_>, name: &str, re: &Compiled, hay: &'h [u8]) -> R<Run<'h>> {
+    fn new(it: &mut Host, name: &str, re: &Compiled, hay: &'h [u8]) -> R<Run<'h>> {
         let (e, fresh) = re.engine(hay);
         if fresh {
             it.work(compile_work(e.as_ref().map_or(COMPILE_FAILED_STATES, |e| e.states)))?;
@@ -315,7 +317,7 @@ impl<'h> Run<'h> {
     /// states it built (cache bytes; a clear counts the whole cache).
     fn charge_dfa(
         &mut self,
-        it: &mut Interp<'_>,
+        it: &mut Host,
         span: usize,
         before: (usize, usize, usize),
         c: &hybrid::regex::Cache,
@@ -338,7 +340,7 @@ impl<'h> Run<'h> {
     }
 
     /// Whether the pattern matches anywhere in the subject.
-    fn is_match(&mut self, it: &mut Interp<'_>) -> R<bool> {
+    fn is_match(&mut self, it: &mut Host) -> R<bool> {
         let input = Input::new(self.hay).earliest(true);
         let e = self.e.clone();
         {
@@ -357,7 +359,7 @@ impl<'h> Run<'h> {
     }
 
     /// The leftmost-first match in `input`'s span.
-    fn find(&mut self, it: &mut Interp<'_>, input: &Input<'_>) -> R<Option<Match>> {
+    fn find(&mut self, it: &mut Host, input: &Input<'_>) -> R<Option<Match>> {
         let e = self.e.clone();
         {
             let mut c = e.caches.borrow_mut();
@@ -379,7 +381,7 @@ impl<'h> Run<'h> {
     /// position x pattern positions, at the PikeVM's rate): so every search of a call,
     /// rescans included, is charged for what it scans, and the meter looks at the work
     /// limit and the deadline about every millisecond of it.
-    fn nfa_find(&mut self, it: &mut Interp<'_>, input: &Input<'_>) -> R<Option<Match>> {
+    fn nfa_find(&mut self, it: &mut Host, input: &Input<'_>) -> R<Option<Match>> {
         let e = self.e.clone();
         let (positions, charged) = (&mut self.sim_positions, &mut self.sim_charged);
         sim_find(&e, input, |ran| {
@@ -394,7 +396,7 @@ impl<'h> Run<'h> {
     }
 
     /// The capture groups of match `m` (the PikeVM anchored on its span).
-    fn captures(&mut self, it: &mut Interp<'_>, name: &str, m: Match, caps: &mut Captures) -> R<()> {
+    fn captures(&mut self, it: &mut Host, name: &str, m: Match, caps: &mut Captures) -> R<()> {
         let e = self.e.clone();
         if let Some(p) = e.cap.as_ref() {
             // The capture engine's quick search first, charged its step budget before it
@@ -430,7 +432,7 @@ impl<'h> Run<'h> {
     /// found, Some(false) no match, None when the engine does not apply or gave up on its
     /// quick budget (about the program plus twice the subject, charged before it runs:
     /// `quick_charge`); the caller then searches as usual.
-    fn find_anchored(&mut self, it: &mut Interp<'_>, caps: &mut Captures) -> R<Option<bool>> {
+    fn find_anchored(&mut self, it: &mut Host, caps: &mut Captures) -> R<Option<bool>> {
         let e = self.e.clone();
         let Some(p) = e.cap.as_ref().filter(|_| e.anchored) else { return Ok(None) };
         it.work(quick_charge(p, self.hay.len()))?;
@@ -441,16 +443,16 @@ impl<'h> Run<'h> {
 
     /// Every leftmost-first match, in order (empty matches as the `regex` crate's
     /// iterators report them), each passed to `f`; stops at the first error.
-    fn each(
+    fn each<C: HasHost + ?Sized>(
         &mut self,
-        it: &mut Interp<'_>,
+        cx: &mut C,
         _name: &str,
-        mut f: impl FnMut(&mut Interp<'_>, &mut Self, Match) -> R<()>,
+        mut f: impl FnMut(&mut C, &mut Self, Match) -> R<()>,
     ) -> R<()> {
         let mut searcher = Searcher::new(Input::new(self.hay));
         let mut fail = None;
         loop {
-            let next = searcher.try_advance(|input| match self.find(it, input) {
+            let next = searcher.try_advance(|input| match self.find(cx.host(), input) {
                 Ok(m) => Ok(m),
                 Err(e) => {
                     fail = Some(e);
@@ -461,7 +463,7 @@ impl<'h> Run<'h> {
                 return Err(e);
             }
             match next {
-                Ok(Some(m)) => f(it, self, m)?,
+                Ok(Some(m)) => f(cx, self, m)?,
                 _ => return Ok(()),
             }
         }
@@ -551,7 +553,7 @@ thread_local! {
 }
 
 /// Empty this thread's cache of compiled patterns. A run begins and ends with it empty
-/// (`Interp::new` and `Interp`'s drop call this), so in a process that runs many
+/// (`Host::new` and `Host`'s drop call this), so in a process that runs many
 /// scripts (`leash test`, the fuzz targets, an embedding) one run's patterns, up to
 /// 16 x 3 engines with their DFA caches, tens of MiB, neither stay on the heap after it
 /// nor count against the next run's `--max-memory`, and what a run is charged for
@@ -657,11 +659,7 @@ fn compile_entry(pat: &str, work: &mut u64) -> Result<(Compiled, Rc<std::cell::C
 /// hit there counts as a use of its cache entry, exactly as a look-up by text does), the
 /// work a compile did (0 for a hit), and the subject (argument 1, checked before any
 /// compile, as the arguments are checked in order).
-fn compile_arg<'a>(
-    it: &Interp<'_>,
-    name: &str,
-    args: &'a [Value],
-) -> R<(Result<Compiled, PatternError>, u64, &'a Bytes)> {
+fn compile_arg<'a>(it: &Host, name: &str, args: &'a [Value]) -> R<(Result<Compiled, PatternError>, u64, &'a Bytes)> {
     if let Value::Str(p) = &args[0] {
         let hit = CACHE.with(|c| {
             let mut c = c.borrow_mut();
@@ -696,7 +694,7 @@ fn compile_arg<'a>(
 
 /// The pattern (argument 0, compiled) and the subject (argument 1), and the up-front
 /// charge.
-fn pat_subject<'a>(it: &mut Interp<'_>, name: &str, args: &'a [Value]) -> R<(Compiled, &'a [u8])> {
+fn pat_subject<'a>(it: &mut Host, name: &str, args: &'a [Value]) -> R<(Compiled, &'a [u8])> {
     let (re, work, s) = compile_arg(it, name, args)?;
     it.work(work)?;
     let re = re.map_err(|e| it.err(ErrKind::Value, format!("{name}: {e}")))?;
@@ -705,13 +703,13 @@ fn pat_subject<'a>(it: &mut Interp<'_>, name: &str, args: &'a [Value]) -> R<(Com
     Ok((re, s.as_slice()))
 }
 
-fn test(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn test(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.test", args)?;
     let mut run = Run::new(it, "re.test", &re, s)?;
     Ok(Value::Bool(run.is_match(it)?))
 }
 
-fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn match_(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.match", args)?;
     let mut run = Run::new(it, "re.match", &re, s)?;
     let e = run.e.clone();
@@ -735,7 +733,7 @@ fn match_(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// Collect the pieces `pieces` yields into a list, within the list limit.
-fn push_piece(it: &mut Interp<'_>, name: &str, what: &str, items: &mut Vec<Value>, p: &[u8]) -> R<()> {
+fn push_piece(it: &mut Host, name: &str, what: &str, items: &mut Vec<Value>, p: &[u8]) -> R<()> {
     it.work(WORK_REGEX_MATCH)?;
     if items.len() == it.lim.n(L::List) {
         return Err(it.limit(LimitKind::List, format!("{name}: more than {} {what}", it.lim.n(L::List))));
@@ -744,7 +742,7 @@ fn push_piece(it: &mut Interp<'_>, name: &str, what: &str, items: &mut Vec<Value
     Ok(())
 }
 
-fn find_all(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn find_all(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.find_all", args)?;
     let mut run = Run::new(it, "re.find_all", &re, s)?;
     let mut items = Vec::new();
@@ -752,7 +750,7 @@ fn find_all(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.make_list(items)
 }
 
-fn split(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn split(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let (re, s) = pat_subject(it, "re.split", args)?;
     let mut run = Run::new(it, "re.split", &re, s)?;
     let mut items = Vec::new();
@@ -774,23 +772,24 @@ fn group_values(caps: &Captures, s: &[u8]) -> Vec<Value> {
     items
 }
 
-fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
-    let (re, s) = pat_subject(it, "re.replace", args)?;
+fn replace(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
+    let (re, s) = pat_subject(cx.host(), "re.replace", args)?;
     if let Some(fi) = super::fn_arg(&args[2]) {
         // `re.replace(pat, s, fn)`: each match is replaced by fn(groups), `groups` as
         // `re.match` gives them; the result must be a string, used as it is (`$` is not
         // interpreted).
-        return replace_each(it, &re, s, true, |it, caps, out| {
-            let groups = it.make_list(group_values(caps.expect("captures asked for"), s))?;
-            match it.call_fn(fi, [groups])? {
+        return replace_each(cx, &re, s, true, |cx, caps, out| {
+            let groups = cx.host().make_list(group_values(caps.expect("captures asked for"), s))?;
+            match cx.call(fi, &mut [groups])? {
                 Value::Str(r) => Ok(out.extend_from_slice(&r)),
-                other => Err(it.err(
+                other => Err(cx.host().err(
                     ErrKind::Type,
                     format!("re.replace: the function must return a string, got {}", other.type_name()),
                 )),
             }
         });
     }
+    let it = cx.host();
     let with = it.arg_str("re.replace", args, 2)?;
     // Groups are only needed when the replacement names one.
     replace_each(it, &re, s, with.contains(&b'$'), |_, caps, out| {
@@ -804,36 +803,36 @@ fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 
 /// Replace every match of `re` in `s` by what `put` writes (given the match's groups
 /// when `groups` is set), within the string limit, `WORK_REGEX_MATCH` per match.
-fn replace_each(
-    it: &mut Interp<'_>,
+fn replace_each<C: HasHost + ?Sized>(
+    cx: &mut C,
     re: &Compiled,
     s: &[u8],
     groups: bool,
-    mut put: impl FnMut(&mut Interp<'_>, Option<&Captures>, &mut Vec<u8>) -> R<()>,
+    mut put: impl FnMut(&mut C, Option<&Captures>, &mut Vec<u8>) -> R<()>,
 ) -> R<Value> {
-    let mut run = Run::new(it, "re.replace", re, s)?;
+    let mut run = Run::new(cx.host(), "re.replace", re, s)?;
     let mut caps = groups.then(|| run.e.pike.create_captures());
     let mut out = Vec::with_capacity(s.len());
     let mut last = 0;
-    run.each(it, "re.replace", |it, run, m| {
+    run.each(cx, "re.replace", |cx, run, m| {
         out.extend_from_slice(&s[last..m.start()]);
         if let Some(caps) = caps.as_mut() {
-            run.captures(it, "re.replace", m, caps)?;
+            run.captures(cx.host(), "re.replace", m, caps)?;
         }
-        put(it, caps.as_ref(), &mut out)?;
+        put(cx, caps.as_ref(), &mut out)?;
         last = m.end();
-        it.check_str_len(out.len())?;
-        it.work(WORK_REGEX_MATCH)
+        cx.host().check_str_len(out.len())?;
+        cx.host().work(WORK_REGEX_MATCH)
     })?;
     out.extend_from_slice(&s[last..]);
-    it.make_str(out)
+    cx.host().make_str(out)
 }
 
 pub const TABLE: &[Builtin] = &[
     b("re.test", "re.test(pattern, s)", 2, 2, RE, test),
     b("re.match", "re.match(pattern, s)", 2, 2, RE, match_),
     b("re.find_all", "re.find_all(pattern, s)", 2, 2, RE, find_all),
-    b("re.replace", "re.replace(pattern, s, with | FN(groups))", 3, 3, RE, replace).with_fn(2, 1, false),
+    calls("re.replace", "re.replace(pattern, s, with | FN(groups))", 3, 3, RE, replace).with_fn(2, 1, false),
     b("re.split", "re.split(pattern, s)", 2, 2, RE, split),
 ];
 

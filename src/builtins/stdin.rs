@@ -6,10 +6,11 @@
 use std::io::Read;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 
+use super::Host;
 use super::{b, Builtin, Cost};
 use crate::budget::{next_line, NextLine};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::limits::*;
 use crate::value::*;
 
@@ -60,7 +61,7 @@ fn start_reader() -> Receiver<Chunk> {
 
 /// Wait for more input. Returns false at the end of input, and when reading failed
 /// (`failed` is set then: see `at_end`).
-fn fill(it: &mut Interp<'_>) -> R<bool> {
+fn fill(it: &mut Host) -> R<bool> {
     if it.stdin.eof {
         return Ok(false);
     }
@@ -99,20 +100,20 @@ fn fill(it: &mut Interp<'_>) -> R<bool> {
 
 /// What a read returns once nothing is left: nil at the end of input, an `io` error
 /// when reading stdin failed (the input read before the failure is returned first).
-fn at_end(it: &Interp<'_>) -> R<Value> {
+fn at_end(it: &Host) -> R<Value> {
     match &it.stdin.failed {
         Some(m) => Err(it.err(ErrKind::Io, m.clone())),
         None => Ok(Value::Nil),
     }
 }
 
-fn consume(it: &mut Interp<'_>, n: usize) -> R<()> {
+fn consume(it: &mut Host, n: usize) -> R<()> {
     it.budgets.stdin.charge(n as u64).map_err(|e| it.budget_fail(e))?;
     it.stdin.pos += n;
     Ok(())
 }
 
-fn line_limit(it: &Interp<'_>) -> crate::interp::Fail {
+fn line_limit(it: &Host) -> crate::error::Fail {
     it.limit(
         LimitKind::Stdin,
         format!("a stdin line longer than {max_stdin_line} bytes", max_stdin_line = it.lim.n(L::StdinLine)),
@@ -121,14 +122,14 @@ fn line_limit(it: &Interp<'_>) -> crate::interp::Fail {
 
 /// The next line of stdin as `stdin.read_line` reads it, for the streaming readers over
 /// stdin (`csv.open("-")`, `json.next("-")`): None at the end of input.
-pub fn next_stdin_line(it: &mut Interp<'_>) -> R<Option<Vec<u8>>> {
+pub fn next_stdin_line(it: &mut Host) -> R<Option<Vec<u8>>> {
     match read_line(it, &mut [])? {
         Value::Str(s) => Ok(Some(s.to_vec())),
         _ => Ok(None),
     }
 }
 
-pub(crate) fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
+pub(crate) fn read_line(it: &mut Host, _: &mut [Value]) -> R<Value> {
     let _ = it.out.flush();
     let mut searched = 0;
     loop {
@@ -150,7 +151,7 @@ pub(crate) fn read_line(it: &mut Interp<'_>, _: &mut [Value]) -> R<Value> {
     }
 }
 
-fn read(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn read(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let n = it.arg_int("stdin.read", args, 0, 1.0, it.lim.n(L::String) as f64)? as usize;
     let _ = it.out.flush();
     while it.stdin.buf.len() - it.stdin.pos < n {

@@ -2,13 +2,15 @@
 //! `lower`, `trim`, `chars`, `reverse`, `pad_*`, `ord`) read valid UTF-8 as Unicode and
 //! fall back to ASCII rules (or refuse, where characters are the point) otherwise.
 
+use super::host::find_bytes;
+use super::Host;
 use super::{b, Builtin, Cost, CONST};
 use crate::diag::ErrKind;
-use crate::interp::{find_bytes, Interp, R};
+use crate::error::R;
 use crate::limits::*;
 use crate::value::*;
 
-fn case(it: &mut Interp<'_>, args: &mut [Value], name: &str, upper: bool) -> R<Value> {
+fn case(it: &mut Host, args: &mut [Value], name: &str, upper: bool) -> R<Value> {
     let s = it.arg_str(name, args, 0)?;
     // ASCII text (the common case) maps byte by byte, as Unicode case mapping does on it.
     if s.is_ascii() {
@@ -38,15 +40,15 @@ fn case(it: &mut Interp<'_>, args: &mut [Value], name: &str, upper: bool) -> R<V
     it.make_str(out)
 }
 
-fn upper(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn upper(it: &mut Host, args: &mut [Value]) -> R<Value> {
     case(it, args, "upper", true)
 }
 
-fn lower(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn lower(it: &mut Host, args: &mut [Value]) -> R<Value> {
     case(it, args, "lower", false)
 }
 
-fn trimmed(it: &mut Interp<'_>, args: &mut [Value], name: &str, start: bool, end: bool) -> R<Value> {
+fn trimmed(it: &mut Host, args: &mut [Value], name: &str, start: bool, end: bool) -> R<Value> {
     let s = it.arg_str(name, args, 0)?;
     if !s.is_ascii() {
         // Validating non-ASCII text as UTF-8 costs more than the ASCII rate.
@@ -79,19 +81,19 @@ fn trimmed(it: &mut Interp<'_>, args: &mut [Value], name: &str, start: bool, end
     Ok(Value::str_from(out))
 }
 
-fn trim(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn trim(it: &mut Host, args: &mut [Value]) -> R<Value> {
     trimmed(it, args, "trim", true, true)
 }
 
-fn trim_start(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn trim_start(it: &mut Host, args: &mut [Value]) -> R<Value> {
     trimmed(it, args, "trim_start", true, false)
 }
 
-fn trim_end(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn trim_end(it: &mut Host, args: &mut [Value]) -> R<Value> {
     trimmed(it, args, "trim_end", false, true)
 }
 
-fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn replace(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("replace", args, 0)?;
     let from = it.arg_str("replace", args, 1)?;
     let to = it.arg_str("replace", args, 2)?;
@@ -121,7 +123,7 @@ fn replace(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// starts_with, ends_with: the bytes of the affix compared.
 const AFFIX: Cost = Cost::custom(0.02, 0.0);
 
-fn starts_with(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn starts_with(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("starts_with", args, 0)?;
     let p = it.arg_str("starts_with", args, 1)?;
     let r = s.starts_with(p);
@@ -129,7 +131,7 @@ fn starts_with(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Bool(r))
 }
 
-fn ends_with(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn ends_with(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("ends_with", args, 0)?;
     let p = it.arg_str("ends_with", args, 1)?;
     let r = s.ends_with(p);
@@ -137,7 +139,7 @@ fn ends_with(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::Bool(r))
 }
 
-fn find(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn find(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("find", args, 0)?;
     let sub = it.arg_str("find", args, 1)?;
     Ok(Value::Num(find_bytes(s, sub).map(|i| i as f64).unwrap_or(-1.0)))
@@ -147,7 +149,7 @@ fn find(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// is built.
 pub(crate) const REPEAT: Cost = Cost::custom(0.035, 8.0);
 
-fn repeat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn repeat(it: &mut Host, args: &mut [Value]) -> R<Value> {
     if let Value::List(_) = &args[0] {
         return super::collections::repeat_list(it, args);
     }
@@ -168,7 +170,7 @@ fn repeat(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     Ok(Value::str(s.repeat(n as usize)))
 }
 
-fn chars(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn chars(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let t = it.arg_text("chars", args, 0)?;
     let n = t.chars().count();
     it.check_list_len(n)?;
@@ -176,7 +178,7 @@ fn chars(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.make_list(items)
 }
 
-fn ord(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn ord(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let t = it.arg_text("ord", args, 0)?;
     let mut cs = t.chars();
     match (cs.next(), cs.next()) {
@@ -185,7 +187,7 @@ fn ord(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     }
 }
 
-fn chr(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn chr(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let n = it.arg_int("chr", args, 0, 0.0, 0x10FFFF as f64)?;
     match char::from_u32(n as u32) {
         Some(c) => Ok(Value::string(c.encode_utf8(&mut [0; 4]))),
@@ -201,7 +203,7 @@ fn width(s: &[u8]) -> usize {
     }
 }
 
-fn pad(it: &mut Interp<'_>, args: &mut [Value], name: &str, left: bool) -> R<Value> {
+fn pad(it: &mut Host, args: &mut [Value], name: &str, left: bool) -> R<Value> {
     let s = it.arg_str(name, args, 0)?;
     let w = it.arg_int(name, args, 1, 0.0, it.lim.n(L::String) as f64)? as usize;
     let fill: Vec<u8> = match it.opt(args, 2) {
@@ -232,11 +234,11 @@ fn pad(it: &mut Interp<'_>, args: &mut [Value], name: &str, left: bool) -> R<Val
     Ok(Value::str(out))
 }
 
-fn pad_left(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn pad_left(it: &mut Host, args: &mut [Value]) -> R<Value> {
     pad(it, args, "pad_left", true)
 }
 
-fn pad_right(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn pad_right(it: &mut Host, args: &mut [Value]) -> R<Value> {
     pad(it, args, "pad_right", false)
 }
 
@@ -245,13 +247,13 @@ fn pad_right(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 // ----------------------------------------------------------------------
 
 /// `byte(n)`: the one-byte string of byte value n (0..255).
-fn byte(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn byte(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let n = it.arg_int("byte", args, 0, 0.0, 255.0)?;
     Ok(Value::str(vec![n as u8]))
 }
 
 /// `byte_at(s, i)`: the byte value at index i (negative from the end).
-fn byte_at(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn byte_at(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("byte_at", args, 0)?;
     let n = it.arg_int("byte_at", args, 1, -9_007_199_254_740_991.0, 9_007_199_254_740_991.0)?;
     let i = if n < 0 { n + s.len() as i64 } else { n };
@@ -268,7 +270,7 @@ const TR: Cost = Cost::custom(1.25, 0.0);
 /// `to`, or is removed when `to` is shorter; a byte listed twice in `from` maps as its
 /// last listing says (as Python's `str.maketrans` and POSIX `tr` do). One pass over s
 /// through a 256-entry table.
-fn tr(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn tr(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("tr", args, 0)?;
     let from = it.arg_str("tr", args, 1)?;
     let to = it.arg_str("tr", args, 2)?;
@@ -304,7 +306,7 @@ const COUNT_MATCH: u64 = 8;
 
 /// `count(s, sub)`: non-overlapping occurrences of sub in s, left to right; an empty
 /// sub occurs len(s) + 1 times (between every two bytes and at both ends, as Python counts).
-pub(crate) fn count_sub(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+pub(crate) fn count_sub(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("count", args, 0)?;
     let sub = match &args[1] {
         Value::Str(t) => t,

@@ -4,9 +4,10 @@
 
 use std::rc::Rc;
 
+use super::Host;
 use super::{b, Builtin, Cost};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::value::*;
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
@@ -74,20 +75,20 @@ fn form_text(b: Vec<u8>) -> Vec<u8> {
     }
 }
 
-fn url_encode(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn url_encode(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("url.encode", args, 0)?;
     let mut out = Vec::with_capacity(s.len());
     encode_into(&mut out, s, false);
     it.make_str(out)
 }
 
-fn url_decode(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn url_decode(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("url.decode", args, 0)?;
     // A malformed `%` stays as it is; the bytes are returned as decoded (SPEC 10).
     Ok(Value::str(decode(s, false)))
 }
 
-fn parse_query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn parse_query(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "url.parse_query";
     let s = it.arg_str(NAME, args, 0)?;
     let body: &[u8] = s.strip_prefix(b"?").unwrap_or(s);
@@ -111,7 +112,7 @@ fn parse_query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
     it.make_map(m)
 }
 
-fn build_query(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn build_query(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "url.build_query";
     let m = it.arg_map(NAME, args, 0)?;
     let mut out = Vec::new();
@@ -255,7 +256,7 @@ pub fn split(s: &[u8]) -> Result<Parts<'_>, String> {
     Ok(p)
 }
 
-fn url_parse(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn url_parse(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("url.parse", args, 0)?;
     let p = split(s).map_err(|m| it.err(ErrKind::Parse, format!("url.parse: {m}")))?;
     let opt = |x: Option<&[u8]>| x.map(Value::str_from).unwrap_or(Value::Nil);

@@ -6,13 +6,14 @@
 
 use unicode_width::UnicodeWidthChar;
 
+use super::Host;
 use super::{b, Builtin, Cost};
 use crate::diag::ErrKind;
-use crate::interp::{Interp, R};
+use crate::error::R;
 use crate::value::*;
 
 /// Argument `i` as text, or a `value` error naming the first invalid byte.
-fn text<'a>(it: &Interp<'_>, name: &str, args: &'a [Value], i: usize) -> R<&'a str> {
+fn text<'a>(it: &Host, name: &str, args: &'a [Value], i: usize) -> R<&'a str> {
     let s = it.arg_str(name, args, i)?;
     std::str::from_utf8(s).map_err(|e| {
         it.err(
@@ -23,13 +24,13 @@ fn text<'a>(it: &Interp<'_>, name: &str, args: &'a [Value], i: usize) -> R<&'a s
 }
 
 /// `utf8.len(s)`: the number of code points.
-fn len(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn len(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let t = text(it, "utf8.len", args, 0)?;
     Ok(Value::Num(t.chars().count() as f64))
 }
 
 /// A code-point bound of `utf8.sub` as `slice` takes it: negative from the end, clamped.
-fn bound(it: &Interp<'_>, args: &[Value], i: usize, n: usize, default: usize) -> R<usize> {
+fn bound(it: &Host, args: &[Value], i: usize, n: usize, default: usize) -> R<usize> {
     let Some(_) = it.opt(args, i) else { return Ok(default) };
     let v = it.arg_num("utf8.sub", args, i)?;
     if !is_integral(v) {
@@ -41,7 +42,7 @@ fn bound(it: &Interp<'_>, args: &[Value], i: usize, n: usize, default: usize) ->
 
 /// `utf8.sub(s, start[, end])`: the code points start..end (end exclusive; negative
 /// counts from the end; out of range is clamped, as `slice` does).
-fn sub(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn sub(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let t = text(it, "utf8.sub", args, 0)?;
     let n = t.chars().count();
     let (s, e) = (bound(it, args, 1, n, 0)?, bound(it, args, 2, n, n)?);
@@ -55,7 +56,7 @@ fn sub(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 }
 
 /// `utf8.valid(s)`: whether s is valid UTF-8.
-fn valid(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn valid(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("utf8.valid", args, 0)?;
     Ok(Value::Bool(std::str::from_utf8(s).is_ok()))
 }
@@ -63,14 +64,14 @@ fn valid(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
 /// `utf8.width(s)`: terminal columns, character by character as `wcwidth` counts: East
 /// Asian wide and fullwidth characters 2, combining marks and other zero-width
 /// characters 0, control characters 0 (wcwidth says -1: they have no width to add).
-fn width(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn width(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let t = text(it, "utf8.width", args, 0)?;
     let w: usize = t.chars().map(|c| if c.is_control() { 0 } else { c.width().unwrap_or(0) }).sum();
     Ok(Value::Num(w as f64))
 }
 
 /// `utf8.codes(s)`: the list of code points (numbers), as `ord` gives each.
-fn codes(it: &mut Interp<'_>, args: &mut [Value]) -> R<Value> {
+fn codes(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let t = text(it, "utf8.codes", args, 0)?;
     let n = t.chars().count();
     it.check_list_len(n)?;

@@ -218,7 +218,7 @@ fn run_entry(s: &mut Session, it: &mut Interp<'static>, entry: &str) -> Option<i
         }
     }
     s.known.extend(s.carry.keys().filter(|n| n.as_str() != "_").cloned());
-    let flushed = it.out.flush();
+    let flushed = it.host.out.flush();
     let mut end = None;
     match r {
         Ok(_) => {
@@ -228,7 +228,8 @@ fn run_entry(s: &mut Session, it: &mut Interp<'static>, entry: &str) -> Option<i
                         Value::Nil => None,
                         Value::Str(b) => Some(quoted(b)),
                         other => it
-                            .to_text(other, it.lim.n(crate::limits::L::String))
+                            .host
+                            .to_text(other, it.host.lim.n(crate::limits::L::String))
                             .ok()
                             .map(|b| String::from_utf8_lossy(&b).into_owned()),
                     };
@@ -353,9 +354,9 @@ pub fn main(cfg: &Config, rc: RunConfig) -> i32 {
             }
         }
     }
-    it.files.close_all();
-    it.net.close_all();
-    it.db.close_all();
+    it.host.files.close_all();
+    it.host.net.close_all();
+    it.host.db.close_all();
     status
 }
 
