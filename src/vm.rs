@@ -589,7 +589,7 @@ impl<'p> Interp<'p> {
     /// A builtin call: its arguments copied out (up to four in an array on the native
     /// stack, no vector to build and free), the call, the arguments dropped before the
     /// result is written.
-    #[inline(always)]
+    #[inline(never)]
     fn call_vals(&mut self, code: &Code<'p>, b: &'static Builtin, dst: Opd, specs: &[(Opd, Spot)]) -> R<()> {
         let v = if let Ok(one) = <&[(Opd, Spot); 1]>::try_from(specs) {
             let [(o, sp)] = *one;
