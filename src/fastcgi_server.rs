@@ -14,8 +14,13 @@
 //!   so it is single-threaded and has never run anything): it has the interpreter loaded
 //!   and only forks. The server sends it each request (the worker's argv, environment,
 //!   directory and resource limits, and its three pipes as descriptors) over a
-//!   `SOCK_SEQPACKET` pair; it forks, reports the child's pid, and later its exit status
-//!   (it waits on a pidfd per child), and holds no state about requests.
+//!   `SOCK_SEQPACKET` pair; it hands it to a spare worker or forks, reports the worker's
+//!   pid, and later its exit status (it waits on a pidfd per child), and holds no state
+//!   about requests.
+//! - **spare workers** (`spare_workers`): forked by the warm process between requests,
+//!   each waits on a socket of its own for one job, then is that job's worker; replaced
+//!   when the warm process is idle, retired after a reload; idle, they are not counted
+//!   among `max_workers` (which bounds the requests running), but bounded by their own key.
 //! - the **worker**, one per request, forked from the warm process: it starts a session
 //!   of its own (so the whole group can be killed), puts the pipes on 0, 1 and 2 and closes
 //!   every other descriptor it inherited, sets its resource limits (soft and hard), changes
@@ -118,18 +123,17 @@ pub struct Job {
     pub limits: Vec<(u8, u64)>,
     /// The program cache's bounds (`program_cache*` keys).
     pub cache: crate::program_cache::Bounds,
-    /// The spare workers the warm process keeps (`spare_workers`, `max_workers`, and the
-    /// configuration's generation: spares forked under an older one are retired).
+    /// The spare workers the warm process keeps (`spare_workers`, and the configuration's
+    /// generation: spares forked under an older one are retired).
     pub spares: Spares,
 }
 
 /// What the warm process learns of the configuration with each job, for its spares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Spares {
-    /// `spare_workers`: idle workers kept forked ahead of requests.
+    /// `spare_workers`: idle workers kept forked ahead of requests (beside the at most
+    /// `max_workers` running ones: a spare runs nothing until it is given a request).
     pub count: u64,
-    /// `max_workers`: running and spare workers together stay within it.
-    pub max_workers: u64,
     /// Bumped by each reload (SIGHUP).
     pub generation: u64,
 }
@@ -171,7 +175,7 @@ impl Job {
         let b = &self.cache;
         put(&mut v, format!("{}:{}:{}", b.entries, b.bytes, b.min_age_ms).as_bytes());
         let p = &self.spares;
-        put(&mut v, format!("{}:{}:{}", p.count, p.max_workers, p.generation).as_bytes());
+        put(&mut v, format!("{}:{}", p.count, p.generation).as_bytes());
         put(&mut v, self.env.len().to_string().as_bytes());
         for (k, val) in &self.env {
             put(&mut v, &[k.as_bytes(), b"\0", val.as_bytes()].concat());
@@ -229,7 +233,7 @@ impl Job {
 
     fn spares(s: &[u8]) -> Option<Spares> {
         let mut f = std::str::from_utf8(s).ok()?.split(':').map(|x| x.parse::<u64>().ok());
-        let p = Spares { count: f.next()??, max_workers: f.next()??, generation: f.next()?? };
+        let p = Spares { count: f.next()??, generation: f.next()?? };
         f.next().is_none().then_some(p)
     }
 
@@ -346,8 +350,8 @@ pub fn zygote_main() -> i32 {
     let mut want = Spares::default();
     let mut buf = vec![0u8; JOB_MAX_BYTES];
     loop {
-        // One spare fewer than wanted (within max_workers): forked once nothing else waits.
-        let short = (spares.len() as u64) < want.count && ((kids.len() + spares.len()) as u64) < want.max_workers;
+        // One spare fewer than wanted: forked once nothing else waits.
+        let short = (spares.len() as u64) < want.count;
         let (ctl_ready, ctl_gone, done, lost, reaped, idle) = {
             use rustix::event::{PollFd, PollFlags};
             let mut fds: Vec<PollFd> = Vec::with_capacity(1 + kids.len() + spares.len() + retired.len());
@@ -1881,7 +1885,7 @@ fn supervise(
             bytes: cfg.program_cache_bytes,
             min_age_ms: cfg.program_cache_min_age_ms,
         },
-        spares: Spares { count: cfg.spare_workers, max_workers: cfg.max_workers, generation },
+        spares: Spares { count: cfg.spare_workers, generation },
     };
     if let Err(m) = srv.zygote.start(&job, [&in_r, &out_w, &err_w], tx.clone()) {
         return (Some(e.fail(500, format!("cannot start a worker: {m}"))), 0, true);
@@ -2151,7 +2155,7 @@ mod tests {
             env: vec![("QUERY_STRING".into(), "a=1&b==2".into()), ("EMPTY".into(), "".into())],
             limits: vec![(0, 1 << 30), (4, 0)],
             cache: crate::program_cache::Bounds { entries: 3, bytes: 1 << 20, min_age_ms: 7 },
-            spares: Spares { count: 4, max_workers: 16, generation: 2 },
+            spares: Spares { count: 4, generation: 2 },
         };
         assert_eq!(Job::decode(&j.encode()), Some(j.clone()));
         assert_eq!(Job::peek_id(&j.encode()), Some(42));

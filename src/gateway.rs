@@ -128,8 +128,8 @@ pub struct Config {
     pub program_cache: u64,
     pub program_cache_bytes: u64,
     pub program_cache_min_age_ms: u64,
-    /// FastCGI: workers forked ahead of requests, each waiting for one request (counted
-    /// among `max_workers`: spares and running workers together stay within it).
+    /// FastCGI: workers forked ahead of requests, each waiting for one request (idle
+    /// processes beside the `max_workers` running ones).
     pub spare_workers: u64,
 }
 

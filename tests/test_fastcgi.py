@@ -1094,31 +1094,38 @@ def test_spares_forked_before_a_reload_are_retired(tmp_path):
     assert srv.proc.returncode == 0
 
 
-def test_spares_count_among_max_workers_and_can_be_off(tmp_path):
-    srv = Server(tmp_path, workers=2, time_ms=5000, extra="spare_workers = 8\n")
+def test_spares_are_bounded_replaced_and_can_be_off(tmp_path):
+    srv = Server(tmp_path, workers=2, time_ms=5000, extra="spare_workers = 3\n")
     try:
         srv.get("hello.lsh")
-        # Running and spare workers together stay within max_workers (2).
-        assert _wait(lambda: len(srv.spares()) == 2)
-        s = fc.connect(srv.addr)
-        fc.begin(s, 1, False, srv.params("sleep.lsh", "s=2"))
-        assert _wait(lambda: len(srv.workers()) == 1)
+        assert _wait(lambda: len(srv.spares()) == 3)
+        # Idle spares beside the running workers: at most spare_workers (3) of them, and
+        # at most max_workers (2) running.
+        conns = []
+        for _ in range(2):
+            s = fc.connect(srv.addr)
+            fc.begin(s, 1, False, srv.params("sleep.lsh", "s=2"))
+            conns.append(s)
+        assert _wait(lambda: len(srv.workers()) == 2)
         end = time.monotonic() + 1
         while time.monotonic() < end:
             # One look at the warm process's children (a process that ends between the
             # listing and the look at its /proc entry is left out).
             z = srv.zygote()
-            kids = [int(r[0]) for r in srv.children() if r[1] == str(z)]
-            live = [p for p in kids if (_session(p) or (0, "Z"))[1] != "Z"]
-            assert len(live) <= 2, live
+            kids = [(p, _session(p)) for p in (int(r[0]) for r in srv.children() if r[1] == str(z))]
+            running = [p for p, st in kids if st and st[0] == p]
+            waiting = [p for p, st in kids if st and st[0] != p and st[1] != "Z"]
+            assert len(running) <= 2 and len(waiting) <= 3, kids
             time.sleep(0.05)
-        assert fc.split_http(fc.response(s, 1)[0])[0] == 200
-        s.close()
+        assert [fc.split_http(fc.response(s, 1)[0])[0] for s in conns] == [200, 200]
+        for s in conns:
+            s.close()
         # A spare killed while it waits is reaped and replaced; requests go on.
+        assert _wait(lambda: len(srv.spares()) == 3)
         victim = srv.spares()[0]
         os.kill(victim, signal.SIGKILL)
         assert _wait(lambda: not os.path.exists(f"/proc/{victim}"))
-        assert _wait(lambda: len(srv.spares()) == 2)
+        assert _wait(lambda: len(srv.spares()) == 3)
         assert srv.get("hello.lsh")[0] == 200
         # spare_workers = 0: none kept, each request's worker forked for it.
         srv.write_config(workers=2, time_ms=5000, extra="spare_workers = 0\n")
