@@ -147,7 +147,7 @@ pub const FCGI_MAX_PROGRAM_CACHE_BYTES: u64 = 1024 * MIB as u64;
 pub const FCGI_DEFAULT_PROGRAM_CACHE_MIN_AGE_MS: u64 = 2000;
 pub const FCGI_MAX_PROGRAM_CACHE_MIN_AGE_MS: u64 = 3_600_000;
 /// FastCGI spare workers (`spare_workers`): default and bound.
-pub const FCGI_DEFAULT_SPARE_WORKERS: u64 = 4;
+pub const FCGI_DEFAULT_SPARE_WORKERS: u64 = 0;
 pub const FCGI_MAX_SPARE_WORKERS: u64 = 256;
 
 const KEYS: &[&str] = &[

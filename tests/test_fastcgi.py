@@ -131,6 +131,10 @@ class Server:
                 time.sleep(0.02)
 
     def write_config(self, workers=4, queue=8, time_ms=1500, extra=""):
+        # Spare workers on in every test (the default is 0), so that the isolation tests
+        # go through them; a test that sets `spare_workers` itself keeps its own.
+        if "spare_workers" not in extra:
+            extra = "spare_workers = 2\n" + extra
         self.config.write_text(CONF.format(root=self.root, workers=workers, queue=queue, time_ms=time_ms, extra=extra))
 
     def log(self):
