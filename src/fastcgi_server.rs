@@ -474,7 +474,9 @@ pub fn zygote_main() -> i32 {
             // chosen); the oldest such first. The job and its descriptors go over the
             // spare's socket; from then on it is a worker like one forked now.
             let mut served = false;
-            while let Some(i) = spares.iter().position(|s| s.serial >= serial) {
+            // (A spare receives into its copy of `buf`: the job and the 8-byte number must fit.)
+            let fits = n + 8 <= buf.len();
+            while let Some(i) = spares.iter().position(|s| fits && s.serial >= serial) {
                 let s = spares.remove(i);
                 match s.give(serial, &buf[..n], &fds) {
                     Ok(()) => {
