@@ -14,8 +14,13 @@
 //!   so it is single-threaded and has never run anything): it has the interpreter loaded
 //!   and only forks. The server sends it each request (the worker's argv, environment,
 //!   directory and resource limits, and its three pipes as descriptors) over a
-//!   `SOCK_SEQPACKET` pair; it forks, reports the child's pid, and later its exit status
-//!   (it waits on a pidfd per child), and holds no state about requests.
+//!   `SOCK_SEQPACKET` pair; it hands it to a spare worker or forks, reports the worker's
+//!   pid, and later its exit status (it waits on a pidfd per child), and holds no state
+//!   about requests.
+//! - **spare workers** (`spare_workers`): forked by the warm process between requests,
+//!   each waits on a socket of its own for one job, then is that job's worker; replaced
+//!   when the warm process is idle, retired after a reload; idle, they are not counted
+//!   among `max_workers` (which bounds the requests running), but bounded by their own key.
 //! - the **worker**, one per request, forked from the warm process: it starts a session
 //!   of its own (so the whole group can be killed), puts the pipes on 0, 1 and 2 and closes
 //!   every other descriptor it inherited, sets its resource limits (soft and hard), changes
@@ -118,6 +123,19 @@ pub struct Job {
     pub limits: Vec<(u8, u64)>,
     /// The program cache's bounds (`program_cache*` keys).
     pub cache: crate::program_cache::Bounds,
+    /// The spare workers the warm process keeps (`spare_workers`, and the configuration's
+    /// generation: spares forked under an older one are retired).
+    pub spares: Spares,
+}
+
+/// What the warm process learns of the configuration with each job, for its spares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Spares {
+    /// `spare_workers`: idle workers kept forked ahead of requests (beside the at most
+    /// `max_workers` running ones: a spare runs nothing until it is given a request).
+    pub count: u64,
+    /// Bumped by each reload (SIGHUP).
+    pub generation: u64,
 }
 
 const RESOURCES: [Resource; 5] = [Resource::Data, Resource::Cpu, Resource::Nofile, Resource::Fsize, Resource::Core];
@@ -156,6 +174,8 @@ impl Job {
         }
         let b = &self.cache;
         put(&mut v, format!("{}:{}:{}", b.entries, b.bytes, b.min_age_ms).as_bytes());
+        let p = &self.spares;
+        put(&mut v, format!("{}:{}", p.count, p.generation).as_bytes());
         put(&mut v, self.env.len().to_string().as_bytes());
         for (k, val) in &self.env {
             put(&mut v, &[k.as_bytes(), b"\0", val.as_bytes()].concat());
@@ -198,6 +218,25 @@ impl Job {
         (at == key.len()).then_some((cwd, args))
     }
 
+    /// The spares' part of an encoded job (after the cache's bounds), without allocating.
+    pub fn peek_spares(b: &[u8]) -> Option<Spares> {
+        let mut at = 0usize;
+        for _ in 0..4 {
+            field(b, &mut at)?;
+        }
+        let n = num(field(b, &mut at)?.1)?;
+        for _ in 0..n + 1 {
+            field(b, &mut at)?;
+        }
+        Self::spares(field(b, &mut at)?.1)
+    }
+
+    fn spares(s: &[u8]) -> Option<Spares> {
+        let mut f = std::str::from_utf8(s).ok()?.split(':').map(|x| x.parse::<u64>().ok());
+        let p = Spares { count: f.next()??, generation: f.next()?? };
+        f.next().is_none().then_some(p)
+    }
+
     fn bounds(s: &[u8]) -> Option<crate::program_cache::Bounds> {
         let mut f = std::str::from_utf8(s).ok()?.split(':').map(|x| x.parse::<u64>().ok());
         let b = crate::program_cache::Bounds { entries: f.next()??, bytes: f.next()??, min_age_ms: f.next()?? };
@@ -223,6 +262,7 @@ impl Job {
             args.push(OsStr::from_bytes(next()?).to_owned());
         }
         let cache = Self::bounds(next()?)?;
+        let spares = Self::spares(next()?)?;
         let n = num(next()?)? as usize;
         let mut env = Vec::new();
         for _ in 0..n {
@@ -241,7 +281,7 @@ impl Job {
             }
             limits.push((r, v.parse().ok()?));
         }
-        Some(Job { id, exec, cwd, has_stdin, args, env, limits, cache })
+        Some(Job { id, exec, cwd, has_stdin, args, env, limits, cache, spares })
     }
 }
 
@@ -303,28 +343,49 @@ pub fn zygote_main() -> i32 {
     // What a run would load lazily anyway and never changes: the stdlib's sources are
     // in the binary already; nothing of a script is touched here.
     let mut kids: Vec<(u64, Pid, OwnedFd)> = Vec::new();
+    // Spare workers: forked ahead of requests, each waiting on a socket of its own for one
+    // job (`spare`); `retired` ones were told to go and are reaped when they have.
+    let mut spares: Vec<SpareWorker> = Vec::new();
+    let mut retired: Vec<(Pid, OwnedFd)> = Vec::new();
+    let mut want = Spares::default();
     let mut buf = vec![0u8; JOB_MAX_BYTES];
     loop {
-        let (ctl_ready, ctl_gone, done) = {
-            let mut fds: Vec<rustix::event::PollFd> = Vec::with_capacity(kids.len() + 1);
-            fds.push(rustix::event::PollFd::new(&ctl, rustix::event::PollFlags::IN));
+        // One spare fewer than wanted: forked once nothing else waits.
+        let short = (spares.len() as u64) < want.count;
+        let (ctl_ready, ctl_gone, done, lost, reaped, idle) = {
+            use rustix::event::{PollFd, PollFlags};
+            let mut fds: Vec<PollFd> = Vec::with_capacity(1 + kids.len() + spares.len() + retired.len());
+            fds.push(PollFd::new(&ctl, PollFlags::IN));
             for (_, _, pfd) in &kids {
-                fds.push(rustix::event::PollFd::new(pfd, rustix::event::PollFlags::IN));
+                fds.push(PollFd::new(pfd, PollFlags::IN));
             }
-            match rustix::event::poll(&mut fds, None) {
-                Ok(_) => {}
+            for s in &spares {
+                fds.push(PollFd::new(&s.pfd, PollFlags::IN));
+            }
+            for (_, pfd) in &retired {
+                fds.push(PollFd::new(pfd, PollFlags::IN));
+            }
+            let zero = rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 };
+            let ready = match rustix::event::poll(&mut fds, short.then_some(&zero)) {
+                Ok(k) => k,
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(e) => {
                     log_line(&format!("leash-cgi: warm process: poll: {e}"));
-                    return 1;
+                    return stop_kids(&kids, &spares, &retired);
                 }
-            }
+            };
             let r = fds[0].revents();
-            let done: Vec<usize> = (1..fds.len()).filter(|&i| !fds[i].revents().is_empty()).map(|i| i - 1).collect();
+            let (k, s) = (kids.len(), spares.len());
+            let fired = |from: usize, to: usize| -> Vec<usize> {
+                (from..to).filter(|&i| !fds[i].revents().is_empty()).map(|i| i - from).collect()
+            };
             (
-                r.contains(rustix::event::PollFlags::IN),
-                r.intersects(rustix::event::PollFlags::HUP | rustix::event::PollFlags::ERR),
-                done,
+                r.contains(PollFlags::IN),
+                r.intersects(PollFlags::HUP | PollFlags::ERR),
+                fired(1, 1 + k),
+                fired(1 + k, 1 + k + s),
+                fired(1 + k + s, fds.len()),
+                ready == 0,
             )
         };
         for &i in done.iter().rev() {
@@ -343,16 +404,29 @@ pub fn zygote_main() -> i32 {
                 }
             }
         }
+        // A spare that ended before it had a request (killed from outside): reaped.
+        for &i in lost.iter().rev() {
+            let pid = spares[i].pid;
+            if !matches!(rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG), Ok(None)) {
+                spares.remove(i);
+            }
+        }
+        for &i in reaped.iter().rev() {
+            let pid = retired[i].0;
+            if !matches!(rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG), Ok(None)) {
+                retired.remove(i);
+            }
+        }
         if ctl_ready {
             let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(3))];
             let mut control = RecvAncillaryBuffer::new(&mut space);
             let got =
                 rustix::net::recvmsg(&ctl, &mut [IoSliceMut::new(&mut buf)], &mut control, RecvFlags::CMSG_CLOEXEC);
             let n = match got {
-                Ok(m) if m.bytes == 0 => return stop_kids(&kids),
+                Ok(m) if m.bytes == 0 => return stop_kids(&kids, &spares, &retired),
                 Ok(m) => m.bytes,
                 Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => continue,
-                Err(_) => return stop_kids(&kids),
+                Err(_) => return stop_kids(&kids, &spares, &retired),
             };
             let mut fds: Vec<OwnedFd> = Vec::new();
             for msg in control.drain() {
@@ -373,6 +447,19 @@ pub fn zygote_main() -> i32 {
                 report(&ctl, &format!("F {id} the worker's descriptors did not arrive"));
                 continue;
             }
+            // The configuration as of this job: spares forked under an older one (before
+            // a reload), or more than it wants now, are retired.
+            if let Some(sp) = Job::peek_spares(&buf[..n]) {
+                if sp.generation != want.generation {
+                    for s in spares.drain(..) {
+                        retired.push(s.retire());
+                    }
+                }
+                while spares.len() as u64 > sp.count {
+                    retired.push(spares.remove(0).retire());
+                }
+                want = sp;
+            }
             // The program cache (`program_cache.rs`): the script's loaded program, found
             // or loaded now, chosen for the worker forked next. Only for workers that run
             // on the thread the warm process loads on.
@@ -382,10 +469,44 @@ pub fn zygote_main() -> i32 {
                 }
                 _ => crate::program_cache::Outcome::None,
             };
+            let serial = crate::program_cache::chosen_serial();
+            // A spare serves it when one holds the chosen program (any, when none was
+            // chosen); the oldest such first. The job and its descriptors go over the
+            // spare's socket; from then on it is a worker like one forked now.
+            let mut served = false;
+            // (A spare receives into its copy of `buf`: the job and the 8-byte number must fit.)
+            let fits = n + 8 <= buf.len();
+            while let Some(i) = spares.iter().position(|s| fits && s.serial >= serial) {
+                let s = spares.remove(i);
+                match s.give(serial, &buf[..n], &fds) {
+                    Ok(()) => {
+                        report(&ctl, &format!("S {id} {} {} spare", s.pid.as_raw_nonzero(), cached.name()));
+                        kids.push((id, s.pid, s.pfd));
+                        served = true;
+                        break;
+                    }
+                    Err(_) => retired.push(s.retire()),
+                }
+            }
+            if served {
+                crate::program_cache::clear_choice();
+                buf[..n].fill(0);
+                drop(fds);
+                continue;
+            }
+            // No spare holds the chosen program (cached after they were forked): one of
+            // those is retired, so that the next one forked does.
+            if serial > 0 {
+                if let Some(i) = (0..spares.len()).min_by_key(|&i| spares[i].serial) {
+                    retired.push(spares.remove(i).retire());
+                }
+            }
             match leash_alloc::fork() {
                 Ok(leash_alloc::Forked::Child) => {
                     // Nothing of the warm process's descriptors stays open in the worker.
                     drop(std::mem::take(&mut kids));
+                    drop(std::mem::take(&mut spares));
+                    drop(std::mem::take(&mut retired));
                     drop(ctl);
                     let job = Job::decode(&buf[..n]);
                     drop(buf);
@@ -405,7 +526,7 @@ pub fn zygote_main() -> i32 {
                     let Some(pid) = Pid::from_raw(p) else { continue };
                     match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
                         Ok(pfd) => {
-                            report(&ctl, &format!("S {id} {p} {}", cached.name()));
+                            report(&ctl, &format!("S {id} {p} {} forked", cached.name()));
                             kids.push((id, pid, pfd));
                         }
                         Err(e) => {
@@ -423,7 +544,136 @@ pub fn zygote_main() -> i32 {
                 }
             }
         } else if ctl_gone {
-            return stop_kids(&kids);
+            return stop_kids(&kids, &spares, &retired);
+        } else if short && idle {
+            // Nothing waits: a spare is forked now, off any request's path. It is a copy
+            // of this process between requests (no request's bytes: `buf` is zeroed after
+            // each job), with the program cache as it is now.
+            let pair = rustix::net::socketpair(
+                rustix::net::AddressFamily::UNIX,
+                rustix::net::SocketType::SEQPACKET,
+                rustix::net::SocketFlags::CLOEXEC,
+                None,
+            );
+            let Ok((ours, theirs)) = pair else {
+                want.count = spares.len() as u64;
+                continue;
+            };
+            let _ = rustix::net::sockopt::set_socket_send_buffer_size(&ours, 2 * JOB_MAX_BYTES);
+            let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&theirs, 2 * JOB_MAX_BYTES);
+            let serial = crate::program_cache::newest_serial();
+            match leash_alloc::fork() {
+                Ok(leash_alloc::Forked::Child) => {
+                    drop(std::mem::take(&mut kids));
+                    drop(std::mem::take(&mut spares));
+                    drop(std::mem::take(&mut retired));
+                    drop(ctl);
+                    drop(ours);
+                    spare(theirs, buf)
+                }
+                Ok(leash_alloc::Forked::Parent(p)) => {
+                    drop(theirs);
+                    let pid = Pid::from_raw(p);
+                    match pid.map(|pid| (pid, rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()))) {
+                        Some((pid, Ok(pfd))) => {
+                            spares.push(SpareWorker { pid, pfd, sock: ours, serial });
+                        }
+                        Some((pid, Err(_))) => {
+                            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+                            want.count = spares.len() as u64;
+                        }
+                        None => {}
+                    }
+                }
+                Err(m) => {
+                    // No spares until the next job says again how many (requests are
+                    // served by forks meanwhile).
+                    log_line(&format!("leash-cgi: warm process: a spare worker: {m}"));
+                    want.count = spares.len() as u64;
+                }
+            }
+        }
+    }
+}
+
+/// A spare worker as the warm process holds it: its pid and pidfd, the socket its job
+/// goes over, and the newest program cache entry it holds (`program_cache::newest_serial`
+/// when it was forked).
+struct SpareWorker {
+    pid: Pid,
+    pfd: OwnedFd,
+    sock: OwnedFd,
+    serial: u64,
+}
+
+impl SpareWorker {
+    /// Pass the job: the chosen program's number, the encoded job, the three pipes.
+    fn give(&self, serial: u64, job: &[u8], fds: &[OwnedFd]) -> rustix::io::Result<()> {
+        let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
+        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(3))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        control.push(SendAncillaryMessage::ScmRights(&borrowed));
+        let head = serial.to_le_bytes();
+        let sent = rustix::net::sendmsg(
+            &self.sock,
+            &[IoSlice::new(&head), IoSlice::new(job)],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        )?;
+        if sent == head.len() + job.len() {
+            Ok(())
+        } else {
+            Err(rustix::io::Errno::MSGSIZE)
+        }
+    }
+
+    /// Tell it to go (its socket closed: it exits) and make sure (SIGKILL); reaped later.
+    fn retire(self) -> (Pid, OwnedFd) {
+        drop(self.sock);
+        let _ = rustix::process::kill_process(self.pid, rustix::process::Signal::KILL);
+        (self.pid, self.pfd)
+    }
+}
+
+/// A spare worker: a process forked from the warm process between requests, that waits
+/// for one job on `sock` and then is that job's worker (never returns). It has run
+/// nothing and holds nothing of any request. When its socket closes (the warm process
+/// retired it, or ended) it exits.
+fn spare(sock: OwnedFd, mut buf: Vec<u8>) -> ! {
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let (n, fds) = loop {
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = rustix::net::recvmsg(&sock, &mut [IoSliceMut::new(&mut buf)], &mut control, RecvFlags::CMSG_CLOEXEC);
+        match got {
+            Ok(m) if m.bytes == 0 => leash_alloc::exit_now(0),
+            Ok(m) => {
+                let mut fds: Vec<OwnedFd> = Vec::new();
+                for msg in control.drain() {
+                    if let RecvAncillaryMessage::ScmRights(rights) = msg {
+                        fds.extend(rights);
+                    }
+                }
+                break (m.bytes, fds);
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => leash_alloc::exit_now(0),
+        }
+    };
+    drop(sock);
+    let serial = buf.get(..8).and_then(|h| h.try_into().ok()).map_or(0, u64::from_le_bytes);
+    if serial > 0 {
+        // The program the warm process found fresh for this job, from the cache as it was
+        // when this spare was forked (not found: the worker loads the script itself).
+        crate::program_cache::choose(serial);
+    }
+    let job = if n >= 8 && fds.len() == 3 { Job::decode(&buf[8..n]) } else { None };
+    drop(buf);
+    match job {
+        Some(job) => worker(job, fds),
+        None => {
+            log_line("leash-cgi: worker: a malformed job message");
+            leash_alloc::exit_now(125)
         }
     }
 }
@@ -463,10 +713,16 @@ fn main_stack() -> MainStack {
     }
 }
 
-/// The server went away: its workers go too.
-fn stop_kids(kids: &[(u64, Pid, OwnedFd)]) -> i32 {
-    for (_, pid, _) in kids {
+/// The server went away: its workers (running, spare, retired) go too.
+fn stop_kids(kids: &[(u64, Pid, OwnedFd)], spares: &[SpareWorker], retired: &[(Pid, OwnedFd)]) -> i32 {
+    let pids = kids.iter().map(|k| k.1).chain(spares.iter().map(|s| s.pid)).chain(retired.iter().map(|r| r.0));
+    let pids: Vec<Pid> = pids.collect();
+    for pid in &pids {
+        // Its group (a worker leads its own), and itself (a worker that has not yet).
         let _ = rustix::process::kill_process_group(*pid, rustix::process::Signal::KILL);
+        let _ = rustix::process::kill_process(*pid, rustix::process::Signal::KILL);
+    }
+    for pid in &pids {
         let _ = rustix::process::waitpid(Some(*pid), rustix::process::WaitOptions::empty());
     }
     0
@@ -575,8 +831,9 @@ fn run_interpreter(args: Vec<OsString>) -> i32 {
 /// What a request's supervisor hears about its worker.
 #[derive(Debug)]
 enum W {
-    /// The worker's pid, and what the program cache did for it (`hit`, `new`, `none`).
-    Started(i32, &'static str),
+    /// The worker's pid, what the program cache did for it (`hit`, `new`, `none`), and
+    /// whether it was a spare (`spare`) or forked for the request (`forked`).
+    Started(i32, &'static str, &'static str),
     Exited {
         code: Option<i32>,
         signal: Option<i32>,
@@ -729,7 +986,8 @@ fn run_zygote(srv: Arc<Server>) {
                             Some("new") => "new",
                             _ => "none",
                         };
-                        srv.zygote.tell(id, W::Started(p, cache), false)
+                        let how = if f.next() == Some("spare") { "spare" } else { "forked" };
+                        srv.zygote.tell(id, W::Started(p, cache, how), false)
                     }
                 }
                 Some("E") => {
@@ -765,7 +1023,9 @@ fn run_zygote(srv: Arc<Server>) {
 
 struct Server {
     config_path: OsString,
-    cfg: RwLock<Arc<Config>>,
+    /// The configuration, and its generation (bumped by each reload: the warm process
+    /// retires spare workers forked under an older one).
+    cfg: RwLock<(Arc<Config>, u64)>,
     zygote: Zygote,
     admit: Mutex<(u64, u64)>,
     admitted: Condvar,
@@ -784,6 +1044,10 @@ struct Server {
 
 impl Server {
     fn config(&self) -> Arc<Config> {
+        self.config_gen().0
+    }
+
+    fn config_gen(&self) -> (Arc<Config>, u64) {
         self.cfg.read().map(|c| c.clone()).unwrap_or_else(|p| p.into_inner().clone())
     }
 
@@ -962,7 +1226,7 @@ pub fn serve(addr: &str) -> i32 {
     ));
     let srv = Arc::new(Server {
         config_path,
-        cfg: RwLock::new(Arc::new(cfg)),
+        cfg: RwLock::new((Arc::new(cfg), 0)),
         zygote: Zygote { sock: Mutex::new(None), pending: Mutex::new(HashMap::new()), next: AtomicU64::new(1) },
         admit: Mutex::new((0, 0)),
         admitted: Condvar::new(),
@@ -989,7 +1253,7 @@ pub fn serve(addr: &str) -> i32 {
                                 c.max_workers, c.queue
                             ));
                             if let Ok(mut g) = s.cfg.write() {
-                                *g = Arc::new(c);
+                                *g = (Arc::new(c), g.1 + 1);
                             }
                             s.admitted.notify_all();
                         }
@@ -1340,7 +1604,7 @@ fn request(srv: &Server, w: &mut Conn, rx: &Receiver<Ev>, tx: &Tx, id: u16) -> b
         }
     };
     drop(params);
-    let cfg = srv.config();
+    let (cfg, generation) = srv.config_gen();
     let Some(requested) = requested_script(&vars) else {
         let r = e.fail(404, "no script: neither SCRIPT_FILENAME nor PATH_TRANSLATED is set");
         return finish(&mut e, w, r, 0);
@@ -1427,7 +1691,7 @@ fn request(srv: &Server, w: &mut Conn, rx: &Receiver<Ev>, tx: &Tx, id: u16) -> b
         }
     };
     let (resp, app, conn_ok) =
-        supervise(srv, &cfg, allow, &script, env, body_len, held, stdin_ended, id, rx, tx, w, &mut e);
+        supervise(srv, (&cfg, generation), allow, &script, env, body_len, held, stdin_ended, id, rx, tx, w, &mut e);
     drop(slot);
     log_line(&e.line());
     match resp {
@@ -1581,7 +1845,7 @@ enum End {
 #[allow(clippy::too_many_arguments)]
 fn supervise(
     srv: &Server,
-    cfg: &Config,
+    (cfg, generation): (&Config, u64),
     allow: gateway::Allow,
     script: &Path,
     env: Vec<(OsString, OsString)>,
@@ -1623,6 +1887,7 @@ fn supervise(
             bytes: cfg.program_cache_bytes,
             min_age_ms: cfg.program_cache_min_age_ms,
         },
+        spares: Spares { count: cfg.spare_workers, generation },
     };
     if let Err(m) = srv.zygote.start(&job, [&in_r, &out_w, &err_w], tx.clone()) {
         return (Some(e.fail(500, format!("cannot start a worker: {m}"))), 0, true);
@@ -1715,8 +1980,9 @@ fn supervise(
                     }
                 }
                 Ev::Worker(j, _) if j != job_id => {}
-                Ev::Worker(_, W::Started(p, cache)) => {
+                Ev::Worker(_, W::Started(p, cache, how)) => {
                     e.cache = (cfg.program_cache > 0 && !cfg.worker_exec).then_some(cache);
+                    e.worker = Some(how);
                     pid = Pid::from_raw(p);
                     if killed_at.is_some() {
                         kill(pid);
@@ -1891,9 +2157,11 @@ mod tests {
             env: vec![("QUERY_STRING".into(), "a=1&b==2".into()), ("EMPTY".into(), "".into())],
             limits: vec![(0, 1 << 30), (4, 0)],
             cache: crate::program_cache::Bounds { entries: 3, bytes: 1 << 20, min_age_ms: 7 },
+            spares: Spares { count: 4, generation: 2 },
         };
         assert_eq!(Job::decode(&j.encode()), Some(j.clone()));
         assert_eq!(Job::peek_id(&j.encode()), Some(42));
+        assert_eq!(Job::peek_spares(&j.encode()), Some(j.spares));
         let j2 = Job { exec: None, has_stdin: false, ..j.clone() };
         assert_eq!(Job::decode(&j2.encode()), Some(j2.clone()));
         // The warm process's view: the key is the directory and command line only.
@@ -1913,6 +2181,7 @@ mod tests {
             let _ = Job::decode(&b[..cut]);
             let _ = Job::peek_run(&b[..cut]);
             let _ = Job::key_run(&b[..cut]);
+            let _ = Job::peek_spares(&b[..cut]);
         }
         assert_eq!(Job::decode(&b[..b.len() - 1]), None);
     }

@@ -31,7 +31,8 @@
 //! (requests running at once), `queue` (requests waiting for one; more get 503) and
 //! `worker_start` (`"fork"`, the default, or `"exec"`); and the program cache's bounds,
 //! `program_cache` (entries, 0 turns it off), `program_cache_bytes` and
-//! `program_cache_min_age_ms` (`program_cache.rs`).
+//! `program_cache_min_age_ms` (`program_cache.rs`); and `spare_workers`, the fresh
+//! workers the warm process keeps forked ahead of requests (`fastcgi_server.rs`).
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
@@ -127,6 +128,9 @@ pub struct Config {
     pub program_cache: u64,
     pub program_cache_bytes: u64,
     pub program_cache_min_age_ms: u64,
+    /// FastCGI: workers forked ahead of requests, each waiting for one request (idle
+    /// processes beside the `max_workers` running ones).
+    pub spare_workers: u64,
 }
 
 /// FastCGI defaults and bounds (`max_workers`, `queue`).
@@ -142,6 +146,9 @@ pub const FCGI_DEFAULT_PROGRAM_CACHE_BYTES: u64 = 32 * MIB as u64;
 pub const FCGI_MAX_PROGRAM_CACHE_BYTES: u64 = 1024 * MIB as u64;
 pub const FCGI_DEFAULT_PROGRAM_CACHE_MIN_AGE_MS: u64 = 2000;
 pub const FCGI_MAX_PROGRAM_CACHE_MIN_AGE_MS: u64 = 3_600_000;
+/// FastCGI spare workers (`spare_workers`): default and bound.
+pub const FCGI_DEFAULT_SPARE_WORKERS: u64 = 0;
+pub const FCGI_MAX_SPARE_WORKERS: u64 = 256;
 
 const KEYS: &[&str] = &[
     "root",
@@ -163,6 +170,7 @@ const KEYS: &[&str] = &[
     "program_cache",
     "program_cache_bytes",
     "program_cache_min_age_ms",
+    "spare_workers",
 ];
 
 /// A `[limits]` table: names and values as `--limit` takes them (numbers, or strings
@@ -451,6 +459,7 @@ fn parse_config_text(text: &str) -> Result<Config, String> {
         0,
         FCGI_MAX_PROGRAM_CACHE_MIN_AGE_MS,
     )?;
+    let spare_workers = int_key(&t, "spare_workers", FCGI_DEFAULT_SPARE_WORKERS, 0, FCGI_MAX_SPARE_WORKERS)?;
     Ok(Config {
         root,
         interpreter,
@@ -471,6 +480,7 @@ fn parse_config_text(text: &str) -> Result<Config, String> {
         program_cache,
         program_cache_bytes,
         program_cache_min_age_ms,
+        spare_workers,
     })
 }
 
@@ -867,12 +877,15 @@ pub struct LogEntry {
     pub note: Option<String>,
     /// FastCGI: what the program cache did (`hit`, `new`, `none`); not in CGI mode.
     pub cache: Option<&'static str>,
+    /// FastCGI: which worker served (`spare`: one forked ahead; `forked`: forked for
+    /// this request); not in CGI mode.
+    pub worker: Option<&'static str>,
 }
 
 impl LogEntry {
     /// A request that started at `started` (a 500 until it says otherwise).
     pub fn new(started: std::time::Instant) -> Self {
-        LogEntry { started, script: "-".into(), status: 500, steps: None, note: None, cache: None }
+        LogEntry { started, script: "-".into(), status: 500, steps: None, note: None, cache: None, worker: None }
     }
 
     /// Answer with a generic response for `status`; `why` goes to the log only.
@@ -901,6 +914,9 @@ impl LogEntry {
         );
         if let Some(c) = self.cache {
             s.push_str(&format!(" cache={c}"));
+        }
+        if let Some(w) = self.worker {
+            s.push_str(&format!(" worker={w}"));
         }
         if let Some(n) = &self.note {
             s.push_str(&format!(" note={n:?}"));
@@ -1134,6 +1150,7 @@ mod tests {
             (c.program_cache, c.program_cache_bytes, c.program_cache_min_age_ms),
             (FCGI_DEFAULT_PROGRAM_CACHE, FCGI_DEFAULT_PROGRAM_CACHE_BYTES, FCGI_DEFAULT_PROGRAM_CACHE_MIN_AGE_MS)
         );
+        assert_eq!(c.spare_workers, FCGI_DEFAULT_SPARE_WORKERS);
         let c = parse_config(&format!(
             "root = \"{}\"\nmax_memory = \"64M\"\nallow = [\"files\"]\nenv_pass = [\"TZ\"]\n\
              [[dir]]\npath = \"a/b\"\nallow = [\"network\", \"listen\"]\n",
@@ -1155,6 +1172,8 @@ mod tests {
             ("program_cache = -1", "program_cache"),
             ("program_cache_bytes = 1073741825", "program_cache_bytes"),
             ("program_cache_min_age_ms = 3600001", "program_cache_min_age_ms"),
+            ("spare_workers = 257", "spare_workers"),
+            ("spare_workers = -1", "spare_workers"),
             ("max_work = 10000000000001", "max_work"),
             ("max_stepz = 1", "unknown key `max_stepz`"),
             ("allow = [\"shell\"]", "unknown capability"),

@@ -124,6 +124,10 @@ pub struct Preloaded {
     name: String,
     path: PathBuf,
     area: IncludeArea,
+    /// This entry's number, never given twice in a warm process (1, 2, ...): a spare
+    /// worker forked when the newest was N holds every entry numbered up to N that was
+    /// still cached then (`fastcgi_server`'s spares).
+    serial: u64,
 }
 
 impl Preloaded {
@@ -157,6 +161,8 @@ struct Cache {
     bucket: Option<(Duration, Instant)>,
     /// The warm process's data segment before the cache held anything.
     data_base: Option<u64>,
+    /// The last entry number given (`Preloaded::serial`).
+    serial: u64,
 }
 
 thread_local! {
@@ -173,6 +179,27 @@ thread_local! {
 pub fn take(name: &str, path: &Path, area: &IncludeArea) -> Option<Rc<Preloaded>> {
     let pre = CHOSEN.with(|c| c.borrow_mut().take())?;
     pre.matches(name, path, area).then_some(pre)
+}
+
+/// The number of the program chosen for the next worker (0: none).
+pub fn chosen_serial() -> u64 {
+    CHOSEN.with(|c| c.borrow().as_ref().map_or(0, |p| p.serial))
+}
+
+/// The last entry number given: a process forked now holds every entry still cached
+/// with a number up to it.
+pub fn newest_serial() -> u64 {
+    CACHE.with(|c| c.borrow().serial)
+}
+
+/// A spare worker given its request: choose the cached program numbered `serial` from
+/// the cache as it was when the spare was forked (the warm process has just found it
+/// fresh). False when this process does not hold it (then the worker loads the script).
+pub fn choose(serial: u64) -> bool {
+    let pre = CACHE.with(|c| c.borrow().entries.iter().find(|e| e.pre.serial == serial).map(|e| e.pre.clone()));
+    let found = pre.is_some();
+    CHOSEN.with(|x| *x.borrow_mut() = pre);
+    found
 }
 
 /// The warm process, after the fork: the choice was the child's.
@@ -339,7 +366,9 @@ impl Cache {
         if stamp(&path).as_ref() != Some(&main) || retained as u64 > b.bytes {
             return skip(self, retry);
         }
-        let pre = Rc::new(Preloaded { prog: Rc::new(prog), retained, name, path, area });
+        self.serial += 1;
+        let serial = self.serial;
+        let pre = Rc::new(Preloaded { prog: Rc::new(prog), retained, name, path, area, serial });
         // Room for one more of `retained` bytes.
         self.evict(b, retained);
         self.bytes += retained;

@@ -64,6 +64,21 @@ PAGES = {
         'print("fds:", fds)\n'
         'print("secret:", get(env.all(), "HTTP_X_SECRET", "-"))\n'
     ),
+    # Which process served: its pid, parent and session (from /proc/self/stat), and the
+    # probe's view of what an earlier request could have left.
+    "files/self.lsh": (
+        "import cgi\n"
+        'cgi.headers({"Content-Type": "text/plain"})\n'
+        'f = split(file.read("/proc/self/stat"), ") ")[1]\n'
+        "w = split(f, \" \")\n"
+        'print("ppid:", w[1], "session:", w[3])\n'
+        't = env.get("TMPDIR")\n'
+        'print("tmp-left:", file.exists(t .. "/left.txt"))\n'
+        'file.write(t .. "/left.txt", "x")\n'
+        'print("env-left:", env.get("PROBE_LEFT") != nil)\n'
+        'env.set("PROBE_LEFT", "1")\n'
+        'print("secret:", get(env.all(), "HTTP_X_SECRET", "-"))\n'
+    ),
     "other.txt": "not a script\n",
 }
 
@@ -116,6 +131,10 @@ class Server:
                 time.sleep(0.02)
 
     def write_config(self, workers=4, queue=8, time_ms=1500, extra=""):
+        # Spare workers on in every test (the default is 0), so that the isolation tests
+        # go through them; a test that sets `spare_workers` itself keeps its own.
+        if "spare_workers" not in extra:
+            extra = "spare_workers = 2\n" + extra
         self.config.write_text(CONF.format(root=self.root, workers=workers, queue=queue, time_ms=time_ms, extra=extra))
 
     def log(self):
@@ -162,8 +181,18 @@ class Server:
         return int(z[0][0]) if z else None
 
     def workers(self):
+        """The warm process's children that serve a request: a worker leads a session of
+        its own (it calls setsid once it has its request); a spare worker, forked ahead
+        and still waiting for its request, does not (`spares`)."""
         z = self.zygote()
-        return [int(r[0]) for r in self.children() if z and r[1] == str(z)]
+        return [p for p in (int(r[0]) for r in self.children() if z and r[1] == str(z)) if (_session(p) or [0])[0] == p]
+
+    def spares(self):
+        """The warm process's idle spare workers (forked ahead, no request yet; not one
+        retired a moment ago, killed and not yet reaped)."""
+        z = self.zygote()
+        kids = [(p, _session(p)) for p in (int(r[0]) for r in self.children() if z and r[1] == str(z))]
+        return [p for p, st in kids if st and st[0] != p and st[1] != "Z"]
 
     def stop(self):
         if self.proc.poll() is None:
@@ -173,6 +202,16 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+
+def _session(pid):
+    """The session id and state of `pid` (None when it is gone)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    f = stat.rsplit(")", 1)[1].split()
+    return int(f[3]), f[0]
 
 
 @pytest.fixture
@@ -977,3 +1016,130 @@ def test_cache_turned_off_by_sighup(srv):
         got += [srv.get("h.lsh")[2] for _ in range(2)]
     assert got == [b"h\n"] * 5
     assert cache_log(srv, 5) == ["new", "-", "-", "new", "hit"], srv.log()
+
+
+# ---------------------------------------------------------------------------
+# Spare workers (`spare_workers`): forked ahead of requests, one request each
+# ---------------------------------------------------------------------------
+
+
+def _wait(cond, timeout=10):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _served(srv, **extra):
+    """One request of files/self.lsh: its fields by name (session = the worker's pid)."""
+    status, _, body = srv.get("files/self.lsh", **extra)
+    assert status == 200, (body, srv.log())
+    out = {}
+    for line in body.decode().splitlines():
+        words = line.split()
+        for k, v in zip(words[::2], words[1::2]):
+            out[k.rstrip(":")] = v
+    return out
+
+
+def test_spares_serve_one_request_each_and_inherit_nothing(tmp_path):
+    """Each spare worker waits for one request and ends with it; none serves two, and none
+    sees anything of an earlier request (TMPDIR file, environment, header)."""
+    srv = Server(tmp_path, workers=4, extra="spare_workers = 3\n")
+    try:
+        assert _served(srv)["tmp-left"] == "false"
+        assert _wait(lambda: len(srv.spares()) == 3), srv.spares()
+        z = srv.zygote()
+        served = []
+        for i in range(12):
+            # Wait for the spares to be back (3), so that a spare serves this request.
+            assert _wait(lambda: len(srv.spares()) == 3), srv.spares()
+            waiting = set(srv.spares())
+            extra = {"HTTP_X_SECRET": "abc"} if i == 0 else {}
+            got = _served(srv, **extra)
+            pid = int(got["session"])
+            assert int(got["ppid"]) == z
+            assert pid in waiting, (pid, waiting)
+            assert got["tmp-left"] == "false" and got["env-left"] == "false", got
+            assert got["secret"] == ("abc" if i == 0 else "-"), got
+            # Its request done, it ends: never a spare again, never a second request.
+            assert _wait(lambda: not os.path.exists(f"/proc/{pid}")), pid
+            assert pid not in srv.spares()
+            served.append(pid)
+        assert len(set(served)) == 12 and z not in served
+        assert srv.wait_log("worker=spare")
+        words = [line.split(" worker=")[1].split()[0] for line in summary_lines(srv.log())]
+        assert words[0] == "forked" and words[1:] == ["spare"] * 12, words
+    finally:
+        srv.stop()
+    assert srv.proc.returncode == 0
+    assert srv.children() == []
+
+
+def test_spares_forked_before_a_reload_are_retired(tmp_path):
+    srv = Server(tmp_path, workers=4, extra="spare_workers = 2\n")
+    try:
+        srv.get("hello.lsh")
+        assert _wait(lambda: len(srv.spares()) == 2)
+        before = set(srv.spares())
+        srv.write_config(workers=5, extra="spare_workers = 2\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        assert srv.wait_log("configuration reloaded (max_workers 5")
+        got = _served(srv)
+        assert int(got["session"]) not in before
+        # The old spares are gone (reaped: not even zombies), new ones wait.
+        assert _wait(lambda: not any(os.path.exists(f"/proc/{p}") for p in before)), before
+        assert _wait(lambda: len(srv.spares()) == 2)
+        assert not (set(srv.spares()) & before)
+    finally:
+        srv.stop()
+    assert srv.proc.returncode == 0
+
+
+def test_spares_are_bounded_replaced_and_can_be_off(tmp_path):
+    srv = Server(tmp_path, workers=2, time_ms=5000, extra="spare_workers = 3\n")
+    try:
+        srv.get("hello.lsh")
+        assert _wait(lambda: len(srv.spares()) == 3)
+        # Idle spares beside the running workers: at most spare_workers (3) of them, and
+        # at most max_workers (2) running.
+        conns = []
+        for _ in range(2):
+            s = fc.connect(srv.addr)
+            fc.begin(s, 1, False, srv.params("sleep.lsh", "s=2"))
+            conns.append(s)
+        assert _wait(lambda: len(srv.workers()) == 2)
+        end = time.monotonic() + 1
+        while time.monotonic() < end:
+            # One look at the warm process's children (a process that ends between the
+            # listing and the look at its /proc entry is left out).
+            z = srv.zygote()
+            kids = [(p, _session(p)) for p in (int(r[0]) for r in srv.children() if r[1] == str(z))]
+            running = [p for p, st in kids if st and st[0] == p]
+            waiting = [p for p, st in kids if st and st[0] != p and st[1] != "Z"]
+            assert len(running) <= 2 and len(waiting) <= 3, kids
+            time.sleep(0.05)
+        assert [fc.split_http(fc.response(s, 1)[0])[0] for s in conns] == [200, 200]
+        for s in conns:
+            s.close()
+        # A spare killed while it waits is reaped and replaced; requests go on.
+        assert _wait(lambda: len(srv.spares()) == 3)
+        victim = srv.spares()[0]
+        os.kill(victim, signal.SIGKILL)
+        assert _wait(lambda: not os.path.exists(f"/proc/{victim}"))
+        assert _wait(lambda: len(srv.spares()) == 3)
+        assert srv.get("hello.lsh")[0] == 200
+        # spare_workers = 0: none kept, each request's worker forked for it.
+        srv.write_config(workers=2, time_ms=5000, extra="spare_workers = 0\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        assert srv.wait_log("configuration reloaded")
+        assert srv.get("hello.lsh")[0] == 200
+        assert _wait(lambda: srv.spares() == [])
+        assert srv.get("hello.lsh")[0] == 200
+        assert summary_lines(srv.log())[-1].split(" worker=")[1].split()[0] == "forked"
+    finally:
+        srv.stop()
+    assert srv.proc.returncode == 0
+    assert srv.children() == []

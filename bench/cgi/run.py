@@ -323,13 +323,18 @@ def main():
         time.sleep(1)
         for p, fd0 in zip(leash_servers, before):
             kids = subprocess.run(["ps", "--ppid", str(p.pid), "-o", "pid="], capture_output=True, text=True).stdout.split()
-            grandkids = subprocess.run(["ps", "--ppid", ",".join(kids) or "1", "-o", "pid="], capture_output=True,
+            grandkids = subprocess.run(["ps", "--ppid", ",".join(kids) or "1", "-o", "pid=,sid="], capture_output=True,
                                        text=True).stdout.split() if kids else []
+            # A worker with a request leads its own session; a spare worker (forked ahead,
+            # waiting for one request) is still in the warm process's: not a leak.
+            pairs = list(zip(grandkids[::2], grandkids[1::2]))
+            spares = [p for p, s in pairs if p != s]
+            grandkids = [p for p, s in pairs if p == s]
             tmp = pathlib.Path(tempfile.gettempdir()) / f"leash-cgi-{p.pid}"
             left = len(os.listdir(tmp)) if tmp.exists() else 0
             out.append(f"leash-cgi --fastcgi pid {p.pid}: descriptors {fd0} before, "
                        f"{len(os.listdir(f'/proc/{p.pid}/fd'))} after; warm processes {len(kids)}, "
-                       f"workers left {len(grandkids)}, TMPDIRs left {left}")
+                       f"workers left {len(grandkids)} (spares waiting {len(spares)}), TMPDIRs left {left}")
         text = "\n".join(out) + "\n"
         (ROOT / "target" / "bench").mkdir(parents=True, exist_ok=True)
         (ROOT / "target" / "bench" / "cgi.md").write_text(text)
