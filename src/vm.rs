@@ -764,7 +764,12 @@ impl<'p> Interp<'p> {
         let f = &prog.funcs[fi];
         let new_base = self.base + start as usize;
         let n = n as usize;
-        let arg_heap: usize = self.stack[new_base..new_base + n].iter().map(Value::heap).sum();
+        let mut arg_heap = 0usize;
+        for v in &self.stack[new_base..new_base + n] {
+            if !is_plain(v) {
+                arg_heap += v.heap();
+            }
+        }
         let code = self.code_of(fi);
         let saved = self.frame_enter(fi, f, n, new_base, arg_heap)?;
         let need = new_base + code.nregs as usize;
