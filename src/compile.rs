@@ -379,16 +379,41 @@ struct Compiler<'p> {
     loops: Vec<Loop>,
     /// A step charged for `pos`, to be carried by the next instruction emitted.
     step_pending: bool,
+    /// The next of the registers set apart for `for ... in` loops (three each).
+    forin_next: u32,
+}
+
+/// How many `for ... in` loops a body holds, nested ones included (not those of
+/// anonymous functions: each is a body of its own).
+fn count_forins(body: &[Stmt]) -> u32 {
+    body.iter()
+        .map(|s| match &s.kind {
+            StmtKind::ForIn(f) => 1 + count_forins(&f.body),
+            StmtKind::ForRange(f) => count_forins(&f.body),
+            StmtKind::While(_, b) | StmtKind::Block(b) => count_forins(b),
+            StmtKind::If(arms, other) => {
+                arms.iter().map(|a| count_forins(&a.body)).sum::<u32>() + other.as_deref().map_or(0, count_forins)
+            }
+            StmtKind::Try { body, handler, .. } => count_forins(body) + count_forins(handler),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// Compile a function body (`nlocals` slots) or main's (0).
 pub fn compile<'p>(body: &'p [Stmt], nlocals: usize) -> Code<'p> {
+    // Each `for ... in` has three registers of its own, after the locals and below every
+    // temporary, that nothing else writes: its cost register is a number exactly while
+    // it holds its snapshot, which is what a catch reads (`Handler::forins`); a
+    // temporary sharing the register could leave a number there before the loop runs.
+    let reserved = nlocals as u32 + 3 * count_forins(body);
     let mut c = Compiler {
-        code: Code { nlocals: nlocals as u32, nregs: nlocals as u32, ..Default::default() },
-        next: nlocals as u32,
+        code: Code { nlocals: nlocals as u32, nregs: reserved, ..Default::default() },
+        next: reserved,
         pos: 0,
         loops: Vec::new(),
         step_pending: false,
+        forin_next: nlocals as u32,
     };
     c.block(body);
     c.emit(Op::End, 0, [0, 0]);
@@ -584,11 +609,12 @@ impl<'p> Compiler<'p> {
             }
             StmtKind::ForIn(f) => {
                 self.step(s.pos);
-                let base = self.next;
-                let regs = [self.temp(), self.temp(), self.temp()];
+                let base = self.forin_next;
+                self.forin_next += 3;
+                let regs = [0, 1, 2].map(|i| Opd::new(T_TEMP, (base + i) as usize));
                 // The cost register is a number only while the loop holds its snapshot
                 // (set by ForInPrep, cleared by ForInEnd): what a `try` left by an error
-                // releases (`Handler::forins`).
+                // releases (`Handler::forins`). The registers are the loop's alone.
                 let nil = self.konst(Value::Nil);
                 self.emit(Op::Move { dst: regs[2], src: nil }, 0, [0, 0]);
                 self.code.forins.push(base);

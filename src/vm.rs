@@ -480,6 +480,10 @@ impl<'p> Interp<'p> {
         }
         for &b in &code.forins[h.forins.0 as usize..h.forins.1 as usize] {
             let b = self.base + b as usize;
+            // The snapshot and the index go too (the loop's registers are below the
+            // temporaries cleared next).
+            self.stack[b] = Value::Unset;
+            self.stack[b + 1] = Value::Unset;
             if let Value::Num(cost) = self.stack[b + 2] {
                 self.stack[b + 2] = Value::Nil;
                 self.charge(false, -(cost as isize))?;
