@@ -128,6 +128,23 @@ pub enum Op<'p> {
         k: f64,
         to: u32,
     },
+    /// A `while` loop's back edge when its test is one `Test` (loop inversion, as
+    /// compilers rotate loops): the header's step and the heap check, then the test
+    /// again, on to `to` (the body) when it holds, else out of the loop: one dispatch
+    /// per iteration instead of a jump and a test.
+    TestBack {
+        op: BinOp,
+        a: Opd,
+        b: Opd,
+        to: u32,
+    },
+    /// `TestBack` against a number constant.
+    TestNBack {
+        op: BinOp,
+        a: Opd,
+        k: f64,
+        to: u32,
+    },
     /// `a[k]`; `ic` is the inline cache of a map read (`Code::ic`).
     Index {
         dst: Opd,
@@ -582,7 +599,21 @@ impl<'p> Compiler<'p> {
                 self.loops.push(Loop { brk: vec![exit], cont: vec![] });
                 self.block(body);
                 self.pos = s.pos;
-                let back = self.emit(Op::StepJump(top as u32), 0, [0, 0]);
+                // A test that is one instruction is repeated at the back edge (its line
+                // and columns too, for the same diagnostics); anything else is
+                // computed again at the top.
+                let inverted = match self.code.ops[top].op {
+                    Op::TestN { op, a, k, .. } if exit == top => Some(Op::TestNBack { op, a, k, to: top as u32 + 1 }),
+                    Op::Test { op, a, b, .. } if exit == top => Some(Op::TestBack { op, a, b, to: top as u32 + 1 }),
+                    _ => None,
+                };
+                let back = match inverted {
+                    Some(op) => {
+                        let (spot, ospot) = (self.code.spot[top], self.code.ospot[top]);
+                        self.emit(op, spot, ospot)
+                    }
+                    None => self.emit(Op::StepJump(top as u32), 0, [0, 0]),
+                };
                 self.close_loop(back, back + 1);
             }
             StmtKind::ForRange(f) => {

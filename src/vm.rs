@@ -111,6 +111,40 @@ impl<'p> Interp<'p> {
                                 Err(e) => Err(e),
                             }
                         }
+                        Op::TestNBack { op, a, k, to } => match self.step(code.pos[at]) {
+                            Ok(()) => {
+                                let t = match self.rd(code, a) {
+                                    Value::Num(x) => Ok(num_cmp(op, *x, k)),
+                                    _ => self.test_n_slow(code, at, op, a, k),
+                                };
+                                match t {
+                                    Ok(true) => {
+                                        pc = to as usize;
+                                        Ok(())
+                                    }
+                                    Ok(false) => Ok(()),
+                                    Err(e) => Err(e),
+                                }
+                            }
+                            Err(e) => Err(e),
+                        },
+                        Op::TestBack { op, a, b, to } => match self.step(code.pos[at]) {
+                            Ok(()) => {
+                                let t = match (self.rd(code, a), self.rd(code, b)) {
+                                    (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
+                                    _ => self.test_slow(code, at, op, a, b),
+                                };
+                                match t {
+                                    Ok(true) => {
+                                        pc = to as usize;
+                                        Ok(())
+                                    }
+                                    Ok(false) => Ok(()),
+                                    Err(e) => Err(e),
+                                }
+                            }
+                            Err(e) => Err(e),
+                        },
                         Op::UpdN { op, var, k } => {
                             if let Value::Num(x) = self.cell(var) {
                                 if let Some(r) = arith(op, *x, k) {
