@@ -78,6 +78,9 @@ struct Parser<'a> {
     items: Vec<Value>,
     /// Short string values seen lately: equal values share one box (`StrCache`).
     intern: StrCache,
+    /// Key sequences seen lately: objects with the keys of earlier ones share them
+    /// (`ShapeCache`; large texts only, as the `StrCache`).
+    shapes: Option<ShapeCache>,
     /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values, so that a
     /// document too big for `--max-memory` stops while it is parsed, not after.
     heap: Option<&'a crate::memory::HeapMeter>,
@@ -172,6 +175,7 @@ pub fn parse_within<'a>(
         pairs: Vec::new(),
         items: Vec::new(),
         intern: StrCache::new(text.len() >= INTERN_MIN_TEXT),
+        shapes: (text.len() >= INTERN_MIN_TEXT).then(ShapeCache::new),
         heap,
     };
     p.ws();
@@ -320,8 +324,16 @@ impl<'a> Parser<'a> {
         }
         let start = self.pairs.len();
         let r = self.object_entries(depth);
+        if let Err(e) = r {
+            self.pairs.truncate(start);
+            return Err(e);
+        }
+        if let Some(cache) = &mut self.shapes {
+            if let Some(shape) = cache.get(self.pairs[start..].iter().map(|(k, _)| k)) {
+                return Ok(Value::map(Map::shaped(&shape, self.pairs.drain(start..).map(|(_, v)| v))));
+            }
+        }
         let entries = self.pairs.drain(start..);
-        r?;
         let mut m = Map::with_capacity(entries.len());
         for (k, v) in entries {
             m.insert(k, v);
@@ -1130,6 +1142,62 @@ mod tests {
     }
 
     #[test]
+    fn objects_of_one_key_sequence_share_a_shape_in_large_documents() {
+        // records of two sequences in turn, nested ones, one with a key twice (the last
+        // value wins, as before), one of nine keys, empty ones
+        let mut parts = Vec::new();
+        for i in 0..3000 {
+            parts.push(match i % 5 {
+                0 => format!(r#"{{"a":{i},"b":{{"x":1,"y":[{i}]}}}}"#),
+                1 => format!(r#"{{"b":{i},"a":"s"}}"#),
+                2 => format!(r#"{{"a":{i},"a":2}}"#),
+                3 => r#"{"1":1,"2":2,"3":3,"4":4,"5":5,"6":6,"7":7,"8":8,"9":9}"#.to_string(),
+                _ => "{}".to_string(),
+            });
+        }
+        let doc = format!("[{}]", parts.join(","));
+        assert!(doc.len() >= INTERN_MIN_TEXT);
+        let v = ok(&doc);
+        let Value::List(l) = &v else { panic!() };
+        let m = |i: usize| match &l.items()[i] {
+            Value::Map(m) => m.clone(),
+            _ => panic!(),
+        };
+        for i in [0, 1, 2, 3, 4, 2995, 2996, 2997, 2998, 2999] {
+            let r = m(i);
+            let keys: Vec<Vec<u8>> = r.keys().map(|k| k.to_vec()).collect();
+            match i % 5 {
+                0 => {
+                    assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
+                    assert!(matches!(r.get(b"a"), Some(Value::Num(n)) if *n == i as f64));
+                    let Some(Value::Map(inner)) = r.get(b"b") else { panic!() };
+                    assert_eq!(inner.is_shaped(), i > 0);
+                    assert_eq!(r.is_shaped(), i > 0);
+                }
+                1 => {
+                    assert_eq!(keys, [b"b".to_vec(), b"a".to_vec()]);
+                    assert_eq!(r.is_shaped(), i > 1);
+                }
+                2 => {
+                    assert_eq!(keys, [b"a".to_vec()]);
+                    assert!(matches!(r.get(b"a"), Some(Value::Num(n)) if *n == 2.0));
+                    assert!(!r.is_shaped());
+                }
+                3 => {
+                    assert_eq!(r.len(), 9);
+                    assert!(!r.is_shaped());
+                }
+                _ => assert!(r.is_empty() && !r.is_shaped()),
+            }
+        }
+        // Equal to the same text parsed small (no shapes below `INTERN_MIN_TEXT`).
+        for i in [5, 6, 7, 8, 9] {
+            let one = ok(&parts[i]);
+            assert!(equals(&one, &l.items()[i]), "{}", parts[i]);
+        }
+    }
+
+    #[test]
     fn repeated_strings_share_one_box_in_large_documents() {
         let rec = r#"{"tag":"active","city":"S\u00e3o Paulo","id":"#;
         let doc: String = format!("[{}]", (0..4000).map(|i| format!("{rec}\"u{i}\"}}")).collect::<Vec<_>>().join(","));
@@ -1157,10 +1225,17 @@ mod tests {
         assert_eq!(field(0, "city").as_slice(), "São Paulo".as_bytes());
         assert_eq!(field(17, "id").as_slice(), b"u17");
         // Accounting still counts every reference in full (a bound above what is held).
+        // The first record is a small map, the others share its key sequence's shape.
         for i in [0, 1, 3999] {
             let Value::Map(m) = &l.items()[i] else { panic!() };
             let strs: usize = ["tag", "city", "id"].iter().map(|k| str_heap(&field(i, k))).sum();
-            assert!(m.acct() >= ACCT_SMALL_MAP_HEADER + 3 * ACCT_SMALL_MAP_ENTRY + strs);
+            assert_eq!(m.is_shaped(), i > 0);
+            let header = if i == 0 {
+                ACCT_SMALL_MAP_HEADER + 3 * ACCT_SMALL_MAP_ENTRY
+            } else {
+                ACCT_SHAPED_MAP_HEADER + 3 * ACCT_SHAPED_MAP_ENTRY
+            };
+            assert!(m.acct() >= header + strs);
         }
         // Small documents parse without the cache.
         let Value::List(small) = ok(r#"[{"t":"x"},{"t":"x"}]"#) else { panic!() };
