@@ -333,6 +333,7 @@ impl List {
     }
 
     /// Change item `i` in place through `f`, keeping this list's accounting true.
+    #[inline]
     pub fn with_item<R>(&mut self, i: usize, f: impl FnOnce(&mut Value) -> R) -> R {
         let before = self.items[i].heap();
         let r = f(&mut self.items[i]);
@@ -442,6 +443,32 @@ struct ShapedVals<T: ?Sized> {
 }
 
 type Shaped = ShapedVals<[Value]>;
+
+/// A shaped map's look-ups, out of line: the other layouts' inlined paths stay as short
+/// as they were.
+impl ShapedVals<[Value]> {
+    #[inline(never)]
+    fn find(&self, k: &[u8]) -> Option<(usize, &Value)> {
+        let i = find_shaped(&self.shape.keys, k)?;
+        Some((i, self.vals.get(i)?))
+    }
+
+    #[inline(never)]
+    fn find_mut(&mut self, k: &[u8]) -> Option<&mut Value> {
+        let i = find_shaped(&self.shape.keys, k)?;
+        self.vals.get_mut(i)
+    }
+
+    #[inline(never)]
+    fn at(&self, i: usize) -> Option<(&Bytes, &Value)> {
+        Some((&self.shape.keys.get(i)?.0, self.vals.get(i)?))
+    }
+
+    #[inline(never)]
+    fn at_mut(&mut self, i: usize) -> Option<(&Key, &mut Value)> {
+        Some((self.shape.keys.get(i)?, self.vals.get_mut(i)?))
+    }
+}
 
 /// `N` values from `it` (which has exactly `N` left) beside `shape`.
 fn shaped_n<const N: usize>(shape: Rc<Shape>, it: &mut impl Iterator<Item = Value>) -> Box<Shaped> {
@@ -583,20 +610,33 @@ impl Entries {
 #[inline(never)]
 fn find_small(v: &[(Key, Value)], k: &[u8]) -> Option<usize> {
     let last = k.last().copied();
-    v.iter().position(|(key, _)| key_is(key, k, last))
+    v.iter().position(|(key, _)| {
+        let b = key.0.as_slice();
+        b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && b == k))
+    })
 }
 
 /// `find_small` over a shape's keys.
 #[inline(never)]
 fn find_shaped(keys: &[Key], k: &[u8]) -> Option<usize> {
     let last = k.last().copied();
-    keys.iter().position(|key| key_is(key, k, last))
+    keys.iter().position(|key| {
+        let b = key.0.as_slice();
+        b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && b == k))
+    })
 }
 
+/// The value slot of key `k` among `e` (one look at the layout).
 #[inline(always)]
-fn key_is(key: &Key, k: &[u8], last: Option<u8>) -> bool {
-    let b = key.0.as_slice();
-    b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && b == k))
+fn slot_of<'a>(e: &'a mut Entries, k: &[u8]) -> Option<&'a mut Value> {
+    match e {
+        Entries::Small(e) => {
+            let i = find_small(e, k)?;
+            e.get_mut(i).map(|(_, v)| v)
+        }
+        Entries::Big(m) => m.get_mut(k),
+        Entries::Shaped(b) => b.find_mut(k),
+    }
 }
 
 /// Iterator over a map's entries in insertion order.
@@ -746,10 +786,7 @@ impl Map {
                 let i = m.get_index_of(k)?;
                 (i, m.get_index(i)?.1)
             }
-            Entries::Shaped(b) => {
-                let i = find_shaped(&b.shape.keys, k)?;
-                (i, b.vals.get(i)?)
-            }
+            Entries::Shaped(b) => b.find(k)?,
         };
         self.hint.set(i);
         Some(v)
@@ -781,7 +818,7 @@ impl Map {
         match &self.entries {
             Entries::Small(v) => v.get(i).map(|(k, v)| (&k.0, v)),
             Entries::Big(m) => m.get_index(i).map(|(k, v)| (&k.0, v)),
-            Entries::Shaped(b) => Some((&b.shape.keys.get(i)?.0, b.vals.get(i)?)),
+            Entries::Shaped(b) => b.at(i),
         }
     }
 
@@ -794,10 +831,7 @@ impl Map {
                 (&*key, slot)
             }
             Entries::Big(m) => m.get_index_mut(i)?,
-            Entries::Shaped(b) => {
-                let sv = &mut **b;
-                (sv.shape.keys.get(i)?, sv.vals.get_mut(i)?)
-            }
+            Entries::Shaped(b) => b.at_mut(i)?,
         };
         (key.0.as_slice() == k).then_some(slot)
     }
@@ -906,10 +940,7 @@ impl Map {
                 let i = m.get_index_of(k)?;
                 (i, m.get_index(i)?.1)
             }
-            Entries::Shaped(b) => {
-                let i = find_shaped(&b.shape.keys, k)?;
-                (i, b.vals.get(i)?)
-            }
+            Entries::Shaped(b) => b.find(k)?,
         };
         match v {
             Value::Num(x) => Some((i, *x)),
@@ -929,7 +960,7 @@ impl Map {
         match &mut self.entries {
             Entries::Small(e) => e.get_mut(i).map(|(_, v)| v),
             Entries::Big(m) => m.get_index_mut(i).map(|(_, v)| v),
-            Entries::Shaped(b) => b.vals.get_mut(i),
+            Entries::Shaped(b) => b.at_mut(i).map(|(_, v)| v),
         }
     }
 
@@ -985,9 +1016,9 @@ impl Map {
     }
 
     /// Change the value of `k` in place through `f`, keeping this map's accounting true.
+    #[inline]
     pub fn with_value<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
-        let i = self.index_of(k)?;
-        let slot = self.slot_at(i)?;
+        let slot = slot_of(&mut self.entries, k)?;
         let before = slot.heap();
         let r = f(slot);
         let after = slot.heap();

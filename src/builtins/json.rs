@@ -81,6 +81,9 @@ struct Parser<'a> {
     /// Key sequences seen lately: objects with the keys of earlier ones share them
     /// (`ShapeCache`; large texts only, as the `StrCache`).
     shapes: Option<ShapeCache>,
+    /// Small arrays of scalars seen lately: equal ones share one list (`ListCache`;
+    /// large texts only).
+    lists: Option<ListCache>,
     /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values, so that a
     /// document too big for `--max-memory` stops while it is parsed, not after.
     heap: Option<&'a crate::memory::HeapMeter>,
@@ -138,6 +141,73 @@ impl StrCache {
     }
 }
 
+/// Slots of a `ListCache`.
+const LIST_SLOTS: usize = 1024;
+/// Most items of an array shared through a `ListCache`.
+const LIST_SHARE_MAX: usize = 8;
+
+/// Small arrays made lately (`LIST_SLOTS` slots, direct-mapped by a hash of the items),
+/// as the `StrCache` for strings: an array of up to `LIST_SHARE_MAX` scalars (numbers,
+/// `true`, `false`, `null`, strings of up to `INTERN_MAX` bytes) equal to one made
+/// earlier in the text shares its list. Lists are copy-on-write, so sharing is invisible
+/// to scripts (the first change through one reference copies it); repeated small arrays
+/// (tags, flags, a pair of coordinates seen before) then cost a slot each instead of a
+/// list (64-byte box and the items' chunk). Numbers compare by their bits (`0` and `-0`
+/// stay apart). A shared list is accounted in full at each place that holds it.
+struct ListCache {
+    slots: Vec<Option<std::rc::Rc<List>>>,
+}
+
+impl ListCache {
+    fn new() -> Self {
+        ListCache { slots: vec![None; LIST_SLOTS] }
+    }
+
+    /// The earlier list equal to `items` (`Ok`), or, for items that could be shared, the
+    /// slot a new list of them takes (`Err(Some(slot))`).
+    fn find(&mut self, items: &[Value]) -> Result<Value, Option<usize>> {
+        use std::hash::{BuildHasher, Hasher};
+        if items.len() > LIST_SHARE_MAX {
+            return Err(None);
+        }
+        let mut h = foldhash::fast::FixedState::with_seed(0x11_57).build_hasher();
+        h.write_usize(items.len());
+        for v in items {
+            match v {
+                Value::Nil => h.write_u8(0),
+                Value::Bool(b) => h.write_u8(1 + *b as u8),
+                Value::Num(x) => h.write_u64(x.to_bits()),
+                Value::Str(b) if b.len() <= INTERN_MAX => h.write(b),
+                _ => return Err(None),
+            }
+        }
+        let i = (h.finish() as usize) & (LIST_SLOTS - 1);
+        if let Some(l) = &self.slots[i] {
+            let same = l.len() == items.len()
+                && l.items().iter().zip(items).all(|(a, b)| match (a, b) {
+                    (Value::Nil, Value::Nil) => true,
+                    (Value::Bool(x), Value::Bool(y)) => x == y,
+                    (Value::Num(x), Value::Num(y)) => x.to_bits() == y.to_bits(),
+                    (Value::Str(x), Value::Str(y)) => std::rc::Rc::ptr_eq(x, y) || x.as_slice() == y.as_slice(),
+                    _ => false,
+                });
+            if same {
+                return Ok(Value::List(l.clone()));
+            }
+        }
+        Err(Some(i))
+    }
+
+    /// A list of `items`, kept in slot `i` for the arrays that follow.
+    fn put(&mut self, i: usize, items: Vec<Value>) -> Value {
+        let l = std::rc::Rc::new(List::from_vec(items));
+        if let Some(slot) = self.slots.get_mut(i) {
+            *slot = Some(l.clone());
+        }
+        Value::List(l)
+    }
+}
+
 type PR<T> = Result<T, ParseError>;
 
 /// Parse JSON text into a value, within the JSON limits.
@@ -176,6 +246,7 @@ pub fn parse_within<'a>(
         items: Vec::new(),
         intern: StrCache::new(text.len() >= INTERN_MIN_TEXT),
         shapes: (text.len() >= INTERN_MIN_TEXT).then(ShapeCache::new),
+        lists: (text.len() >= INTERN_MIN_TEXT).then(ListCache::new),
         heap,
     };
     p.ws();
@@ -279,7 +350,14 @@ impl<'a> Parser<'a> {
         self.ws();
         if self.s.get(self.i) == Some(&b']') {
             self.i += 1;
-            return Ok(Value::list(Vec::new()));
+            return Ok(match &mut self.lists {
+                Some(c) => match c.find(&[]) {
+                    Ok(v) => v,
+                    Err(Some(slot)) => c.put(slot, Vec::new()),
+                    Err(None) => Value::list(Vec::new()),
+                },
+                None => Value::list(Vec::new()),
+            });
         }
         let start = self.items.len();
         loop {
@@ -293,6 +371,19 @@ impl<'a> Parser<'a> {
                 }
                 Some(b']') => {
                     self.i += 1;
+                    if let Some(c) = &mut self.lists {
+                        match c.find(&self.items[start..]) {
+                            Ok(v) => {
+                                self.items.truncate(start);
+                                return Ok(v);
+                            }
+                            Err(Some(slot)) => {
+                                let items: Vec<Value> = self.items.drain(start..).collect();
+                                return Ok(c.put(slot, items));
+                            }
+                            Err(None) => {}
+                        }
+                    }
                     return Ok(Value::list(self.take_items(start)));
                 }
                 _ => return Err(self.unexpected("in an array (expected ',' or ']')")),
@@ -1195,6 +1286,54 @@ mod tests {
             let one = ok(&parts[i]);
             assert!(equals(&one, &l.items()[i]), "{}", parts[i]);
         }
+    }
+
+    #[test]
+    fn equal_small_arrays_of_scalars_share_one_list_in_large_documents() {
+        let mut parts = Vec::new();
+        for i in 0..3000 {
+            parts.push(match i % 6 {
+                0 => r#"["a","bb",1,true,null]"#.to_string(),
+                1 => "[0]".to_string(),
+                2 => "[-0]".to_string(),
+                3 => format!("[{i},[1]]"),
+                4 => "[1,2,3,4,5,6,7,8,9]".to_string(),
+                _ => "[]".to_string(),
+            });
+        }
+        let doc = format!("[{},\"{}\"]", parts.join(","), "x".repeat(INTERN_MIN_TEXT));
+        let v = ok(&doc);
+        let Value::List(l) = &v else { panic!() };
+        let list = |i: usize| match &l.items()[i] {
+            Value::List(x) => x.clone(),
+            _ => panic!(),
+        };
+        let distinct = |k: usize| {
+            let mut p: Vec<*const List> = (0..500).map(|j| Rc::as_ptr(&list(6 * j + k))).collect();
+            p.sort();
+            p.dedup();
+            p.len()
+        };
+        // shared: scalars and short strings, `[0]`, `[-0]` (apart from `[0]`), `[]`
+        assert_eq!(distinct(0), 1);
+        assert_eq!(distinct(1), 1);
+        assert_eq!(distinct(2), 1);
+        assert!(!Rc::ptr_eq(&list(1), &list(2)));
+        assert_eq!(distinct(5), 1);
+        // not shared: an array holding an array (its inner `[1]` is), nine items
+        assert_eq!(distinct(3), 500);
+        assert_eq!(distinct(4), 500);
+        let inner = |i: usize| match &list(i).items()[1] {
+            Value::List(x) => x.clone(),
+            _ => panic!(),
+        };
+        assert!(Rc::ptr_eq(&inner(3), &inner(9)));
+        // the same values as the text parsed without the cache
+        for i in 0..12 {
+            assert!(equals(&ok(&parts[i]), &l.items()[i]), "{}", parts[i]);
+        }
+        let Value::Num(z) = list(2).items()[0] else { panic!() };
+        assert!(z.is_sign_negative());
     }
 
     #[test]
