@@ -825,7 +825,15 @@ impl Map {
     /// The value slot at index `i`, and whether its key is `k`.
     #[inline(always)]
     fn slot_at_if(&mut self, i: usize, k: &[u8]) -> Option<&mut Value> {
-        let (key, slot) = match &mut self.entries {
+        slot_at_if(&mut self.entries, i, k)
+    }
+}
+
+/// The value slot at index `i` of `e` if its key is `k` (one look at the layout).
+#[inline(always)]
+fn slot_at_if<'a>(e: &'a mut Entries, i: usize, k: &[u8]) -> Option<&'a mut Value> {
+    {
+        let (key, slot) = match e {
             Entries::Small(v) => {
                 let (key, slot) = v.get_mut(i)?;
                 (&*key, slot)
@@ -835,7 +843,9 @@ impl Map {
         };
         (key.0.as_slice() == k).then_some(slot)
     }
+}
 
+impl Map {
     /// Insert or replace; returns the old value.
     pub fn insert(&mut self, k: Bytes, v: Value) -> Option<Value> {
         self.heap += v.heap();
@@ -999,15 +1009,14 @@ impl Map {
     #[inline]
     pub fn with_value_cached<R>(&mut self, k: &[u8], site: &Cell<u32>, f: impl FnOnce(&mut Value) -> R) -> Option<R> {
         let guess = site.get() as usize;
-        let i = match self.get_index(guess) {
-            Some((key, _)) if key.as_slice() == k => guess,
-            _ => {
+        let slot = match slot_at_if(&mut self.entries, guess, k) {
+            Some(slot) => slot,
+            None => {
                 let i = self.index_of(k)?;
                 site.set(i as u32);
-                i
+                self.slot_at(i)?
             }
         };
-        let slot = self.slot_at(i)?;
         let before = slot.heap();
         let r = f(slot);
         let after = slot.heap();

@@ -84,6 +84,10 @@ struct Parser<'a> {
     /// Small arrays of scalars seen lately: equal ones share one list (`ListCache`;
     /// large texts only).
     lists: Option<ListCache>,
+    /// The accounted bytes of the lists shared so far beyond their first place: the heap
+    /// check counts them as if copied, so that a document of repeated arrays stops with
+    /// `memory` while it is parsed, where its accounted size would stop it after.
+    shared: usize,
     /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values, so that a
     /// document too big for `--max-memory` stops while it is parsed, not after.
     heap: Option<&'a crate::memory::HeapMeter>,
@@ -247,6 +251,7 @@ pub fn parse_within<'a>(
         intern: StrCache::new(text.len() >= INTERN_MIN_TEXT),
         shapes: (text.len() >= INTERN_MIN_TEXT).then(ShapeCache::new),
         lists: (text.len() >= INTERN_MIN_TEXT).then(ListCache::new),
+        shared: 0,
         heap,
     };
     p.ws();
@@ -296,8 +301,12 @@ impl<'a> Parser<'a> {
             if crate::meter::past(self.deadline) {
                 return Err(ParseError::Time);
             }
-            if let Some(h) = self.heap.filter(|h| h.past_mark()) {
-                h.observe().map_err(ParseError::Memory)?;
+            if let Some(h) = self.heap {
+                if self.shared > 0 {
+                    h.observe_with(self.shared).map_err(ParseError::Memory)?;
+                } else if h.past_mark() {
+                    h.observe().map_err(ParseError::Memory)?;
+                }
             }
         }
         Ok(())
@@ -352,7 +361,10 @@ impl<'a> Parser<'a> {
             self.i += 1;
             return Ok(match &mut self.lists {
                 Some(c) => match c.find(&[]) {
-                    Ok(v) => v,
+                    Ok(v) => {
+                        self.shared += v.heap();
+                        v
+                    }
                     Err(Some(slot)) => c.put(slot, Vec::new()),
                     Err(None) => Value::list(Vec::new()),
                 },
@@ -375,6 +387,7 @@ impl<'a> Parser<'a> {
                         match c.find(&self.items[start..]) {
                             Ok(v) => {
                                 self.items.truncate(start);
+                                self.shared += v.heap();
                                 return Ok(v);
                             }
                             Err(Some(slot)) => {
