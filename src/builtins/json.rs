@@ -84,9 +84,10 @@ struct Parser<'a> {
     /// Small arrays of scalars seen lately: equal ones share one list (`ListCache`;
     /// large texts only).
     lists: Option<ListCache>,
-    /// The accounted bytes of the lists shared so far beyond their first place: the heap
-    /// check counts them as if copied, so that a document of repeated arrays stops with
-    /// `memory` while it is parsed, where its accounted size would stop it after.
+    /// The bytes the lists shared so far beyond their first place would hold as copies
+    /// (`list_own`): the heap check counts them, so that a document of repeated arrays
+    /// stops with `memory` while it is parsed, where its accounted size would stop it
+    /// after.
     shared: usize,
     /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values, so that a
     /// document too big for `--max-memory` stops while it is parsed, not after.
@@ -209,6 +210,15 @@ impl ListCache {
             *slot = Some(l.clone());
         }
         Value::List(l)
+    }
+}
+
+/// What a copy of a shared list would hold besides its items (which it would share):
+/// its header and its slots, as accounted.
+fn list_own(v: &Value) -> usize {
+    match v {
+        Value::List(l) => ACCT_LIST_HEADER + l.len() * ACCT_SLOT,
+        _ => 0,
     }
 }
 
@@ -362,7 +372,7 @@ impl<'a> Parser<'a> {
             return Ok(match &mut self.lists {
                 Some(c) => match c.find(&[]) {
                     Ok(v) => {
-                        self.shared += v.heap();
+                        self.shared += list_own(&v);
                         v
                     }
                     Err(Some(slot)) => c.put(slot, Vec::new()),
@@ -387,7 +397,7 @@ impl<'a> Parser<'a> {
                         match c.find(&self.items[start..]) {
                             Ok(v) => {
                                 self.items.truncate(start);
-                                self.shared += v.heap();
+                                self.shared += list_own(&v);
                                 return Ok(v);
                             }
                             Err(Some(slot)) => {
