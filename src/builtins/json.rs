@@ -308,15 +308,23 @@ impl<'a> Parser<'a> {
             return Err(ParseError::Limit(format!("JSON document of more than {} values", self.lim.nodes)));
         }
         if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) {
-            if crate::meter::past(self.deadline) {
-                return Err(ParseError::Time);
-            }
-            if let Some(h) = self.heap {
-                if self.shared > 0 {
-                    h.observe_with(self.shared).map_err(ParseError::Memory)?;
-                } else if h.past_mark() {
-                    h.observe().map_err(ParseError::Memory)?;
-                }
+            return self.look();
+        }
+        Ok(())
+    }
+
+    /// The deadline and the heap, every `LONG_OP_CHECK_ITEMS` values.
+    #[cold]
+    #[inline(never)]
+    fn look(&self) -> PR<()> {
+        if crate::meter::past(self.deadline) {
+            return Err(ParseError::Time);
+        }
+        if let Some(h) = self.heap {
+            if self.shared > 0 {
+                h.observe_with(self.shared).map_err(ParseError::Memory)?;
+            } else if h.past_mark() {
+                h.observe().map_err(ParseError::Memory)?;
             }
         }
         Ok(())
