@@ -812,6 +812,13 @@ pub const ACCT_SMALL_MAP_HEADER: usize = 80;
 /// One entry of a small map besides its key bytes and its value's own storage: the
 /// entry record (key pointer, value slot: 24 bytes) and a margin.
 pub const ACCT_SMALL_MAP_ENTRY: usize = 32;
+/// The shared header of a shaped map (built by `json.parse` or `csv.parse` with the key
+/// sequence of other maps; `Shape` in src/value.rs): reference counts, header, and its
+/// values' box (with the pointer to the shared shape) and its rounding.
+pub const ACCT_SHAPED_MAP_HEADER: usize = 80;
+/// One entry of a shaped map besides its key bytes and its value's own storage: the
+/// value slot (16 bytes) and the key's pointer in the shared shape (8).
+pub const ACCT_SHAPED_MAP_ENTRY: usize = 24;
 /// One `for` loop's snapshot record.
 pub const ACCT_SNAPSHOT: usize = 16;
 

@@ -163,6 +163,16 @@ impl HeapMeter {
         Ok(())
     }
 
+    /// The heap check for a builder that holds `extra` bytes more than the allocator
+    /// sees (values shared while built that the accounting counts at each place):
+    /// `memory` once the count and `extra` together pass the bound.
+    pub fn observe_with(&self, extra: usize) -> Result<(), String> {
+        if live().saturating_add(extra) > self.ceiling {
+            return Err(over_message(self.budget.max));
+        }
+        self.observe()
+    }
+
     /// The most the checks have seen held above the base (what `--stats` reports; with
     /// `--max-memory` set to it the same run passes, one byte less and it stops).
     pub fn peak(&self) -> usize {

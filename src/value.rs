@@ -333,6 +333,7 @@ impl List {
     }
 
     /// Change item `i` in place through `f`, keeping this list's accounting true.
+    #[inline]
     pub fn with_item<R>(&mut self, i: usize, f: impl FnOnce(&mut Value) -> R) -> R {
         let before = self.items[i].heap();
         let r = f(&mut self.items[i]);
@@ -396,13 +397,174 @@ pub type MapInner = IndexMap<Key, Value, foldhash::fast::RandomState>;
 /// the indexed layout (`MapInner`), where it stays.
 pub const MAP_SMALL: usize = 8;
 
-/// A map's entries in one of its two layouts.
+/// The keys of maps built with one key sequence (`Map::shaped`): 1 to `MAP_SMALL`
+/// distinct keys in order, shared by every map of that shape (issue 25: a parsed record
+/// holds only its values, 16 bytes each, and a pointer to its shape).
+#[derive(Debug)]
+pub struct Shape {
+    keys: Box<[Key]>,
+}
+
+impl Shape {
+    /// The shape of maps with these keys in this order; nothing for a key list a shaped
+    /// map cannot take (empty, more than `MAP_SMALL` keys, a key twice).
+    pub fn new(keys: &[Bytes]) -> Option<Rc<Shape>> {
+        if keys.is_empty() || keys.len() > MAP_SMALL {
+            return None;
+        }
+        for (i, k) in keys.iter().enumerate() {
+            if keys[..i].iter().any(|j| j.as_slice() == k.as_slice()) {
+                return None;
+            }
+        }
+        Some(Rc::new(Shape { keys: keys.iter().map(|k| Key(k.clone())).collect() }))
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Whether this shape's keys are `keys` (the same strings, or equal bytes).
+    fn is<'a>(&self, keys: impl ExactSizeIterator<Item = &'a Bytes>) -> bool {
+        self.keys.len() == keys.len()
+            && self.keys.iter().zip(keys).all(|(a, b)| Rc::ptr_eq(&a.0, b) || a.0.as_slice() == b.as_slice())
+    }
+}
+
+/// A shaped map's values (in one allocation with the pointer to their shape).
+#[derive(Debug)]
+struct ShapedVals<T: ?Sized> {
+    shape: Rc<Shape>,
+    vals: T,
+}
+
+type Shaped = ShapedVals<[Value]>;
+
+/// A shaped map's look-ups, out of line: the other layouts' inlined paths stay as short
+/// as they were.
+impl ShapedVals<[Value]> {
+    #[inline(never)]
+    fn find(&self, k: &[u8]) -> Option<(usize, &Value)> {
+        let i = find_shaped(&self.shape.keys, k)?;
+        Some((i, self.vals.get(i)?))
+    }
+
+    #[inline(never)]
+    fn find_mut(&mut self, k: &[u8]) -> Option<&mut Value> {
+        let i = find_shaped(&self.shape.keys, k)?;
+        self.vals.get_mut(i)
+    }
+
+    #[inline(never)]
+    fn at(&self, i: usize) -> Option<(&Bytes, &Value)> {
+        Some((&self.shape.keys.get(i)?.0, self.vals.get(i)?))
+    }
+
+    #[inline(never)]
+    fn at_mut(&mut self, i: usize) -> Option<(&Key, &mut Value)> {
+        Some((self.shape.keys.get(i)?, self.vals.get_mut(i)?))
+    }
+}
+
+/// `N` values from `it` (which has exactly `N` left) beside `shape`.
+fn shaped_n<const N: usize>(shape: Rc<Shape>, it: &mut impl Iterator<Item = Value>) -> Box<Shaped> {
+    Box::new(ShapedVals { shape, vals: std::array::from_fn::<Value, N, _>(|_| it.next().unwrap_or(Value::Nil)) })
+}
+
+/// The values of a shaped map from `it` (exactly `shape.len()` of them, 1 to `MAP_SMALL`).
+fn shaped_box(shape: Rc<Shape>, it: &mut impl Iterator<Item = Value>) -> Box<Shaped> {
+    match shape.len() {
+        1 => shaped_n::<1>(shape, it),
+        2 => shaped_n::<2>(shape, it),
+        3 => shaped_n::<3>(shape, it),
+        4 => shaped_n::<4>(shape, it),
+        5 => shaped_n::<5>(shape, it),
+        6 => shaped_n::<6>(shape, it),
+        7 => shaped_n::<7>(shape, it),
+        _ => shaped_n::<8>(shape, it),
+    }
+}
+
+/// Shapes for maps built one after another with recurring key sequences (the records
+/// of a parse): a key sequence seen a second time gets a shape, which later maps with
+/// the same keys share. Direct-mapped by a hash of the key bytes (deterministic: which
+/// maps are shaped follows from the text alone); a collision only costs a miss.
+pub struct ShapeCache {
+    slots: Vec<ShapeSlot>,
+}
+
+#[derive(Clone)]
+enum ShapeSlot {
+    Empty,
+    Seen(u64),
+    Shape(u64, Rc<Shape>),
+}
+
+const SHAPE_SLOTS: usize = 256;
+
+impl Default for ShapeCache {
+    fn default() -> Self {
+        ShapeCache { slots: vec![ShapeSlot::Empty; SHAPE_SLOTS] }
+    }
+}
+
+impl ShapeCache {
+    pub fn new() -> Self {
+        ShapeCache::default()
+    }
+
+    /// The shape for maps with `keys` in this order, if this sequence was seen before (a
+    /// sequence seen once is remembered by its hash: the first map of a sequence is built
+    /// unshaped, so a shape is never made for one map alone).
+    pub fn get<'a, I>(&mut self, keys: I) -> Option<Rc<Shape>>
+    where
+        I: ExactSizeIterator<Item = &'a Bytes> + Clone,
+    {
+        if keys.len() == 0 || keys.len() > MAP_SMALL {
+            return None;
+        }
+        let mut h: u64 = keys.len() as u64;
+        for k in keys.clone() {
+            let b = k.as_slice();
+            let mut w = [0u8; 8];
+            let n = b.len().min(8);
+            w[..n].copy_from_slice(&b[..n]);
+            let mut t = [0u8; 8];
+            t[8 - n..].copy_from_slice(&b[b.len() - n..]);
+            h = (h ^ b.len() as u64 ^ u64::from_le_bytes(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            h = (h ^ u64::from_le_bytes(t)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        }
+        h ^= h >> 29;
+        let slot = &mut self.slots[(h as usize) % SHAPE_SLOTS];
+        match slot {
+            ShapeSlot::Shape(sh, s) if *sh == h && s.is(keys.clone()) => return Some(s.clone()),
+            ShapeSlot::Seen(sh) if *sh == h => {}
+            _ => {
+                *slot = ShapeSlot::Seen(h);
+                return None;
+            }
+        }
+        let owned: Vec<Bytes> = keys.cloned().collect();
+        let s = Shape::new(&owned)?;
+        *slot = ShapeSlot::Shape(h, s.clone());
+        Some(s)
+    }
+}
+
+/// A map's entries in one of its three layouts.
 #[derive(Debug)]
 enum Entries {
     /// At most `MAP_SMALL` entries, in insertion order.
     Small(Vec<(Key, Value)>),
     /// Indexed (boxed, so that a small map's header stays one pointer-sized vector).
     Big(Box<MapInner>),
+    /// The keys of a shared `Shape` and this map's values: made by `Map::shaped`; a new
+    /// key or a removal first moves the map to `Small`.
+    Shaped(Box<Shaped>),
 }
 
 impl Default for Entries {
@@ -422,6 +584,7 @@ impl Clone for Entries {
                 Entries::Small(c)
             }
             Entries::Big(m) => Entries::Big(m.clone()),
+            Entries::Shaped(b) => Entries::Shaped(shaped_box(b.shape.clone(), &mut b.vals.iter().cloned())),
         }
     }
 }
@@ -432,6 +595,11 @@ impl Entries {
         match self {
             Entries::Small(v) => v.drain(..).map(|(_, v)| v).collect(),
             Entries::Big(m) => m.drain(..).map(|(_, v)| v).collect(),
+            Entries::Shaped(b) => {
+                let vals = b.vals.iter_mut().map(std::mem::take).collect();
+                *self = Entries::default();
+                vals
+            }
         }
     }
 }
@@ -448,12 +616,36 @@ fn find_small(v: &[(Key, Value)], k: &[u8]) -> Option<usize> {
     })
 }
 
+/// `find_small` over a shape's keys.
+#[inline(never)]
+fn find_shaped(keys: &[Key], k: &[u8]) -> Option<usize> {
+    let last = k.last().copied();
+    keys.iter().position(|key| {
+        let b = key.0.as_slice();
+        b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && b == k))
+    })
+}
+
+/// The value slot of key `k` among `e` (one look at the layout).
+#[inline(always)]
+fn slot_of<'a>(e: &'a mut Entries, k: &[u8]) -> Option<&'a mut Value> {
+    match e {
+        Entries::Small(e) => {
+            let i = find_small(e, k)?;
+            e.get_mut(i).map(|(_, v)| v)
+        }
+        Entries::Big(m) => m.get_mut(k),
+        Entries::Shaped(b) => b.find_mut(k),
+    }
+}
+
 /// Iterator over a map's entries in insertion order.
 pub struct MapIter<'a>(MapIterInner<'a>);
 
 enum MapIterInner<'a> {
     Small(std::slice::Iter<'a, (Key, Value)>),
     Big(indexmap::map::Iter<'a, Key, Value>),
+    Shaped(std::iter::Zip<std::slice::Iter<'a, Key>, std::slice::Iter<'a, Value>>),
 }
 
 impl<'a> Iterator for MapIter<'a> {
@@ -463,12 +655,14 @@ impl<'a> Iterator for MapIter<'a> {
         match &mut self.0 {
             MapIterInner::Small(it) => it.next().map(|(k, v)| (&k.0, v)),
             MapIterInner::Big(it) => it.next().map(|(k, v)| (&k.0, v)),
+            MapIterInner::Shaped(it) => it.next().map(|(k, v)| (&k.0, v)),
         }
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
         match &self.0 {
             MapIterInner::Small(it) => it.size_hint(),
             MapIterInner::Big(it) => it.size_hint(),
+            MapIterInner::Shaped(it) => it.size_hint(),
         }
     }
 }
@@ -501,10 +695,47 @@ impl Map {
         Map { entries, heap: 0, hint: Cell::new(0) }
     }
 
+    /// A map with the keys of `shape` and the values `vals` (as many as its keys), which
+    /// holds only its values and shares its keys with the other maps of that shape. A
+    /// number of values other than the shape's keys builds the map key by key instead.
+    pub fn shaped(shape: &Rc<Shape>, vals: impl ExactSizeIterator<Item = Value>) -> Map {
+        if vals.len() != shape.len() {
+            let mut m = Map::with_capacity(vals.len());
+            for (k, v) in shape.keys.iter().zip(vals) {
+                m.insert(k.0.clone(), v);
+            }
+            return m;
+        }
+        let mut heap: usize = shape.keys.iter().map(Key::acct).sum();
+        let mut it = vals.inspect(|v| heap += v.heap());
+        let b = shaped_box(shape.clone(), &mut it);
+        Map { entries: Entries::Shaped(b), heap, hint: Cell::new(0) }
+    }
+
+    /// A shaped map moves to the small layout (with room for `cap` entries), keeping its
+    /// entries, their order and its accounted heap; other layouts stay.
+    #[cold]
+    fn unshape(&mut self, cap: usize) {
+        if let Entries::Shaped(b) = &mut self.entries {
+            let sv = &mut **b;
+            let mut e = Vec::with_capacity(cap.max(sv.vals.len()));
+            for (k, v) in sv.shape.keys.iter().zip(sv.vals.iter_mut()) {
+                e.push((k.clone(), std::mem::take(v)));
+            }
+            self.entries = Entries::Small(e);
+        }
+    }
+
     /// Whether the map is in its small layout (tests).
     #[cfg(test)]
     fn is_small(&self) -> bool {
         matches!(self.entries, Entries::Small(_))
+    }
+
+    /// Whether the map is shaped (tests).
+    #[cfg(test)]
+    pub(crate) fn is_shaped(&self) -> bool {
+        matches!(self.entries, Entries::Shaped(_))
     }
 
     #[inline(always)]
@@ -512,6 +743,7 @@ impl Map {
         match &self.entries {
             Entries::Small(v) => v.len(),
             Entries::Big(m) => m.len(),
+            Entries::Shaped(b) => b.vals.len(),
         }
     }
 
@@ -526,6 +758,7 @@ impl Map {
         match &self.entries {
             Entries::Small(v) => v.capacity(),
             Entries::Big(m) => m.capacity().max(m.len()),
+            Entries::Shaped(b) => b.vals.len(),
         }
     }
 
@@ -537,6 +770,7 @@ impl Map {
             + match &self.entries {
                 Entries::Small(v) => ACCT_SMALL_MAP_HEADER + v.capacity() * ACCT_SMALL_MAP_ENTRY,
                 Entries::Big(m) => ACCT_MAP_HEADER + m.capacity().max(m.len()) * ACCT_MAP_ENTRY,
+                Entries::Shaped(b) => ACCT_SHAPED_MAP_HEADER + b.vals.len() * ACCT_SHAPED_MAP_ENTRY,
             }
     }
 
@@ -552,6 +786,7 @@ impl Map {
                 let i = m.get_index_of(k)?;
                 (i, m.get_index(i)?.1)
             }
+            Entries::Shaped(b) => b.find(k)?,
         };
         self.hint.set(i);
         Some(v)
@@ -572,6 +807,7 @@ impl Map {
         MapIter(match &self.entries {
             Entries::Small(v) => MapIterInner::Small(v.iter()),
             Entries::Big(m) => MapIterInner::Big(m.iter()),
+            Entries::Shaped(b) => MapIterInner::Shaped(b.shape.keys.iter().zip(b.vals.iter())),
         })
     }
 
@@ -588,22 +824,34 @@ impl Map {
         match &self.entries {
             Entries::Small(v) => v.get(i).map(|(k, v)| (&k.0, v)),
             Entries::Big(m) => m.get_index(i).map(|(k, v)| (&k.0, v)),
+            Entries::Shaped(b) => b.at(i),
         }
     }
 
     /// The value slot at index `i`, and whether its key is `k`.
     #[inline(always)]
     fn slot_at_if(&mut self, i: usize, k: &[u8]) -> Option<&mut Value> {
-        let (key, slot) = match &mut self.entries {
+        slot_at_if(&mut self.entries, i, k)
+    }
+}
+
+/// The value slot at index `i` of `e` if its key is `k` (one look at the layout).
+#[inline(always)]
+fn slot_at_if<'a>(e: &'a mut Entries, i: usize, k: &[u8]) -> Option<&'a mut Value> {
+    {
+        let (key, slot) = match e {
             Entries::Small(v) => {
                 let (key, slot) = v.get_mut(i)?;
                 (&*key, slot)
             }
             Entries::Big(m) => m.get_index_mut(i)?,
+            Entries::Shaped(b) => b.at_mut(i)?,
         };
         (key.0.as_slice() == k).then_some(slot)
     }
+}
 
+impl Map {
     /// Insert or replace; returns the old value.
     pub fn insert(&mut self, k: Bytes, v: Value) -> Option<Value> {
         self.heap += v.heap();
@@ -612,6 +860,16 @@ impl Map {
             let old = std::mem::replace(slot, v);
             self.heap -= old.heap();
             return Some(old);
+        }
+        if let Entries::Shaped(b) = &mut self.entries {
+            if let Some(i) = find_shaped(&b.shape.keys, &k) {
+                let old = std::mem::replace(&mut b.vals[i], v);
+                self.heap -= old.heap();
+                return Some(old);
+            }
+            // A new key: the map leaves its shape.
+            let n = b.vals.len();
+            self.unshape(n);
         }
         if let Entries::Small(e) = &mut self.entries {
             if let Some(i) = find_small(e, &k) {
@@ -658,12 +916,18 @@ impl Map {
 
     /// Remove `k`, keeping the order of the others (later entries move up one place).
     pub fn remove(&mut self, k: &[u8]) -> Option<Value> {
+        if let Entries::Shaped(b) = &self.entries {
+            find_shaped(&b.shape.keys, k)?;
+            let n = b.vals.len();
+            self.unshape(n);
+        }
         let (key, v) = match &mut self.entries {
             Entries::Small(e) => {
                 let i = find_small(e, k)?;
                 e.remove(i)
             }
             Entries::Big(m) => m.shift_remove_entry(k)?,
+            Entries::Shaped(_) => return None,
         };
         self.heap -= key.acct() + v.heap();
         Some(v)
@@ -675,6 +939,7 @@ impl Map {
         match &self.entries {
             Entries::Small(e) => find_small(e, k),
             Entries::Big(m) => m.get_index_of(k),
+            Entries::Shaped(b) => find_shaped(&b.shape.keys, k),
         }
     }
 
@@ -691,6 +956,7 @@ impl Map {
                 let i = m.get_index_of(k)?;
                 (i, m.get_index(i)?.1)
             }
+            Entries::Shaped(b) => b.find(k)?,
         };
         match v {
             Value::Num(x) => Some((i, *x)),
@@ -710,6 +976,7 @@ impl Map {
         match &mut self.entries {
             Entries::Small(e) => e.get_mut(i).map(|(_, v)| v),
             Entries::Big(m) => m.get_index_mut(i).map(|(_, v)| v),
+            Entries::Shaped(b) => b.at_mut(i).map(|(_, v)| v),
         }
     }
 
@@ -759,21 +1026,21 @@ impl Map {
     #[inline]
     pub fn with_value_cached<R>(&mut self, k: &[u8], site: &Cell<u32>, f: impl FnOnce(&mut Value) -> R) -> Option<R> {
         let guess = site.get() as usize;
-        let hint = self.hint.get();
-        let i = match self.get_index(guess) {
-            Some((key, _)) if key.as_slice() == k => guess,
-            // The key this map's last look-up found (`m[k] = get(m, k, 0) + 1`).
-            _ if hint != guess && matches!(self.get_index(hint), Some((key, _)) if key.as_slice() == k) => {
-                site.set(hint as u32);
-                hint
-            }
-            _ => {
-                let i = self.index_of(k)?;
+        let slot = match slot_at_if(&mut self.entries, guess, k) {
+            Some(slot) => slot,
+            None => {
+                // The key this map's last look-up found (`m[k] = get(m, k, 0) + 1`),
+                // then the hash.
+                let hint = self.hint.get();
+                let i = if hint != guess && matches!(self.get_index(hint), Some((key, _)) if key.as_slice() == k) {
+                    hint
+                } else {
+                    self.index_of(k)?
+                };
                 site.set(i as u32);
-                i
+                self.slot_at(i)?
             }
         };
-        let slot = self.slot_at(i)?;
         let before = slot.heap();
         let r = f(slot);
         let after = slot.heap();
@@ -782,9 +1049,9 @@ impl Map {
     }
 
     /// Change the value of `k` in place through `f`, keeping this map's accounting true.
+    #[inline]
     pub fn with_value<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
-        let i = self.index_of(k)?;
-        let slot = self.slot_at(i)?;
+        let slot = slot_of(&mut self.entries, k)?;
         let before = slot.heap();
         let r = f(slot);
         let after = slot.heap();
@@ -1612,5 +1879,261 @@ mod map_layout_tests {
             v = Value::map(m);
         }
         drop(v);
+    }
+}
+
+/// The shaped layout (`Shape`, `Map::shaped`, `ShapeCache`).
+#[cfg(test)]
+mod shaped_map_tests {
+    use super::*;
+
+    fn chunk(n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            ((n + 8 + 15) & !15).max(32)
+        }
+    }
+
+    fn keys(n: usize) -> Vec<Bytes> {
+        (0..n).map(|i| bytes(format!("field{i}").as_bytes())).collect()
+    }
+
+    fn order(m: &Map) -> Vec<(Vec<u8>, f64)> {
+        m.iter()
+            .map(|(k, v)| match v {
+                Value::Num(n) => (k.to_vec(), *n),
+                _ => panic!("numbers only"),
+            })
+            .collect()
+    }
+
+    fn heap_of(m: &Map) -> usize {
+        m.iter().map(|(k, v)| k.acct_bytes() + v.heap()).sum()
+    }
+
+    fn shaped(shape: &Rc<Shape>, base: f64) -> Map {
+        Map::shaped(shape, (0..shape.len()).map(|i| Value::Num(base + i as f64)))
+    }
+
+    #[test]
+    fn sizes_and_accounting_bound_the_shaped_layout() {
+        // The third layout keeps a map's header at 40 bytes (its box one 64-byte chunk).
+        assert!(std::mem::size_of::<Map>() <= 40, "{}", std::mem::size_of::<Map>());
+        let boxed = chunk(16 + std::mem::size_of::<Map>());
+        assert_eq!(boxed, 64);
+        for n in 1..=MAP_SMALL {
+            let shape = Shape::new(&keys(n)).unwrap();
+            let m = shaped(&shape, 0.0);
+            assert!(m.is_shaped());
+            // the box, and the values beside the shape pointer
+            let real = boxed + chunk(8 + n * 16);
+            assert_eq!(m.acct() - m.heap, ACCT_SHAPED_MAP_HEADER + n * ACCT_SHAPED_MAP_ENTRY);
+            assert!(real <= m.acct() - m.heap, "shaped, {n} entries: {real} held, {} accounted", m.acct() - m.heap);
+            // never accounted more than the small layout of the same entries
+            assert!(m.acct() - m.heap <= ACCT_SMALL_MAP_HEADER + n * ACCT_SMALL_MAP_ENTRY);
+            assert_eq!(m.heap, heap_of(&m));
+        }
+        // A 6-field record's map (WORKLOG, issue 25): 176 bytes, was 224 small.
+        assert_eq!(boxed + chunk(8 + 6 * 16), 176);
+    }
+
+    #[test]
+    fn shapes_refuse_what_a_shaped_map_cannot_take() {
+        assert!(Shape::new(&[]).is_none());
+        assert!(Shape::new(&keys(MAP_SMALL + 1)).is_none());
+        let mut k = keys(3);
+        k.push(bytes(b"field1"));
+        assert!(Shape::new(&k).is_none());
+        assert_eq!(Shape::new(&keys(MAP_SMALL)).unwrap().len(), MAP_SMALL);
+    }
+
+    #[test]
+    fn shaped_maps_read_write_and_leave_their_shape_on_a_new_key_or_a_removal() {
+        let shape = Shape::new(&keys(5)).unwrap();
+        let mut m = shaped(&shape, 10.0);
+        let other = shaped(&shape, 20.0);
+        assert_eq!(m.len(), 5);
+        assert!(matches!(m.get(b"field3"), Some(Value::Num(n)) if *n == 13.0));
+        assert!(m.get(b"field5").is_none() && !m.contains(b"fieldx"));
+        assert_eq!(m.index_of(b"field4"), Some(4));
+        assert_eq!(m.num_of(b"field2"), Some((2, 12.0)));
+        // replacing a value keeps the shape (also through the hint and in place)
+        assert!(m.insert(bytes(b"field3"), Value::Num(99.0)).is_some());
+        assert!(m.set_num_at(0, 7.0));
+        m.with_value(b"field1", |v| *v = Value::string("a string longer than sixteen bytes"));
+        assert!(m.is_shaped());
+        assert_eq!(m.heap, heap_of(&m));
+        let site = Cell::new(0);
+        assert!(m.get_cached(b"field4", &site).is_some());
+        assert_eq!(site.get(), 4);
+        assert_eq!(
+            m.with_value_cached(b"field4", &site, |v| std::mem::replace(v, Value::Num(1.0))).map(|v| v.heap()),
+            Some(0)
+        );
+        // a missing key removed: nothing changes
+        assert!(m.remove(b"nope").is_none());
+        assert!(m.is_shaped());
+        // a removal: small, in order, the accounting true
+        assert!(m.remove(b"field1").is_some());
+        assert!(m.is_small());
+        assert_eq!(
+            order(&m),
+            vec![
+                (b"field0".to_vec(), 7.0),
+                (b"field2".to_vec(), 12.0),
+                (b"field3".to_vec(), 99.0),
+                (b"field4".to_vec(), 1.0)
+            ]
+        );
+        assert_eq!(m.heap, heap_of(&m));
+        // the other map of the shape did not change
+        assert_eq!(
+            order(&other),
+            (0..5).map(|i| (format!("field{i}").into_bytes(), 20.0 + i as f64)).collect::<Vec<_>>()
+        );
+        // a new key: small, appended; the ninth: indexed
+        let mut m = shaped(&Shape::new(&keys(MAP_SMALL)).unwrap(), 0.0);
+        assert!(m.insert(bytes(b"new"), Value::Num(-1.0)).is_none());
+        assert!(!m.is_small() && !m.is_shaped());
+        assert_eq!(m.get_index(MAP_SMALL).map(|(k, _)| k.to_vec()), Some(b"new".to_vec()));
+        assert_eq!(m.heap, heap_of(&m));
+        let mut m = shaped(&shape, 0.0);
+        assert!(m.insert(bytes(b"new"), Value::Num(-1.0)).is_none());
+        assert!(m.is_small());
+        assert_eq!(m.len(), 6);
+        assert_eq!(m.get_index(5).map(|(k, _)| k.to_vec()), Some(b"new".to_vec()));
+    }
+
+    #[test]
+    fn copies_of_shaped_maps_are_shaped_and_independent() {
+        let shape = Shape::new(&keys(3)).unwrap();
+        let m = Rc::new(shaped(&shape, 0.0));
+        let mut v = Value::Map(m.clone());
+        if let Value::Map(r) = &mut v {
+            Rc::make_mut(r).insert(bytes(b"field0"), Value::Num(5.0));
+            assert!(r.is_shaped());
+            assert_eq!(r.acct(), m.acct());
+        }
+        assert_eq!(order(&m)[0].1, 0.0);
+        assert!(!equals(&v, &Value::Map(m.clone())));
+        assert!(equals(&Value::map(shaped(&shape, 0.0)), &Value::Map(m.clone())));
+        // equal to a map of the same entries built key by key
+        let mut plain = Map::new();
+        for (i, k) in keys(3).into_iter().enumerate() {
+            plain.insert(k, Value::Num(i as f64));
+        }
+        assert!(equals(&Value::map(plain), &Value::Map(m)));
+    }
+
+    #[test]
+    fn a_wrong_number_of_values_builds_an_ordinary_map() {
+        let shape = Shape::new(&keys(4)).unwrap();
+        let m = Map::shaped(&shape, (0..3).map(|i| Value::Num(i as f64)));
+        assert!(m.is_small());
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.heap, heap_of(&m));
+    }
+
+    #[test]
+    fn the_cache_shapes_a_key_sequence_from_its_second_map() {
+        let mut c = ShapeCache::new();
+        let k = keys(4);
+        assert!(c.get(k.iter()).is_none());
+        let s1 = c.get(k.iter()).unwrap();
+        let s2 = c.get(k.iter()).unwrap();
+        assert!(Rc::ptr_eq(&s1, &s2));
+        // equal bytes in other strings: the same shape
+        let copy: Vec<Bytes> = k.iter().map(|b| bytes(b)).collect();
+        assert!(Rc::ptr_eq(&c.get(copy.iter()).unwrap(), &s1));
+        // another order, a prefix, a key twice, none, too many: not that shape
+        let rev: Vec<Bytes> = k.iter().rev().cloned().collect();
+        assert!(c.get(rev.iter()).is_none());
+        assert!(c.get(rev.iter()).is_some_and(|s| !Rc::ptr_eq(&s, &s1)));
+        assert!(c.get(k[..3].iter()).is_none());
+        let twice = [k[0].clone(), k[0].clone()];
+        assert!(c.get(twice.iter()).is_none() && c.get(twice.iter()).is_none());
+        assert!(c.get([].iter()).is_none());
+        let many = keys(MAP_SMALL + 1);
+        assert!(c.get(many.iter()).is_none() && c.get(many.iter()).is_none());
+        // many sequences in turn: each found again after its first two, or missed (a
+        // collision), never a wrong shape
+        let seqs: Vec<Vec<Bytes>> = (0..2000).map(|i| vec![bytes(format!("a{i}").as_bytes()), bytes(b"b")]).collect();
+        for _ in 0..3 {
+            for s in &seqs {
+                if let Some(sh) = c.get(s.iter()) {
+                    assert!(sh.is(s.iter()));
+                }
+            }
+        }
+    }
+
+    /// Random operations on shaped maps against a plain model, as for the other layouts.
+    #[test]
+    fn random_operations_on_shaped_maps_match_a_model() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..200 {
+            let n = 1 + round % MAP_SMALL;
+            let shape = Shape::new(&keys(n)).unwrap();
+            let mut m = shaped(&shape, 0.0);
+            let mut model: Vec<(Vec<u8>, f64)> = (0..n).map(|i| (format!("field{i}").into_bytes(), i as f64)).collect();
+            let mut changed_keys = false;
+            for step in 0..100 {
+                let k = bytes(format!("field{}", next() % (n as u64 + 3)).as_bytes());
+                match next() % 5 {
+                    0 | 1 => {
+                        let v = step as f64;
+                        let had = m.insert(k.clone(), Value::Num(v)).is_some();
+                        match model.iter_mut().find(|(mk, _)| mk[..] == k[..]) {
+                            Some(e) => {
+                                assert!(had);
+                                e.1 = v;
+                            }
+                            None => {
+                                assert!(!had);
+                                changed_keys = true;
+                                model.push((k.to_vec(), v));
+                            }
+                        }
+                    }
+                    2 => {
+                        let got = m.remove(&k).is_some();
+                        let at = model.iter().position(|(mk, _)| mk[..] == k[..]);
+                        assert_eq!(got, at.is_some());
+                        if let Some(i) = at {
+                            changed_keys = true;
+                            model.remove(i);
+                        }
+                    }
+                    3 => {
+                        if let Some((i, x)) = m.num_of(&k) {
+                            assert!(m.set_num_at(i, x + 1.0));
+                            model.iter_mut().find(|(mk, _)| mk[..] == k[..]).unwrap().1 += 1.0;
+                        }
+                    }
+                    _ => {
+                        let got = m.get(&k).map(|v| match v {
+                            Value::Num(n) => *n,
+                            _ => panic!(),
+                        });
+                        assert_eq!(got, model.iter().find(|(mk, _)| mk[..] == k[..]).map(|e| e.1));
+                    }
+                }
+                assert_eq!(order(&m), model);
+                assert_eq!(m.heap, heap_of(&m));
+                assert_eq!(m.is_shaped(), !changed_keys);
+                let c = m.clone();
+                assert_eq!(order(&c), model);
+                if m.is_small() || m.is_shaped() {
+                    assert_eq!(c.acct(), m.acct());
+                }
+            }
+        }
     }
 }

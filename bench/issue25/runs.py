@@ -48,6 +48,10 @@ CASES = {
         ("leash", L + ["--max-memory", "4G", "csvparse.lsh", "/tmp/i25_data.csv"]),
         ("python3", ["python3", "csvparse.py", "/tmp/i25_data.csv"]),
     ],
+    "csvheader": [
+        ("leash", L + ["--max-memory", "4G", "csvheader.lsh", "/tmp/i25_data.csv"]),
+        ("python3", ["python3", "csvheader.py", "/tmp/i25_data.csv"]),
+    ],
     # Below what each needs: exit 4 (`memory`), RSS under --max-memory + 64 MiB.
     "bounds": [
         ("leash log 32M", L + ["--max-memory", "32M", "logreport.lsh", "/tmp/i25_access.log"]),
@@ -55,6 +59,8 @@ CASES = {
         ("leash sort 64M", L + ["--max-memory", "64M", "sort.lsh"]),
         ("leash map 64M", L + ["--max-memory", "64M", "map.lsh"]),
         ("leash csv 128M", L + ["--max-memory", "128M", "csvparse.lsh", "/tmp/i25_data.csv"]),
+        ("leash jsonparse 128M", L + ["--max-memory", "128M", "jsonparse.lsh", DOC]),
+        ("leash csvheader 128M", L + ["--max-memory", "128M", "csvheader.lsh", "/tmp/i25_data.csv"]),
     ],
 }
 

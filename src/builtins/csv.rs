@@ -124,6 +124,8 @@ fn unclosed_quote(s: &[u8], delimiter: u8, quote: u8) -> Option<usize> {
 pub struct RowBuilder {
     header_mode: bool,
     header: Option<Vec<Bytes>>,
+    /// The header's shape (at most `MAP_SMALL` columns): every row's map shares its keys.
+    shape: Option<std::rc::Rc<Shape>>,
     width: Option<usize>,
     /// Equal short fields share one string (`csv.parse` of a large text).
     values: super::json::StrCache,
@@ -131,7 +133,7 @@ pub struct RowBuilder {
 
 impl RowBuilder {
     pub fn new(header_mode: bool) -> Self {
-        RowBuilder { header_mode, header: None, width: None, values: Default::default() }
+        RowBuilder { header_mode, header: None, shape: None, width: None, values: Default::default() }
     }
 
     /// The row of record `rec` (read at `line`), or None when it was the header.
@@ -167,10 +169,15 @@ impl RowBuilder {
                     ));
                 }
             }
+            self.shape = Shape::new(&names);
             self.header = Some(names);
             return Ok(None);
         }
         Ok(Some(match &self.header {
+            Some(_) if let Some(shape) = &self.shape => {
+                let values = &mut self.values;
+                Value::map(Map::shaped(shape, rec.iter().map(|f| Value::Str(values.get(f)))))
+            }
             Some(names) => {
                 let mut m = Map::with_capacity(names.len());
                 for (k, f) in names.iter().zip(rec.iter()) {
@@ -200,7 +207,7 @@ impl Record {
         self.len
     }
 
-    fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+    fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
         let mut start = 0;
         self.ends[..self.len].iter().map(move |&e| {
             let f = &self.data[start..e];

@@ -79,6 +79,17 @@ struct Parser<'a> {
     items: Vec<Value>,
     /// Short string values seen lately: equal values share one box (`StrCache`).
     intern: StrCache,
+    /// Key sequences seen lately: objects with the keys of earlier ones share them
+    /// (`ShapeCache`; large texts only, as the `StrCache`).
+    shapes: Option<ShapeCache>,
+    /// Small arrays of scalars seen lately: equal ones share one list (`ListCache`;
+    /// large texts only).
+    lists: Option<ListCache>,
+    /// The bytes the lists shared so far beyond their first place would hold as copies
+    /// (`list_own`): the heap check counts them, so that a document of repeated arrays
+    /// stops with `memory` while it is parsed, where its accounted size would stop it
+    /// after.
+    shared: usize,
     /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values, so that a
     /// document too big for `--max-memory` stops while it is parsed, not after.
     heap: Option<&'a crate::memory::HeapMeter>,
@@ -136,6 +147,82 @@ impl StrCache {
     }
 }
 
+/// Slots of a `ListCache`.
+const LIST_SLOTS: usize = 1024;
+/// Most items of an array shared through a `ListCache`.
+const LIST_SHARE_MAX: usize = 8;
+
+/// Small arrays made lately (`LIST_SLOTS` slots, direct-mapped by a hash of the items),
+/// as the `StrCache` for strings: an array of up to `LIST_SHARE_MAX` scalars (numbers,
+/// `true`, `false`, `null`, strings of up to `INTERN_MAX` bytes) equal to one made
+/// earlier in the text shares its list. Lists are copy-on-write, so sharing is invisible
+/// to scripts (the first change through one reference copies it); repeated small arrays
+/// (tags, flags, a pair of coordinates seen before) then cost a slot each instead of a
+/// list (64-byte box and the items' chunk). Numbers compare by their bits (`0` and `-0`
+/// stay apart). A shared list is accounted in full at each place that holds it.
+struct ListCache {
+    slots: Vec<Option<std::rc::Rc<List>>>,
+}
+
+impl ListCache {
+    fn new() -> Self {
+        ListCache { slots: vec![None; LIST_SLOTS] }
+    }
+
+    /// The earlier list equal to `items` (`Ok`), or, for items that could be shared, the
+    /// slot a new list of them takes (`Err(Some(slot))`).
+    fn find(&mut self, items: &[Value]) -> Result<Value, Option<usize>> {
+        use std::hash::{BuildHasher, Hasher};
+        if items.len() > LIST_SHARE_MAX {
+            return Err(None);
+        }
+        let mut h = foldhash::fast::FixedState::with_seed(0x11_57).build_hasher();
+        h.write_usize(items.len());
+        for v in items {
+            match v {
+                Value::Nil => h.write_u8(0),
+                Value::Bool(b) => h.write_u8(1 + *b as u8),
+                Value::Num(x) => h.write_u64(x.to_bits()),
+                Value::Str(b) if b.len() <= INTERN_MAX => h.write(b),
+                _ => return Err(None),
+            }
+        }
+        let i = (h.finish() as usize) & (LIST_SLOTS - 1);
+        if let Some(l) = &self.slots[i] {
+            let same = l.len() == items.len()
+                && l.items().iter().zip(items).all(|(a, b)| match (a, b) {
+                    (Value::Nil, Value::Nil) => true,
+                    (Value::Bool(x), Value::Bool(y)) => x == y,
+                    (Value::Num(x), Value::Num(y)) => x.to_bits() == y.to_bits(),
+                    (Value::Str(x), Value::Str(y)) => std::rc::Rc::ptr_eq(x, y) || x.as_slice() == y.as_slice(),
+                    _ => false,
+                });
+            if same {
+                return Ok(Value::List(l.clone()));
+            }
+        }
+        Err(Some(i))
+    }
+
+    /// A list of `items`, kept in slot `i` for the arrays that follow.
+    fn put(&mut self, i: usize, items: Vec<Value>) -> Value {
+        let l = std::rc::Rc::new(List::from_vec(items));
+        if let Some(slot) = self.slots.get_mut(i) {
+            *slot = Some(l.clone());
+        }
+        Value::List(l)
+    }
+}
+
+/// What a copy of a shared list would hold besides its items (which it would share):
+/// its header and its slots, as accounted.
+fn list_own(v: &Value) -> usize {
+    match v {
+        Value::List(l) => ACCT_LIST_HEADER + l.len() * ACCT_SLOT,
+        _ => 0,
+    }
+}
+
 type PR<T> = Result<T, ParseError>;
 
 /// Parse JSON text into a value, within the JSON limits.
@@ -173,6 +260,9 @@ pub fn parse_within<'a>(
         pairs: Vec::new(),
         items: Vec::new(),
         intern: StrCache::new(text.len() >= INTERN_MIN_TEXT),
+        shapes: (text.len() >= INTERN_MIN_TEXT).then(ShapeCache::new),
+        lists: (text.len() >= INTERN_MIN_TEXT).then(ListCache::new),
+        shared: 0,
         heap,
     };
     p.ws();
@@ -219,10 +309,22 @@ impl<'a> Parser<'a> {
             return Err(ParseError::Limit(format!("JSON document of more than {} values", self.lim.nodes)));
         }
         if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) {
-            if crate::meter::past(self.deadline) {
-                return Err(ParseError::Time);
-            }
-            if let Some(h) = self.heap.filter(|h| h.past_mark()) {
+            return self.look();
+        }
+        Ok(())
+    }
+
+    /// The deadline and the heap, every `LONG_OP_CHECK_ITEMS` values.
+    #[cold]
+    #[inline(never)]
+    fn look(&self) -> PR<()> {
+        if crate::meter::past(self.deadline) {
+            return Err(ParseError::Time);
+        }
+        if let Some(h) = self.heap {
+            if self.shared > 0 {
+                h.observe_with(self.shared).map_err(ParseError::Memory)?;
+            } else if h.past_mark() {
                 h.observe().map_err(ParseError::Memory)?;
             }
         }
@@ -276,7 +378,17 @@ impl<'a> Parser<'a> {
         self.ws();
         if self.s.get(self.i) == Some(&b']') {
             self.i += 1;
-            return Ok(Value::list(Vec::new()));
+            return Ok(match &mut self.lists {
+                Some(c) => match c.find(&[]) {
+                    Ok(v) => {
+                        self.shared += list_own(&v);
+                        v
+                    }
+                    Err(Some(slot)) => c.put(slot, Vec::new()),
+                    Err(None) => Value::list(Vec::new()),
+                },
+                None => Value::list(Vec::new()),
+            });
         }
         let start = self.items.len();
         loop {
@@ -290,6 +402,20 @@ impl<'a> Parser<'a> {
                 }
                 Some(b']') => {
                     self.i += 1;
+                    if let Some(c) = &mut self.lists {
+                        match c.find(&self.items[start..]) {
+                            Ok(v) => {
+                                self.items.truncate(start);
+                                self.shared += list_own(&v);
+                                return Ok(v);
+                            }
+                            Err(Some(slot)) => {
+                                let items: Vec<Value> = self.items.drain(start..).collect();
+                                return Ok(c.put(slot, items));
+                            }
+                            Err(None) => {}
+                        }
+                    }
                     return Ok(Value::list(self.take_items(start)));
                 }
                 _ => return Err(self.unexpected("in an array (expected ',' or ']')")),
@@ -321,8 +447,16 @@ impl<'a> Parser<'a> {
         }
         let start = self.pairs.len();
         let r = self.object_entries(depth);
+        if let Err(e) = r {
+            self.pairs.truncate(start);
+            return Err(e);
+        }
+        if let Some(cache) = &mut self.shapes {
+            if let Some(shape) = cache.get(self.pairs[start..].iter().map(|(k, _)| k)) {
+                return Ok(Value::map(Map::shaped(&shape, self.pairs.drain(start..).map(|(_, v)| v))));
+            }
+        }
         let entries = self.pairs.drain(start..);
-        r?;
         let mut m = Map::with_capacity(entries.len());
         for (k, v) in entries {
             m.insert(k, v);
@@ -1131,6 +1265,110 @@ mod tests {
     }
 
     #[test]
+    fn objects_of_one_key_sequence_share_a_shape_in_large_documents() {
+        // records of two sequences in turn, nested ones, one with a key twice (the last
+        // value wins, as before), one of nine keys, empty ones
+        let mut parts = Vec::new();
+        for i in 0..3000 {
+            parts.push(match i % 5 {
+                0 => format!(r#"{{"a":{i},"b":{{"x":1,"y":[{i}]}}}}"#),
+                1 => format!(r#"{{"b":{i},"a":"s"}}"#),
+                2 => format!(r#"{{"a":{i},"a":2}}"#),
+                3 => r#"{"1":1,"2":2,"3":3,"4":4,"5":5,"6":6,"7":7,"8":8,"9":9}"#.to_string(),
+                _ => "{}".to_string(),
+            });
+        }
+        let doc = format!("[{}]", parts.join(","));
+        assert!(doc.len() >= INTERN_MIN_TEXT);
+        let v = ok(&doc);
+        let Value::List(l) = &v else { panic!() };
+        let m = |i: usize| match &l.items()[i] {
+            Value::Map(m) => m.clone(),
+            _ => panic!(),
+        };
+        for i in [0, 1, 2, 3, 4, 2995, 2996, 2997, 2998, 2999] {
+            let r = m(i);
+            let keys: Vec<Vec<u8>> = r.keys().map(|k| k.to_vec()).collect();
+            match i % 5 {
+                0 => {
+                    assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
+                    assert!(matches!(r.get(b"a"), Some(Value::Num(n)) if *n == i as f64));
+                    let Some(Value::Map(inner)) = r.get(b"b") else { panic!() };
+                    assert_eq!(inner.is_shaped(), i > 0);
+                    assert_eq!(r.is_shaped(), i > 0);
+                }
+                1 => {
+                    assert_eq!(keys, [b"b".to_vec(), b"a".to_vec()]);
+                    assert_eq!(r.is_shaped(), i > 1);
+                }
+                2 => {
+                    assert_eq!(keys, [b"a".to_vec()]);
+                    assert!(matches!(r.get(b"a"), Some(Value::Num(n)) if *n == 2.0));
+                    assert!(!r.is_shaped());
+                }
+                3 => {
+                    assert_eq!(r.len(), 9);
+                    assert!(!r.is_shaped());
+                }
+                _ => assert!(r.is_empty() && !r.is_shaped()),
+            }
+        }
+        // Equal to the same text parsed small (no shapes below `INTERN_MIN_TEXT`).
+        for i in [5, 6, 7, 8, 9] {
+            let one = ok(&parts[i]);
+            assert!(equals(&one, &l.items()[i]), "{}", parts[i]);
+        }
+    }
+
+    #[test]
+    fn equal_small_arrays_of_scalars_share_one_list_in_large_documents() {
+        let mut parts = Vec::new();
+        for i in 0..3000 {
+            parts.push(match i % 6 {
+                0 => r#"["a","bb",1,true,null]"#.to_string(),
+                1 => "[0]".to_string(),
+                2 => "[-0]".to_string(),
+                3 => format!("[{i},[1]]"),
+                4 => "[1,2,3,4,5,6,7,8,9]".to_string(),
+                _ => "[]".to_string(),
+            });
+        }
+        let doc = format!("[{},\"{}\"]", parts.join(","), "x".repeat(INTERN_MIN_TEXT));
+        let v = ok(&doc);
+        let Value::List(l) = &v else { panic!() };
+        let list = |i: usize| match &l.items()[i] {
+            Value::List(x) => x.clone(),
+            _ => panic!(),
+        };
+        let distinct = |k: usize| {
+            let mut p: Vec<*const List> = (0..500).map(|j| Rc::as_ptr(&list(6 * j + k))).collect();
+            p.sort();
+            p.dedup();
+            p.len()
+        };
+        // shared: scalars and short strings, `[0]`, `[-0]` (apart from `[0]`), `[]`
+        assert_eq!(distinct(0), 1);
+        assert_eq!(distinct(1), 1);
+        assert_eq!(distinct(2), 1);
+        assert!(!Rc::ptr_eq(&list(1), &list(2)));
+        assert_eq!(distinct(5), 1);
+        // not shared: an array holding an array (its inner `[1]` is), nine items
+        assert_eq!(distinct(3), 500);
+        assert_eq!(distinct(4), 500);
+        let inner = |i: usize| match &list(i).items()[1] {
+            Value::List(x) => x.clone(),
+            _ => panic!(),
+        };
+        assert!(Rc::ptr_eq(&inner(3), &inner(9)));
+        // the same values as the text parsed without the cache
+        for i in 0..12 {
+            assert!(equals(&ok(&parts[i]), &l.items()[i]), "{}", parts[i]);
+        }
+        let Value::Num(z) = list(2).items()[0] else { panic!() };
+        assert!(z.is_sign_negative());
+    }
+
+    #[test]
     fn repeated_strings_share_one_box_in_large_documents() {
         let rec = r#"{"tag":"active","city":"S\u00e3o Paulo","id":"#;
         let doc: String = format!("[{}]", (0..4000).map(|i| format!("{rec}\"u{i}\"}}")).collect::<Vec<_>>().join(","));
@@ -1158,10 +1396,17 @@ mod tests {
         assert_eq!(field(0, "city").as_slice(), "São Paulo".as_bytes());
         assert_eq!(field(17, "id").as_slice(), b"u17");
         // Accounting still counts every reference in full (a bound above what is held).
+        // The first record is a small map, the others share its key sequence's shape.
         for i in [0, 1, 3999] {
             let Value::Map(m) = &l.items()[i] else { panic!() };
             let strs: usize = ["tag", "city", "id"].iter().map(|k| str_heap(&field(i, k))).sum();
-            assert!(m.acct() >= ACCT_SMALL_MAP_HEADER + 3 * ACCT_SMALL_MAP_ENTRY + strs);
+            assert_eq!(m.is_shaped(), i > 0);
+            let header = if i == 0 {
+                ACCT_SMALL_MAP_HEADER + 3 * ACCT_SMALL_MAP_ENTRY
+            } else {
+                ACCT_SHAPED_MAP_HEADER + 3 * ACCT_SHAPED_MAP_ENTRY
+            };
+            assert!(m.acct() >= header + strs);
         }
         // Small documents parse without the cache.
         let Value::List(small) = ok(r#"[{"t":"x"},{"t":"x"}]"#) else { panic!() };
