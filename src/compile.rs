@@ -374,6 +374,9 @@ pub struct Code<'p> {
     /// Locals (parameters first) and all registers.
     pub nlocals: u32,
     pub nregs: u32,
+    /// The locals and the `for ... in` loops' registers: what a call's entry makes
+    /// unset (a temporary is always written before it is read; these are not).
+    pub nfixed: u32,
 }
 
 /// An operand and the spot of its name (0: a constant or a temporary).
@@ -425,7 +428,7 @@ pub fn compile<'p>(body: &'p [Stmt], nlocals: usize) -> Code<'p> {
     // temporary sharing the register could leave a number there before the loop runs.
     let reserved = nlocals as u32 + 3 * count_forins(body);
     let mut c = Compiler {
-        code: Code { nlocals: nlocals as u32, nregs: reserved, ..Default::default() },
+        code: Code { nlocals: nlocals as u32, nregs: reserved, nfixed: reserved, ..Default::default() },
         next: reserved,
         pos: 0,
         loops: Vec::new(),

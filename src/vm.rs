@@ -814,7 +814,9 @@ impl<'p> Interp<'p> {
         if self.stack.len() < need {
             self.stack.resize_with(need, Default::default);
         }
-        for cell in &mut self.stack[new_base + n..new_base + code.nlocals as usize] {
+        // Its locals past the arguments, and its loops' registers, unset: the caller's
+        // dead temporaries may lie there.
+        for cell in &mut self.stack[new_base + n..new_base + code.nfixed as usize] {
             *cell = Value::Unset;
         }
         if let Err(e) = self.host.check_memory() {
