@@ -166,6 +166,12 @@ impl<'p> Interp<'p> {
         if self.stack.len() < need {
             self.stack.resize_with(need, Default::default);
         }
+        // Its loops' registers unset (main's may hold a value an earlier run of main
+        // left there, as the REPL runs one input after another).
+        let b = self.base;
+        for cell in &mut self.stack[b + code.nlocals as usize..b + code.nfixed as usize] {
+            *cell = Value::Unset;
+        }
         self.host.check_memory()?;
         Ok(code)
     }

@@ -830,9 +830,14 @@ impl<'p> Interp<'p> {
     /// stack keeps its length: the next call reuses them), its accounting undone.
     #[inline(always)]
     fn vm_leave(&mut self, code: &Code<'p>, saved: Saved) {
+        // A value that holds storage is dropped; a plain one may stay (a call's entry
+        // unsets the locals and loop registers, and a temporary is written before it is
+        // read), which saves the clearing of most registers.
         let b = self.base;
         for cell in &mut self.stack[b..b + code.nregs as usize] {
-            *cell = Value::Unset;
+            if !matches!(cell, Value::Unset | Value::Nil | Value::Bool(_) | Value::Num(_)) {
+                *cell = Value::Unset;
+            }
         }
         self.frame_leave(saved);
     }
