@@ -285,6 +285,15 @@ impl Job {
     }
 }
 
+/// In a process just forked from the warm process: the warm process's descriptors
+/// (its workers', spares' and retired spares' pipes and sockets) closed, so that none
+/// stays open in a worker or a spare.
+fn close_warm(kids: &mut Vec<(u64, Pid, OwnedFd)>, spares: &mut Vec<SpareWorker>, retired: &mut Vec<(Pid, OwnedFd)>) {
+    drop(std::mem::take(kids));
+    drop(std::mem::take(spares));
+    drop(std::mem::take(retired));
+}
+
 /// What the warm process tells the server: `S id pid`, `E id code signal`, `F id why`.
 fn report(ctl: &impl AsFd, text: &str) {
     let _ = rustix::net::send(ctl, text.as_bytes(), SendFlags::NOSIGNAL);
@@ -504,9 +513,7 @@ pub fn zygote_main() -> i32 {
             match leash_alloc::fork() {
                 Ok(leash_alloc::Forked::Child) => {
                     // Nothing of the warm process's descriptors stays open in the worker.
-                    drop(std::mem::take(&mut kids));
-                    drop(std::mem::take(&mut spares));
-                    drop(std::mem::take(&mut retired));
+                    close_warm(&mut kids, &mut spares, &mut retired);
                     drop(ctl);
                     let job = Job::decode(&buf[..n]);
                     drop(buf);
@@ -564,9 +571,7 @@ pub fn zygote_main() -> i32 {
             let serial = crate::program_cache::newest_serial();
             match leash_alloc::fork() {
                 Ok(leash_alloc::Forked::Child) => {
-                    drop(std::mem::take(&mut kids));
-                    drop(std::mem::take(&mut spares));
-                    drop(std::mem::take(&mut retired));
+                    close_warm(&mut kids, &mut spares, &mut retired);
                     drop(ctl);
                     drop(ours);
                     spare(theirs, buf)

@@ -1636,7 +1636,7 @@ mod map_layout_tests {
         bytes(format!("k{i}").as_bytes())
     }
 
-    fn order(m: &Map) -> Vec<(Vec<u8>, f64)> {
+    pub(super) fn order(m: &Map) -> Vec<(Vec<u8>, f64)> {
         m.iter()
             .map(|(k, v)| match v {
                 Value::Num(n) => (k.to_vec(), *n),
@@ -1645,7 +1645,7 @@ mod map_layout_tests {
             .collect()
     }
 
-    fn heap_of(m: &Map) -> usize {
+    pub(super) fn heap_of(m: &Map) -> usize {
         m.iter().map(|(k, v)| k.acct_bytes() + v.heap()).sum()
     }
 
@@ -1885,6 +1885,7 @@ mod map_layout_tests {
 /// The shaped layout (`Shape`, `Map::shaped`, `ShapeCache`).
 #[cfg(test)]
 mod shaped_map_tests {
+    use super::map_layout_tests::{heap_of, order};
     use super::*;
 
     fn chunk(n: usize) -> usize {
@@ -1897,19 +1898,6 @@ mod shaped_map_tests {
 
     fn keys(n: usize) -> Vec<Bytes> {
         (0..n).map(|i| bytes(format!("field{i}").as_bytes())).collect()
-    }
-
-    fn order(m: &Map) -> Vec<(Vec<u8>, f64)> {
-        m.iter()
-            .map(|(k, v)| match v {
-                Value::Num(n) => (k.to_vec(), *n),
-                _ => panic!("numbers only"),
-            })
-            .collect()
-    }
-
-    fn heap_of(m: &Map) -> usize {
-        m.iter().map(|(k, v)| k.acct_bytes() + v.heap()).sum()
     }
 
     fn shaped(shape: &Rc<Shape>, base: f64) -> Map {

@@ -102,14 +102,7 @@ impl<'p> Interp<'p> {
                                 Value::Num(x) => Ok(num_cmp(op, *x, k)),
                                 _ => self.test_n_slow(code, at, op, a, k),
                             };
-                            match t {
-                                Ok(true) => Ok(()),
-                                Ok(false) => {
-                                    pc = to as usize;
-                                    Ok(())
-                                }
-                                Err(e) => Err(e),
-                            }
+                            branch(t, false, to, &mut pc)
                         }
                         Op::TestNBack { op, a, k, to } => match self.step(code.pos[at]) {
                             Ok(()) => {
@@ -117,14 +110,7 @@ impl<'p> Interp<'p> {
                                     Value::Num(x) => Ok(num_cmp(op, *x, k)),
                                     _ => self.test_n_slow(code, at, op, a, k),
                                 };
-                                match t {
-                                    Ok(true) => {
-                                        pc = to as usize;
-                                        Ok(())
-                                    }
-                                    Ok(false) => Ok(()),
-                                    Err(e) => Err(e),
-                                }
+                                branch(t, true, to, &mut pc)
                             }
                             Err(e) => Err(e),
                         },
@@ -134,14 +120,7 @@ impl<'p> Interp<'p> {
                                     (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
                                     _ => self.test_slow(code, at, op, a, b),
                                 };
-                                match t {
-                                    Ok(true) => {
-                                        pc = to as usize;
-                                        Ok(())
-                                    }
-                                    Ok(false) => Ok(()),
-                                    Err(e) => Err(e),
-                                }
+                                branch(t, true, to, &mut pc)
                             }
                             Err(e) => Err(e),
                         },
@@ -159,14 +138,7 @@ impl<'p> Interp<'p> {
                                 (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
                                 _ => self.test_slow(code, at, op, a, b),
                             };
-                            match t {
-                                Ok(true) => Ok(()),
-                                Ok(false) => {
-                                    pc = to as usize;
-                                    Ok(())
-                                }
-                                Err(e) => Err(e),
-                            }
+                            branch(t, false, to, &mut pc)
                         }
                         Op::JumpIf { c, when, keep, to } => match self.truth(code, c, || code.ospot[at][0]) {
                             Ok(t) => {
@@ -835,7 +807,7 @@ impl<'p> Interp<'p> {
         // read), which saves the clearing of most registers.
         let b = self.base;
         for cell in &mut self.stack[b..b + code.nregs as usize] {
-            if !matches!(cell, Value::Unset | Value::Nil | Value::Bool(_) | Value::Num(_)) {
+            if !is_plain(cell) && !matches!(cell, Value::Unset) {
                 *cell = Value::Unset;
             }
         }
@@ -1016,6 +988,15 @@ fn catcher(code: &Code<'_>, at: usize, e: &Fail) -> Option<Handler> {
     }
     let at = at as u32;
     code.handlers.iter().find(|h| h.start <= at && at < h.end).copied()
+}
+
+/// A test's outcome: on to `to` when it came out `when`, else the next instruction.
+#[inline(always)]
+fn branch(t: R<bool>, when: bool, to: u32, pc: &mut usize) -> R<()> {
+    if t? == when {
+        *pc = to as usize;
+    }
+    Ok(())
 }
 
 /// A value that holds no storage and needs no drop: nil, a boolean, a number.

@@ -14,13 +14,7 @@ use crate::limits::*;
 use crate::value::*;
 
 fn len(it: &mut Host, args: &mut [Value]) -> R<Value> {
-    let n = match &args[0] {
-        Value::Str(s) => s.len(),
-        Value::List(l) => l.len(),
-        Value::Map(m) => m.len(),
-        other => return Err(it.type_err("len", 0, "a string, list or map", other)),
-    };
-    Ok(Value::Num(n as f64))
+    len_peek(&[&args[0]]).ok_or_else(|| it.type_err("len", 0, "a string, list or map", &args[0]))
 }
 
 /// `len`'s peek: the length of a string, list or map.
@@ -38,11 +32,18 @@ fn len_peek(args: &[&Value]) -> Option<Value> {
 /// constant work (`key_work`), the value or the default.
 fn get_peek(args: &[&Value]) -> Option<Value> {
     match args {
-        [Value::Map(m), Value::Str(k), rest @ ..] if k.len() <= crate::limits::KEY_FREE_BYTES => Some(match m.get(k) {
-            Some(v) => v.clone(),
-            None => rest.first().map_or(Value::Nil, |d| (*d).clone()),
-        }),
+        [Value::Map(m), Value::Str(k), rest @ ..] if k.len() <= crate::limits::KEY_FREE_BYTES => {
+            Some(lookup_or(m, k, rest.first().copied()))
+        }
         _ => None,
+    }
+}
+
+/// The value of `k` in `m`, else the default (nil when there is none).
+fn lookup_or(m: &Map, k: &[u8], default: Option<&Value>) -> Value {
+    match m.get(k) {
+        Some(v) => v.clone(),
+        None => default.cloned().unwrap_or(Value::Nil),
     }
 }
 
@@ -68,10 +69,7 @@ fn get(it: &mut Host, args: &mut [Value]) -> R<Value> {
             it.work(super::host::key_work(k.len()))?;
             let Value::Map(m) = &args[0] else { unreachable!("matched above") };
             let k = it.arg_str("get", args, 1)?;
-            match m.get(k) {
-                Some(v) => Ok(v.clone()),
-                None => Ok(default(args)),
-            }
+            Ok(lookup_or(m, k, args.get(2)))
         }
         Value::List(l) => {
             let n = it.arg_num("get", args, 1)?;
