@@ -834,9 +834,7 @@ impl<'p> Interp<'p> {
     /// key is found through the site's inline cache); anything else through
     /// `set_index`.
     fn vm_set_index(&mut self, code: &Code<'p>, at: usize, var: Opd, k: Opd, v: Opd, ic: u32) -> R<()> {
-        let x = self.rd(code, v);
-        if is_plain(x) {
-            let x = x.clone();
+        if let Some(x) = Plain::of(self.rd(code, v)) {
             let key = self.rd(code, k).clone();
             let done = match (self.cell(var), &key) {
                 (Value::List(l), Value::Num(i)) => match Rc::get_mut(l) {
@@ -961,7 +959,13 @@ impl<'p> Interp<'p> {
             }
             _ => return Ok(false),
         };
-        self.stack[b + 1] = Value::Num((i + 1) as f64);
+        // The index register holds a number while the loop runs: its payload alone is
+        // written (a whole new value would be built on the native stack and copied with
+        // a 16-byte load that misses store forwarding).
+        match &mut self.stack[b + 1] {
+            Value::Num(n) => *n = (i + 1) as f64,
+            slot => *slot = Value::Num((i + 1) as f64),
+        }
         self.put(first, one)?;
         if let Some(v) = two {
             self.put(second, v)?;
@@ -1007,12 +1011,45 @@ fn is_plain(v: &Value) -> bool {
 
 /// Write plain `x` over `item` when that is plain too (no storage changes).
 #[inline(always)]
-fn put_plain(item: &mut Value, x: Value) -> bool {
+fn put_plain(item: &mut Value, x: Plain) -> bool {
     if is_plain(item) {
-        *item = x;
+        x.write(item);
         true
     } else {
         false
+    }
+}
+
+/// A value that holds no storage, read out of its register by its payload alone: a
+/// number written a moment before by an 8-byte store is read back by an 8-byte load
+/// (a 16-byte load of the whole value would miss the CPU's store forwarding), and
+/// written over a number by its payload alone.
+#[derive(Clone, Copy)]
+enum Plain {
+    Nil,
+    Bool(bool),
+    Num(f64),
+}
+
+impl Plain {
+    #[inline(always)]
+    fn of(v: &Value) -> Option<Plain> {
+        match v {
+            Value::Num(n) => Some(Plain::Num(*n)),
+            Value::Nil => Some(Plain::Nil),
+            Value::Bool(b) => Some(Plain::Bool(*b)),
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
+    fn write(self, item: &mut Value) {
+        match (self, item) {
+            (Plain::Num(n), Value::Num(old)) => *old = n,
+            (Plain::Num(n), item) => *item = Value::Num(n),
+            (Plain::Nil, item) => *item = Value::Nil,
+            (Plain::Bool(b), item) => *item = Value::Bool(b),
+        }
     }
 }
 
