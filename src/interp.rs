@@ -62,7 +62,9 @@ pub struct Stats {
 const MAIN_FN: usize = usize::MAX;
 
 /// What a call saves of its caller's frame: base, frame bytes, function, line.
-pub(crate) type Saved = (usize, usize, usize, Pos);
+/// The caller's frame across a call: base, frame bytes, function and line (as a whole
+/// word: see `vm::VmFrame`).
+pub(crate) type Saved = (usize, usize, usize, u64);
 
 pub struct Interp<'p> {
     pub(crate) prog: &'p Program,
@@ -1754,7 +1756,7 @@ impl<'p> Interp<'p> {
         if arg_heap + nargs * ACCT_SLOT > self.host.lim.n(L::CallArgs) || self.depth >= self.host.lim.n(L::CallDepth) {
             return Err(self.call_refused(f, arg_heap + nargs * ACCT_SLOT));
         }
-        let saved = (self.base, self.fbytes, self.func, self.host.pos);
+        let saved = (self.base, self.fbytes, self.func, self.host.pos as u64);
         if let Some(p) = self.profile.as_deref_mut() {
             p.enter(fi, self.host.meter.steps, self.host.meter.work);
         }
@@ -1792,7 +1794,9 @@ impl<'p> Interp<'p> {
     pub(crate) fn frame_leave(&mut self, saved: Saved) {
         self.mem -= self.fbytes;
         self.depth -= 1;
-        (self.base, self.fbytes, self.func, self.host.pos) = saved;
+        let pos;
+        (self.base, self.fbytes, self.func, pos) = saved;
+        self.host.pos = pos as Pos;
         if let Some(p) = self.profile.as_deref_mut() {
             p.leave(self.host.meter.steps, self.host.meter.work);
         }

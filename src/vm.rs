@@ -21,11 +21,15 @@ use crate::compile::*;
 
 /// A compiled caller waiting for its callee (calls between compiled functions run in
 /// the same loop, without a native call each).
+///
+/// Every field is a whole word, and the register the result goes to is read from the
+/// call instruction itself (as Lua's `OP_RETURN` does): a frame built on the native
+/// stack by narrower stores and copied with wider loads made every call stall on the
+/// CPU's store forwarding.
 struct VmFrame<'p> {
     code: Rc<Code<'p>>,
     /// Where the caller goes on (its call instruction is at `pc - 1`).
     pc: usize,
-    dst: Opd,
     saved: Saved,
 }
 
@@ -186,9 +190,9 @@ impl<'p> Interp<'p> {
                                 None => self.field_slow(code, at, dst, a, name),
                             }
                         }
-                        Op::Call { fi, dst, start, n } => match self.vm_call_open(fi as usize, start, n) {
+                        Op::Call { fi, start, n, .. } => match self.vm_call_open(fi as usize, start, n) {
                             Ok((callee, saved)) => {
-                                frames.push(VmFrame { code: cur.clone(), pc, dst, saved });
+                                frames.push(VmFrame { code: cur.clone(), pc, saved });
                                 next = Some(callee);
                                 pc = 0;
                                 break;
@@ -515,8 +519,12 @@ impl<'p> Interp<'p> {
         pc: &mut usize,
     ) -> R<()> {
         self.vm_leave(code, f.saved);
-        let r = self.put(f.dst, v);
         let call = f.pc - 1;
+        let dst = match f.code.ops[call].op {
+            Op::Call { dst, .. } => dst,
+            _ => unreachable!("a frame returns to a call instruction"),
+        };
+        let r = self.put(dst, v);
         let r = r.map_err(|e| located(spotted(e, f.code.spot[call]), f.code.pos[call]));
         *pc = f.pc;
         *next = Some(f.code);
