@@ -665,8 +665,25 @@ impl<'p> Interp<'p> {
                 }
                 Ok(())
             }
-            _ => self.store(slot_of(dst), v),
+            _ => self.put_var(dst, v),
         }
+    }
+
+    /// `store` for a variable, inlined where the value is made: passed by value to the
+    /// out-of-line `store`, a value just built by two 8-byte stores was copied into the
+    /// argument with a 16-byte load that missed store forwarding (see `Value`).
+    #[inline(always)]
+    fn put_var(&mut self, dst: Opd, v: Value) -> R<()> {
+        let global = dst.tag() == T_GLOBAL;
+        let cell = if global { &mut self.globals[dst.idx()] } else { &mut self.stack[self.base + dst.idx()] };
+        let nh = v.heap();
+        let old = std::mem::replace(cell, v);
+        let oh = old.heap();
+        drop(old);
+        if nh != oh {
+            self.charge(global, nh as isize - oh as isize)?;
+        }
+        Ok(())
     }
 
     /// Write a number: over a number in place (no storage changes).
