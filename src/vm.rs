@@ -68,9 +68,15 @@ impl<'p> Interp<'p> {
                             pc = to as usize;
                             self.step(code.pos[at])
                         }
-                        Op::Move { dst, src } => match self.val(code, src, || code.ospot[at][0]) {
-                            Ok(v) => self.put(dst, v),
-                            Err(e) => Err(e),
+                        Op::Move { dst, src } => match Plain::of(self.rd(code, src)) {
+                            Some(p) => {
+                                self.consume(src);
+                                self.put_p(dst, p)
+                            }
+                            None => match self.val(code, src, || code.ospot[at][0]) {
+                                Ok(v) => self.put(dst, v),
+                                Err(e) => Err(e),
+                            },
                         },
                         Op::Bin { op, dst, a, b } => {
                             let nums = match (self.rd(code, a), self.rd(code, b)) {
@@ -162,30 +168,31 @@ impl<'p> Interp<'p> {
                         }
                         Op::Index { dst, a, k, ic } => {
                             let fast = match (self.rd(code, a), self.rd(code, k)) {
-                                (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| l.items()[i].clone()),
+                                (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| &l.items()[i]),
                                 (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => {
-                                    m.get_cached(s, &code.ic[ic as usize]).cloned()
+                                    m.get_cached(s, &code.ic[ic as usize])
                                 }
                                 _ => None,
-                            };
+                            }
+                            .map(Got::of);
                             match fast {
-                                Some(v) => {
+                                Some(g) => {
                                     self.consume(a);
                                     self.consume(k);
-                                    self.put(dst, v)
+                                    self.put_got(dst, g)
                                 }
                                 None => self.index_slow(code, at, dst, a, k),
                             }
                         }
                         Op::Field { dst, a, ic, name } => {
                             let fast = match self.rd(code, a) {
-                                Value::Map(m) => m.get_cached(name, &code.ic[ic as usize]).cloned(),
+                                Value::Map(m) => m.get_cached(name, &code.ic[ic as usize]).map(Got::of),
                                 _ => None,
                             };
                             match fast {
-                                Some(v) => {
+                                Some(g) => {
                                     self.consume(a);
-                                    self.put(dst, v)
+                                    self.put_got(dst, g)
                                 }
                                 None => self.field_slow(code, at, dst, a, name),
                             }
@@ -686,6 +693,31 @@ impl<'p> Interp<'p> {
         Ok(())
     }
 
+    /// Write a plain value: over a temporary (not charged) or over a plain value (none
+    /// held) by its payload, else as `put` (see `Plain`).
+    #[inline(always)]
+    fn put_p(&mut self, dst: Opd, p: Plain) -> R<()> {
+        if dst == DISCARD {
+            return Ok(());
+        }
+        let temp = dst.tag() == T_TEMP;
+        let cell = self.cell(dst);
+        if temp || is_plain(cell) {
+            p.write(cell);
+            return Ok(());
+        }
+        self.put_var(dst, p.value())
+    }
+
+    /// Write a value read in place (`Got`).
+    #[inline(always)]
+    fn put_got(&mut self, dst: Opd, g: Got) -> R<()> {
+        match g {
+            Got::Plain(p) => self.put_p(dst, p),
+            Got::Val(v) => self.put(dst, v),
+        }
+    }
+
     /// Write a number: over a number in place (no storage changes).
     #[inline(always)]
     fn put_num(&mut self, dst: Opd, x: f64) -> R<()> {
@@ -962,6 +994,16 @@ impl<'p> Interp<'p> {
         Ok(())
     }
 
+    /// A `for ... in` loop's index register (at `b + 1`) past item `i`: it holds a number
+    /// while the loop runs, so its payload alone is written (see `Plain`).
+    #[inline(always)]
+    fn set_index_reg(&mut self, b: usize, i: usize) {
+        match &mut self.stack[b + 1] {
+            Value::Num(n) => *n = (i + 1) as f64,
+            slot => *slot = Value::Num((i + 1) as f64),
+        }
+    }
+
     /// The next item of a `for ... in` into its variables; false past the end.
     fn for_in_next(&mut self, first: Opd, second: Opd, base: u32) -> R<bool> {
         let b = self.base + base as usize;
@@ -971,11 +1013,16 @@ impl<'p> Interp<'p> {
         };
         let (one, two) = match &self.stack[b] {
             Value::List(l) if i < l.len() => {
-                let item = l.items()[i].clone();
+                let item = &l.items()[i];
                 if second == NONE {
-                    (item, None)
+                    if let Some(p) = Plain::of(item) {
+                        self.set_index_reg(b, i);
+                        self.put_p(first, p)?;
+                        return Ok(true);
+                    }
+                    (item.clone(), None)
                 } else {
-                    (Value::Num(i as f64), Some(item))
+                    (Value::Num(i as f64), Some(item.clone()))
                 }
             }
             Value::Map(m) if i < m.len() => {
@@ -984,13 +1031,7 @@ impl<'p> Interp<'p> {
             }
             _ => return Ok(false),
         };
-        // The index register holds a number while the loop runs: its payload alone is
-        // written (a whole new value would be built on the native stack and copied with
-        // a 16-byte load that misses store forwarding).
-        match &mut self.stack[b + 1] {
-            Value::Num(n) => *n = (i + 1) as f64,
-            slot => *slot = Value::Num((i + 1) as f64),
-        }
+        self.set_index_reg(b, i);
         self.put(first, one)?;
         if let Some(v) = two {
             self.put(second, v)?;
@@ -1045,6 +1086,22 @@ fn put_plain(item: &mut Value, x: Plain) -> bool {
     }
 }
 
+/// A value read in place for a register: a plain one by its payload, any other cloned.
+enum Got {
+    Plain(Plain),
+    Val(Value),
+}
+
+impl Got {
+    #[inline(always)]
+    fn of(v: &Value) -> Got {
+        match Plain::of(v) {
+            Some(p) => Got::Plain(p),
+            None => Got::Val(v.clone()),
+        }
+    }
+}
+
 /// A value that holds no storage, read out of its register by its payload alone: a
 /// number written a moment before by an 8-byte store is read back by an 8-byte load
 /// (a 16-byte load of the whole value would miss the CPU's store forwarding), and
@@ -1057,6 +1114,15 @@ enum Plain {
 }
 
 impl Plain {
+    #[inline(always)]
+    fn value(self) -> Value {
+        match self {
+            Plain::Nil => Value::Nil,
+            Plain::Bool(b) => Value::Bool(b),
+            Plain::Num(n) => Value::Num(n),
+        }
+    }
+
     #[inline(always)]
     fn of(v: &Value) -> Option<Plain> {
         match v {
