@@ -33,6 +33,44 @@ struct VmFrame<'p> {
     saved: Saved,
 }
 
+/// The compiled callers waiting, innermost last. A call writes its frame field by
+/// field into a slot kept from earlier calls (`Vec::push` built the frame on the
+/// native stack first and copied it with 16-byte loads of what had just been written
+/// by 8-byte stores, a store-forwarding stall on every call); slots past `depth` are
+/// stale and reused.
+struct Frames<'p> {
+    v: Vec<VmFrame<'p>>,
+    depth: usize,
+}
+
+impl<'p> Frames<'p> {
+    #[inline(always)]
+    fn push(&mut self, code: &Rc<Code<'p>>, pc: usize, saved: Saved) {
+        match self.v.get_mut(self.depth) {
+            Some(f) => {
+                if !Rc::ptr_eq(&f.code, code) {
+                    f.code = code.clone();
+                }
+                f.pc = pc;
+                f.saved.0 = saved.0;
+                f.saved.1 = saved.1;
+                f.saved.2 = saved.2;
+                f.saved.3 = saved.3;
+            }
+            None => self.v.push(VmFrame { code: code.clone(), pc, saved }),
+        }
+        self.depth += 1;
+    }
+
+    /// The innermost frame, taken off (its code shared with the stale slot).
+    #[inline(always)]
+    fn pop(&mut self) -> Option<(Rc<Code<'p>>, usize, Saved)> {
+        self.depth = self.depth.checked_sub(1)?;
+        let f = &self.v[self.depth];
+        Some((f.code.clone(), f.pc, f.saved))
+    }
+}
+
 impl<'p> Interp<'p> {
     /// Run a compiled body on the current frame (its registers already on the stack).
     /// A call of a user function from here opens its frame and runs its code in this
@@ -48,7 +86,7 @@ impl<'p> Interp<'p> {
     }
 
     fn run_code_in(&mut self, first: Rc<Code<'p>>) -> R<Flow> {
-        let mut frames: Vec<VmFrame<'p>> = Vec::new();
+        let mut frames = Frames { v: Vec::new(), depth: 0 };
         let mut pc = 0usize;
         // The code to go on with after a call or a return (set, then the inner loop left).
         let mut next: Option<Rc<Code<'p>>> = Some(first);
@@ -199,7 +237,7 @@ impl<'p> Interp<'p> {
                         }
                         Op::Call { fi, start, n, .. } => match self.vm_call_open(fi as usize, start, n) {
                             Ok((callee, saved)) => {
-                                frames.push(VmFrame { code: cur.clone(), pc, saved });
+                                frames.push(&cur, pc, saved);
                                 next = Some(callee);
                                 pc = 0;
                                 break;
@@ -397,13 +435,13 @@ impl<'p> Interp<'p> {
                             self.stack[b + 2] = Value::Nil;
                             self.charge(false, -cost)
                         }
-                        Op::Ret(o) => match self.val(code, o, || code.ospot[at][0]) {
-                            Ok(v) => match frames.pop() {
+                        Op::Ret(o) => match self.ret_val(code, o, || code.ospot[at][0]) {
+                            Ok(g) => match frames.pop() {
                                 None => {
-                                    self.ret = v;
+                                    self.ret = g.value();
                                     return Ok(Flow::Return);
                                 }
-                                Some(f) => match self.vm_return(code, f, v, &mut next, &mut pc) {
+                                Some(f) => match self.vm_return(code, f, g, &mut next, &mut pc) {
                                     Ok(()) => break,
                                     Err(e) => Err(e),
                                 },
@@ -415,14 +453,14 @@ impl<'p> Interp<'p> {
                                 self.ret = Value::Nil;
                                 return Ok(Flow::Return);
                             }
-                            Some(f) => match self.vm_return(code, f, Value::Nil, &mut next, &mut pc) {
+                            Some(f) => match self.vm_return(code, f, Got::Plain(Plain::Nil), &mut next, &mut pc) {
                                 Ok(()) => break,
                                 Err(e) => Err(e),
                             },
                         },
                         Op::End => match frames.pop() {
                             None => return Ok(Flow::Normal),
-                            Some(f) => match self.vm_return(code, f, Value::Nil, &mut next, &mut pc) {
+                            Some(f) => match self.vm_return(code, f, Got::Plain(Plain::Nil), &mut next, &mut pc) {
                                 Ok(()) => break,
                                 Err(e) => Err(e),
                             },
@@ -454,11 +492,11 @@ impl<'p> Interp<'p> {
                         }
                         match frames.pop() {
                             None => return Err(e),
-                            Some(f) => {
-                                self.vm_leave(&here, f.saved);
-                                at = f.pc - 1;
-                                e = located(spotted(e, f.code.spot[at]), f.code.pos[at]);
-                                here = f.code;
+                            Some((fcode, fpc, saved)) => {
+                                self.vm_leave(&here, saved);
+                                at = fpc - 1;
+                                e = located(spotted(e, fcode.spot[at]), fcode.pos[at]);
+                                here = fcode;
                             }
                         }
                     }
@@ -520,21 +558,21 @@ impl<'p> Interp<'p> {
     fn vm_return(
         &mut self,
         code: &Code<'p>,
-        f: VmFrame<'p>,
-        v: Value,
+        (fcode, fpc, saved): (Rc<Code<'p>>, usize, Saved),
+        v: Got,
         next: &mut Option<Rc<Code<'p>>>,
         pc: &mut usize,
     ) -> R<()> {
-        self.vm_leave(code, f.saved);
-        let call = f.pc - 1;
-        let dst = match f.code.ops[call].op {
+        self.vm_leave(code, saved);
+        let call = fpc - 1;
+        let dst = match fcode.ops[call].op {
             Op::Call { dst, .. } => dst,
             _ => unreachable!("a frame returns to a call instruction"),
         };
-        let r = self.put(dst, v);
-        let r = r.map_err(|e| located(spotted(e, f.code.spot[call]), f.code.pos[call]));
-        *pc = f.pc;
-        *next = Some(f.code);
+        let r = self.put_got(dst, v);
+        let r = r.map_err(|e| located(spotted(e, fcode.spot[call]), fcode.pos[call]));
+        *pc = fpc;
+        *next = Some(fcode);
         r
     }
 
@@ -579,6 +617,16 @@ impl<'p> Interp<'p> {
                 Ok(v.clone())
             }
         }
+    }
+
+    /// A returned operand: a plain value by its payload (see `Plain`), any other as `val`.
+    #[inline(always)]
+    fn ret_val(&mut self, code: &Code<'p>, o: Opd, sp: impl FnOnce() -> Spot) -> R<Got> {
+        if let Some(p) = Plain::of(self.rd(code, o)) {
+            self.consume(o);
+            return Ok(Got::Plain(p));
+        }
+        self.val(code, o, sp).map(Got::Val)
     }
 
     /// A builtin's `peek` over its arguments read in place (None: an argument is an
@@ -647,7 +695,12 @@ impl<'p> Interp<'p> {
     #[inline(always)]
     fn consume(&mut self, o: Opd) {
         if o.tag() == T_TEMP {
-            self.stack[self.base + o.idx()] = Value::Unset;
+            // A plain value refers to nothing, so it may stay (a temporary is written
+            // before it is read): no store at all on numeric paths.
+            let cell = &mut self.stack[self.base + o.idx()];
+            if !is_plain(cell) {
+                *cell = Value::Unset;
+            }
         }
     }
 
@@ -1093,6 +1146,14 @@ enum Got {
 }
 
 impl Got {
+    #[inline(always)]
+    fn value(self) -> Value {
+        match self {
+            Got::Plain(p) => p.value(),
+            Got::Val(v) => v,
+        }
+    }
+
     #[inline(always)]
     fn of(v: &Value) -> Got {
         match Plain::of(v) {
