@@ -1505,33 +1505,7 @@ impl<'p> Interp<'p> {
                     Err(self.err(ErrKind::Arith, "arithmetic overflow"))
                 }
             }
-            Concat => {
-                // Exactly one allocation for the common string and number operands; the
-                // bytes it produces are charged before they are copied.
-                let mut joined = |a: &[u8], b: &[u8]| -> R<Value> {
-                    self.host.check_str_len(a.len() + b.len())?;
-                    self.host.work(concat_work(a.len() + b.len()))?;
-                    let mut out = LStr::with_capacity(a.len() + b.len());
-                    out.extend_from_slice(a);
-                    out.extend_from_slice(b);
-                    self.host.check_memory_after(out.len())?;
-                    Ok(Value::Str(Rc::new(out)))
-                };
-                match (&x, &y) {
-                    (Value::Str(a), Value::Str(b)) => joined(a, b),
-                    (Value::Str(a), Value::Num(n)) => with_num_text(*n, |t| joined(a, t)),
-                    (Value::Num(n), Value::Str(b)) => with_num_text(*n, |t| joined(t, b)),
-                    _ => {
-                        let mut out = Vec::new();
-                        self.host.write_text(&x, &mut out, self.host.lim.n(L::String))?;
-                        self.host.write_text(&y, &mut out, self.host.lim.n(L::String))?;
-                        self.host.check_str_len(out.len())?;
-                        self.host.check_memory_after(out.len())?;
-                        self.host.work(concat_work(out.len()))?;
-                        Ok(Value::str(out))
-                    }
-                }
-            }
+            Concat => self.host.concat(&x, &y),
             Eq | Ne => {
                 let mut n = EqCount::default();
                 let same = equals_counted(&x, &y, &mut n);

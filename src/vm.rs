@@ -809,6 +809,26 @@ impl<'p> Interp<'p> {
 
     #[inline(never)]
     fn bin_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, b: Opd) -> R<()> {
+        if op == BinOp::Concat {
+            // Both operands read in place (a constant or variable is not copied).
+            let (stack, globals, base) = (&self.stack, &self.globals, self.base);
+            let at_opd = |o: Opd| -> &Value {
+                if o.is_reg() {
+                    &stack[base + o.idx()]
+                } else if o.tag() == T_GLOBAL {
+                    &globals[o.idx()]
+                } else {
+                    &code.consts[o.idx()]
+                }
+            };
+            let (x, y) = (at_opd(a), at_opd(b));
+            if !matches!(x, Value::Unset) && !matches!(y, Value::Unset) {
+                let v = self.host.concat(x, y)?;
+                self.consume(a);
+                self.consume(b);
+                return self.put(dst, v);
+            }
+        }
         let [sa, sb] = code.ospot[at];
         // An unset operand's error carries its name's column or none, never the
         // operator's (as the tree evaluator reports it).

@@ -405,6 +405,35 @@ impl Host {
     /// least `CHECK_FROM` bytes: smaller temporaries are seen by the next check (one line
     /// holds at most a few hundred of them, so at most about a MiB goes unseen).
     #[inline(always)]
+    /// `x .. y`: exactly one allocation for the common string and number operands; the
+    /// bytes it produces are checked against the string limit and charged before they
+    /// are copied. Both evaluators' `..` (operands read in place: nothing is cloned).
+    pub fn concat(&mut self, x: &Value, y: &Value) -> R<Value> {
+        let mut joined = |a: &[u8], b: &[u8]| -> R<Value> {
+            self.check_str_len(a.len() + b.len())?;
+            self.work(concat_work(a.len() + b.len()))?;
+            let mut out = LStr::with_capacity(a.len() + b.len());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b);
+            self.check_memory_after(out.len())?;
+            Ok(Value::Str(Rc::new(out)))
+        };
+        match (x, y) {
+            (Value::Str(a), Value::Str(b)) => joined(a, b),
+            (Value::Str(a), Value::Num(n)) => with_num_text(*n, |t| joined(a, t)),
+            (Value::Num(n), Value::Str(b)) => with_num_text(*n, |t| joined(t, b)),
+            _ => {
+                let mut out = Vec::new();
+                self.write_text(x, &mut out, self.lim.n(L::String))?;
+                self.write_text(y, &mut out, self.lim.n(L::String))?;
+                self.check_str_len(out.len())?;
+                self.check_memory_after(out.len())?;
+                self.work(concat_work(out.len()))?;
+                Ok(Value::str(out))
+            }
+        }
+    }
+
     pub fn check_memory_after(&self, len: usize) -> R<()> {
         if len >= crate::memory::CHECK_FROM {
             return self.check_memory();
