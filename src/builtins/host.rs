@@ -401,10 +401,6 @@ impl Host {
         Ok(())
     }
 
-    /// The heap check after building a string of `len` bytes, made only for one of at
-    /// least `CHECK_FROM` bytes: smaller temporaries are seen by the next check (one line
-    /// holds at most a few hundred of them, so at most about a MiB goes unseen).
-    #[inline(always)]
     /// `x .. y`: exactly one allocation for the common string and number operands; the
     /// bytes it produces are checked against the string limit and charged before they
     /// are copied. Both evaluators' `..` (operands read in place: nothing is cloned).
@@ -434,6 +430,10 @@ impl Host {
         }
     }
 
+    /// The heap check after building a string of `len` bytes, made only for one of at
+    /// least `CHECK_FROM` bytes: smaller temporaries are seen by the next check (one line
+    /// holds at most a few hundred of them, so at most about a MiB goes unseen).
+    #[inline(always)]
     pub fn check_memory_after(&self, len: usize) -> R<()> {
         if len >= crate::memory::CHECK_FROM {
             return self.check_memory();
