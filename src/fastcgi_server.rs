@@ -44,7 +44,6 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
-use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -186,6 +185,8 @@ pub(crate) struct Server {
     /// Requests between BEGIN_REQUEST and their end (what SIGTERM waits for).
     busy: AtomicUsize,
     conns: AtomicUsize,
+    /// Acceptor threads waiting in `accept` (`acceptor`).
+    acceptors_idle: AtomicUsize,
     /// Where each worker gets a private, empty TMPDIR (removed after its request).
     pub(crate) tmp_base: PathBuf,
     /// Empty private directories kept for reuse as TMPDIRs (`WorkerTmp`): a rename
@@ -518,6 +519,7 @@ pub fn serve(addr: &str) -> i32 {
         stopping: AtomicBool::new(false),
         busy: AtomicUsize::new(0),
         conns: AtomicUsize::new(0),
+        acceptors_idle: AtomicUsize::new(0),
         tmp_base,
         spare_base,
         spares: Mutex::new(Vec::new()),
@@ -552,62 +554,35 @@ pub fn serve(addr: &str) -> i32 {
             }
         });
     }
-    // Accept until stopping (a non-blocking listener, looked at every 50 ms when idle).
-    let nonblock = match &listener {
-        Listener::Unix(l, _) => l.set_nonblocking(true),
-        Listener::Tcp(l) => l.set_nonblocking(true),
+    // Accept until stopping: threads that each accept a connection and serve it
+    // (`acceptor`); this one waits for the signal.
+    let fd = listener.fd().try_clone_to_owned();
+    let listener = Arc::new(listener);
+    let (fd, started) = match fd {
+        Ok(fd) => {
+            let _ =
+                rustix::net::sockopt::set_socket_timeout(&fd, rustix::net::sockopt::Timeout::Recv, Some(ACCEPT_TICK));
+            srv.acceptors_idle.fetch_add(1, SeqCst);
+            let (s, l) = (srv.clone(), listener.clone());
+            (fd, std::thread::Builder::new().spawn(move || acceptor(s, l)))
+        }
+        Err(e) => {
+            log_line(&format!("leash-cgi: {e}"));
+            return 1;
+        }
     };
-    if let Err(e) = nonblock {
-        log_line(&format!("leash-cgi: {e}"));
+    if let Err(e) = started {
+        log_line(&format!("leash-cgi: cannot start a thread to accept connections: {e}"));
         return 1;
     }
-    let lfd = match &listener {
-        Listener::Unix(l, _) => l.as_fd(),
-        Listener::Tcp(l) => l.as_fd(),
-    };
     while !srv.stopping.load(SeqCst) {
-        let accepted = match &listener {
-            Listener::Unix(l, _) => l.accept().map(|(s, _)| Conn::Unix(s)),
-            Listener::Tcp(l) => l.accept().map(|(s, _)| {
-                let _ = s.set_nodelay(true);
-                Conn::Tcp(s)
-            }),
-        };
-        match accepted {
-            Ok(c) => {
-                let _ = match &c {
-                    Conn::Unix(s) => s.set_nonblocking(false),
-                    Conn::Tcp(s) => s.set_nonblocking(false),
-                };
-                if srv.conns.load(SeqCst) >= FCGI_MAX_CONNS {
-                    log_line(&format!("leash-cgi: a connection refused: {FCGI_MAX_CONNS} are open"));
-                    c.shutdown();
-                    continue;
-                }
-                srv.conns.fetch_add(1, SeqCst);
-                let s = srv.clone();
-                let spawned = spawn_pooled(Box::new(move || {
-                    connection(&s, c);
-                    s.conns.fetch_sub(1, SeqCst);
-                }));
-                if spawned.is_err() {
-                    srv.conns.fetch_sub(1, SeqCst);
-                    log_line("leash-cgi: cannot start a thread for a connection");
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                let mut p = [rustix::event::PollFd::new(&lfd, rustix::event::PollFlags::IN)];
-                let _ = rustix::event::poll(&mut p, Some(&rustix::event::Timespec { tv_sec: 0, tv_nsec: 50_000_000 }));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                log_line(&format!("leash-cgi: accept: {e}"));
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
+        std::thread::sleep(Duration::from_millis(50));
     }
+    // No new connections (the acceptors blocked in accept wake with an error and go).
+    let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
+    drop(fd);
     // Drain: no new connections; running requests finish (at most their deadline).
-    if let Listener::Unix(_, p) = &listener {
+    if let Listener::Unix(_, p) = &*listener {
         let _ = std::fs::remove_file(p);
     }
     drop(listener);
@@ -668,53 +643,82 @@ fn connection(srv: &Arc<Server>, conn: Conn) {
     link.conn.shutdown();
 }
 
-/// A task for a pooled thread.
-type Task = Box<dyn FnOnce() + Send>;
+/// How long an acceptor waits in `accept` before it looks at the server again.
+const ACCEPT_TICK: Duration = Duration::from_secs(1);
+/// Ticks an idle acceptor waits before it ends (one always stays).
+const ACCEPT_IDLE_TICKS: u32 = 30;
 
-/// Threads waiting for a task (each its own channel), most recently idle last.
-static IDLE: Mutex<Vec<(u64, Sender<Task>)>> = Mutex::new(Vec::new());
-static THREAD_IDS: AtomicU64 = AtomicU64::new(1);
-/// How long an idle pooled thread waits for another task before it ends.
-const POOL_IDLE: Duration = Duration::from_secs(30);
-
-/// Run `task` on a thread of the pool: an idle one when there is one, else a new one
-/// (which, its task done, waits `POOL_IDLE` for another). A connection costs its two
-/// threads (its requests, its reader) only when more are open at once than before.
-fn spawn_pooled(task: Task) -> std::io::Result<()> {
-    let mut task = task;
-    loop {
-        let idle = IDLE.lock().ok().and_then(|mut v| v.pop());
-        let Some((_, tx)) = idle else { break };
-        match tx.send(task) {
-            Ok(()) => return Ok(()),
-            Err(mpsc::SendError(t)) => task = t,
+impl Listener {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Listener::Unix(l, _) => l.as_fd(),
+            Listener::Tcp(l) => l.as_fd(),
         }
     }
-    let id = THREAD_IDS.fetch_add(1, SeqCst);
-    std::thread::Builder::new().spawn(move || {
-        let (tx, rx) = mpsc::channel::<Task>();
-        let mut next = Some(task);
-        while let Some(t) = next.take() {
-            t();
-            if let Ok(mut v) = IDLE.lock() {
-                v.push((id, tx.clone()));
-            }
-            next = match rx.recv_timeout(POOL_IDLE) {
-                Ok(t) => Some(t),
-                Err(_) => {
-                    // Leave the pool; a task handed over meanwhile is still run.
-                    let listed = IDLE.lock().map(|mut v| {
-                        let at = v.iter().position(|(i, _)| *i == id);
-                        at.map(|i| v.remove(i)).is_some()
-                    });
-                    if listed.unwrap_or(true) {
-                        rx.try_recv().ok()
-                    } else {
-                        rx.recv().ok()
-                    }
-                }
-            };
+
+    fn accept(&self) -> std::io::Result<Conn> {
+        match self {
+            Listener::Unix(l, _) => l.accept().map(|(s, _)| Conn::Unix(s)),
+            Listener::Tcp(l) => l.accept().map(|(s, _)| {
+                let _ = s.set_nodelay(true);
+                Conn::Tcp(s)
+            }),
         }
-    })?;
-    Ok(())
+    }
+}
+
+/// An acceptor: accepts a connection and serves it on this thread, then accepts again.
+/// When the last idle acceptor takes a connection it starts another first, so accepting
+/// never waits for a thread, and no connection is handed from one thread to another. An
+/// acceptor idle for `ACCEPT_IDLE_TICKS` ends, unless it is the last idle one. (Counted
+/// idle in `acceptors_idle` by whoever starts it.)
+fn acceptor(srv: Arc<Server>, listener: Arc<Listener>) {
+    let mut idle_ticks = 0;
+    loop {
+        if srv.stopping.load(SeqCst) {
+            break;
+        }
+        match listener.accept() {
+            Ok(c) => {
+                idle_ticks = 0;
+                let idle_left = srv.acceptors_idle.fetch_sub(1, SeqCst) - 1;
+                let open = srv.conns.fetch_add(1, SeqCst) + 1;
+                if open > FCGI_MAX_CONNS || srv.stopping.load(SeqCst) {
+                    if open > FCGI_MAX_CONNS {
+                        log_line(&format!("leash-cgi: a connection refused: {FCGI_MAX_CONNS} are open"));
+                    }
+                    c.shutdown();
+                } else {
+                    if idle_left == 0 {
+                        srv.acceptors_idle.fetch_add(1, SeqCst);
+                        let (s, l) = (srv.clone(), listener.clone());
+                        if std::thread::Builder::new().spawn(move || acceptor(s, l)).is_err() {
+                            srv.acceptors_idle.fetch_sub(1, SeqCst);
+                            log_line("leash-cgi: cannot start a thread to accept connections");
+                        }
+                    }
+                    connection(&srv, c);
+                }
+                srv.conns.fetch_sub(1, SeqCst);
+                srv.acceptors_idle.fetch_add(1, SeqCst);
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                idle_ticks += 1;
+                if idle_ticks >= ACCEPT_IDLE_TICKS
+                    && srv.acceptors_idle.fetch_update(SeqCst, SeqCst, |v| (v > 1).then(|| v - 1)).is_ok()
+                {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                if srv.stopping.load(SeqCst) {
+                    break;
+                }
+                log_line(&format!("leash-cgi: accept: {e}"));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    srv.acceptors_idle.fetch_sub(1, SeqCst);
 }
