@@ -426,8 +426,8 @@ impl Run<'_> {
                 let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
             }
         };
-        // What the last poll found ready (at first: look at everything).
-        let (mut conn_ready, mut rep_ready, mut out_ready, mut err_ready) = (true, true, false, false);
+        // What the last poll found ready (at first: the connection, where more may wait).
+        let (mut conn_ready, mut rep_ready, mut out_ready, mut err_ready) = (true, false, false, false);
         loop {
             // The connection's records: more of the body, an abort, management records.
             while conn_ready && !conn_closed && body.room() {
@@ -456,8 +456,10 @@ impl Run<'_> {
                 }
             }
             body.flush();
-            // The warm process's reports on this job.
-            while rep_ready {
+            // The warm process's reports on this job: read when they are all that is left
+            // (the worker's pipes closed), or when the worker's pid is wanted (to kill it).
+            // Not before: the start report would wake this thread for nothing.
+            while rep_ready || (killed_at.is_some() && pid.is_none() && rep_sock.is_some()) {
                 let Some(s) = &rep_sock else { break };
                 let mut b = [0u8; 512];
                 let got = match rustix::net::recv(s, &mut b, RecvFlags::DONTWAIT) {
@@ -568,7 +570,8 @@ impl Run<'_> {
             }
             let mut fds: Vec<PollFd> = Vec::with_capacity(5);
             let c = watch(&mut fds, watch_conn.then(|| link.fd()), PollFlags::IN);
-            let r = watch(&mut fds, rep_sock.as_ref().map(|s| s.as_fd()), PollFlags::IN);
+            let want_rep = (out_done && err_done) || killed_at.is_some();
+            let r = watch(&mut fds, rep_sock.as_ref().filter(|_| want_rep).map(|s| s.as_fd()), PollFlags::IN);
             let o = watch(&mut fds, out_pipe.as_ref().map(|s| s.as_fd()), PollFlags::IN);
             let er = watch(&mut fds, err_pipe.as_ref().map(|s| s.as_fd()), PollFlags::IN);
             // (The stdin is written at the top of the loop, whatever woke it.)
@@ -761,30 +764,30 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 /// Spare TMPDIRs kept at most.
 const MAX_SPARES: usize = 64;
 
-/// A worker's private TMPDIR (`tmp_base/req-N`, mode 0700): a spare one renamed into
-/// place, else a new one. When the request ends it is removed with whatever the worker
-/// left there, unless the worker is known to have ended (`reuse`) and the directory is
-/// as it was given (empty, a directory, mode 0700, ours, no subdirectory): then it is
-/// renamed back among the spares. The next worker that gets it finds an empty private
-/// directory, as a new one would be (only its inode number and times differ).
+/// A worker's private TMPDIR (mode 0700): a kept one (`spare_base/req-N`), used where it
+/// is, else a new one (`tmp_base/req-N`). When the request ends it is removed with
+/// whatever the worker left there, unless the worker is known to have ended (`reuse`) and
+/// the directory is as it was given (empty, a directory, mode 0700, ours, no
+/// subdirectory): then it is kept (a new one renamed among the kept ones once). The next
+/// worker that gets it finds an empty private directory, as a new one would be (its path,
+/// inode number and times are all that may be the same as an earlier request's: nothing
+/// the earlier request chose).
 struct WorkerTmp<'a> {
     srv: &'a Server,
     path: PathBuf,
+    /// Among the kept ones already (in `spare_base`).
+    kept: bool,
     reuse: bool,
 }
 
 impl<'a> WorkerTmp<'a> {
     fn new(srv: &'a Server, job_id: u64) -> std::io::Result<WorkerTmp<'a>> {
-        let path = srv.tmp_base.join(format!("req-{job_id}"));
-        let spare = srv.spares.lock().ok().and_then(|mut s| s.pop());
-        if let Some(sp) = spare {
-            if std::fs::rename(&sp, &path).is_ok() {
-                return Ok(WorkerTmp { srv, path, reuse: false });
-            }
-            let _ = std::fs::remove_dir_all(&sp);
+        if let Some(path) = srv.spares.lock().ok().and_then(|mut s| s.pop()) {
+            return Ok(WorkerTmp { srv, path, kept: true, reuse: false });
         }
+        let path = srv.tmp_base.join(format!("req-{job_id}"));
         private_dir(&path)?;
-        Ok(WorkerTmp { srv, path, reuse: false })
+        Ok(WorkerTmp { srv, path, kept: false, reuse: false })
     }
 }
 
@@ -804,6 +807,10 @@ impl Drop for WorkerTmp<'_> {
         if self.reuse && untouched_dir(&self.path) {
             if let Ok(mut spares) = self.srv.spares.lock() {
                 if spares.len() < MAX_SPARES {
+                    if self.kept {
+                        spares.push(std::mem::take(&mut self.path));
+                        return;
+                    }
                     let name = self.path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
                     let to = self.srv.spare_base.join(name);
                     if std::fs::rename(&self.path, &to).is_ok() {

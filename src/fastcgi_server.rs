@@ -187,11 +187,12 @@ pub(crate) struct Server {
     conns: AtomicUsize,
     /// Acceptor threads waiting in `accept` (`acceptor`).
     acceptors_idle: AtomicUsize,
-    /// Where each worker gets a private, empty TMPDIR (removed after its request).
+    /// Where a worker gets a new private, empty TMPDIR when none is kept.
     pub(crate) tmp_base: PathBuf,
-    /// Empty private directories kept for reuse as TMPDIRs (`WorkerTmp`): a rename
-    /// instead of a mkdir and an rmdir per request (on ext4 with discard, an rmdir frees
-    /// an inode and a block through the journal: about a fifth of the server's CPU).
+    /// Empty private directories kept for reuse as TMPDIRs, in place (`WorkerTmp`):
+    /// nothing instead of a mkdir and an rmdir per request (on ext4 with discard, an
+    /// rmdir frees an inode and a block through the journal: about a fifth of the
+    /// server's CPU), and no rename either.
     pub(crate) spare_base: PathBuf,
     pub(crate) spares: Mutex<Vec<PathBuf>>,
 }
