@@ -18,7 +18,7 @@ use rustix::net::RecvFlags;
 use rustix::process::Pid;
 
 use crate::fastcgi::{self as fcgi, Record};
-use crate::fastcgi_server::{interpreter, private_dir, Conn, Got, Link, Server, FCGI_MAX_CONNS, FCGI_QUEUE_WAIT};
+use crate::fastcgi_shared::{interpreter, private_dir, Conn, Got, Link, Server, FCGI_MAX_CONNS, FCGI_QUEUE_WAIT};
 use crate::fastcgi_warm::{log_line, Job, Spares, FCGI_MAX_PARAMS_BYTES, RESOURCES};
 use crate::gateway::{self, signal_name, Config, Script, Stderr};
 use crate::limits::*;

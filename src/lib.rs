@@ -20,6 +20,7 @@ pub mod error;
 pub mod fastcgi;
 pub mod fastcgi_request;
 pub mod fastcgi_server;
+pub mod fastcgi_shared;
 pub mod fastcgi_warm;
 pub mod gate;
 pub mod gateway;
