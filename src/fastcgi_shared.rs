@@ -245,10 +245,10 @@ impl Link {
         self.whole().is_some()
     }
 
-    /// Read what has arrived, without waiting.
-    fn fill(&mut self) {
+    /// Read what has arrived, without waiting; how many bytes came.
+    fn fill(&mut self) -> usize {
         if self.ended.is_some() {
-            return;
+            return 0;
         }
         if self.at > 0 {
             self.buf.drain(..self.at);
@@ -270,11 +270,14 @@ impl Link {
             }
         };
         self.buf.truncate(old + n);
+        n
     }
 
     /// The next record without waiting.
     pub(crate) fn next(&mut self) -> Got {
-        for attempt in 0..2 {
+        // (Read until a whole record is in, or nothing more has come: a record of 64 KiB
+        // takes a few reads, none of them a wait.)
+        loop {
             match self.whole() {
                 Some(Ok((head, total))) => {
                     let from = self.at + 8;
@@ -294,16 +297,12 @@ impl Link {
                 }
                 None => {}
             }
-            if let Some(why) = &self.ended {
-                return Got::Closed(why.clone());
+            if self.ended.is_some() || self.fill() == 0 {
+                return match &self.ended {
+                    Some(why) => Got::Closed(why.clone()),
+                    None => Got::Nothing,
+                };
             }
-            if attempt == 0 {
-                self.fill();
-            }
-        }
-        match &self.ended {
-            Some(why) => Got::Closed(why.clone()),
-            None => Got::Nothing,
         }
     }
 
