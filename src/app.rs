@@ -77,7 +77,9 @@ fn emit_stats(s: &Stats, started: Instant) {
     if crate::report::take_stats(&line) {
         return;
     }
-    let _ = writeln!(std::io::stderr().lock(), "{{\"stats\":{line}}}");
+    // One write (stderr is unbuffered: `writeln!` would write each piece; a FastCGI
+    // server polling the pipe would wake for each).
+    let _ = std::io::stderr().lock().write_all(format!("{{\"stats\":{line}}}\n").as_bytes());
 }
 
 /// Install the panic hook the binaries use: a panic's message and place are kept in the

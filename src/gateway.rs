@@ -32,7 +32,7 @@
 //! `worker_start` (`"fork"`, the default, or `"exec"`); and the program cache's bounds,
 //! `program_cache` (entries, 0 turns it off), `program_cache_bytes` and
 //! `program_cache_min_age_ms` (`program_cache.rs`); and `spare_workers`, the fresh
-//! workers the warm process keeps forked ahead of requests (`fastcgi_server.rs`).
+//! workers the warm process keeps forked ahead of requests (`fastcgi_warm.rs`).
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;

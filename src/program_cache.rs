@@ -1,6 +1,6 @@
 //! `leash-cgi --fastcgi`'s parsed-program cache (the warm process's "opcache").
 //!
-//! The warm process (`fastcgi_server::zygote_main`) never runs a script, but it may read
+//! The warm process (`fastcgi_warm::zygote_main`) never runs a script, but it may read
 //! and load one: before it forks the worker of a request, it looks for the script's
 //! loaded [`Program`] here and, when it is missing or stale, reads, parses and resolves
 //! it (the same `load_within` a worker calls, under the same limits), so that the forked
@@ -126,7 +126,7 @@ pub struct Preloaded {
     area: IncludeArea,
     /// This entry's number, never given twice in a warm process (1, 2, ...): a spare
     /// worker forked when the newest was N holds every entry numbered up to N that was
-    /// still cached then (`fastcgi_server`'s spares).
+    /// still cached then (`fastcgi_warm`'s spares).
     serial: u64,
 }
 

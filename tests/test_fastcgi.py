@@ -1143,3 +1143,90 @@ def test_spares_are_bounded_replaced_and_can_be_off(tmp_path):
         srv.stop()
     assert srv.proc.returncode == 0
     assert srv.children() == []
+
+
+# One thread per request, end to end (WORKLOG 2026-12-04, sixth session): the connection
+# is read without blocking into a record buffer, the body written to a non-blocking stdin
+# (at most 256 KiB held), the warm process's reports on a socket of each job's own, and
+# connections accepted by the threads that serve them.
+
+
+def test_a_body_the_script_does_not_read_and_the_connection_goes_on(srv):
+    """A 1.9 MB body that the script never reads: the worker ends, its stdin is closed,
+    the rest of the body is read and dropped, and the same connection serves the next
+    request; a body that is read (900 KB, over the 256 KiB held at once) arrives whole."""
+    big = os.urandom(1_900_000)
+    s = fc.connect(srv.addr)
+    try:
+        fc.begin(s, 1, True, srv.params("hello.lsh", "who=x", method="POST", CONTENT_LENGTH=str(len(big))), big)
+        out, _, proto, _ = fc.response(s, 1)
+        assert proto == fc.REQUEST_COMPLETE and fc.split_http(out)[0] == 200, srv.log()
+        read = big[:900_000]  # (a string holds at most 1 MiB)
+        fc.begin(s, 2, True, srv.params("body.lsh", method="POST", CONTENT_LENGTH=str(len(read))), read)
+        out, _, _, _ = fc.response(s, 2)
+        status, _, body = fc.split_http(out)
+        assert status == 200 and body.split() == [str(len(read)).encode(), hashlib.sha256(read).hexdigest().encode()]
+        fc.begin(s, 3, False, srv.params("hello.lsh", "who=y"))
+        out, _, _, _ = fc.response(s, 3)
+        assert fc.split_http(out)[2] == b"hello y\n"
+    finally:
+        s.close()
+
+
+def test_records_trickled_and_idle_connections(srv):
+    """A request whose records arrive a few bytes at a time is served whole; 40 idle
+    connections (accepted, never sending) do not stop others from being accepted; a
+    GET_VALUES cut in two is answered."""
+    idle = [fc.connect(srv.addr) for _ in range(40)]
+    try:
+        assert srv.get("hello.lsh", "who=a")[0] == 200
+        s = fc.connect(srv.addr)
+        try:
+            raw = (fc.record(fc.BEGIN_REQUEST, 1, struct.pack(">HB5x", fc.RESPONDER, 0))
+                   + fc.stream(fc.PARAMS, 1, fc.pairs(srv.params("hello.lsh", "who=trickle")))
+                   + fc.stream(fc.STDIN, 1, b""))
+            for i in range(0, len(raw), 7):
+                s.sendall(raw[i:i + 7])
+                time.sleep(0.002)
+            out, _, proto, _ = fc.response(s, 1)
+            assert proto == fc.REQUEST_COMPLETE and fc.split_http(out)[2] == b"hello trickle\n"
+        finally:
+            s.close()
+        s = fc.connect(srv.addr)
+        try:
+            q = fc.record(fc.GET_VALUES, 0, fc.pairs({"FCGI_MPXS_CONNS": ""}))
+            s.sendall(q[:5])
+            time.sleep(0.1)
+            s.sendall(q[5:])
+            kind, rid, content = fc.read_record(s)
+            assert (kind, rid) == (fc.GET_VALUES_RESULT, 0) and fc.parse_pairs(content) == {"FCGI_MPXS_CONNS": "0"}
+        finally:
+            s.close()
+    finally:
+        for c in idle:
+            c.close()
+    assert srv.get("hello.lsh", "who=b")[0] == 200
+
+
+def test_warm_process_killed_under_a_running_request(srv):
+    """The warm process dies while a request's worker runs: the request ends 502 (its
+    report socket closed without an exit status), the server starts another warm process
+    and goes on."""
+    s = fc.connect(srv.addr)
+    try:
+        fc.begin(s, 1, False, srv.params("sleep.lsh", "s=1"))
+        end = time.monotonic() + 10
+        while not srv.workers() and time.monotonic() < end:
+            time.sleep(0.02)
+        assert srv.workers(), srv.log()
+        z = srv.zygote()
+        os.kill(z, signal.SIGKILL)
+        out, _, _, _ = fc.response(s, 1)
+        assert fc.split_http(out)[0] == 502
+    finally:
+        s.close()
+    assert srv.wait_log("the warm process died")
+    end = time.monotonic() + 10
+    while time.monotonic() < end and srv.zygote() in (None, z):
+        time.sleep(0.05)
+    assert srv.get("hello.lsh")[0] == 200
