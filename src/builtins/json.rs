@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::Host;
-use super::{b, Builtin, Cost};
+use super::{b, gated, Builtin, Cap, Cost};
 use crate::diag::ErrKind;
 use crate::error::R;
 use crate::limits::*;
@@ -476,10 +476,12 @@ impl Feed for Pieces {
 /// compactly, or the error with its line and column (tests, the fuzz target).
 pub fn outcome(r: PR<Value>, text: Option<&[u8]>) -> String {
     match r {
-        Ok(v) => match stringify_until(&v, b"", None, JsonLimits { bytes: usize::MAX, depth: 1 << 20, nodes: usize::MAX }) {
-            Ok(t) => format!("ok {}", String::from_utf8_lossy(&t)),
-            Err(e) => format!("ok, unwritable: {e:?}"),
-        },
+        Ok(v) => {
+            match stringify_until(&v, b"", None, JsonLimits { bytes: usize::MAX, depth: 1 << 20, nodes: usize::MAX }) {
+                Ok(t) => format!("ok {}", String::from_utf8_lossy(&t)),
+                Err(e) => format!("ok, unwritable: {e:?}"),
+            }
+        }
         Err(ParseError::Syntax(m, at)) => {
             let (l, c) = line_col(text.unwrap_or(b""), at);
             format!("syntax: {m} at line {l}, column {c}")
@@ -1120,6 +1122,8 @@ pub enum WriteError {
     Limit(String),
     /// The run's deadline passed while writing.
     Time,
+    /// The sink of `write_chunks` refused a chunk (it keeps why).
+    Sink,
 }
 
 struct Writer<'a> {
@@ -1128,7 +1132,15 @@ struct Writer<'a> {
     indent: &'a [u8],
     nodes: usize,
     deadline: Option<std::time::Instant>,
+    /// Where the text goes in chunks (`write_chunks`): `out` is handed to it and emptied
+    /// once it holds `WRITE_CHUNK` bytes. None: all of it stays in `out`.
+    sink: Option<&'a mut dyn FnMut(&[u8]) -> Result<(), ()>>,
+    /// Bytes handed to the sink so far.
+    flushed: usize,
 }
+
+/// The chunk `write_chunks` hands on (and the most it holds besides one string or number).
+const WRITE_CHUNK: usize = 64 * 1024;
 
 type WR = Result<(), WriteError>;
 
@@ -1145,12 +1157,39 @@ pub fn stringify_until(
     deadline: Option<std::time::Instant>,
     lim: JsonLimits,
 ) -> Result<Vec<u8>, WriteError> {
-    let mut w = Writer { out: Vec::new(), indent, nodes: 0, lim, deadline };
+    let mut w = Writer { out: Vec::new(), indent, nodes: 0, lim, deadline, sink: None, flushed: 0 };
     w.value(v, 0)?;
     if w.out.len() > lim.bytes {
         return Err(too_long(lim.bytes));
     }
     Ok(w.out)
+}
+
+/// `stringify_until`, handing the text to `sink` in chunks of about `WRITE_CHUNK` bytes
+/// instead of holding it: its length. The same text and the same errors, found in the
+/// same order (a sink that refuses is `WriteError::Sink`; it keeps why).
+pub fn write_chunks(
+    v: &Value,
+    indent: &[u8],
+    deadline: Option<std::time::Instant>,
+    lim: JsonLimits,
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), ()>,
+) -> Result<usize, WriteError> {
+    let mut w = Writer {
+        out: Vec::with_capacity(WRITE_CHUNK + 1024),
+        indent,
+        nodes: 0,
+        lim,
+        deadline,
+        sink: Some(sink),
+        flushed: 0,
+    };
+    w.value(v, 0)?;
+    if w.total() > lim.bytes {
+        return Err(too_long(lim.bytes));
+    }
+    w.flush()?;
+    Ok(w.flushed)
 }
 
 fn too_long(max: usize) -> WriteError {
@@ -1212,14 +1251,37 @@ impl Writer<'_> {
         if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) && crate::meter::past(self.deadline) {
             return Err(WriteError::Time);
         }
-        if self.out.len() > self.lim.bytes {
+        if self.total() > self.lim.bytes {
             return Err(too_long(self.lim.bytes));
+        }
+        if self.out.len() >= WRITE_CHUNK && self.sink.is_some() {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    #[inline]
+    fn total(&self) -> usize {
+        self.flushed + self.out.len()
+    }
+
+    /// Hand what `out` holds to the sink.
+    #[cold]
+    #[inline(never)]
+    fn flush(&mut self) -> WR {
+        if let Some(sink) = &mut self.sink {
+            if !self.out.is_empty() {
+                sink(&self.out).map_err(|()| WriteError::Sink)?;
+                self.flushed += self.out.len();
+                self.out.clear();
+            }
         }
         Ok(())
     }
 
     fn text(&mut self, s: &[u8], what: &str) -> WR {
-        if self.out.len() + s.len() + 2 > self.lim.bytes {
+        if self.total() + s.len() + 2 > self.lim.bytes {
             return Err(too_long(self.lim.bytes));
         }
         if std::str::from_utf8(s).is_err() {
@@ -1332,24 +1394,120 @@ fn parsed(it: &Host, r: Result<Value, ParseError>, prefix: &str, text: &[u8], wh
     }
 }
 
-fn json_stringify(it: &mut Host, args: &mut [Value]) -> R<Value> {
-    const NAME: &str = "json.stringify";
-    let indent: Vec<u8> = match it.opt(args, 1) {
+/// The indent argument at `pos` (as `json.stringify` takes it).
+fn indent_arg(it: &Host, name: &str, args: &[Value], pos: usize) -> R<Vec<u8>> {
+    Ok(match it.opt(args, pos) {
         None => Vec::new(),
         Some(Value::Num(_)) => {
-            let n = it.arg_int(NAME, args, 1, 0.0, 10.0)? as usize;
+            let n = it.arg_int(name, args, pos, 0.0, 10.0)? as usize;
             vec![b' '; n]
         }
         Some(Value::Str(s)) => {
             if s.len() > 10 || std::str::from_utf8(s).is_err() {
                 return Err(
-                    it.err(ErrKind::Value, format!("{NAME}: an indent string must be valid UTF-8 of at most 10 bytes"))
+                    it.err(ErrKind::Value, format!("{name}: an indent string must be valid UTF-8 of at most 10 bytes"))
                 );
             }
             s.to_vec()
         }
-        Some(other) => return Err(it.type_err(NAME, 1, "a number or a string", other)),
-    };
+        Some(other) => return Err(it.type_err(name, pos, "a number or a string", other)),
+    })
+}
+
+/// The length of the text `json.stringify` would give, and every error it would give,
+/// without holding the text (`write_chunks` into nothing): for `json.write` and
+/// `json.print`, which check their budgets before the first byte goes out.
+fn measure_text(it: &mut Host, name: &str, v: &Value, indent: &[u8]) -> R<usize> {
+    match write_chunks(v, indent, it.meter.deadline, JsonLimits::of(&it.lim), &mut |_| Ok(())) {
+        Ok(n) => Ok(n),
+        Err(WriteError::Value(m)) => {
+            it.work(STRINGIFY.units(v.acct() as u64, 0))?;
+            Err(it.err(ErrKind::Value, format!("{name}: {m}")))
+        }
+        Err(WriteError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{name}: {m}"))),
+        Err(WriteError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
+        Err(WriteError::Sink) => Err(it.err(ErrKind::Io, format!("{name}: the text could not be written"))),
+    }
+}
+
+/// The second pass of `json.write` and `json.print`: the text again, into `sink`.
+fn fill_text(
+    v: &Value,
+    indent: &[u8],
+    deadline: Option<std::time::Instant>,
+    lim: JsonLimits,
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), ()>,
+) -> super::files::Filled {
+    use super::files::Filled;
+    match write_chunks(v, indent, deadline, lim, sink) {
+        Ok(_) => Filled::Done,
+        Err(WriteError::Time) => Filled::Time,
+        Err(_) => Filled::Refused,
+    }
+}
+
+/// json.write and json.print: the text made twice (its length first, then its bytes)
+/// and written once, per byte of the text.
+const WRITE: Cost = Cost::custom(4.0, 0.0);
+
+/// `json.write(path, v[, indent])`: `file.write(path, json.stringify(v[, indent]))`
+/// without holding the text. The text's length is found first (every error
+/// `json.stringify` gives, found there, writes nothing), then the file-write limits are
+/// checked as `file.write` checks them, the file opened and truncated, the length
+/// charged, and the text written in chunks of 64 KiB.
+fn json_write(it: &mut Host, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.write";
+    let p = it.arg_str(NAME, args, 0)?.clone();
+    let indent = indent_arg(it, NAME, args, 2)?;
+    let n = measure_text(it, NAME, &args[1], &indent)?;
+    it.work(WRITE.units(n as u64, 0))?;
+    let (deadline, lim) = (it.meter.deadline, JsonLimits::of(&it.lim));
+    let v = &args[1];
+    super::files::write_streamed(it, NAME, &p, n, &mut |sink| fill_text(v, &indent, deadline, lim, sink))?;
+    Ok(Value::Nil)
+}
+
+/// `json.print(v[, indent])`: `print(json.stringify(v[, indent]))` without holding the
+/// text: the same limits (one print's bytes, the newline excluded; the run's stdout
+/// budget, charged with the newline before anything is written), the text written in
+/// chunks.
+fn json_print(it: &mut Host, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.print";
+    let indent = indent_arg(it, NAME, args, 1)?;
+    let n = measure_text(it, NAME, &args[0], &indent)?;
+    it.work(WRITE.units(n as u64, 0))?;
+    if n > it.lim.n(L::StdoutPrint) {
+        return Err(it.limit(
+            LimitKind::Stdout,
+            format!("one print of more than {max_print_bytes} bytes", max_print_bytes = it.lim.n(L::StdoutPrint)),
+        ));
+    }
+    it.budgets.stdout.charge(n as u64 + 1).map_err(|e| it.budget_fail(e))?;
+    let (deadline, lim) = (it.meter.deadline, JsonLimits::of(&it.lim));
+    let mut failed = None;
+    let out = &mut it.out;
+    let filled = fill_text(&args[0], &indent, deadline, lim, &mut |chunk| {
+        out.write(chunk).map_err(|m| {
+            failed = Some(m);
+        })
+    });
+    if let Some(m) = failed {
+        return Err(it.err(ErrKind::Io, m));
+    }
+    match filled {
+        super::files::Filled::Done => {}
+        super::files::Filled::Time => return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
+        super::files::Filled::Refused => {
+            return Err(it.err(ErrKind::Io, format!("{NAME}: the text could not be written")))
+        }
+    }
+    it.out.write(b"\n").map_err(|m| it.err(ErrKind::Io, m))?;
+    Ok(Value::Nil)
+}
+
+fn json_stringify(it: &mut Host, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.stringify";
+    let indent = indent_arg(it, NAME, args, 1)?;
     match stringify_until(&args[0], &indent, it.meter.deadline, JsonLimits::of(&it.lim)) {
         Ok(out) => Ok(Value::str(out)),
         Err(WriteError::Value(m)) => {
@@ -1360,6 +1518,7 @@ fn json_stringify(it: &mut Host, args: &mut [Value]) -> R<Value> {
         }
         Err(WriteError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{NAME}: {m}"))),
         Err(WriteError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
+        Err(WriteError::Sink) => Err(it.err(ErrKind::Io, format!("{NAME}: the text could not be written"))),
     }
 }
 
@@ -1420,6 +1579,80 @@ fn json_next(it: &mut Host, args: &mut [Value]) -> R<Value> {
     }
 }
 
+/// json.read: each chunk read, at json.parse's rate (the text is read once and parsed
+/// once, as `json.parse(file.read(path))` reads and parses it).
+const READ: Cost = Cost::custom(20.0, 0.0);
+
+/// `json.read`'s source: stdin, or a file reader.
+enum ReadSrc {
+    Stdin,
+    File(u32),
+}
+
+/// The chunks of a `json.read`: each charged to its read budget and to the work meter as
+/// it comes; the deadline and the heap looked at after each.
+struct HostFeed<'h> {
+    it: &'h mut Host,
+    src: ReadSrc,
+    fail: Option<crate::error::Fail>,
+}
+
+impl Feed for HostFeed<'_> {
+    fn chunk(&mut self, buf: &mut Vec<u8>) -> Result<bool, ()> {
+        let it = &mut *self.it;
+        let r = match self.src {
+            ReadSrc::Stdin => super::stdin::next_chunk(it, buf),
+            ReadSrc::File(id) => super::files::next_chunk(it, "json.read", id, buf),
+        };
+        let r = r.and_then(|n| {
+            it.work(READ.units(n as u64, 0))?;
+            it.check_time()?;
+            it.check_memory()?;
+            Ok(n)
+        });
+        match r {
+            Ok(n) => Ok(n > 0),
+            Err(f) => {
+                self.fail = Some(f);
+                Err(())
+            }
+        }
+    }
+    fn heap(&self) -> Option<&crate::memory::HeapMeter> {
+        Some(&self.it.heap)
+    }
+}
+
+/// `json.read(source)`: the one JSON document of a file reader (`file.open`) or of stdin
+/// (`"-"`), read to its end in chunks: the text is never held whole, only the token being
+/// read and one chunk. The same value and the same errors as `json.parse` of the whole
+/// text (a syntax error's line and column; the JSON limits; invalid UTF-8 and a text
+/// over the `json` limit reported whatever else it holds); the bytes count against the
+/// reader's budget (`file_reads`, or `stdin`).
+fn json_read(it: &mut Host, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.read";
+    let src = match &args[0] {
+        Value::Str(s) if s.as_slice() == b"-" => ReadSrc::Stdin,
+        Value::Handle(h) if h.kind == HandleKind::File => {
+            ReadSrc::File(super::files::reader_id(it, NAME, &args[0], HandleKind::File)?)
+        }
+        Value::Str(_) => {
+            return Err(it.err(
+                ErrKind::Value,
+                format!("{NAME}: the source is \"-\" (stdin) or a file reader (file.open(path))"),
+            ))
+        }
+        other => return Err(it.type_err(NAME, 0, "\"-\" or a file reader", other)),
+    };
+    let (deadline, lim) = (it.meter.deadline, JsonLimits::of(&it.lim));
+    let mut feed = HostFeed { it, src, fail: None };
+    let r = read_stream(&mut feed, deadline, lim);
+    if let Some(f) = feed.fail.take() {
+        return Err(f);
+    }
+    parsed(it, r, NAME, b"", true)
+}
+
 /// json.stringify: the bytes of the text written.
 const STRINGIFY: Cost = Cost::bytes(2.0);
 
@@ -1427,6 +1660,9 @@ pub const TABLE: &[Builtin] = &[
     b("json.parse", "json.parse(s)", 1, 1, Cost::bytes(20.0), json_parse),
     b("json.stringify", "json.stringify(v[, indent])", 1, 2, STRINGIFY, json_stringify),
     b("json.next", "json.next(source)", 1, 1, NEXT, json_next),
+    b("json.read", "json.read(source)", 1, 1, READ, json_read),
+    gated("json.write", "json.write(path, v[, indent])", 2, 3, Cap::Files, WRITE, json_write),
+    b("json.print", "json.print(v[, indent])", 1, 2, WRITE, json_print),
 ];
 
 #[cfg(test)]
@@ -1882,7 +2118,15 @@ mod tests {
         }
         // The limits: bytes (whatever the text holds), depth, nodes.
         let small = JsonLimits { bytes: 20, depth: 3, nodes: 6 };
-        for d in [&b"[1,2,3,4,5,6,7,8,9,10,11]"[..], b"[[[[1]]]]", b"[1,2,3,4,5,6]", b"[1,2,3,4,5]", b"[[[1]]]", b"[1,,2,3,4,5,6,7,8,9,10]", b"[[[[\xff]]]]"] {
+        for d in [
+            &b"[1,2,3,4,5,6,7,8,9,10,11]"[..],
+            b"[[[[1]]]]",
+            b"[1,2,3,4,5,6]",
+            b"[1,2,3,4,5]",
+            b"[[[1]]]",
+            b"[1,,2,3,4,5,6,7,8,9,10]",
+            b"[[[[\xff]]]]",
+        ] {
             for n in 1..=5 {
                 assert_eq!(streamed(d, n, small), whole(d, small), "{:?}", String::from_utf8_lossy(d));
             }
