@@ -403,6 +403,9 @@ impl Text for Stream<'_> {
         if self.eof {
             return Ok((0, false));
         }
+        // Never a byte not yet checked (an incomplete character waiting for the next
+        // chunk): dropping less is always right, the parser moves by what was dropped.
+        let keep = keep.min(self.checked);
         if keep > 0 {
             let gone = &self.buf[..keep];
             let n = memchr::memchr_iter(b'\n', gone).count();
@@ -1479,7 +1482,8 @@ fn json_print(it: &mut Host, args: &mut [Value]) -> R<Value> {
     if n > it.lim.n(L::StdoutPrint) {
         return Err(it.limit(
             LimitKind::Stdout,
-            format!("one print of more than {max_print_bytes} bytes", max_print_bytes = it.lim.n(L::StdoutPrint)),
+            // (as `print` of the text says it)
+            format!("text of more than {max_print_bytes} bytes", max_print_bytes = it.lim.n(L::StdoutPrint)),
         ));
     }
     it.budgets.stdout.charge(n as u64 + 1).map_err(|e| it.budget_fail(e))?;
