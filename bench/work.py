@@ -105,6 +105,14 @@ CASES = [
     # data
     ("json.parse", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend\nt = json.stringify(l)', "x = json.parse(t)", [256, 1024, 2000], 50),
     ("json.stringify", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend', "x = json.stringify(l)", [256, 1024, 2000], 500),
+    # issue 25: whole documents in chunks (the file is made once per size by the set-up)
+    ("json.read", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend\nfile.write("{tmp}/jr.json", json.stringify(l))',
+     'r = file.open("{tmp}/jr.json")\n  x = json.read(r)\n  file.close(r)', [256, 1024, 2000], 50,
+     {"flags": ["--limit", "all=max"]}),
+    ("json.write", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend', 'json.write("{tmp}/jw.json", l)',
+     [256, 1024, 2000], 300, {"flags": ["--limit", "all=max"]}),
+    ("json.print", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend', "json.print(l)",
+     [256, 1024, 2000], 300, {"flags": ["--limit", "all=max"]}),
     ("csv.parse", 't = repeat("abc,\\"d,e\\",12\\n", int(int(N / 14)))', "x = csv.parse(t)", [8192, 32768, 65536], 50),
     ("csv.stringify", 'rows = csv.parse(repeat("abc,\\"d,e\\",12\\n", int(int(N / 14))))', "x = csv.stringify(rows)", [8192, 32768, 65536], 50),
     ("url.parse_query", 'w = repeat("a=b&cd=e%20f&", int(N / 12))', "x = url.parse_query(w)", [4096, 16384, 65536], 50),

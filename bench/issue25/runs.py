@@ -17,6 +17,7 @@ LEASH = os.environ.get("LEASH", os.path.join(HERE, "../../target/release/leash")
 L = [LEASH, "--limit", "all=max", "--max-steps", "100000000000", "--max-work", "10000000000000", "--allow-read"]
 DOC = os.environ.get("DOC", "/tmp/i25_doc.json")
 DOC9 = os.environ.get("DOC9", "/tmp/i25_doc9.json")
+OUT = "/tmp/i25_out.json"
 
 CASES = {
     "log": [
@@ -35,6 +36,19 @@ CASES = {
     "json": [
         ("leash", L + ["--max-memory", "4G", "jsonround.lsh", DOC]),
         ("python3", ["python3", "jsonround.py", DOC]),
+    ],
+    # read -> value -> written back to a file: the whole text (json.parse(file.read(..)),
+    # file.write(.., json.stringify(v))) against chunks (json.read, json.write), and
+    # CPython's json.load / json.dump
+    "jsonfile": [
+        ("leash", L + ["--allow-files", "--max-memory", "4G", "jsonfile.lsh", DOC, OUT]),
+    ],
+    "jsonstream": [
+        ("leash", L + ["--allow-files", "--max-memory", "4G", "jsonstream.lsh", DOC, OUT]),
+        ("python3", ["python3", "jsonstream.py", DOC, OUT]),
+    ],
+    "jsonread": [
+        ("leash", L + ["--max-memory", "4G", "jsonread.lsh", DOC]),
     ],
     "sort": [
         ("leash", L + ["--max-memory", "4G", "sort.lsh"]),
@@ -59,6 +73,8 @@ CASES = {
         ("leash sort 64M", L + ["--max-memory", "64M", "sort.lsh"]),
         ("leash map 64M", L + ["--max-memory", "64M", "map.lsh"]),
         ("leash csv 128M", L + ["--max-memory", "128M", "csvparse.lsh", "/tmp/i25_data.csv"]),
+        ("leash jsonstream 128M", L + ["--allow-files", "--max-memory", "128M", "jsonstream.lsh", DOC, OUT]),
+        ("leash jsonread 128M", L + ["--max-memory", "128M", "jsonread.lsh", DOC]),
         ("leash jsonparse 128M", L + ["--max-memory", "128M", "jsonparse.lsh", DOC]),
         ("leash csvheader 128M", L + ["--max-memory", "128M", "csvheader.lsh", "/tmp/i25_data.csv"]),
     ],

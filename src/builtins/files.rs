@@ -191,19 +191,98 @@ fn write_common(it: &mut Host, args: &mut [Value], name: &str, truncate: bool) -
             ),
         ));
     }
-    // Never O_TRUNC at the open: the descriptor is checked first (a regular file, not
-    // the audit log), then truncated.
-    let extra = if truncate { OFlags::empty() } else { OFlags::APPEND };
-    let flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CREATE | extra;
-    let fd = gate_open(it, name, "write", Need::Write, &p, flags, Mode::from_raw_mode(0o666))?;
-    let mut f = regular(fd).map_err(|e| io_err(it, name, "write", &p, &e))?;
-    if truncate {
-        f.set_len(0).map_err(|e| io_err(it, name, "write", &p, &e))?;
-    }
+    let mut f = open_write(it, name, &p, truncate)?;
     charge_write(it, data.len())?;
     f.write_all(&data).map_err(|e| io_err(it, name, "write", &p, &e))?;
     it.audit_bytes = data.len() as u64;
     Ok(Value::Nil)
+}
+
+/// How a chunked writer's `fill` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filled {
+    Done,
+    /// The function it was given refused a chunk.
+    Refused,
+    /// The run's deadline passed.
+    Time,
+}
+
+/// Open `p` for writing as `file.write` (`truncate`) or `file.append` do: a regular file
+/// within the grant, created if missing.
+fn open_write(it: &mut Host, name: &str, p: &[u8], truncate: bool) -> R<File> {
+    // Never O_TRUNC at the open: the descriptor is checked first (a regular file, not
+    // the audit log), then truncated.
+    let extra = if truncate { OFlags::empty() } else { OFlags::APPEND };
+    let flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CREATE | extra;
+    let fd = gate_open(it, name, "write", Need::Write, p, flags, Mode::from_raw_mode(0o666))?;
+    let f = regular(fd).map_err(|e| io_err(it, name, "write", p, &e))?;
+    if truncate {
+        f.set_len(0).map_err(|e| io_err(it, name, "write", p, &e))?;
+    }
+    Ok(f)
+}
+
+/// Write a text of `len` bytes that `fill` produces in chunks to the file at `p` as
+/// `file.write(p, text)` would (`json.write`): the same checks, in the same order (the
+/// value limit, the run's budget, the open), the same charge, but the text is never
+/// held whole. `fill` hands each chunk to the function it is given.
+pub fn write_streamed(
+    it: &mut Host,
+    name: &str,
+    p: &[u8],
+    len: usize,
+    fill: &mut dyn FnMut(&mut dyn FnMut(&[u8]) -> Result<(), ()>) -> Filled,
+) -> R<()> {
+    if len > it.lim.n(L::FileWritesValue) {
+        return Err(it.limit(
+            LimitKind::FileWrites,
+            format!(
+                "{name}: a value of more than {max_file_write_value} bytes",
+                max_file_write_value = it.lim.n(L::FileWritesValue)
+            ),
+        ));
+    }
+    if !it.budgets.file_writes.fits(len as u64) {
+        return Err(it.limit(
+            LimitKind::FileWrites,
+            format!(
+                "bytes written to files exceed {max_file_write_bytes} per run",
+                max_file_write_bytes = it.lim.get(L::FileWrites)
+            ),
+        ));
+    }
+    let mut f = open_write(it, name, p, true)?;
+    charge_write(it, len)?;
+    let mut failed = None;
+    let mut written = 0usize;
+    let filled = fill(&mut |chunk: &[u8]| {
+        // Never past the length charged.
+        if written + chunk.len() > len {
+            return Err(());
+        }
+        match f.write_all(chunk) {
+            Ok(()) => {
+                written += chunk.len();
+                Ok(())
+            }
+            Err(e) => {
+                failed = Some(e);
+                Err(())
+            }
+        }
+    });
+    if let Some(e) = failed {
+        return Err(io_err(it, name, "write", p, &e));
+    }
+    if filled == Filled::Time {
+        return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached"));
+    }
+    if filled != Filled::Done || written != len {
+        return Err(it.err(ErrKind::Io, format!("{name}: the text changed while it was written")));
+    }
+    it.audit_bytes = len as u64;
+    Ok(())
 }
 
 fn write(it: &mut Host, args: &mut [Value]) -> R<Value> {
@@ -457,6 +536,45 @@ pub fn next_line(it: &mut Host, name: &str, id: u32) -> R<Option<Vec<u8>>> {
             }
         }
     }
+}
+
+/// The next bytes of reader `id` (what it has buffered, else one chunk of the file),
+/// appended to `buf` and charged to the streaming-read budget: how many, 0 at the end
+/// (`json.read`).
+pub fn next_chunk(it: &mut Host, name: &str, id: u32, buf: &mut Vec<u8>) -> R<usize> {
+    if it.files.readers.get(&id).is_some_and(|r| r.file.is_none()) {
+        return super::stdin::next_chunk(it, buf);
+    }
+    let r = it.files.readers.get_mut(&id).expect("checked reader");
+    let start = buf.len();
+    if r.pos < r.buf.len() {
+        buf.extend_from_slice(&r.buf[r.pos..]);
+        r.buf.clear();
+        r.pos = 0;
+    } else if !r.eof {
+        buf.resize(start + COPY_CHUNK, 0);
+        let got = loop {
+            match r.file.as_mut().expect("a file reader").read(&mut buf[start..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match got {
+            Ok(n) => {
+                buf.truncate(start + n);
+                if n == 0 {
+                    r.eof = true;
+                }
+            }
+            Err(e) => {
+                buf.truncate(start);
+                return Err(it.err(ErrKind::Io, format!("{name}: read failed: {}", io_reason(&e))));
+            }
+        }
+    }
+    let n = buf.len() - start;
+    it.budgets.file_reads.charge(n as u64).map_err(|e| it.budget_fail(e))?;
+    Ok(n)
 }
 
 fn open(it: &mut Host, args: &mut [Value]) -> R<Value> {

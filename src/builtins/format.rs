@@ -190,6 +190,10 @@ fn convert(it: &mut Host, conv: u8, s: Spec, v: &Value, pos: usize) -> R<Vec<u8>
                     Err(crate::builtins::json::WriteError::Value(m)) => {
                         return Err(it.err(ErrKind::Value, format!("fmt: `%q` of {}: {m}", ordinal(pos))))
                     }
+                    // Only `json.write`'s chunked writing has a sink.
+                    Err(crate::builtins::json::WriteError::Sink) => {
+                        return Err(it.err(ErrKind::Io, "fmt: `%q`: the text could not be written"))
+                    }
                 }
             }
             if let Some(p) = s.prec {

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::Host;
-use super::{b, Builtin, Cost};
+use super::{b, gated, Builtin, Cap, Cost};
 use crate::diag::ErrKind;
 use crate::error::R;
 use crate::limits::*;
@@ -37,6 +37,12 @@ pub enum ParseError {
     Time,
     /// The values built passed `--max-memory` (the heap check, every 4,096 values).
     Memory(String),
+    /// A stream's malformed text: message, line and column (1-based; the column counts
+    /// bytes), as `Syntax` gives them through `line_col` for a whole text.
+    SyntaxAt(String, usize, usize),
+    /// A stream's feed failed (a read budget, an I/O error, the work budget): the feed
+    /// keeps the failure.
+    Feed,
 }
 
 /// The JSON limits of a run (`json`, `json_depth`, `json_nodes`).
@@ -59,9 +65,45 @@ impl Default for JsonLimits {
     }
 }
 
-struct Parser<'a> {
-    lim: JsonLimits,
+/// Where a parser's text comes from: one whole text (`json.parse`), or a stream read in
+/// bounded chunks (`json.read`, `Stream`). Positions are offsets into `bytes()`, which
+/// a stream moves on as it reads: `more` drops the bytes before `keep` (the parser's
+/// position: nothing before it is looked at again) and appends the next chunk.
+trait Text {
+    /// Whether more text can come (false: `more` never reads, and the stream-only
+    /// checks compile away).
+    const STREAM: bool;
+    fn bytes(&self) -> &[u8];
+    /// Drop the bytes before `keep` and read more: (bytes dropped, whether any came).
+    fn more(&mut self, keep: usize) -> PR<(usize, bool)>;
+    /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values.
+    fn heap(&self) -> Option<&crate::memory::HeapMeter>;
+}
+
+/// One whole text.
+struct Whole<'a> {
     s: &'a [u8],
+    heap: Option<&'a crate::memory::HeapMeter>,
+}
+
+impl Text for Whole<'_> {
+    const STREAM: bool = false;
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        self.s
+    }
+    #[inline(always)]
+    fn more(&mut self, _: usize) -> PR<(usize, bool)> {
+        Ok((0, false))
+    }
+    fn heap(&self) -> Option<&crate::memory::HeapMeter> {
+        self.heap
+    }
+}
+
+struct Parser<T: Text> {
+    lim: JsonLimits,
+    s: T,
     i: usize,
     nodes: usize,
     /// The run's deadline, looked at every `LONG_OP_CHECK_ITEMS` values.
@@ -70,7 +112,7 @@ struct Parser<'a> {
     buf: Vec<u8>,
     /// Object keys seen so far (those without escapes), shared between objects: records
     /// with the same keys then hold one copy of each.
-    keys: HashMap<&'a [u8], Bytes, foldhash::fast::RandomState>,
+    keys: HashMap<Box<[u8]>, Bytes, foldhash::fast::RandomState>,
     /// Entries of the objects being parsed (a stack shared by nested objects), so that
     /// each map is built at exactly its size.
     pairs: Vec<(Bytes, Value)>,
@@ -90,9 +132,6 @@ struct Parser<'a> {
     /// stops with `memory` while it is parsed, where its accounted size would stop it
     /// after.
     shared: usize,
-    /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values, so that a
-    /// document too big for `--max-memory` stops while it is parsed, not after.
-    heap: Option<&'a crate::memory::HeapMeter>,
 }
 
 /// Most distinct keys kept for sharing in one parse.
@@ -225,6 +264,236 @@ fn list_own(v: &Value) -> usize {
 
 type PR<T> = Result<T, ParseError>;
 
+/// Where a stream's text comes from (`json.read`: a file reader or stdin).
+pub trait Feed {
+    /// Append the next chunk of the text (a bounded number of bytes) to `buf`: false, or
+    /// nothing appended, at its end. `Err(())`: the feed failed, and keeps why.
+    #[allow(clippy::result_unit_err)]
+    fn chunk(&mut self, buf: &mut Vec<u8>) -> Result<bool, ()>;
+    /// The run's heap bound.
+    fn heap(&self) -> Option<&crate::memory::HeapMeter>;
+}
+
+/// A text read in chunks from a `Feed`: the buffer holds the bytes from the parser's
+/// position (or the start of the token it is reading) to the end of the last chunk.
+/// It checks what `parse_within` checks of a whole text, as the text comes: its length
+/// (the `json` limit) and UTF-8 (at its first invalid byte the text ends for the
+/// parser; the error is reported once the rest has been read, so that a text too long
+/// is the `json` limit whatever it holds, as for `json.parse`). It counts the lines of
+/// what it drops, so that an error names the line and column a whole text would.
+struct Stream<'f> {
+    buf: Vec<u8>,
+    feed: &'f mut dyn Feed,
+    /// The offset in the text of `buf[0]`.
+    base: usize,
+    /// Line ends before `base`, and the offset of the first byte after the last of them.
+    lines: usize,
+    line_start: usize,
+    /// `buf[..checked]` is valid UTF-8 (an incomplete character at the end waits for the
+    /// next chunk).
+    checked: usize,
+    /// Bytes read so far, and the most the text may have.
+    total: usize,
+    max: usize,
+    /// No more text for the parser (the feed's end, or invalid UTF-8).
+    eof: bool,
+    /// The feed's end.
+    done: bool,
+    /// The first invalid UTF-8: its line and column.
+    bad: Option<(usize, usize)>,
+}
+
+impl<'f> Stream<'f> {
+    fn new(feed: &'f mut dyn Feed, max: usize) -> Self {
+        Stream {
+            buf: Vec::new(),
+            feed,
+            base: 0,
+            lines: 0,
+            line_start: 0,
+            checked: 0,
+            total: 0,
+            max,
+            eof: false,
+            done: false,
+            bad: None,
+        }
+    }
+
+    /// Line and column of buffer position `at`.
+    fn line_col(&self, at: usize) -> (usize, usize) {
+        let before = &self.buf[..at.min(self.buf.len())];
+        let line = self.lines + memchr::memchr_iter(b'\n', before).count() + 1;
+        let start = match memchr::memrchr(b'\n', before) {
+            Some(p) => self.base + p + 1,
+            None => self.line_start,
+        };
+        (line, self.base + at - start + 1)
+    }
+
+    fn too_long(&self) -> ParseError {
+        ParseError::Limit(format!("JSON text of more than {} bytes", self.max))
+    }
+
+    /// Check the bytes read since the last check; at invalid UTF-8, end the text there.
+    fn validate(&mut self) {
+        match std::str::from_utf8(&self.buf[self.checked..]) {
+            Ok(_) => self.checked = self.buf.len(),
+            Err(e) if e.error_len().is_none() && !self.done => self.checked += e.valid_up_to(),
+            Err(e) => {
+                let at = self.checked + e.valid_up_to();
+                self.bad = Some(self.line_col(at));
+                self.buf.truncate(at);
+                self.checked = at;
+                self.eof = true;
+            }
+        }
+    }
+
+    /// Read the rest of the feed after the parse stopped: a text past the `json` limit
+    /// is that limit, and one with invalid UTF-8 that error, whatever stopped the parse
+    /// (a whole text is checked for both before it is parsed).
+    fn drain(&mut self) -> PR<()> {
+        while !self.eof {
+            let keep = self.buf.len();
+            self.more(keep)?;
+        }
+        let mut scratch = Vec::new();
+        while !self.done {
+            scratch.clear();
+            let got = self.feed.chunk(&mut scratch).map_err(|()| ParseError::Feed)?;
+            self.total += scratch.len();
+            if self.total > self.max {
+                return Err(self.too_long());
+            }
+            if !got || scratch.is_empty() {
+                self.done = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// What a parse that ended with `r` gives, once the rest of the text has been read.
+    fn finish(&mut self, r: PR<Value>) -> PR<Value> {
+        let r = match r {
+            Err(ParseError::Syntax(m, at)) => {
+                let (line, col) = self.line_col(at);
+                Err(ParseError::SyntaxAt(m, line, col))
+            }
+            Err(ParseError::Limit(m)) if self.total <= self.max => Err(ParseError::Limit(m)),
+            Ok(v) => Ok(v),
+            Err(e) => return Err(e),
+        };
+        self.drain()?;
+        if let Some((line, col)) = self.bad {
+            return Err(ParseError::SyntaxAt("invalid UTF-8".into(), line, col));
+        }
+        r
+    }
+}
+
+impl Text for Stream<'_> {
+    const STREAM: bool = true;
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    fn more(&mut self, keep: usize) -> PR<(usize, bool)> {
+        if self.eof {
+            return Ok((0, false));
+        }
+        // Never a byte not yet checked (an incomplete character waiting for the next
+        // chunk): dropping less is always right, the parser moves by what was dropped.
+        let keep = keep.min(self.checked);
+        if keep > 0 {
+            let gone = &self.buf[..keep];
+            let n = memchr::memchr_iter(b'\n', gone).count();
+            if n > 0 {
+                self.lines += n;
+                self.line_start = self.base + memchr::memrchr(b'\n', gone).map_or(0, |p| p + 1);
+            }
+            self.buf.drain(..keep);
+            self.base += keep;
+            self.checked = self.checked.saturating_sub(keep);
+        }
+        let before = self.buf.len();
+        let got = self.feed.chunk(&mut self.buf).map_err(|()| ParseError::Feed)?;
+        let came = self.buf.len() - before;
+        if !got || came == 0 {
+            self.done = true;
+            self.eof = true;
+        }
+        self.total += came;
+        if self.total > self.max {
+            return Err(self.too_long());
+        }
+        self.validate();
+        Ok((keep, self.buf.len() > before))
+    }
+
+    fn heap(&self) -> Option<&crate::memory::HeapMeter> {
+        self.feed.heap()
+    }
+}
+
+/// Parse the one JSON value of the text `feed` gives, reading it in chunks: the same
+/// value, the same errors (a syntax error's line and column in `SyntaxAt`) and the same
+/// limits as `parse_within` of the whole text, never holding more of the text than the
+/// token being read and one chunk. Objects share their shapes, strings and small arrays
+/// as `json.parse` of the whole text does (the caches are on when the text has at least
+/// `INTERN_MIN_TEXT` bytes: the parse starts once that much has been read).
+pub fn read_stream(feed: &mut dyn Feed, deadline: Option<std::time::Instant>, lim: JsonLimits) -> PR<Value> {
+    let mut st = Stream::new(feed, lim.bytes);
+    while !st.eof && st.buf.len() < INTERN_MIN_TEXT {
+        st.more(0)?;
+    }
+    let large = st.buf.len() >= INTERN_MIN_TEXT;
+    let mut p = Parser::new(st, deadline, lim, large);
+    let r = p.document();
+    // The parser's stacks and caches go before the rest is read.
+    let Parser { s: mut st, .. } = p;
+    st.finish(r)
+}
+
+/// A feed of the given pieces, one a chunk (tests and the fuzz target: chunk boundaries
+/// anywhere).
+pub struct Pieces(pub std::collections::VecDeque<Vec<u8>>);
+
+impl Feed for Pieces {
+    fn chunk(&mut self, buf: &mut Vec<u8>) -> Result<bool, ()> {
+        while let Some(p) = self.0.pop_front() {
+            if !p.is_empty() {
+                buf.extend_from_slice(&p);
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+    fn heap(&self) -> Option<&crate::memory::HeapMeter> {
+        None
+    }
+}
+
+/// A parse's outcome as text, the same for a whole text and a stream: the value written
+/// compactly, or the error with its line and column (tests, the fuzz target).
+pub fn outcome(r: PR<Value>, text: Option<&[u8]>) -> String {
+    match r {
+        Ok(v) => {
+            match stringify_until(&v, b"", None, JsonLimits { bytes: usize::MAX, depth: 1 << 20, nodes: usize::MAX }) {
+                Ok(t) => format!("ok {}", String::from_utf8_lossy(&t)),
+                Err(e) => format!("ok, unwritable: {e:?}"),
+            }
+        }
+        Err(ParseError::Syntax(m, at)) => {
+            let (l, c) = line_col(text.unwrap_or(b""), at);
+            format!("syntax: {m} at line {l}, column {c}")
+        }
+        Err(ParseError::SyntaxAt(m, l, c)) => format!("syntax: {m} at line {l}, column {c}"),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
 /// Parse JSON text into a value, within the JSON limits.
 pub fn parse(text: &[u8]) -> PR<Value> {
     parse_until(text, None, JsonLimits::default())
@@ -249,48 +518,144 @@ pub fn parse_within<'a>(
     if let Err(e) = std::str::from_utf8(text) {
         return Err(ParseError::Syntax("invalid UTF-8".into(), e.valid_up_to()));
     }
-    let mut p = Parser {
-        s: text,
-        i: 0,
-        nodes: 0,
-        lim,
-        deadline,
-        buf: Vec::new(),
-        keys: HashMap::default(),
-        pairs: Vec::new(),
-        items: Vec::new(),
-        intern: StrCache::new(text.len() >= INTERN_MIN_TEXT),
-        shapes: (text.len() >= INTERN_MIN_TEXT).then(ShapeCache::new),
-        lists: (text.len() >= INTERN_MIN_TEXT).then(ListCache::new),
-        shared: 0,
-        heap,
-    };
-    p.ws();
-    let v = p.value(0)?;
-    p.ws();
-    if p.i < p.s.len() {
-        return Err(p.unexpected("after the value"));
-    }
-    Ok(v)
+    let large = text.len() >= INTERN_MIN_TEXT;
+    let mut p = Parser::new(Whole { s: text, heap }, deadline, lim, large);
+    p.document()
 }
 
-impl<'a> Parser<'a> {
+impl<T: Text> Parser<T> {
+    fn new(s: T, deadline: Option<std::time::Instant>, lim: JsonLimits, large: bool) -> Self {
+        Parser {
+            s,
+            i: 0,
+            nodes: 0,
+            lim,
+            deadline,
+            buf: Vec::new(),
+            keys: HashMap::default(),
+            pairs: Vec::new(),
+            items: Vec::new(),
+            intern: StrCache::new(large),
+            shapes: large.then(ShapeCache::new),
+            lists: large.then(ListCache::new),
+            shared: 0,
+        }
+    }
+
+    /// The one value of the text, with nothing but white space after it.
+    fn document(&mut self) -> PR<Value> {
+        self.ws()?;
+        let v = self.value(0)?;
+        self.ws()?;
+        if self.i < self.s.bytes().len() {
+            return Err(self.unexpected("after the value"));
+        }
+        Ok(v)
+    }
+
+    /// Read more of a stream, keeping the bytes from the position on: whether the
+    /// buffer changed (the position moved, or bytes came).
+    #[cold]
+    #[inline(never)]
+    fn more(&mut self) -> PR<bool> {
+        let (dropped, got) = self.s.more(self.i)?;
+        self.i -= dropped;
+        Ok(got || dropped > 0)
+    }
+
+    /// At least `n` bytes from the position on, unless the text ends first.
     #[inline]
-    fn ws(&mut self) {
-        while let Some(&c) = self.s.get(self.i) {
-            if c == b' ' || c == b'\n' || c == b'\r' || c == b'\t' {
-                self.i += 1;
-            } else {
+    fn need(&mut self, n: usize) -> PR<()> {
+        while T::STREAM && self.s.bytes().len() - self.i < n {
+            if !self.s.more(self.i).map(|(d, got)| {
+                self.i -= d;
+                got
+            })? {
                 break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A stream: the whole string token that starts at the position (its quote) in the
+    /// buffer, up to its closing quote or the end of the text. Whether the buffer changed.
+    #[cold]
+    #[inline(never)]
+    fn ensure_string(&mut self) -> PR<bool> {
+        let mut j = self.i + 1;
+        let mut changed = false;
+        loop {
+            let s = self.s.bytes();
+            while j < s.len() {
+                match memchr::memchr2(b'"', b'\\', &s[j..]) {
+                    None => j = s.len(),
+                    Some(k) if s[j + k] == b'"' => return Ok(changed),
+                    Some(k) => j += k + 2,
+                }
+            }
+            let off = j - self.i;
+            let (dropped, got) = self.s.more(self.i)?;
+            self.i -= dropped;
+            changed |= got || dropped > 0;
+            if !got {
+                return Ok(changed);
+            }
+            j = self.i + off;
+        }
+    }
+
+    /// A stream: the whole number token at the position in the buffer.
+    #[inline(never)]
+    fn ensure_number(&mut self) -> PR<()> {
+        let mut j = self.i;
+        loop {
+            let s = self.s.bytes();
+            while j < s.len() && matches!(s[j], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+                j += 1;
+            }
+            if j < s.len() {
+                return Ok(());
+            }
+            let off = j - self.i;
+            if !self.more()? {
+                return Ok(());
+            }
+            j = self.i + off;
+        }
+    }
+    /// White space; on a stream, then either a byte at the position or the end of the text.
+    #[inline]
+    fn ws(&mut self) -> PR<()> {
+        loop {
+            while let Some(&c) = self.s.bytes().get(self.i) {
+                if c == b' ' || c == b'\n' || c == b'\r' || c == b'\t' {
+                    self.i += 1;
+                } else {
+                    return Ok(());
+                }
+            }
+            if !T::STREAM || !self.more()? {
+                return Ok(());
             }
         }
     }
 
-    fn unexpected(&self, context: &str) -> ParseError {
-        match self.s.get(self.i) {
+    fn unexpected(&mut self, context: &str) -> ParseError {
+        if T::STREAM {
+            // The character shown: all of it, though it may straddle two chunks.
+            if let Err(e) = self.need(4) {
+                return e;
+            }
+        }
+        let s = self.s.bytes();
+        match s.get(self.i) {
             None => ParseError::Syntax(format!("unexpected end of input {context}"), self.i),
             Some(_) => {
-                let rest = std::str::from_utf8(&self.s[self.i..]).unwrap_or("");
+                let rest = &s[self.i..(self.i + 4).min(s.len())];
+                let rest = match std::str::from_utf8(rest) {
+                    Ok(r) => r,
+                    Err(e) => std::str::from_utf8(&rest[..e.valid_up_to()]).unwrap_or(""),
+                };
                 let c = rest.chars().next().unwrap_or('?');
                 let shown = if c.is_control() { format!("{:?}", c) } else { format!("'{c}'") };
                 ParseError::Syntax(format!("unexpected character {shown} {context}"), self.i)
@@ -321,7 +686,7 @@ impl<'a> Parser<'a> {
         if crate::meter::past(self.deadline) {
             return Err(ParseError::Time);
         }
-        if let Some(h) = self.heap {
+        if let Some(h) = self.s.heap() {
             if self.shared > 0 {
                 h.observe_with(self.shared).map_err(ParseError::Memory)?;
             } else if h.past_mark() {
@@ -333,7 +698,7 @@ impl<'a> Parser<'a> {
 
     /// value -> object | array | string | number | true | false | null
     fn value(&mut self, depth: usize) -> PR<Value> {
-        let Some(&c) = self.s.get(self.i) else {
+        let Some(&c) = self.s.bytes().get(self.i) else {
             return Err(self.unexpected("where a value was expected"));
         };
         match c {
@@ -355,7 +720,8 @@ impl<'a> Parser<'a> {
     }
 
     fn literal(&mut self, word: &[u8], v: Value) -> PR<Value> {
-        if self.s[self.i..].starts_with(word) {
+        self.need(word.len())?;
+        if self.s.bytes()[self.i..].starts_with(word) {
             self.count()?;
             self.i += word.len();
             Ok(v)
@@ -375,8 +741,8 @@ impl<'a> Parser<'a> {
     fn array(&mut self, depth: usize) -> PR<Value> {
         self.enter(depth)?;
         self.i += 1;
-        self.ws();
-        if self.s.get(self.i) == Some(&b']') {
+        self.ws()?;
+        if self.s.bytes().get(self.i) == Some(&b']') {
             self.i += 1;
             return Ok(match &mut self.lists {
                 Some(c) => match c.find(&[]) {
@@ -394,11 +760,11 @@ impl<'a> Parser<'a> {
         loop {
             let v = self.value(depth)?;
             self.items.push(v);
-            self.ws();
-            match self.s.get(self.i) {
+            self.ws()?;
+            match self.s.bytes().get(self.i) {
                 Some(b',') => {
                     self.i += 1;
-                    self.ws();
+                    self.ws()?;
                 }
                 Some(b']') => {
                     self.i += 1;
@@ -440,8 +806,8 @@ impl<'a> Parser<'a> {
     fn object(&mut self, depth: usize) -> PR<Value> {
         self.enter(depth)?;
         self.i += 1;
-        self.ws();
-        if self.s.get(self.i) == Some(&b'}') {
+        self.ws()?;
+        if self.s.bytes().get(self.i) == Some(&b'}') {
             self.i += 1;
             return Ok(Value::map(Map::with_capacity(0)));
         }
@@ -466,23 +832,23 @@ impl<'a> Parser<'a> {
 
     fn object_entries(&mut self, depth: usize) -> PR<()> {
         loop {
-            if self.s.get(self.i) != Some(&b'"') {
+            if self.s.bytes().get(self.i) != Some(&b'"') {
                 return Err(self.unexpected("in an object (expected a string key)"));
             }
             let k = self.key()?;
-            self.ws();
-            if self.s.get(self.i) != Some(&b':') {
+            self.ws()?;
+            if self.s.bytes().get(self.i) != Some(&b':') {
                 return Err(self.unexpected("in an object (expected ':')"));
             }
             self.i += 1;
-            self.ws();
+            self.ws()?;
             let v = self.value(depth)?;
             self.pairs.push((k, v));
-            self.ws();
-            match self.s.get(self.i) {
+            self.ws()?;
+            match self.s.bytes().get(self.i) {
                 Some(b',') => {
                     self.i += 1;
-                    self.ws();
+                    self.ws()?;
                 }
                 Some(b'}') => {
                     self.i += 1;
@@ -495,7 +861,7 @@ impl<'a> Parser<'a> {
 
     /// An object key: shared with earlier equal keys when it has no escapes.
     fn key(&mut self) -> PR<Bytes> {
-        let s: &'a [u8] = self.s;
+        let s = self.s.bytes();
         let start = self.i + 1;
         let mut j = start;
         while j < s.len() {
@@ -508,7 +874,7 @@ impl<'a> Parser<'a> {
                 }
                 let b = bytes(k);
                 if self.keys.len() < MAX_SHARED_KEYS {
-                    self.keys.insert(k, b.clone());
+                    self.keys.insert(k.into(), b.clone());
                 }
                 return Ok(b);
             }
@@ -522,7 +888,7 @@ impl<'a> Parser<'a> {
 
     /// A string value: shared with an equal short string met lately (`intern`).
     fn string_value(&mut self) -> PR<Bytes> {
-        let s: &'a [u8] = self.s;
+        let s = self.s.bytes();
         let start = self.i + 1;
         let mut j = start;
         while j < s.len() {
@@ -546,8 +912,12 @@ impl<'a> Parser<'a> {
 
     /// string -> '"' ( unescaped | '\' escape )* '"'; the input is known to be UTF-8.
     fn string(&mut self) -> PR<Vec<u8>> {
-        let s = self.s;
+        if T::STREAM {
+            // The whole token in the buffer: nothing below reads more.
+            self.ensure_string()?;
+        }
         self.i += 1;
+        let s = self.s.bytes();
         let start = self.i;
         let mut j = start;
         while j < s.len() {
@@ -572,9 +942,8 @@ impl<'a> Parser<'a> {
     }
 
     fn string_slow(&mut self, mut j: usize, buf: &mut Vec<u8>) -> PR<()> {
-        let s = self.s;
         loop {
-            let Some(&c) = s.get(j) else {
+            let Some(&c) = self.s.bytes().get(j) else {
                 self.i = j;
                 return Err(self.unexpected("in a string"));
             };
@@ -584,7 +953,7 @@ impl<'a> Parser<'a> {
                     return Ok(());
                 }
                 b'\\' => {
-                    let Some(&e) = s.get(j + 1) else {
+                    let Some(&e) = self.s.bytes().get(j + 1) else {
                         self.i = j + 1;
                         return Err(self.unexpected("in a string escape"));
                     };
@@ -611,6 +980,7 @@ impl<'a> Parser<'a> {
                     let hi = self.hex4(j + 2)?;
                     j += 6;
                     let cp = if (0xD800..0xDC00).contains(&hi) {
+                        let s = self.s.bytes();
                         if s.get(j) == Some(&b'\\') && s.get(j + 1) == Some(&b'u') {
                             let lo = self.hex4(j + 2)?;
                             if !(0xDC00..0xE000).contains(&lo) {
@@ -635,6 +1005,7 @@ impl<'a> Parser<'a> {
                 }
                 _ => {
                     // Copy the run up to the next quote, backslash or control character.
+                    let s = self.s.bytes();
                     let start = j;
                     while j < s.len() && s[j] != b'"' && s[j] != b'\\' && s[j] >= 0x20 {
                         j += 1;
@@ -648,7 +1019,7 @@ impl<'a> Parser<'a> {
     fn hex4(&mut self, at: usize) -> PR<u32> {
         let mut v = 0u32;
         for k in 0..4 {
-            let d = match self.s.get(at + k) {
+            let d = match self.s.bytes().get(at + k) {
                 Some(&c @ b'0'..=b'9') => c - b'0',
                 Some(&c @ b'a'..=b'f') => c - b'a' + 10,
                 Some(&c @ b'A'..=b'F') => c - b'A' + 10,
@@ -664,7 +1035,10 @@ impl<'a> Parser<'a> {
 
     /// number -> '-'? ( '0' | [1-9][0-9]* ) ( '.' [0-9]+ )? ( [eE] [+-]? [0-9]+ )?
     fn number(&mut self) -> PR<f64> {
-        let s = self.s;
+        if T::STREAM {
+            self.ensure_number()?;
+        }
+        let s = self.s.bytes();
         let start = self.i;
         let mut j = start;
         let neg = s[j] == b'-';
@@ -751,6 +1125,8 @@ pub enum WriteError {
     Limit(String),
     /// The run's deadline passed while writing.
     Time,
+    /// The sink of `write_chunks` refused a chunk (it keeps why).
+    Sink,
 }
 
 struct Writer<'a> {
@@ -759,7 +1135,15 @@ struct Writer<'a> {
     indent: &'a [u8],
     nodes: usize,
     deadline: Option<std::time::Instant>,
+    /// Where the text goes in chunks (`write_chunks`): `out` is handed to it and emptied
+    /// once it holds `WRITE_CHUNK` bytes. None: all of it stays in `out`.
+    sink: Option<&'a mut dyn FnMut(&[u8]) -> Result<(), ()>>,
+    /// Bytes handed to the sink so far.
+    flushed: usize,
 }
+
+/// The chunk `write_chunks` hands on (and the most it holds besides one string or number).
+const WRITE_CHUNK: usize = 64 * 1024;
 
 type WR = Result<(), WriteError>;
 
@@ -776,12 +1160,39 @@ pub fn stringify_until(
     deadline: Option<std::time::Instant>,
     lim: JsonLimits,
 ) -> Result<Vec<u8>, WriteError> {
-    let mut w = Writer { out: Vec::new(), indent, nodes: 0, lim, deadline };
+    let mut w = Writer { out: Vec::new(), indent, nodes: 0, lim, deadline, sink: None, flushed: 0 };
     w.value(v, 0)?;
     if w.out.len() > lim.bytes {
         return Err(too_long(lim.bytes));
     }
     Ok(w.out)
+}
+
+/// `stringify_until`, handing the text to `sink` in chunks of about `WRITE_CHUNK` bytes
+/// instead of holding it: its length. The same text and the same errors, found in the
+/// same order (a sink that refuses is `WriteError::Sink`; it keeps why).
+pub fn write_chunks(
+    v: &Value,
+    indent: &[u8],
+    deadline: Option<std::time::Instant>,
+    lim: JsonLimits,
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), ()>,
+) -> Result<usize, WriteError> {
+    let mut w = Writer {
+        out: Vec::with_capacity(WRITE_CHUNK + 1024),
+        indent,
+        nodes: 0,
+        lim,
+        deadline,
+        sink: Some(sink),
+        flushed: 0,
+    };
+    w.value(v, 0)?;
+    if w.total() > lim.bytes {
+        return Err(too_long(lim.bytes));
+    }
+    w.flush()?;
+    Ok(w.flushed)
 }
 
 fn too_long(max: usize) -> WriteError {
@@ -843,14 +1254,37 @@ impl Writer<'_> {
         if self.nodes.is_multiple_of(LONG_OP_CHECK_ITEMS) && crate::meter::past(self.deadline) {
             return Err(WriteError::Time);
         }
-        if self.out.len() > self.lim.bytes {
+        if self.total() > self.lim.bytes {
             return Err(too_long(self.lim.bytes));
+        }
+        if self.out.len() >= WRITE_CHUNK && self.sink.is_some() {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    #[inline]
+    fn total(&self) -> usize {
+        self.flushed + self.out.len()
+    }
+
+    /// Hand what `out` holds to the sink.
+    #[cold]
+    #[inline(never)]
+    fn flush(&mut self) -> WR {
+        if let Some(sink) = &mut self.sink {
+            if !self.out.is_empty() {
+                sink(&self.out).map_err(|()| WriteError::Sink)?;
+                self.flushed += self.out.len();
+                self.out.clear();
+            }
         }
         Ok(())
     }
 
     fn text(&mut self, s: &[u8], what: &str) -> WR {
-        if self.out.len() + s.len() + 2 > self.lim.bytes {
+        if self.total() + s.len() + 2 > self.lim.bytes {
             return Err(too_long(self.lim.bytes));
         }
         if std::str::from_utf8(s).is_err() {
@@ -955,27 +1389,134 @@ fn parsed(it: &Host, r: Result<Value, ParseError>, prefix: &str, text: &[u8], wh
             let at = if whole { format!("line {line}, column {col}") } else { format!("column {col}") };
             Err(it.err(ErrKind::Parse, format!("{prefix}: {m} at {at}")))
         }
+        Err(ParseError::SyntaxAt(m, line, col)) => {
+            Err(it.err(ErrKind::Parse, format!("{prefix}: {m} at line {line}, column {col}")))
+        }
+        // The caller takes the feed's own failure first.
+        Err(ParseError::Feed) => Err(it.err(ErrKind::Io, format!("{prefix}: reading failed"))),
     }
 }
 
-fn json_stringify(it: &mut Host, args: &mut [Value]) -> R<Value> {
-    const NAME: &str = "json.stringify";
-    let indent: Vec<u8> = match it.opt(args, 1) {
+/// The indent argument at `pos` (as `json.stringify` takes it).
+fn indent_arg(it: &Host, name: &str, args: &[Value], pos: usize) -> R<Vec<u8>> {
+    Ok(match it.opt(args, pos) {
         None => Vec::new(),
         Some(Value::Num(_)) => {
-            let n = it.arg_int(NAME, args, 1, 0.0, 10.0)? as usize;
+            let n = it.arg_int(name, args, pos, 0.0, 10.0)? as usize;
             vec![b' '; n]
         }
         Some(Value::Str(s)) => {
             if s.len() > 10 || std::str::from_utf8(s).is_err() {
                 return Err(
-                    it.err(ErrKind::Value, format!("{NAME}: an indent string must be valid UTF-8 of at most 10 bytes"))
+                    it.err(ErrKind::Value, format!("{name}: an indent string must be valid UTF-8 of at most 10 bytes"))
                 );
             }
             s.to_vec()
         }
-        Some(other) => return Err(it.type_err(NAME, 1, "a number or a string", other)),
-    };
+        Some(other) => return Err(it.type_err(name, pos, "a number or a string", other)),
+    })
+}
+
+/// The length of the text `json.stringify` would give, and every error it would give,
+/// without holding the text (`write_chunks` into nothing): for `json.write` and
+/// `json.print`, which check their budgets before the first byte goes out.
+fn measure_text(it: &mut Host, name: &str, v: &Value, indent: &[u8]) -> R<usize> {
+    match write_chunks(v, indent, it.meter.deadline, JsonLimits::of(&it.lim), &mut |_| Ok(())) {
+        Ok(n) => Ok(n),
+        Err(WriteError::Value(m)) => {
+            it.work(STRINGIFY.units(v.acct() as u64, 0))?;
+            Err(it.err(ErrKind::Value, format!("{name}: {m}")))
+        }
+        Err(WriteError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{name}: {m}"))),
+        Err(WriteError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
+        Err(WriteError::Sink) => Err(it.err(ErrKind::Io, format!("{name}: the text could not be written"))),
+    }
+}
+
+/// The second pass of `json.write` and `json.print`: the text again, into `sink`.
+fn fill_text(
+    v: &Value,
+    indent: &[u8],
+    deadline: Option<std::time::Instant>,
+    lim: JsonLimits,
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), ()>,
+) -> super::files::Filled {
+    use super::files::Filled;
+    match write_chunks(v, indent, deadline, lim, sink) {
+        Ok(_) => Filled::Done,
+        Err(WriteError::Time) => Filled::Time,
+        Err(_) => Filled::Refused,
+    }
+}
+
+/// json.print: the text made twice (its length first, then its bytes) and written once
+/// to stdout's buffer, per byte of the text (release build, 2026-12-04, `bench/work.py`:
+/// 1.34 ns a unit).
+const WRITE: Cost = Cost::custom(4.0, 0.0);
+
+/// json.write: the same, and the bytes written to the file (the kernel's copy into the
+/// page cache: `bench/work.py` measured 2.2 to 2.8 ns a unit at 4 a byte).
+const WRITE_FILE: Cost = Cost::custom(8.0, 0.0);
+
+/// `json.write(path, v[, indent])`: `file.write(path, json.stringify(v[, indent]))`
+/// without holding the text. The text's length is found first (every error
+/// `json.stringify` gives, found there, writes nothing), then the file-write limits are
+/// checked as `file.write` checks them, the file opened and truncated, the length
+/// charged, and the text written in chunks of 64 KiB.
+fn json_write(it: &mut Host, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.write";
+    let p = it.arg_str(NAME, args, 0)?.clone();
+    let indent = indent_arg(it, NAME, args, 2)?;
+    let n = measure_text(it, NAME, &args[1], &indent)?;
+    it.work(WRITE_FILE.units(n as u64, 0))?;
+    let (deadline, lim) = (it.meter.deadline, JsonLimits::of(&it.lim));
+    let v = &args[1];
+    super::files::write_streamed(it, NAME, &p, n, &mut |sink| fill_text(v, &indent, deadline, lim, sink))?;
+    Ok(Value::Nil)
+}
+
+/// `json.print(v[, indent])`: `print(json.stringify(v[, indent]))` without holding the
+/// text: the same limits (one print's bytes, the newline excluded; the run's stdout
+/// budget, charged with the newline before anything is written), the text written in
+/// chunks.
+fn json_print(it: &mut Host, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.print";
+    let indent = indent_arg(it, NAME, args, 1)?;
+    let n = measure_text(it, NAME, &args[0], &indent)?;
+    it.work(WRITE.units(n as u64, 0))?;
+    if n > it.lim.n(L::StdoutPrint) {
+        return Err(it.limit(
+            LimitKind::Stdout,
+            // (as `print` of the text says it)
+            format!("text of more than {max_print_bytes} bytes", max_print_bytes = it.lim.n(L::StdoutPrint)),
+        ));
+    }
+    it.budgets.stdout.charge(n as u64 + 1).map_err(|e| it.budget_fail(e))?;
+    let (deadline, lim) = (it.meter.deadline, JsonLimits::of(&it.lim));
+    let mut failed = None;
+    let out = &mut it.out;
+    let filled = fill_text(&args[0], &indent, deadline, lim, &mut |chunk| {
+        out.write(chunk).map_err(|m| {
+            failed = Some(m);
+        })
+    });
+    if let Some(m) = failed {
+        return Err(it.err(ErrKind::Io, m));
+    }
+    match filled {
+        super::files::Filled::Done => {}
+        super::files::Filled::Time => return Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
+        super::files::Filled::Refused => {
+            return Err(it.err(ErrKind::Io, format!("{NAME}: the text could not be written")))
+        }
+    }
+    it.out.write(b"\n").map_err(|m| it.err(ErrKind::Io, m))?;
+    Ok(Value::Nil)
+}
+
+fn json_stringify(it: &mut Host, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.stringify";
+    let indent = indent_arg(it, NAME, args, 1)?;
     match stringify_until(&args[0], &indent, it.meter.deadline, JsonLimits::of(&it.lim)) {
         Ok(out) => Ok(Value::str(out)),
         Err(WriteError::Value(m)) => {
@@ -986,6 +1527,7 @@ fn json_stringify(it: &mut Host, args: &mut [Value]) -> R<Value> {
         }
         Err(WriteError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{NAME}: {m}"))),
         Err(WriteError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
+        Err(WriteError::Sink) => Err(it.err(ErrKind::Io, format!("{NAME}: the text could not be written"))),
     }
 }
 
@@ -1046,6 +1588,80 @@ fn json_next(it: &mut Host, args: &mut [Value]) -> R<Value> {
     }
 }
 
+/// json.read: each chunk read, at json.parse's rate (the text is read once and parsed
+/// once, as `json.parse(file.read(path))` reads and parses it).
+const READ: Cost = Cost::custom(20.0, 0.0);
+
+/// `json.read`'s source: stdin, or a file reader.
+enum ReadSrc {
+    Stdin,
+    File(u32),
+}
+
+/// The chunks of a `json.read`: each charged to its read budget and to the work meter as
+/// it comes; the deadline and the heap looked at after each.
+struct HostFeed<'h> {
+    it: &'h mut Host,
+    src: ReadSrc,
+    fail: Option<crate::error::Fail>,
+}
+
+impl Feed for HostFeed<'_> {
+    fn chunk(&mut self, buf: &mut Vec<u8>) -> Result<bool, ()> {
+        let it = &mut *self.it;
+        let r = match self.src {
+            ReadSrc::Stdin => super::stdin::next_chunk(it, buf),
+            ReadSrc::File(id) => super::files::next_chunk(it, "json.read", id, buf),
+        };
+        let r = r.and_then(|n| {
+            it.work(READ.units(n as u64, 0))?;
+            it.check_time()?;
+            it.check_memory()?;
+            Ok(n)
+        });
+        match r {
+            Ok(n) => Ok(n > 0),
+            Err(f) => {
+                self.fail = Some(f);
+                Err(())
+            }
+        }
+    }
+    fn heap(&self) -> Option<&crate::memory::HeapMeter> {
+        Some(&self.it.heap)
+    }
+}
+
+/// `json.read(source)`: the one JSON document of a file reader (`file.open`) or of stdin
+/// (`"-"`), read to its end in chunks: the text is never held whole, only the token being
+/// read and one chunk. The same value and the same errors as `json.parse` of the whole
+/// text (a syntax error's line and column; the JSON limits; invalid UTF-8 and a text
+/// over the `json` limit reported whatever else it holds); the bytes count against the
+/// reader's budget (`file_reads`, or `stdin`).
+fn json_read(it: &mut Host, args: &mut [Value]) -> R<Value> {
+    const NAME: &str = "json.read";
+    let src = match &args[0] {
+        Value::Str(s) if s.as_slice() == b"-" => ReadSrc::Stdin,
+        Value::Handle(h) if h.kind == HandleKind::File => {
+            ReadSrc::File(super::files::reader_id(it, NAME, &args[0], HandleKind::File)?)
+        }
+        Value::Str(_) => {
+            return Err(it.err(
+                ErrKind::Value,
+                format!("{NAME}: the source is \"-\" (stdin) or a file reader (file.open(path))"),
+            ))
+        }
+        other => return Err(it.type_err(NAME, 0, "\"-\" or a file reader", other)),
+    };
+    let (deadline, lim) = (it.meter.deadline, JsonLimits::of(&it.lim));
+    let mut feed = HostFeed { it, src, fail: None };
+    let r = read_stream(&mut feed, deadline, lim);
+    if let Some(f) = feed.fail.take() {
+        return Err(f);
+    }
+    parsed(it, r, NAME, b"", true)
+}
+
 /// json.stringify: the bytes of the text written.
 const STRINGIFY: Cost = Cost::bytes(2.0);
 
@@ -1053,6 +1669,9 @@ pub const TABLE: &[Builtin] = &[
     b("json.parse", "json.parse(s)", 1, 1, Cost::bytes(20.0), json_parse),
     b("json.stringify", "json.stringify(v[, indent])", 1, 2, STRINGIFY, json_stringify),
     b("json.next", "json.next(source)", 1, 1, NEXT, json_next),
+    b("json.read", "json.read(source)", 1, 1, READ, json_read),
+    gated("json.write", "json.write(path, v[, indent])", 2, 3, Cap::Files, WRITE_FILE, json_write),
+    b("json.print", "json.print(v[, indent])", 1, 2, WRITE, json_print),
 ];
 
 #[cfg(test)]
@@ -1449,6 +2068,105 @@ mod tests {
         match parse(b"[1,\n  ]") {
             Err(ParseError::Syntax(_, at)) => assert_eq!(line_col(b"[1,\n  ]", at), (2, 3)),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// `text` read as a stream in pieces of `n` bytes.
+    fn streamed(text: &[u8], n: usize, lim: JsonLimits) -> String {
+        let mut feed = Pieces(text.chunks(n.max(1)).map(|c| c.to_vec()).collect());
+        outcome(read_stream(&mut feed, None, lim), None)
+    }
+
+    fn whole(text: &[u8], lim: JsonLimits) -> String {
+        outcome(parse_until(text, None, lim), Some(text))
+    }
+
+    #[test]
+    fn a_stream_in_any_pieces_parses_as_the_whole_text() {
+        let mut docs: Vec<Vec<u8>> = [
+            " [1, -0, 2.5e3, true, false, null, \"x\"] ",
+            r#"{"b":1,"a":{"c":[]},"b":2}"#,
+            "123456789012345678901234567890",
+            "\n\n  [1,\n 2,]",
+            r#"["a\u00e9\ud83d\ude00\n\t\"\\", "\ud800", "\udc00x"]"#,
+            r#"{"k\u0041": "v", "é": "日本"}"#,
+            "[1 2]",
+            "[1,,2]",
+            "tru",
+            "nul",
+            "[true, fals]",
+            "-",
+            "1.",
+            "1e",
+            "01",
+            "\"abc",
+            "\"ab\\",
+            "\"\\u12\"",
+            "{\"a\" 1}",
+            "[1] x",
+            "[\"日本語\" x]",
+            "[\"a\u{1}\"]",
+            "",
+            "   ",
+            "[[[[[[[[[[]]]]]]]]]]",
+            "1e400",
+        ]
+        .iter()
+        .map(|d| d.as_bytes().to_vec())
+        .collect();
+        docs.push(b"[\"\xff\"]".to_vec());
+        docs.push(b"[1,,2, \"\xe2\x82\"]".to_vec());
+        docs.push(b"\"\xe6\x97\xa5".to_vec());
+        docs.push(b"[\"x\"]\xe6".to_vec());
+        let lim = JsonLimits::default();
+        for d in &docs {
+            let want = whole(d, lim);
+            for n in 1..=9 {
+                assert_eq!(streamed(d, n, lim), want, "{:?} in pieces of {n}", String::from_utf8_lossy(d));
+            }
+        }
+        // The limits: bytes (whatever the text holds), depth, nodes.
+        let small = JsonLimits { bytes: 20, depth: 3, nodes: 6 };
+        for d in [
+            &b"[1,2,3,4,5,6,7,8,9,10,11]"[..],
+            b"[[[[1]]]]",
+            b"[1,2,3,4,5,6]",
+            b"[1,2,3,4,5]",
+            b"[[[1]]]",
+            b"[1,,2,3,4,5,6,7,8,9,10]",
+            b"[[[[\xff]]]]",
+        ] {
+            for n in 1..=5 {
+                assert_eq!(streamed(d, n, small), whole(d, small), "{:?}", String::from_utf8_lossy(d));
+            }
+        }
+    }
+
+    #[test]
+    fn a_large_stream_shares_as_the_whole_text_does() {
+        let mut d = String::from("[\n");
+        for i in 0..3000 {
+            d.push_str(&format!(
+                "  {{\"id\": {i}, \"name\": \"n{}\", \"tags\": [\"a\", \"bb\"], \"s\": \"x\\ty{}\", \"f\": {}.5}},\n",
+                i % 7,
+                "z".repeat(i % 90),
+                i
+            ));
+        }
+        d.push_str("  {}\n]");
+        assert!(d.len() > INTERN_MIN_TEXT);
+        let lim = JsonLimits { bytes: 1 << 24, depth: 64, nodes: 1 << 20 };
+        let v = parse_until(d.as_bytes(), None, lim).unwrap();
+        for n in [1, 7, 4096, 65536, 1 << 20] {
+            let mut feed = Pieces(d.as_bytes().chunks(n).map(|c| c.to_vec()).collect());
+            let w = read_stream(&mut feed, None, lim).unwrap();
+            assert_eq!(outcome(Ok(w.clone()), None), outcome(Ok(v.clone()), None));
+            assert_eq!(w.acct(), v.acct(), "the same sharing, so the same accounted size");
+        }
+        // An error far in: its line and column.
+        let bad = d.replacen("\"id\": 2999", "\"id\": 2999,", 1);
+        for n in [3, 4096, 65536] {
+            assert_eq!(streamed(bad.as_bytes(), n, lim), whole(bad.as_bytes(), lim));
         }
     }
 }

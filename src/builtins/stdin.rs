@@ -129,6 +129,25 @@ pub fn next_stdin_line(it: &mut Host) -> R<Option<Vec<u8>>> {
     }
 }
 
+/// The next bytes of stdin (what is buffered, else one chunk), appended to `buf` and
+/// charged to the stdin budget: how many, 0 at the end of input (`json.read("-")`).
+pub fn next_chunk(it: &mut Host, buf: &mut Vec<u8>) -> R<usize> {
+    let _ = it.out.flush();
+    if it.stdin.pos == it.stdin.buf.len() {
+        it.stdin.buf.clear();
+        it.stdin.pos = 0;
+        if !fill(it)? {
+            at_end(it)?;
+            return Ok(0);
+        }
+    }
+    let n = it.stdin.buf.len() - it.stdin.pos;
+    it.budgets.stdin.charge(n as u64).map_err(|e| it.budget_fail(e))?;
+    buf.extend_from_slice(&it.stdin.buf[it.stdin.pos..]);
+    it.stdin.pos += n;
+    Ok(n)
+}
+
 pub(crate) fn read_line(it: &mut Host, _: &mut [Value]) -> R<Value> {
     let _ = it.out.flush();
     let mut searched = 0;
