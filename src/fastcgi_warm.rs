@@ -459,13 +459,7 @@ pub fn zygote_main() -> i32 {
                     drop((ctl, rep));
                     let job = Job::decode(&buf[..n]);
                     drop(buf);
-                    match job {
-                        Some(job) => worker(job, fds),
-                        None => {
-                            log_line("leash-cgi: worker: a malformed job message");
-                            leash_alloc::exit_now(125)
-                        }
-                    }
+                    run_job(job, fds)
                 }
                 Ok(leash_alloc::Forked::Parent(p)) => {
                     crate::program_cache::clear_choice();
@@ -616,6 +610,11 @@ fn spare(sock: OwnedFd, mut buf: Vec<u8>) -> ! {
     }
     let job = if n >= 8 && fds.len() == 3 { Job::decode(&buf[8..n]) } else { None };
     drop(buf);
+    run_job(job, fds)
+}
+
+/// A forked worker's job, run; a message that did not decode ends it with 125.
+fn run_job(job: Option<Job>, fds: Vec<OwnedFd>) -> ! {
     match job {
         Some(job) => worker(job, fds),
         None => {

@@ -431,6 +431,14 @@ impl<'p> Interp<'p> {
 
     #[inline]
     fn store(&mut self, slot: Slot, v: Value) -> R<()> {
+        self.store_inline(slot, v)
+    }
+
+    /// `store`, inlined where the value is made (the compiled core's writes): passed by
+    /// value to an out-of-line call, a value just built by two 8-byte stores was copied
+    /// into the argument with a 16-byte load that missed store forwarding (see `Value`).
+    #[inline(always)]
+    pub(crate) fn store_inline(&mut self, slot: Slot, v: Value) -> R<()> {
         let nh = v.heap();
         let (old, global) = match slot {
             Slot::Local(i) => (std::mem::replace(&mut self.stack[self.base + i as usize], v), false),

@@ -725,25 +725,8 @@ impl<'p> Interp<'p> {
                 }
                 Ok(())
             }
-            _ => self.put_var(dst, v),
+            _ => self.store_inline(slot_of(dst), v),
         }
-    }
-
-    /// `store` for a variable, inlined where the value is made: passed by value to the
-    /// out-of-line `store`, a value just built by two 8-byte stores was copied into the
-    /// argument with a 16-byte load that missed store forwarding (see `Value`).
-    #[inline(always)]
-    fn put_var(&mut self, dst: Opd, v: Value) -> R<()> {
-        let global = dst.tag() == T_GLOBAL;
-        let cell = if global { &mut self.globals[dst.idx()] } else { &mut self.stack[self.base + dst.idx()] };
-        let nh = v.heap();
-        let old = std::mem::replace(cell, v);
-        let oh = old.heap();
-        drop(old);
-        if nh != oh {
-            self.charge(global, nh as isize - oh as isize)?;
-        }
-        Ok(())
     }
 
     /// Write a plain value: over a temporary (not charged) or over a plain value (none
@@ -759,7 +742,7 @@ impl<'p> Interp<'p> {
             p.write(cell);
             return Ok(());
         }
-        self.put_var(dst, p.value())
+        self.store_inline(slot_of(dst), p.value())
     }
 
     /// Write a value read in place (`Got`).

@@ -28,6 +28,30 @@ def _binary():
 LEASH = _binary()
 
 
+
+def capped(limit_as):
+    """preexec_fn: cap the child's address space (tests that allocate a lot)."""
+
+    def pre():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+
+    return pre
+
+
+def run_capped(args, input=b"", cap=1024 * 1024 * 1024, cwd=None, timeout=300):
+    """leash --error-format json ARGS, its address space capped at `cap` bytes."""
+    proc = subprocess.run(
+        [str(LEASH), "--error-format", "json", *[str(a) for a in args]],
+        input=input,
+        capture_output=True,
+        timeout=timeout,
+        preexec_fn=capped(cap),
+        cwd=cwd,
+    )
+    return Result(proc)
+
 class Result:
     """A finished run: status, stdout/stderr as text, and helpers for diagnostics."""
 

@@ -5,12 +5,10 @@ and charges as `json.parse(file.read(p))`, `file.write(p, json.stringify(v))` an
 `print(json.stringify(v))`, never holding the whole text."""
 import json
 import os
-import resource
-import subprocess
 
 import pytest
 
-from conftest import LEASH, ROOT, Result, run
+from conftest import ROOT, run, run_capped
 
 MIB = 1024 * 1024
 CORPUS = ROOT / "tests" / "corpora" / "JSONTestSuite" / "test_parsing"  # vendored, MIT
@@ -30,23 +28,8 @@ json.print(v, "\\t")
 """
 
 
-def capped(limit_as):
-    def pre():
-        resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
-
-    return pre
-
-
 def leash(args, input=b"", cap=1024 * MIB, cwd=None, timeout=300):
-    p = subprocess.run(
-        [str(LEASH), "--error-format", "json", *[str(a) for a in args]],
-        input=input,
-        capture_output=True,
-        timeout=timeout,
-        preexec_fn=capped(cap),
-        cwd=cwd,
-    )
-    return Result(p)
+    return run_capped(args, input, cap, cwd, timeout)
 
 
 def seen(r, name):

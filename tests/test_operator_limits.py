@@ -5,12 +5,11 @@ and the gateway's `[limits]` (issue 11).
 The table of `leash --limits` drives the parametrized tests: every name is checked to
 move the bound it names (a script that a lowered value stops and the default lets run),
 and every name is refused at 0 and at its ceiling plus one."""
-import resource
 import subprocess
 
 import pytest
 
-from conftest import LEASH, ROOT, run
+from conftest import ROOT, run, run_capped
 from netfix import dns_server  # noqa: F401 (a fixture)
 
 MIB = 1024 * 1024
@@ -38,27 +37,8 @@ def table():
 TABLE = table()
 
 
-def capped(limit_as):
-    """preexec_fn: cap the child's address space (tests that allocate a lot)."""
-
-    def pre():
-        resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
-
-    return pre
-
-
 def leash(args, input=b"", cap=2048 * MIB, cwd=None, timeout=120):
-    proc = subprocess.run(
-        [str(LEASH), "--error-format", "json", *[str(a) for a in args]],
-        input=input,
-        capture_output=True,
-        timeout=timeout,
-        preexec_fn=capped(cap),
-        cwd=cwd,
-    )
-    from conftest import Result
-
-    return Result(proc)
+    return run_capped(args, input, cap, cwd, timeout)
 
 
 def limit_of(r):

@@ -3,10 +3,8 @@ stdin ("-"), a file reader or a socket; `csv.open("-")` reads CSV from stdin. A 
 over a stream runs in constant memory (checked with a small --max-memory over an input
 many times its size); a bad line is named by its number."""
 import json
-import resource
-import subprocess
 
-from conftest import LEASH, Result
+from conftest import run_capped
 
 MIB = 1024 * 1024
 BIG = ["--limit", "all=max", "--max-steps", "100000000", "--max-work", "100000000000"]
@@ -27,23 +25,8 @@ print(n, total)
 """
 
 
-def capped(limit_as):
-    def pre():
-        resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
-
-    return pre
-
-
 def leash(args, input=b"", cap=1024 * MIB, cwd=None, timeout=300):
-    p = subprocess.run(
-        [str(LEASH), "--error-format", "json", *[str(a) for a in args]],
-        input=input,
-        capture_output=True,
-        timeout=timeout,
-        preexec_fn=capped(cap),
-        cwd=cwd,
-    )
-    return Result(p)
+    return run_capped(args, input, cap, cwd, timeout)
 
 
 def json_lines(n):
