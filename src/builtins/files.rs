@@ -170,10 +170,11 @@ fn charge_write(it: &mut Host, n: usize) -> R<()> {
     it.budgets.file_writes.charge(n as u64).map_err(|e| it.budget_fail(e))
 }
 
-fn write_common(it: &mut Host, args: &mut [Value], name: &str, truncate: bool) -> R<Value> {
-    let p = it.arg_str(name, args, 0)?.clone();
-    let data = it.arg_str(name, args, 1)?.clone();
-    if data.len() > it.lim.n(L::FileWritesValue) {
+/// A write of `len` bytes to `p` begun: the value limit and the run's budget checked
+/// before anything is opened, the file opened, the write charged (`file.write`,
+/// `file.append` and the streamed writers alike).
+fn begin_write(it: &mut Host, name: &str, p: &[u8], len: usize, truncate: bool) -> R<File> {
+    if len > it.lim.n(L::FileWritesValue) {
         return Err(it.limit(
             LimitKind::FileWrites,
             format!(
@@ -182,7 +183,7 @@ fn write_common(it: &mut Host, args: &mut [Value], name: &str, truncate: bool) -
             ),
         ));
     }
-    if !it.budgets.file_writes.fits(data.len() as u64) {
+    if !it.budgets.file_writes.fits(len as u64) {
         return Err(it.limit(
             LimitKind::FileWrites,
             format!(
@@ -191,8 +192,15 @@ fn write_common(it: &mut Host, args: &mut [Value], name: &str, truncate: bool) -
             ),
         ));
     }
-    let mut f = open_write(it, name, &p, truncate)?;
-    charge_write(it, data.len())?;
+    let f = open_write(it, name, p, truncate)?;
+    charge_write(it, len)?;
+    Ok(f)
+}
+
+fn write_common(it: &mut Host, args: &mut [Value], name: &str, truncate: bool) -> R<Value> {
+    let p = it.arg_str(name, args, 0)?.clone();
+    let data = it.arg_str(name, args, 1)?.clone();
+    let mut f = begin_write(it, name, &p, data.len(), truncate)?;
     f.write_all(&data).map_err(|e| io_err(it, name, "write", &p, &e))?;
     it.audit_bytes = data.len() as u64;
     Ok(Value::Nil)
@@ -234,26 +242,7 @@ pub fn write_streamed(
     len: usize,
     fill: &mut dyn FnMut(&mut dyn FnMut(&[u8]) -> Result<(), ()>) -> Filled,
 ) -> R<()> {
-    if len > it.lim.n(L::FileWritesValue) {
-        return Err(it.limit(
-            LimitKind::FileWrites,
-            format!(
-                "{name}: a value of more than {max_file_write_value} bytes",
-                max_file_write_value = it.lim.n(L::FileWritesValue)
-            ),
-        ));
-    }
-    if !it.budgets.file_writes.fits(len as u64) {
-        return Err(it.limit(
-            LimitKind::FileWrites,
-            format!(
-                "bytes written to files exceed {max_file_write_bytes} per run",
-                max_file_write_bytes = it.lim.get(L::FileWrites)
-            ),
-        ));
-    }
-    let mut f = open_write(it, name, p, true)?;
-    charge_write(it, len)?;
+    let mut f = begin_write(it, name, p, len, true)?;
     let mut failed = None;
     let mut written = 0usize;
     let filled = fill(&mut |chunk: &[u8]| {
