@@ -1,0 +1,429 @@
+//! The compiled core's operands: reading a register, a variable or a constant in
+//! place (`rd`), moving a temporary out (`val`), and writing a result where it goes
+//! (`put` and its forms for plain values, values that hold storage and numbers), with
+//! the storage charges a write makes. Child of `vm`.
+
+use std::cell::Cell;
+
+use super::*;
+use crate::ast::Spot;
+use crate::builtins::{Builtin, PeekFn};
+
+impl<'p> Interp<'p> {
+    // ------------------------------------------------------------------
+    // Operands
+    // ------------------------------------------------------------------
+
+    /// The value an operand names, in place (a variable may be unset).
+    #[inline(always)]
+    pub(super) fn rd<'a>(&'a self, code: &'a Code<'p>, o: Opd) -> &'a Value {
+        if o.is_reg() {
+            &self.stack[self.base + o.idx()]
+        } else if o.tag() == T_GLOBAL {
+            &self.globals[o.idx()]
+        } else {
+            &code.consts[o.idx()]
+        }
+    }
+
+    /// The cell of a variable or temporary.
+    #[inline(always)]
+    pub(super) fn cell(&mut self, o: Opd) -> &mut Value {
+        if o.is_reg() {
+            &mut self.stack[self.base + o.idx()]
+        } else {
+            &mut self.globals[o.idx()]
+        }
+    }
+
+    /// An operand's value to keep: a temporary is moved out, a variable or constant
+    /// copied (shared); an unset variable is the `name` error at `sp`.
+    #[inline(always)]
+    pub(super) fn val(&mut self, code: &Code<'p>, o: Opd, sp: impl FnOnce() -> Spot) -> R<Value> {
+        match o.tag() {
+            T_TEMP => Ok(std::mem::take(&mut self.stack[self.base + o.idx()])),
+            T_CONST => Ok(code.consts[o.idx()].clone()),
+            _ => {
+                let v = self.rd(code, o);
+                if let Value::Unset = v {
+                    return Err(self.unset_at(slot_of(o), sp()));
+                }
+                Ok(v.clone())
+            }
+        }
+    }
+
+    /// A returned operand: a plain value by its payload (see `Plain`), any other as `val`.
+    #[inline(always)]
+    pub(super) fn ret_val(&mut self, code: &Code<'p>, o: Opd, sp: impl FnOnce() -> Spot) -> R<Got> {
+        if let Some(p) = Plain::of(self.rd(code, o)) {
+            self.consume(o);
+            return Ok(Got::Plain(p));
+        }
+        self.val(code, o, sp).map(Got::Val)
+    }
+
+    /// A builtin's `peek` over its arguments read in place (None: an argument is an
+    /// unset variable, or the peek does not answer).
+    #[inline(always)]
+    pub(super) fn peek_call(&self, code: &Code<'p>, peek: PeekFn, specs: &[(Opd, Spot)]) -> Option<Value> {
+        let mut refs: [&Value; 3] = [&Value::Nil; 3];
+        if specs.len() > refs.len() {
+            return None;
+        }
+        for (r, &(o, _)) in refs.iter_mut().zip(specs) {
+            let v = self.rd(code, o);
+            if let Value::Unset = v {
+                return None;
+            }
+            *r = v;
+        }
+        peek(&refs[..specs.len()])
+    }
+
+    /// A peeked call's end: what the call would charge (its constant work, the heap
+    /// check), its temporaries consumed, the value written.
+    #[inline(always)]
+    pub(super) fn peeked(&mut self, b: &'static Builtin, dst: Opd, specs: &[(Opd, Spot)], v: Value) -> R<()> {
+        self.host.work(b.cost.before(&[]))?;
+        self.host.check_memory()?;
+        for &(o, _) in specs {
+            self.consume(o);
+        }
+        self.put(dst, v)
+    }
+
+    /// A builtin call: its arguments copied out (up to four in an array on the native
+    /// stack, no vector to build and free), the call, the arguments dropped before the
+    /// result is written.
+    #[inline(never)]
+    pub(super) fn call_vals(&mut self, code: &Code<'p>, b: &'static Builtin, dst: Opd, specs: &[(Opd, Spot)]) -> R<()> {
+        let v = if let Ok(one) = <&[(Opd, Spot); 1]>::try_from(specs) {
+            let [(o, sp)] = *one;
+            let v = self.val(code, o, || sp)?;
+            self.builtin_vals(b, &mut [v])?
+        } else if specs.len() <= 4 {
+            let mut vals: [Value; 4] = Default::default();
+            self.vals_into(code, specs, &mut vals)?;
+            self.builtin_vals(b, &mut vals[..specs.len()])?
+        } else {
+            let mut vals: Vec<Value> = vec![Value::Unset; specs.len()];
+            self.vals_into(code, specs, &mut vals)?;
+            self.builtin_vals(b, &mut vals)?
+        };
+        self.put(dst, v)
+    }
+
+    /// A builtin call's arguments into `out` (as long as `specs`), in order.
+    #[inline(always)]
+    pub(super) fn vals_into(&mut self, code: &Code<'p>, specs: &[(Opd, Spot)], out: &mut [Value]) -> R<()> {
+        for (slot, &(o, sp)) in out.iter_mut().zip(specs) {
+            *slot = self.val(code, o, || sp)?;
+        }
+        Ok(())
+    }
+
+    /// Drop what a temporary operand holds once its instruction has read it in place
+    /// (a variable or constant stays), so that no stale reference makes a later write
+    /// copy a shared value.
+    #[inline(always)]
+    pub(super) fn consume(&mut self, o: Opd) {
+        if o.tag() == T_TEMP {
+            // A plain value refers to nothing, so it may stay (a temporary is written
+            // before it is read): no store at all on numeric paths.
+            let cell = &mut self.stack[self.base + o.idx()];
+            if !is_plain(cell) {
+                *cell = Value::Unset;
+            }
+        }
+    }
+
+    /// The truth of an operand, read in place.
+    #[inline]
+    pub(super) fn truth(&mut self, code: &Code<'p>, o: Opd, sp: impl FnOnce() -> Spot) -> R<bool> {
+        match self.rd(code, o) {
+            Value::Bool(b) => Ok(*b),
+            Value::Unset => Err(self.unset_at(slot_of(o), sp())),
+            v => Ok(v.truthy()),
+        }
+    }
+
+    /// Write `v` to a destination: a variable through `store` (its storage charged), a
+    /// temporary as it is.
+    #[inline(always)]
+    pub(super) fn put(&mut self, dst: Opd, v: Value) -> R<()> {
+        match dst.tag() {
+            T_TEMP => {
+                if dst != DISCARD {
+                    self.stack[self.base + dst.idx()] = v;
+                }
+                Ok(())
+            }
+            _ => self.store_inline(slot_of(dst), v),
+        }
+    }
+
+    /// Write a plain value: over a temporary (not charged) or over a plain value (none
+    /// held) by its payload, else as `put` (see `Plain`).
+    #[inline(always)]
+    pub(super) fn put_p(&mut self, dst: Opd, p: Plain) -> R<()> {
+        if dst == DISCARD {
+            return Ok(());
+        }
+        let temp = dst.tag() == T_TEMP;
+        let cell = self.cell(dst);
+        if temp || is_plain(cell) {
+            p.write(cell);
+            return Ok(());
+        }
+        self.store_inline(slot_of(dst), p.value())
+    }
+
+    /// Write a value read in place (`Got`).
+    #[inline(always)]
+    pub(super) fn put_got(&mut self, dst: Opd, g: Got) -> R<()> {
+        match g {
+            Got::Plain(p) => self.put_p(dst, p),
+            Got::Heap(h) => self.put_heap(dst, h),
+            Got::Val(v) => self.put(dst, v),
+        }
+    }
+
+    /// Write a value that holds storage into its destination in place (see `Heap`),
+    /// charged as `put` charges it.
+    #[inline(always)]
+    pub(super) fn put_heap(&mut self, dst: Opd, h: Heap) -> R<()> {
+        if dst == DISCARD {
+            return Ok(());
+        }
+        let temp = dst.tag() == T_TEMP;
+        let nh = if temp { 0 } else { h.heap() };
+        let cell = self.cell(dst);
+        let old = h.replace(cell);
+        if temp {
+            drop(old);
+            return Ok(());
+        }
+        let oh = if is_plain(&old) { 0 } else { old.heap() };
+        drop(old);
+        if nh != oh {
+            self.charge(dst.tag() == T_GLOBAL, nh as isize - oh as isize)?;
+        }
+        Ok(())
+    }
+
+    /// Write a number: over a number in place (no storage changes).
+    #[inline(always)]
+    pub(super) fn put_num(&mut self, dst: Opd, x: f64) -> R<()> {
+        if dst == DISCARD {
+            return Ok(());
+        }
+        if let Value::Num(n) = self.cell(dst) {
+            *n = x;
+            return Ok(());
+        }
+        self.put(dst, Value::Num(x))
+    }
+}
+
+/// The variable an operand names (for its storage charge and its name in errors).
+#[inline]
+pub(super) fn slot_of(o: Opd) -> Slot {
+    match o.tag() {
+        T_GLOBAL => Slot::Global(o.idx() as u32),
+        _ => Slot::Local(o.idx() as u32),
+    }
+}
+
+/// A value that holds no storage and needs no drop: nil, a boolean, a number.
+#[inline(always)]
+pub(super) fn is_plain(v: &Value) -> bool {
+    matches!(v, Value::Nil | Value::Bool(_) | Value::Num(_))
+}
+
+/// Write plain `x` over `item` when that is plain too (no storage changes).
+#[inline(always)]
+pub(super) fn put_plain(item: &mut Value, x: Plain) -> bool {
+    if is_plain(item) {
+        x.write(item);
+        true
+    } else {
+        false
+    }
+}
+
+/// A value read in place for a register: a plain one by its payload, any other cloned.
+pub(super) enum Got {
+    Plain(Plain),
+    Heap(Heap),
+    Val(Value),
+}
+
+impl Got {
+    #[inline(always)]
+    pub(super) fn value(self) -> Value {
+        match self {
+            Got::Plain(p) => p.value(),
+            Got::Heap(h) => h.value(),
+            Got::Val(v) => v,
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn of(v: &Value) -> Got {
+        match v {
+            Value::Num(n) => Got::Plain(Plain::Num(*n)),
+            Value::Nil => Got::Plain(Plain::Nil),
+            Value::Bool(b) => Got::Plain(Plain::Bool(*b)),
+            Value::Str(s) => Got::Heap(Heap::Str(s.clone())),
+            Value::List(l) => Got::Heap(Heap::List(l.clone())),
+            Value::Map(m) => Got::Heap(Heap::Map(m.clone())),
+            other => Got::Val(other.clone()),
+        }
+    }
+}
+
+/// A value that holds storage, read out of a list, a map or a register as its one
+/// pointer (its count raised) and written into its destination there (`put_heap`):
+/// a cloned `Value` carried to its destination went through a stack temporary written
+/// by two 8-byte stores and read back by one 16-byte load, which misses the CPU's
+/// store forwarding (a dozen cycles on every `for w in words`).
+pub(super) enum Heap {
+    Str(Bytes),
+    List(Rc<List>),
+    Map(Rc<Map>),
+}
+
+impl Heap {
+    #[inline(always)]
+    pub(super) fn value(self) -> Value {
+        match self {
+            Heap::Str(s) => Value::Str(s),
+            Heap::List(l) => Value::List(l),
+            Heap::Map(m) => Value::Map(m),
+        }
+    }
+
+    /// Its accounted storage (`Value::heap`).
+    #[inline(always)]
+    pub(super) fn heap(&self) -> usize {
+        match self {
+            Heap::Str(s) => crate::value::str_heap(s),
+            Heap::List(l) => l.acct(),
+            Heap::Map(m) => m.acct(),
+        }
+    }
+
+    /// Written into `cell`, the value it held returned.
+    #[inline(always)]
+    pub(super) fn replace(self, cell: &mut Value) -> Value {
+        match self {
+            Heap::Str(s) => std::mem::replace(cell, Value::Str(s)),
+            Heap::List(l) => std::mem::replace(cell, Value::List(l)),
+            Heap::Map(m) => std::mem::replace(cell, Value::Map(m)),
+        }
+    }
+}
+
+/// A value that holds no storage, read out of its register by its payload alone: a
+/// number written a moment before by an 8-byte store is read back by an 8-byte load
+/// (a 16-byte load of the whole value would miss the CPU's store forwarding), and
+/// written over a number by its payload alone.
+#[derive(Clone, Copy)]
+pub(super) enum Plain {
+    Nil,
+    Bool(bool),
+    Num(f64),
+}
+
+impl Plain {
+    #[inline(always)]
+    pub(super) fn value(self) -> Value {
+        match self {
+            Plain::Nil => Value::Nil,
+            Plain::Bool(b) => Value::Bool(b),
+            Plain::Num(n) => Value::Num(n),
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn of(v: &Value) -> Option<Plain> {
+        match v {
+            Value::Num(n) => Some(Plain::Num(*n)),
+            Value::Nil => Some(Plain::Nil),
+            Value::Bool(b) => Some(Plain::Bool(*b)),
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn write(self, item: &mut Value) {
+        match (self, item) {
+            (Plain::Num(n), Value::Num(old)) => *old = n,
+            (Plain::Num(n), item) => *item = Value::Num(n),
+            (Plain::Nil, item) => *item = Value::Nil,
+            (Plain::Bool(b), item) => *item = Value::Bool(b),
+        }
+    }
+}
+
+/// The item index a number names in a list of `len` items (negative from the end),
+/// when it is a whole number in range.
+#[inline(always)]
+pub(super) fn list_at(n: f64, len: usize) -> Option<usize> {
+    let i = if n < 0.0 { n + len as f64 } else { n };
+    if i >= 0.0 && i < len as f64 {
+        let j = i as usize;
+        if j as f64 == i {
+            return Some(j);
+        }
+    }
+    None
+}
+
+#[inline(always)]
+pub(super) fn num_cmp(op: BinOp, x: f64, y: f64) -> bool {
+    match op {
+        BinOp::Lt => x < y,
+        BinOp::Le => x <= y,
+        BinOp::Gt => x > y,
+        BinOp::Ge => x >= y,
+        BinOp::Eq => x == y,
+        _ => x != y,
+    }
+}
+
+/// Follow `keys` through lists and maps that nothing else shares down to a number and
+/// replace it by `f(number)`; false (nothing changed) when any of that does not hold.
+/// A number replaced by a number changes no accounting.
+pub(super) fn num_in_place(
+    v: &mut Value,
+    keys: &[Value],
+    ics: &[Cell<u32>],
+    f: &mut dyn FnMut(f64) -> Option<f64>,
+) -> bool {
+    let (Some((k, rest)), Some((ic, ics))) = (keys.split_first(), ics.split_first()) else {
+        if let Value::Num(x) = v {
+            if let Some(r) = f(*x) {
+                *x = r;
+                return true;
+            }
+        }
+        return false;
+    };
+    match (v, k) {
+        (Value::List(rc), Value::Num(n)) => {
+            let Some(l) = Rc::get_mut(rc) else { return false };
+            let Some(i) = list_at(*n, l.len()) else { return false };
+            l.with_item(i, |item| num_in_place(item, rest, ics, f))
+        }
+        (Value::Map(rc), Value::Str(key)) => {
+            if key.len() > KEY_FREE_BYTES {
+                return false;
+            }
+            let Some(m) = Rc::get_mut(rc) else { return false };
+            m.with_value_cached(key.as_slice(), ic, |item| num_in_place(item, rest, ics, f)).unwrap_or(false)
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,298 @@
+//! The compiled core's instructions past their fast paths: operators on operands
+//! that are not both numbers, reads of indexes and fields through the shared helpers,
+//! place writes, builtin calls with their arguments, and the `for` loops' registers.
+//! Child of `vm`.
+
+use smallvec::SmallVec;
+
+use super::*;
+
+impl<'p> Interp<'p> {
+    // ------------------------------------------------------------------
+    // Slow paths
+    // ------------------------------------------------------------------
+
+    #[inline(never)]
+    pub(super) fn bin_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, k: f64) -> R<()> {
+        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
+        let v = self.binop(op, x, Value::Num(k))?;
+        self.put(dst, v)
+    }
+
+    #[inline(never)]
+    pub(super) fn test_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, k: f64) -> R<bool> {
+        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            let mut n = EqCount::default();
+            let same = equals_counted(&x, &Value::Num(k), &mut n);
+            self.host.work(n.units())?;
+            return Ok(same == (op == BinOp::Eq));
+        }
+        Ok(self.binop(op, x, Value::Num(k))?.truthy())
+    }
+
+    #[inline(never)]
+    pub(super) fn bin_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, b: Opd) -> R<()> {
+        if op == BinOp::Concat {
+            // Both operands read in place (a constant or variable is not copied).
+            let (stack, globals, base) = (&self.stack, &self.globals, self.base);
+            let at_opd = |o: Opd| -> &Value {
+                if o.is_reg() {
+                    &stack[base + o.idx()]
+                } else if o.tag() == T_GLOBAL {
+                    &globals[o.idx()]
+                } else {
+                    &code.consts[o.idx()]
+                }
+            };
+            let (x, y) = (at_opd(a), at_opd(b));
+            if !matches!(x, Value::Unset) && !matches!(y, Value::Unset) {
+                let v = self.host.concat(x, y)?;
+                self.consume(a);
+                self.consume(b);
+                return self.put(dst, v);
+            }
+        }
+        let [sa, sb] = code.ospot[at];
+        // An unset operand's error carries its name's column or none, never the
+        // operator's (as the tree evaluator reports it).
+        let x = self.val(code, a, || sa).map_err(|e| located(e, code.pos[at]))?;
+        let y = self.val(code, b, || sb).map_err(|e| located(e, code.pos[at]))?;
+        let v = self.binop(op, x, y)?;
+        self.put(dst, v)
+    }
+
+    /// A comparison that is not of two numbers: `==` and `!=` compare in place (as the
+    /// tree evaluator's `cond_slow`), the rest through `binop`.
+    #[inline(never)]
+    pub(super) fn test_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, b: Opd) -> R<bool> {
+        let [sa, sb] = code.ospot[at];
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            if let Value::Unset = self.rd(code, a) {
+                return Err(located(self.unset_at(slot_of(a), sa), code.pos[at]));
+            }
+            if let Value::Unset = self.rd(code, b) {
+                return Err(located(self.unset_at(slot_of(b), sb), code.pos[at]));
+            }
+            let mut n = EqCount::default();
+            let same = equals_counted(self.rd(code, a), self.rd(code, b), &mut n);
+            for o in [a, b] {
+                self.consume(o);
+            }
+            self.host.work(n.units())?;
+            return Ok(same == (op == BinOp::Eq));
+        }
+        // An unset operand's error carries its name's column or none, never the
+        // operator's (as the tree evaluator reports it).
+        let x = self.val(code, a, || sa).map_err(|e| located(e, code.pos[at]))?;
+        let y = self.val(code, b, || sb).map_err(|e| located(e, code.pos[at]))?;
+        Ok(self.binop(op, x, y)?.truthy())
+    }
+
+    #[inline(never)]
+    pub(super) fn index_slow(&mut self, code: &Code<'p>, at: usize, dst: Opd, a: Opd, k: Opd) -> R<()> {
+        let [sa, sk] = code.ospot[at];
+        let x = self.val(code, a, || sa)?;
+        let key = self.val(code, k, || sk)?;
+        if let (Value::Map(_), Value::Str(s)) = (&x, &key) {
+            self.host.work(key_work(s.len()))?;
+        }
+        let v = self.index_value(&x, &key)?;
+        self.put(dst, v)
+    }
+
+    #[inline(never)]
+    pub(super) fn field_slow(&mut self, code: &Code<'p>, at: usize, dst: Opd, a: Opd, name: &Bytes) -> R<()> {
+        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
+        match &x {
+            Value::Map(m) => match m.get(name) {
+                Some(v) => {
+                    let v = v.clone();
+                    self.put(dst, v)
+                }
+                None => Err(self.missing_field(name, m)),
+            },
+            other => Err(self.err(
+                ErrKind::Type,
+                format!("cannot read field `{}` of a {}", String::from_utf8_lossy(name), other.type_name()),
+            )),
+        }
+    }
+
+    pub(super) fn path_keys(&mut self, p: &PathRef) -> SmallVec<[Value; 4]> {
+        let b = self.base + p.keys as usize;
+        self.stack[b..b + p.n as usize].iter_mut().map(std::mem::take).collect()
+    }
+
+    pub(super) fn vm_place_call(&mut self, code: &Code<'p>, pc: &PlaceCall) -> R<Value> {
+        let keys = self.path_keys(&pc.path);
+        let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
+        for &(o, sp) in &code.args[pc.at as usize..(pc.at + pc.n) as usize] {
+            vals.push(self.val(code, o, || sp)?);
+        }
+        self.place_builtin_vals(pc.b, slot_of(pc.path.root), &keys, vals)
+    }
+
+    /// `x[k] = v`: a plain value (nil, a boolean, a number) over a plain value in a list
+    /// or map of the variable's own is written in place (no storage changes: plain
+    /// values hold none; a map key within `KEY_FREE_BYTES` costs no work; the map's
+    /// key is found through the site's inline cache); anything else through
+    /// `set_index`.
+    pub(super) fn vm_set_index(&mut self, code: &Code<'p>, at: usize, var: Opd, k: Opd, v: Opd, ic: u32) -> R<()> {
+        if let Some(x) = Plain::of(self.rd(code, v)) {
+            let key = self.rd(code, k).clone();
+            let done = match (self.cell(var), &key) {
+                (Value::List(l), Value::Num(i)) => match Rc::get_mut(l) {
+                    Some(l) => match list_at(*i, l.len()) {
+                        Some(j) => l.with_item(j, |item| put_plain(item, x)),
+                        None => false,
+                    },
+                    None => false,
+                },
+                (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => match Rc::get_mut(m) {
+                    Some(m) => {
+                        m.with_value_cached(s, &code.ic[ic as usize], |item| put_plain(item, x)).unwrap_or(false)
+                    }
+                    None => false,
+                },
+                _ => false,
+            };
+            if done {
+                self.consume(k);
+                return Ok(());
+            }
+        }
+        let [sk, sv] = code.ospot[at];
+        let val = self.val(code, v, || sv)?;
+        let key = self.val(code, k, || sk)?;
+        self.set_index(slot_of(var), key, val)
+    }
+
+    /// `PLACE = v` and `PLACE op= v`: a number over a number along containers the
+    /// variable alone holds is written in place; anything else through the tree
+    /// evaluator's place functions (which copy shared containers and charge).
+    pub(super) fn vm_set_path(&mut self, code: &Code<'p>, at: usize, path: u32, op: Option<BinOp>, v: Opd) -> R<()> {
+        let p = code.paths[path as usize];
+        let rhs = self.val(code, v, || code.ospot[at][0])?;
+        let keys = self.path_keys(&p);
+        if let Value::Num(y) = rhs {
+            let root = self.cell(p.root);
+            let ics = &code.ic[p.ic as usize..(p.ic + p.n) as usize];
+            if num_in_place(root, &keys, ics, &mut |x| match op {
+                None => Some(y),
+                Some(op) => arith(op, x, y),
+            }) {
+                return Ok(());
+            }
+        }
+        match op {
+            None => self.assign_keys(slot_of(p.root), &keys, rhs),
+            Some(op) => self.compound_keys(slot_of(p.root), &keys, op, rhs),
+        }
+    }
+
+    /// A numeric `for`'s next value (its count moved on by `up` first), or None past
+    /// the end. Its registers hold numbers from `ForPrep` on (the compiler's own).
+    #[inline(always)]
+    pub(super) fn for_value(&mut self, base: u32, up: f64) -> Option<f64> {
+        let b = self.base + base as usize;
+        let Some([Value::Num(a), Value::Num(end), Value::Num(st), Value::Num(k)]) =
+            self.stack.get_mut(b..b + 4).and_then(|s| <&mut [Value; 4]>::try_from(s).ok())
+        else {
+            return None;
+        };
+        *k += up;
+        let (a, end, st, k) = (*a, *end, *st, *k);
+        let mut i = a + k * st;
+        if !i.is_finite() {
+            i = range_term_wide(a, k, st);
+        }
+        if !i.is_finite() || (st > 0.0 && i > end) || (st < 0.0 && i < end) {
+            None
+        } else {
+            Some(i)
+        }
+    }
+
+    pub(super) fn for_prep(&mut self, base: u32) -> R<()> {
+        let b = self.base + base as usize;
+        let (a, e, st) = (&self.stack[b], &self.stack[b + 1], &self.stack[b + 2]);
+        let (Value::Num(_), Value::Num(_), Value::Num(st)) = (a, e, st) else {
+            let bad = [a, e, st].into_iter().find(|v| !matches!(v, Value::Num(_))).map(|v| v.type_name());
+            return Err(self.err(ErrKind::Type, format!("for bounds must be numbers, got {}", bad.unwrap_or("?"))));
+        };
+        if *st == 0.0 {
+            return Err(self.err(ErrKind::Value, "for step must not be 0"));
+        }
+        self.stack[b + 3] = Value::Num(0.0);
+        Ok(())
+    }
+
+    pub(super) fn for_in_prep(&mut self, base: u32) -> R<()> {
+        let b = self.base + base as usize;
+        let snap = &self.stack[b];
+        if !matches!(snap, Value::List(_) | Value::Map(_)) {
+            return Err(self.err(ErrKind::Type, format!("for ... in needs a list or map, got {}", snap.type_name())));
+        }
+        // The snapshot is held by this frame while the loop runs.
+        let cost = ACCT_SNAPSHOT + snap.heap();
+        self.charge(false, cost as isize)?;
+        self.stack[b + 1] = Value::Num(0.0);
+        self.stack[b + 2] = Value::Num(cost as f64);
+        Ok(())
+    }
+
+    /// A `for ... in` loop's index register (at `b + 1`) past item `i`: it holds a number
+    /// while the loop runs, so its payload alone is written (see `Plain`).
+    #[inline(always)]
+    pub(super) fn set_index_reg(&mut self, b: usize, i: usize) {
+        match &mut self.stack[b + 1] {
+            Value::Num(n) => *n = (i + 1) as f64,
+            slot => *slot = Value::Num((i + 1) as f64),
+        }
+    }
+
+    /// The next item of a `for ... in` into its variables; false past the end.
+    ///
+    /// Each case writes its values where it makes them: a cloned item carried out of the
+    /// match (as one tuple for all cases) went through a stack temporary written by two
+    /// 8-byte stores and read back by one 16-byte load, a store-forwarding stall on every
+    /// iteration.
+    pub(super) fn for_in_next(&mut self, first: Opd, second: Opd, base: u32) -> R<bool> {
+        let b = self.base + base as usize;
+        // (The index is a count this loop wrote: a signed conversion is exact and
+        // cheaper than the saturating unsigned one.)
+        let i = match self.stack[b + 1] {
+            Value::Num(i) => i as i64 as usize,
+            _ => 0,
+        };
+        match &self.stack[b] {
+            Value::List(l) if i < l.len() => {
+                let item = &l.items()[i];
+                if second == NONE {
+                    let g = Got::of(item);
+                    self.set_index_reg(b, i);
+                    self.put_got(first, g)?;
+                } else {
+                    let g = Got::of(item);
+                    self.set_index_reg(b, i);
+                    self.put_p(first, Plain::Num(i as f64))?;
+                    self.put_got(second, g)?;
+                }
+                Ok(true)
+            }
+            Value::Map(m) if i < m.len() => {
+                let (k, v) = m.get_index(i).expect("index in range");
+                let k = Heap::Str(k.clone());
+                let v = (second != NONE).then(|| Got::of(v));
+                self.set_index_reg(b, i);
+                self.put_heap(first, k)?;
+                if let Some(v) = v {
+                    self.put_got(second, v)?;
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
