@@ -105,6 +105,58 @@ pub enum Op<'p> {
         a: Opd,
         k: f64,
     },
+    /// `Bin` and `BinN` for the four commonest operators, each its own instruction (as
+    /// Lua's `OP_ADD`, `OP_ADDK`): the operator is decided by the one dispatch, not by a
+    /// second jump inside the instruction. Emitted by `bin_op`/`bin_n_op`.
+    Add {
+        dst: Opd,
+        a: Opd,
+        b: Opd,
+    },
+    Sub {
+        dst: Opd,
+        a: Opd,
+        b: Opd,
+    },
+    Mul {
+        dst: Opd,
+        a: Opd,
+        b: Opd,
+    },
+    Mod {
+        dst: Opd,
+        a: Opd,
+        b: Opd,
+    },
+    AddN {
+        dst: Opd,
+        a: Opd,
+        k: f64,
+    },
+    SubN {
+        dst: Opd,
+        a: Opd,
+        k: f64,
+    },
+    MulN {
+        dst: Opd,
+        a: Opd,
+        k: f64,
+    },
+    ModN {
+        dst: Opd,
+        a: Opd,
+        k: f64,
+    },
+    /// `UpdN` with `+` and with `-` (`i += 1`, `n -= 1`).
+    IncN {
+        var: Opd,
+        k: f64,
+    },
+    DecN {
+        var: Opd,
+        k: f64,
+    },
     Jump(u32),
     /// Jump when the truth of `c` is `when`; a temporary `c` is consumed unless `keep`
     /// (`and` and `or` keep it: it may be their value).
@@ -447,6 +499,37 @@ fn slot_opd(s: Slot) -> Opd {
     }
 }
 
+/// `a op b`, as its own instruction for the commonest operators (see `Op::Add`).
+fn bin_op(op: BinOp, dst: Opd, a: Opd, b: Opd) -> Op<'static> {
+    match op {
+        BinOp::Add => Op::Add { dst, a, b },
+        BinOp::Sub => Op::Sub { dst, a, b },
+        BinOp::Mul => Op::Mul { dst, a, b },
+        BinOp::Mod => Op::Mod { dst, a, b },
+        op => Op::Bin { op, dst, a, b },
+    }
+}
+
+/// `a op k`, as its own instruction for the commonest operators (see `Op::Add`).
+fn bin_n_op(op: BinOp, dst: Opd, a: Opd, k: f64) -> Op<'static> {
+    match op {
+        BinOp::Add => Op::AddN { dst, a, k },
+        BinOp::Sub => Op::SubN { dst, a, k },
+        BinOp::Mul => Op::MulN { dst, a, k },
+        BinOp::Mod => Op::ModN { dst, a, k },
+        op => Op::BinN { op, dst, a, k },
+    }
+}
+
+/// `x op= k`, as its own instruction for `+` and `-` (see `Op::IncN`).
+fn upd_n_op(op: BinOp, var: Opd, k: f64) -> Op<'static> {
+    match op {
+        BinOp::Add => Op::IncN { var, k },
+        BinOp::Sub => Op::DecN { var, k },
+        op => Op::UpdN { op, var, k },
+    }
+}
+
 fn is_cmp(op: BinOp) -> bool {
     matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne)
 }
@@ -544,12 +627,12 @@ impl<'p> Compiler<'p> {
             }
             StmtKind::IncVar(slot, op, k) => {
                 self.step(s.pos);
-                self.emit(Op::UpdN { op: *op, var: slot_opd(*slot), k: *k }, 0, [0, 0]);
+                self.emit(upd_n_op(*op, slot_opd(*slot), *k), 0, [0, 0]);
             }
             StmtKind::CompoundVar(slot, op, e) => {
                 self.step(s.pos);
                 if let Some(k) = num_const(e) {
-                    self.emit(Op::UpdN { op: *op, var: slot_opd(*slot), k }, 0, [0, 0]);
+                    self.emit(upd_n_op(*op, slot_opd(*slot), k), 0, [0, 0]);
                 } else {
                     let v = self.operand(e);
                     self.emit(Op::Upd { op: *op, var: slot_opd(*slot), v: v.o }, 0, [v.sp, 0]);
@@ -870,20 +953,20 @@ impl<'p> Compiler<'p> {
             }
             Expr::BinS(op, sp, a, Opnd::Num(k)) => {
                 let a = self.opnd(*a);
-                self.emit(Op::BinN { op: *op, dst, a, k: *k }, *sp, [0, 0]);
+                self.emit(bin_n_op(*op, dst, a, *k), *sp, [0, 0]);
             }
             Expr::BinS(op, sp, a, b) => {
                 let (a, b) = (self.opnd(*a), self.opnd(*b));
-                self.emit(Op::Bin { op: *op, dst, a, b }, *sp, [0, 0]);
+                self.emit(bin_op(*op, dst, a, b), *sp, [0, 0]);
             }
             Expr::BinK(op, sp, a, k) => {
                 let a = self.operand_in(a, dst);
-                self.emit(Op::BinN { op: *op, dst, a: a.o, k: *k }, *sp, [a.sp, 0]);
+                self.emit(bin_n_op(*op, dst, a.o, *k), *sp, [a.sp, 0]);
             }
             Expr::Bin(op, sp, a, b) if num_const(b).is_some() => {
                 let a = self.operand_in(a, dst);
                 let k = num_const(b).unwrap_or(0.0);
-                self.emit(Op::BinN { op: *op, dst, a: a.o, k }, *sp, [a.sp, 0]);
+                self.emit(bin_n_op(*op, dst, a.o, k), *sp, [a.sp, 0]);
             }
             Expr::Bin(op, sp, a, b) => {
                 let a = match a.as_ref() {
@@ -893,7 +976,7 @@ impl<'p> Compiler<'p> {
                     _ => self.operand_in(a, dst),
                 };
                 let b = self.operand(b);
-                self.emit(Op::Bin { op: *op, dst, a: a.o, b: b.o }, *sp, [a.sp, b.sp]);
+                self.emit(bin_op(*op, dst, a.o, b.o), *sp, [a.sp, b.sp]);
             }
             Expr::Neg(a, sp) => {
                 let a = self.operand(a);

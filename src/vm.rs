@@ -119,35 +119,16 @@ impl<'p> Interp<'p> {
                                 Err(e) => Err(e),
                             },
                         },
-                        Op::Bin { op, dst, a, b } => {
-                            let nums = match (self.rd(code, a), self.rd(code, b)) {
-                                (Value::Num(x), Value::Num(y)) => Some((*x, *y)),
-                                _ => None,
-                            };
-                            match nums {
-                                Some((x, y)) => match arith(op, x, y) {
-                                    Some(r) => self.put_num(dst, r),
-                                    None => match self.num_op(op, x, y) {
-                                        Ok(v) => self.put(dst, v),
-                                        Err(e) => Err(e),
-                                    },
-                                },
-                                None => self.bin_slow(code, at, op, dst, a, b),
-                            }
-                        }
-                        Op::BinN { op, dst, a, k } => match self.rd(code, a) {
-                            Value::Num(x) => {
-                                let x = *x;
-                                match arith(op, x, k) {
-                                    Some(r) => self.put_num(dst, r),
-                                    None => match self.num_op(op, x, k) {
-                                        Ok(v) => self.put(dst, v),
-                                        Err(e) => Err(e),
-                                    },
-                                }
-                            }
-                            _ => self.bin_n_slow(code, at, op, dst, a, k),
-                        },
+                        Op::Bin { op, dst, a, b } => self.op_bin(code, at, op, dst, a, b),
+                        Op::Add { dst, a, b } => self.op_bin(code, at, BinOp::Add, dst, a, b),
+                        Op::Sub { dst, a, b } => self.op_bin(code, at, BinOp::Sub, dst, a, b),
+                        Op::Mul { dst, a, b } => self.op_bin(code, at, BinOp::Mul, dst, a, b),
+                        Op::Mod { dst, a, b } => self.op_bin(code, at, BinOp::Mod, dst, a, b),
+                        Op::BinN { op, dst, a, k } => self.op_bin_n(code, at, op, dst, a, k),
+                        Op::AddN { dst, a, k } => self.op_bin_n(code, at, BinOp::Add, dst, a, k),
+                        Op::SubN { dst, a, k } => self.op_bin_n(code, at, BinOp::Sub, dst, a, k),
+                        Op::MulN { dst, a, k } => self.op_bin_n(code, at, BinOp::Mul, dst, a, k),
+                        Op::ModN { dst, a, k } => self.op_bin_n(code, at, BinOp::Mod, dst, a, k),
                         Op::TestN { op, a, k, to } => {
                             let t = match self.rd(code, a) {
                                 Value::Num(x) => Ok(num_cmp(op, *x, k)),
@@ -175,15 +156,9 @@ impl<'p> Interp<'p> {
                             }
                             Err(e) => Err(e),
                         },
-                        Op::UpdN { op, var, k } => {
-                            if let Value::Num(x) = self.cell(var) {
-                                if let Some(r) = arith(op, *x, k) {
-                                    *x = r;
-                                    continue;
-                                }
-                            }
-                            self.compound_var(slot_of(var), op, Value::Num(k))
-                        }
+                        Op::UpdN { op, var, k } => self.op_upd_n(op, var, k),
+                        Op::IncN { var, k } => self.op_upd_n(BinOp::Add, var, k),
+                        Op::DecN { var, k } => self.op_upd_n(BinOp::Sub, var, k),
                         Op::Test { op, a, b, to } => {
                             let t = match (self.rd(code, a), self.rd(code, b)) {
                                 (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
@@ -438,32 +413,78 @@ impl<'p> Interp<'p> {
                             self.stack[b + 2] = Value::Nil;
                             self.charge(false, -cost)
                         }
-                        Op::Ret(o) => match self.ret_val(code, o, || code.ospot[at][0]) {
-                            Ok(g) => match frames.pop() {
-                                None => {
-                                    self.ret = g.value();
-                                    return Ok(Flow::Return);
+                        // A plain result goes by its payload straight to the call's
+                        // register (a `Got` made here and moved into the return went
+                        // through the stack: a store-forwarding stall on every return).
+                        Op::Ret(o) => match Plain::of(self.rd(code, o)) {
+                            Some(p) => {
+                                self.consume(o);
+                                match frames.pop() {
+                                    None => {
+                                        self.ret = p.value();
+                                        return Ok(Flow::Return);
+                                    }
+                                    Some(f) => {
+                                        match self.vm_return(
+                                            code,
+                                            f,
+                                            |this, dst| this.put_p(dst, p),
+                                            &mut next,
+                                            &mut pc,
+                                        ) {
+                                            Ok(()) => break,
+                                            Err(e) => Err(e),
+                                        }
+                                    }
                                 }
-                                Some(f) => match self.vm_return(code, f, g, &mut next, &mut pc) {
-                                    Ok(()) => break,
-                                    Err(e) => Err(e),
+                            }
+                            None => match self.ret_val(code, o, || code.ospot[at][0]) {
+                                Ok(g) => match frames.pop() {
+                                    None => {
+                                        self.ret = g.value();
+                                        return Ok(Flow::Return);
+                                    }
+                                    Some(f) => {
+                                        match self.vm_return(
+                                            code,
+                                            f,
+                                            |this, dst| this.put_got(dst, g),
+                                            &mut next,
+                                            &mut pc,
+                                        ) {
+                                            Ok(()) => break,
+                                            Err(e) => Err(e),
+                                        }
+                                    }
                                 },
+                                Err(e) => Err(e),
                             },
-                            Err(e) => Err(e),
                         },
                         Op::RetNil => match frames.pop() {
                             None => {
                                 self.ret = Value::Nil;
                                 return Ok(Flow::Return);
                             }
-                            Some(f) => match self.vm_return(code, f, Got::Plain(Plain::Nil), &mut next, &mut pc) {
+                            Some(f) => match self.vm_return(
+                                code,
+                                f,
+                                |this, dst| this.put_p(dst, Plain::Nil),
+                                &mut next,
+                                &mut pc,
+                            ) {
                                 Ok(()) => break,
                                 Err(e) => Err(e),
                             },
                         },
                         Op::End => match frames.pop() {
                             None => return Ok(Flow::Normal),
-                            Some(f) => match self.vm_return(code, f, Got::Plain(Plain::Nil), &mut next, &mut pc) {
+                            Some(f) => match self.vm_return(
+                                code,
+                                f,
+                                |this, dst| this.put_p(dst, Plain::Nil),
+                                &mut next,
+                                &mut pc,
+                            ) {
                                 Ok(()) => break,
                                 Err(e) => Err(e),
                             },
@@ -554,15 +575,15 @@ impl<'p> Interp<'p> {
         self.put(h.var, m)
     }
 
-    /// A compiled callee returns `v` to its compiled caller `f`: its frame closed, the
-    /// value written to the call's destination, the caller's code next. A failure of
+    /// A compiled callee returns to its compiled caller `f`: its frame closed, its value
+    /// written to the call's destination by `write`, the caller's code next. A failure of
     /// that write is the caller's call instruction's.
     #[inline]
     fn vm_return(
         &mut self,
         code: &Code<'p>,
         (fcode, fpc, saved): (Rc<Code<'p>>, usize, Saved),
-        v: Got,
+        write: impl FnOnce(&mut Self, Opd) -> R<()>,
         next: &mut Option<Rc<Code<'p>>>,
         pc: &mut usize,
     ) -> R<()> {
@@ -572,7 +593,7 @@ impl<'p> Interp<'p> {
             Op::Call { dst, .. } => dst,
             _ => unreachable!("a frame returns to a call instruction"),
         };
-        let r = self.put_got(dst, v);
+        let r = write(self, dst);
         let r = r.map_err(|e| located(spotted(e, fcode.spot[call]), fcode.pos[call]));
         *pc = fpc;
         *next = Some(fcode);

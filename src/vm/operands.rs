@@ -53,14 +53,19 @@ impl<'p> Interp<'p> {
         }
     }
 
-    /// A returned operand: a plain value by its payload (see `Plain`), any other as `val`.
+    /// A returned operand that is not plain (a plain one goes by its payload): a
+    /// temporary moved out, a variable or constant shared by its pointer (`Got::of`),
+    /// an unset variable the `name` error at `sp`.
     #[inline(always)]
     pub(super) fn ret_val(&mut self, code: &Code<'p>, o: Opd, sp: impl FnOnce() -> Spot) -> R<Got> {
-        if let Some(p) = Plain::of(self.rd(code, o)) {
-            self.consume(o);
-            return Ok(Got::Plain(p));
+        if o.tag() == T_TEMP {
+            return Ok(Got::Val(std::mem::take(&mut self.stack[self.base + o.idx()])));
         }
-        self.val(code, o, sp).map(Got::Val)
+        let v = self.rd(code, o);
+        if let Value::Unset = v {
+            return Err(self.unset_at(slot_of(o), sp()));
+        }
+        Ok(Got::of(v))
     }
 
     /// A builtin's `peek` over its arguments read in place (None: an argument is an

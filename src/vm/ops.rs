@@ -9,6 +9,60 @@ use super::*;
 
 impl<'p> Interp<'p> {
     // ------------------------------------------------------------------
+    // Arithmetic (inlined into the dispatch loop: each specialised instruction calls
+    // these with its operator constant, which folds the operator's `match` away)
+    // ------------------------------------------------------------------
+
+    /// `dst = a op b`: two numbers in place, else the general path.
+    #[inline(always)]
+    pub(super) fn op_bin(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, b: Opd) -> R<()> {
+        let nums = match (self.rd(code, a), self.rd(code, b)) {
+            (Value::Num(x), Value::Num(y)) => Some((*x, *y)),
+            _ => None,
+        };
+        match nums {
+            Some((x, y)) => match arith(op, x, y) {
+                Some(r) => self.put_num(dst, r),
+                None => match self.num_op(op, x, y) {
+                    Ok(v) => self.put(dst, v),
+                    Err(e) => Err(e),
+                },
+            },
+            None => self.bin_slow(code, at, op, dst, a, b),
+        }
+    }
+
+    /// `dst = a op k` with a number constant.
+    #[inline(always)]
+    pub(super) fn op_bin_n(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, k: f64) -> R<()> {
+        match self.rd(code, a) {
+            Value::Num(x) => {
+                let x = *x;
+                match arith(op, x, k) {
+                    Some(r) => self.put_num(dst, r),
+                    None => match self.num_op(op, x, k) {
+                        Ok(v) => self.put(dst, v),
+                        Err(e) => Err(e),
+                    },
+                }
+            }
+            _ => self.bin_n_slow(code, at, op, dst, a, k),
+        }
+    }
+
+    /// `x op= k` on a variable: a number in place, else the general path.
+    #[inline(always)]
+    pub(super) fn op_upd_n(&mut self, op: BinOp, var: Opd, k: f64) -> R<()> {
+        if let Value::Num(x) = self.cell(var) {
+            if let Some(r) = arith(op, *x, k) {
+                *x = r;
+                return Ok(());
+            }
+        }
+        self.compound_var(slot_of(var), op, Value::Num(k))
+    }
+
+    // ------------------------------------------------------------------
     // Slow paths
     // ------------------------------------------------------------------
 
