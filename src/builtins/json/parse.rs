@@ -38,7 +38,13 @@ pub(super) trait Text {
     /// Whether more text can come (false: `more` never reads, and the stream-only
     /// checks compile away).
     const STREAM: bool;
+    /// An object key as the parser's key table holds it: for one whole text, a slice of
+    /// the text (no copy); for a stream, whose buffer moves on, a copy. Each source thus
+    /// has its own table type, and so its own look-up code, inlined into its parser.
+    type Key: std::borrow::Borrow<[u8]> + std::hash::Hash + Eq;
     fn bytes(&self) -> &[u8];
+    /// The key table's entry for `bytes()[start..end]`.
+    fn key(&self, start: usize, end: usize) -> Self::Key;
     /// Drop the bytes before `keep` and read more: (bytes dropped, whether any came).
     fn more(&mut self, keep: usize) -> PR<(usize, bool)>;
     /// The run's heap bound, looked at every `LONG_OP_CHECK_ITEMS` values.
@@ -51,11 +57,17 @@ struct Whole<'a> {
     heap: Option<&'a crate::memory::HeapMeter>,
 }
 
-impl Text for Whole<'_> {
+impl<'a> Text for Whole<'a> {
     const STREAM: bool = false;
+    type Key = &'a [u8];
     #[inline(always)]
     fn bytes(&self) -> &[u8] {
         self.s
+    }
+    #[inline(always)]
+    fn key(&self, start: usize, end: usize) -> &'a [u8] {
+        let s: &'a [u8] = self.s;
+        &s[start..end]
     }
     #[inline(always)]
     fn more(&mut self, _: usize) -> PR<(usize, bool)> {
@@ -77,7 +89,7 @@ pub(super) struct Parser<T: Text> {
     buf: Vec<u8>,
     /// Object keys seen so far (those without escapes), shared between objects: records
     /// with the same keys then hold one copy of each.
-    keys: HashMap<Box<[u8]>, Bytes, foldhash::fast::RandomState>,
+    keys: HashMap<T::Key, Bytes, foldhash::fast::RandomState>,
     /// Entries of the objects being parsed (a stack shared by nested objects), so that
     /// each map is built at exactly its size.
     pairs: Vec<(Bytes, Value)>,
@@ -482,7 +494,7 @@ impl<T: Text> Parser<T> {
                 }
                 let b = bytes(k);
                 if self.keys.len() < MAX_SHARED_KEYS {
-                    self.keys.insert(k.into(), b.clone());
+                    self.keys.insert(self.s.key(start, j), b.clone());
                 }
                 return Ok(b);
             }

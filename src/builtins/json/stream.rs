@@ -136,9 +136,13 @@ impl<'f> Stream<'f> {
 
 impl Text for Stream<'_> {
     const STREAM: bool = true;
+    type Key = Box<[u8]>;
     #[inline(always)]
     fn bytes(&self) -> &[u8] {
         &self.buf
+    }
+    fn key(&self, start: usize, end: usize) -> Box<[u8]> {
+        self.buf[start..end].into()
     }
 
     fn more(&mut self, keep: usize) -> PR<(usize, bool)> {
