@@ -194,7 +194,10 @@ def https_wrong(certs):
 
 
 class TcpServer:
-    """Accepts connections and runs `fn(conn)` for each in a thread."""
+    """Accepts connections and runs `fn(conn)` for each in a thread. `accepted` counts the
+    connections the accept loop has taken so far; the loop runs in its own thread, so a
+    client that connected and went away may not be counted yet (under load it often is
+    not): `settled()` gives the exact count of every connection made before it."""
 
     def __init__(self, fn, tls=None):
         self.sock = socket.socket()
@@ -206,16 +209,25 @@ class TcpServer:
         self.tls = tls
         self.conns = []
         self.accepted = 0
+        # settled()'s own connections (their local addresses), not counted.
+        self._probes = set()
+        self._cond = threading.Condition()
         self.stop = False
         threading.Thread(target=self._loop, daemon=True).start()
 
     def _loop(self):
         while not self.stop:
             try:
-                c, _ = self.sock.accept()
+                c, peer = self.sock.accept()
             except OSError:
                 return
-            self.accepted += 1
+            with self._cond:
+                if peer in self._probes:
+                    self._probes.discard(peer)
+                    self._cond.notify_all()
+                    c.close()
+                    continue
+                self.accepted += 1
             self.conns.append(c)
             threading.Thread(target=self._one, args=(c,), daemon=True).start()
 
@@ -229,6 +241,26 @@ class TcpServer:
             self.fn(c)
         except (OSError, ssl.SSLError):
             pass
+
+    def settled(self):
+        """The number of connections accepted, once every connection made before this call
+        has been accepted: a probe connection of its own joins the listen queue behind
+        them (the kernel hands completed connections to accept() in the order they
+        completed) and is waited for; the probe itself is not counted."""
+        probe = socket.socket()
+        try:
+            probe.bind(("127.0.0.1", 0))
+            me = probe.getsockname()
+            with self._cond:
+                self._probes.add(me)
+            probe.connect(("127.0.0.1", self.port))
+            with self._cond:
+                # A guard against a dead accept loop, not a timing assertion.
+                if not self._cond.wait_for(lambda: me not in self._probes, timeout=120):
+                    raise RuntimeError("the test server never accepted its probe connection")
+                return self.accepted
+        finally:
+            probe.close()
 
     def close(self):
         self.stop = True
