@@ -1,0 +1,144 @@
+//! Structural equality of values, without native recursion in proportion to depth,
+//! with what it touched counted for its work charge. Child of `value`.
+
+use super::*;
+
+/// Structural equality; values of different types are never equal.
+pub fn equals(a: &Value, b: &Value) -> bool {
+    equals_counted(a, b, &mut EqCount::default())
+}
+
+/// What a structural comparison touched, for its work charge: values visited and string
+/// bytes compared.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EqCount {
+    pub items: u64,
+    pub bytes: u64,
+}
+
+impl EqCount {
+    /// The work units this comparison costs.
+    pub fn units(&self) -> u64 {
+        crate::meter::scaled(self.items, WORK_EQ_ITEM_X256)
+            .saturating_add(crate::meter::scaled(self.bytes, WORK_EQ_BYTE_X256))
+    }
+}
+
+/// Order two byte strings, with the bytes the comparison touched (the common prefix and
+/// the first byte that differs): `<`, `>`, `<=`, `>=` are charged by it (a comparison of
+/// two long strings that differ early is cheap, one of two long equal prefixes is not).
+/// The prefix is found by comparisons of doubling blocks, so the count costs no more
+/// than the comparison.
+pub fn cmp_touched(a: &[u8], b: &[u8]) -> (std::cmp::Ordering, usize) {
+    let n = a.len().min(b.len());
+    let (mut lo, mut step) = (0usize, 64usize);
+    while lo < n {
+        let mut hi = (lo + step).min(n);
+        if a[lo..hi] != b[lo..hi] {
+            // Halve the block that differs (each half compared with memcmp) down to 64
+            // bytes, then look byte by byte.
+            while hi - lo > 64 {
+                let mid = lo + (hi - lo) / 2;
+                if a[lo..mid] == b[lo..mid] {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            let i = lo + a[lo..hi].iter().zip(&b[lo..hi]).position(|(x, y)| x != y).unwrap_or(0);
+            return (a[i].cmp(&b[i]), i + 1);
+        }
+        lo = hi;
+        step = step.saturating_mul(2);
+    }
+    (a.len().cmp(&b.len()), n + 1)
+}
+
+/// Equality of two values that are not both lists, both maps or both strings.
+#[inline]
+fn equals_scalar(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Nil, Value::Nil) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Num(x), Value::Num(y)) => x == y,
+        (Value::Handle(x), Value::Handle(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// One container pair being compared by `equals_counted`: the next item to compare.
+enum EqFrame<'a> {
+    List(&'a [Value], &'a [Value], usize),
+    Map(&'a Map, &'a Map, usize),
+}
+
+/// `equals`, counting what it touched into `n`. Depth first, left to right, stopping at
+/// the first difference (so the counts are those of the plain recursive walk), but with
+/// an explicit work stack: a value nested millions deep needs no native stack.
+pub fn equals_counted(a: &Value, b: &Value, n: &mut EqCount) -> bool {
+    let mut stack: Vec<EqFrame<'_>> = Vec::new();
+    let mut cur = Some((a, b));
+    loop {
+        if let Some((a, b)) = cur.take() {
+            n.items += 1;
+            match (a, b) {
+                (Value::Str(x), Value::Str(y)) => {
+                    if x.len() == y.len() {
+                        n.bytes += x.len() as u64;
+                    }
+                    if x != y {
+                        return false;
+                    }
+                }
+                (Value::List(x), Value::List(y)) => {
+                    if !Rc::ptr_eq(x, y) {
+                        if x.len() != y.len() {
+                            return false;
+                        }
+                        if !x.is_empty() {
+                            stack.push(EqFrame::List(x.items(), y.items(), 0));
+                        }
+                    }
+                }
+                (Value::Map(x), Value::Map(y)) => {
+                    if !Rc::ptr_eq(x, y) {
+                        if x.len() != y.len() {
+                            return false;
+                        }
+                        if !x.is_empty() {
+                            stack.push(EqFrame::Map(x, y, 0));
+                        }
+                    }
+                }
+                _ => {
+                    if !equals_scalar(a, b) {
+                        return false;
+                    }
+                }
+            }
+        }
+        let Some(top) = stack.last_mut() else { return true };
+        match top {
+            EqFrame::List(xs, ys, i) => {
+                if *i < xs.len() {
+                    cur = Some((&xs[*i], &ys[*i]));
+                    *i += 1;
+                } else {
+                    stack.pop();
+                }
+            }
+            EqFrame::Map(x, y, i) => {
+                if let Some((k, v)) = x.get_index(*i) {
+                    n.bytes += k.len() as u64;
+                    match y.get(k) {
+                        Some(w) => cur = Some((v, w)),
+                        None => return false,
+                    }
+                    *i += 1;
+                } else {
+                    stack.pop();
+                }
+            }
+        }
+    }
+}
