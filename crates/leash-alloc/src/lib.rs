@@ -292,7 +292,13 @@ pub enum Forked {
 
 /// The number of threads of this process (`/proc/self/stat`, field 20), if readable.
 fn threads() -> Option<usize> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // One `read` into a buffer on the stack (`read_to_string` asks the file's size and
+    // reads in growing steps: 8 system calls instead of 3, before every fork). The line
+    // is a few hundred bytes; one cut short is refused below (too few fields).
+    use std::io::Read;
+    let mut buf = [0u8; 2048];
+    let n = std::fs::File::open("/proc/self/stat").ok()?.read(&mut buf).ok()?;
+    let stat = std::str::from_utf8(&buf[..n]).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: count after it.
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_ascii_whitespace().nth(17)?.parse().ok()
