@@ -1320,3 +1320,58 @@ def test_warm_patterns_are_charged_as_a_compile(tmp_path):
         finally:
             srv.stop()
     assert seen["fork"] == seen["exec"], seen
+
+
+STRESS = """import cgi
+cgi.headers({"Content-Type": "text/plain"})
+# Blocks of every size class and past the arena's largest, grown, shrunk, freed, reused.
+words = []
+m = {}
+acc = ""
+for i = 1 to 3000
+  w = repeat(chr(97 + i % 26), i % 200) .. str(i)
+  push(words, w)
+  m[str(i % 777)] = w
+  if i % 7 == 0
+    acc ..= w
+  end
+  if i % 500 == 0
+    acc = slice(acc, 0, len(acc) // 3)
+  end
+end
+big = repeat("z", 70000) .. repeat("y", 140000)
+doc = json.parse(json.stringify({"w": slice(words, 0, 300), "m": m}))
+s = sort(keys(doc["m"]))
+total = 0
+for w in words
+  total += len(w)
+end
+parts = split(join(words, ","), ",")
+print(len(words), len(m), len(acc), len(big), len(doc["w"]), len(s), s[0], s[len(s) - 1], total, len(parts))
+print(re.test("^[A-Z0-9_]+$", "OK_1"), replace(acc, "a", "b") == replace(acc, "a", "b"), len(upper(acc)))
+"""
+
+
+def test_a_worker_allocates_as_any_run(tmp_path):
+    """A forked worker takes its small blocks from an arena of its own
+    (`leash_alloc::arena`): blocks of every size, grown, shrunk, freed and reused, strings
+    past the arena's largest block, a JSON round trip, a regex; the page's output is the
+    same from a forked worker, an exec'd one and `leash --cgi` run directly."""
+    outs = {}
+    for mode in ["fork", "exec"]:
+        srv = Server(tmp_path / mode, extra=f'worker_start = "{mode}"\n')
+        try:
+            (srv.root / "stress.lsh").write_text(STRESS)
+            for n in range(3):
+                status, _, body = srv.get("stress.lsh")
+                assert status == 200, (mode, body, srv.log())
+                outs.setdefault(mode, set()).add(body)
+        finally:
+            srv.stop()
+    (tmp_path / "stress.lsh").write_text(STRESS)
+    r = subprocess.run([str(LEASH), "--cgi", str(tmp_path / "stress.lsh")], capture_output=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    direct = fc.split_http(r.stdout)[2]
+    assert outs["fork"] == outs["exec"] == {direct}, (outs, direct)
+    assert direct.startswith(b"3000 777 3840 210000 300 777 0 99 309393 3000\n")
