@@ -722,13 +722,16 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
     if let Err(e) = std::env::set_current_dir(&job.cwd) {
         fail("chdir", &e);
     }
-    // The request's environment and nothing else.
-    let old: Vec<OsString> = std::env::vars_os().map(|(k, _)| k).collect();
-    for k in old {
-        std::env::remove_var(k);
-    }
-    for (k, v) in &job.env {
-        std::env::set_var(k, v);
+    // The request's environment and nothing else: one array made at once
+    // (`replace_environment`), or else variable by variable.
+    if leash_alloc::replace_environment(&job.env).is_err() {
+        let old: Vec<OsString> = std::env::vars_os().map(|(k, _)| k).collect();
+        for k in old {
+            std::env::remove_var(k);
+        }
+        for (k, v) in &job.env {
+            std::env::set_var(k, v);
+        }
     }
     if let Some(interp) = &job.exec {
         let e = Command::new(interp).args(&job.args).exec();

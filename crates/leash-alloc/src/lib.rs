@@ -513,11 +513,17 @@ pub enum Forked {
     Parent(i32),
 }
 
-/// The number of threads of this process (`/proc/self/stat`, field 20), if readable.
+/// The number of threads of this process (from `/proc`), if readable.
 fn threads() -> Option<usize> {
-    // One `read` into a buffer on the stack (`read_to_string` asks the file's size and
-    // reads in growing steps: 8 system calls instead of 3, before every fork). The line
-    // is a few hundred bytes; one cut short is refused below (too few fields).
+    // `/proc/self/task` has a link count of 2 + the number of threads: one `statx`, where
+    // opening and reading `/proc/self/stat` costs three system calls and the kernel's
+    // formatting of every field of the process's status.
+    use std::os::unix::fs::MetadataExt;
+    let n = std::fs::metadata("/proc/self/task").ok()?.nlink();
+    if n >= 3 {
+        return Some(n as usize - 2);
+    }
+    // A procfs that counts otherwise: field 20 of `/proc/self/stat`, read at once.
     use std::io::Read;
     let mut buf = [0u8; 2048];
     let n = std::fs::File::open("/proc/self/stat").ok()?.read(&mut buf).ok()?;
@@ -530,7 +536,7 @@ fn threads() -> Option<usize> {
 /// Fork the process (`fork(2)`), for a warm process that starts a fresh worker per
 /// request without an `exec` (`leash-cgi --fastcgi`).
 ///
-/// Precondition, checked: the process is single-threaded (`/proc/self/stat` says one
+/// Precondition, checked: the process is single-threaded (`/proc` says one
 /// thread). A fork copies only the calling thread, so a lock held by another thread (the
 /// allocator's, stdout's) would stay locked forever in the child; with one thread there
 /// is none. It refuses (an error, nothing forked) otherwise, or when the thread count
@@ -587,6 +593,56 @@ pub fn close_inherited_descriptors() -> Result<(), String> {
 pub fn exit_now(code: i32) -> ! {
     // SAFETY: _exit has no precondition; it does not return.
     unsafe { libc::_exit(code) }
+}
+
+extern "C" {
+    /// The C library's environment (`environ(7)`), what `getenv` and `std::env` read.
+    static mut environ: *mut *mut libc::c_char;
+}
+
+/// Make `vars` the process's whole environment, as removing every variable and setting
+/// each of `vars` would (`std::env::set_var`), but with one array and one string per
+/// variable allocated here, where `setenv` grows its array by one for each variable and
+/// keeps a search tree of the strings it made (tens of small mallocs: in a forked worker,
+/// each first write to a page of the parent's heap copies that page).
+///
+/// Refuses (an error, nothing changed) unless the process has one thread (no other
+/// thread may read the environment while its array is replaced), or when a name is empty
+/// or holds `=` or a NUL byte, a value holds a NUL byte, or a name comes twice (the
+/// caller then sets them one by one, as before). The strings and the array are never
+/// freed (they are the environment; a later `setenv` copies the array it finds).
+pub fn replace_environment(vars: &[(std::ffi::OsString, std::ffi::OsString)]) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    for (i, (k, v)) in vars.iter().enumerate() {
+        let (k, v) = (k.as_bytes(), v.as_bytes());
+        if k.is_empty() || k.contains(&b'=') || k.contains(&0) || v.contains(&0) {
+            return Err("a variable that setenv would refuse".into());
+        }
+        if vars[..i].iter().any(|(n, _)| n.as_bytes() == k) {
+            return Err("a variable named twice".into());
+        }
+    }
+    match threads() {
+        Some(1) => {}
+        _ => return Err("the process has other threads (or their number is unknown)".into()),
+    }
+    let mut ptrs: Vec<*mut libc::c_char> = Vec::with_capacity(vars.len() + 1);
+    for (k, v) in vars {
+        let (k, v) = (k.as_bytes(), v.as_bytes());
+        let mut e = Vec::with_capacity(k.len() + v.len() + 2);
+        e.extend_from_slice(k);
+        e.push(b'=');
+        e.extend_from_slice(v);
+        e.push(0);
+        ptrs.push(Box::leak(e.into_boxed_slice()).as_mut_ptr() as *mut libc::c_char);
+    }
+    ptrs.push(std::ptr::null_mut());
+    let array = Box::leak(ptrs.into_boxed_slice()).as_mut_ptr();
+    // SAFETY: one thread (checked above), so nothing reads `environ` while it changes;
+    // the array is null-terminated, each entry a NUL-terminated `NAME=value` string, and
+    // both live as long as the process (leaked).
+    unsafe { environ = array };
+    Ok(())
 }
 
 /// The allocator's state in a new child (see [`fork`]).
@@ -991,6 +1047,25 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn replace_environment_refuses_what_setenv_would_and_threads() {
+        let v = |k: &str, x: &str| (std::ffi::OsString::from(k), std::ffi::OsString::from(x));
+        for bad in [
+            vec![v("", "x")],
+            vec![v("A=B", "x")],
+            vec![v("A\0", "x")],
+            vec![v("A", "x\0")],
+            vec![v("A", "1"), v("A", "2")],
+        ] {
+            assert!(replace_environment(&bad).is_err(), "{bad:?}");
+        }
+        // The test harness has threads: refused, the environment unchanged.
+        let before: Vec<_> = std::env::vars_os().collect();
+        let e = replace_environment(&[v("ONLY", "1")]).unwrap_err();
+        assert!(e.contains("threads"), "{e}");
+        assert_eq!(std::env::vars_os().collect::<Vec<_>>(), before);
     }
 
     #[test]
