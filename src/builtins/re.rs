@@ -557,8 +557,8 @@ struct Cache {
 thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
     /// Patterns compiled ahead of any run by `leash-cgi --fastcgi`'s warm process
-    /// (`warm_patterns`): the text form and the ASCII form (None: refused), each handed
-    /// to the first run that compiles the pattern, then gone from here.
+    /// (`warm_patterns`), each handed to the first run that compiles the pattern (see
+    /// `Warm`).
     static WARM: RefCell<HashMap<String, Warm>> = RefCell::new(HashMap::new());
 }
 

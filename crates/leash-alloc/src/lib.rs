@@ -317,7 +317,7 @@ mod arena {
             (SMALL / 16 + (size.trailing_zeros() - SMALL.trailing_zeros()) as usize, size)
         }
     }
-    const ARENA_RESERVE: usize = 256 << 20;
+    const ARENA_RESERVE: usize = 64 << 20;
     const ARENA_STEP: usize = 256 << 10;
 
     /// The reserved region, [LO, HI) (0, 0 before it is made): any thread may ask
