@@ -282,6 +282,9 @@ pub fn zygote_main() -> i32 {
         // The stdlib's modules parsed once, here: each worker copies the trees instead of
         // parsing them again (they are part of the binary: nothing of a script is read).
         crate::source::warm_stdlib();
+        // And the constant patterns they pass to `re.*`, compiled (no search run): a
+        // worker takes each from here instead of compiling it (`re::warm_patterns`).
+        crate::builtins::re::warm_patterns(crate::source::stdlib_patterns().iter().map(String::as_str));
     }
     let ctl = match std::io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => fd,
@@ -458,7 +461,10 @@ pub fn zygote_main() -> i32 {
                     close_warm(&mut kids, &mut spares, &mut retired);
                     drop((ctl, rep));
                     let job = Job::decode(&buf[..n]);
-                    drop(buf);
+                    // Not freed: the buffer is a mapping of its own (`JOB_MAX_BYTES`), and
+                    // unmapping it costs the worker a `munmap` and a TLB flush for nothing
+                    // (the process ends after this one job; it holds only this job).
+                    std::mem::forget(buf);
                     run_job(job, fds)
                 }
                 Ok(leash_alloc::Forked::Parent(p)) => {
@@ -609,7 +615,8 @@ fn spare(sock: OwnedFd, mut buf: Vec<u8>) -> ! {
         crate::program_cache::choose(serial);
     }
     let job = if n >= 8 && fds.len() == 3 { Job::decode(&buf[8..n]) } else { None };
-    drop(buf);
+    // Kept, as in a forked worker: no `munmap` for a process that serves one job.
+    std::mem::forget(buf);
     run_job(job, fds)
 }
 
@@ -715,18 +722,23 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
     if let Err(e) = std::env::set_current_dir(&job.cwd) {
         fail("chdir", &e);
     }
-    // The request's environment and nothing else.
-    let old: Vec<OsString> = std::env::vars_os().map(|(k, _)| k).collect();
-    for k in old {
-        std::env::remove_var(k);
-    }
-    for (k, v) in &job.env {
-        std::env::set_var(k, v);
+    // The request's environment and nothing else: one array made at once
+    // (`replace_environment`), or else variable by variable.
+    if leash_alloc::replace_environment(&job.env).is_err() {
+        let old: Vec<OsString> = std::env::vars_os().map(|(k, _)| k).collect();
+        for k in old {
+            std::env::remove_var(k);
+        }
+        for (k, v) in &job.env {
+            std::env::set_var(k, v);
+        }
     }
     if let Some(interp) = &job.exec {
         let e = Command::new(interp).args(&job.args).exec();
         fail(&format!("cannot start the interpreter {}", interp.display()), &e);
     }
+    // One run, then `exit_now`: the run's memory is not freed (`set_last_run`).
+    crate::set_last_run();
     let code = run_interpreter(job.args);
     // What the script wrote is flushed; then the process ends without running the warm
     // process's destructors (see `leash_alloc::exit_now`).

@@ -114,7 +114,24 @@ pub struct Outcome {
     pub profile: Option<Box<tools::profile::Profile>>,
 }
 
+/// Set in a process that runs one script and then ends (a `leash-cgi --fastcgi` worker):
+/// `run` then leaves the evaluator's memory to the process's end instead of freeing it.
+static LAST_RUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Say that this process ends after its next run (see `run`). For a forked worker, whose
+/// heap is a copy-on-write image of its warm process: freeing what a run holds writes to
+/// every page of it (malloc's chunk headers and bins), and each first write to a page
+/// shared with the warm process copies that page, all for a process about to end.
+pub fn set_last_run() {
+    LAST_RUN.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Run a loaded program to its end.
+///
+/// Everything that is not memory is released here, in every case: the output flushed
+/// (or held, in CGI mode), the script's readers, sockets and databases closed. After
+/// `set_last_run` the evaluator itself (values, globals, the per-run regex cache) is
+/// then not dropped: the process ends next, and its memory goes with it.
 pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
     let mut it = Interp::new(prog, cfg);
     if cfg.profile {
@@ -138,7 +155,11 @@ pub fn run(prog: &Program, cfg: &RunConfig) -> Outcome {
     it.host.net.close_all();
     it.host.db.close_all();
     let profile = it.take_profile();
-    Outcome { status, diag, stats: it.stats(), held, profile }
+    let out = Outcome { status, diag, stats: it.stats(), held, profile };
+    if LAST_RUN.load(std::sync::atomic::Ordering::Relaxed) {
+        std::mem::forget(it);
+    }
+    out
 }
 
 /// The column of the first whole-word `word` in `line` (1-based, characters).

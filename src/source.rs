@@ -528,6 +528,35 @@ pub fn warm_stdlib() {
     crate::ast::clear_names();
 }
 
+/// The constant patterns the stdlib's modules pass to `re.*` (`re.NAME("...", ...)` with
+/// a plain string literal first), for a warm process to compile once
+/// (`builtins::re::warm_patterns`). Read from the modules' text in the binary.
+pub fn stdlib_patterns() -> Vec<String> {
+    use crate::lexer::{lex_line, StrLit, Tok};
+    let mut out: Vec<String> = Vec::new();
+    for m in stdlib::names() {
+        let Some(text) = stdlib::module(m) else { continue };
+        for line in text.lines() {
+            if !line.contains("re.") || line.len() > MAX_LINE_BYTES {
+                continue;
+            }
+            let Ok(l) = lex_line(line) else { continue };
+            for w in l.toks.windows(5) {
+                if let [Tok::Ident(r), Tok::Dot, Tok::Ident(_), Tok::LParen, Tok::Str(StrLit::Plain(p))] = w {
+                    if r == "re" {
+                        if let Ok(p) = std::str::from_utf8(p) {
+                            if !out.iter().any(|q| q == p) {
+                                out.push(p.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// A copy of stdlib module `m` as parsed at `base`, if [`warm_stdlib`] parsed it.
 fn warm_module(m: &str, base: Pos) -> Option<ParsedFile> {
     WARM.with(|w| {
@@ -581,6 +610,15 @@ fn rebase(stmts: &mut [Stmt], d: Pos) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stdlib_patterns_are_the_modules_constant_patterns() {
+        let p = stdlib_patterns();
+        assert!(p.iter().any(|p| p == "^[A-Z0-9_]+$"), "{p:?}");
+        assert!(p.iter().any(|p| p == "[\\x00-\\x08\\x0a-\\x1f\\x7f]"), "{p:?}");
+        assert!(p.iter().all(|p| crate::builtins::re::compile(p).is_ok()), "{p:?}");
+        assert_eq!(p.iter().collect::<HashSet<_>>().len(), p.len());
+    }
 
     #[test]
     fn positions_map_back_to_files() {

@@ -1230,3 +1230,148 @@ def test_warm_process_killed_under_a_running_request(srv):
     while time.monotonic() < end and srv.zygote() in (None, z):
         time.sleep(0.05)
     assert srv.get("hello.lsh")[0] == 200
+
+
+def test_a_worker_ends_without_freeing_and_loses_nothing(tmp_path):
+    """A worker does not free its run's memory before it ends (`set_last_run`): what the
+    script wrote still arrives whole (3,000 lines held, then sent), the summary line is
+    complete (status and steps, equal to those of the same page run by an exec'd `leash`,
+    which frees everything), a file the script appended to has every append, a reader
+    left open is harmless, and the TMPDIR it wrote in is removed after the request."""
+    out = tmp_path / "appended.txt"
+    page = (
+        H + 't = env.get("TMPDIR")\n'
+        'file.write(t .. "/scratch.txt", repeat("y", 100000))\n'
+        'r = file.open(t .. "/scratch.txt")\n'
+        'print(t)\n'
+        'for i = 1 to 3000\n'
+        '  print(str(i) .. " " .. repeat("x", 100))\n'
+        f'  file.append("{out}", "a")\n'
+        'end\n'
+    )
+    steps = {}
+    for mode in ["fork", "exec"]:
+        srv = Server(tmp_path / mode, extra=f'worker_start = "{mode}"\n')
+        try:
+            (srv.root / "files" / "big.lsh").write_text(page)
+            for n in range(2):
+                status, _, body = srv.get("files/big.lsh")
+                lines = body.decode().splitlines()
+                assert status == 200 and len(lines) == 3001, (mode, n, body[-200:], srv.log())
+                assert lines[1:] == [f"{i} " + "x" * 100 for i in range(1, 3001)]
+                tmp = pathlib.Path(lines[0])
+                end = time.monotonic() + 10
+                while tmp.exists() and time.monotonic() < end:
+                    time.sleep(0.02)
+                assert not tmp.exists(), (mode, tmp)
+            end = time.monotonic() + 10
+            while len(summary_lines(srv.log())) < 2 and time.monotonic() < end:
+                time.sleep(0.02)
+            got = summary_lines(srv.log())
+            assert len(got) == 2 and all("status=200 " in l for l in got), srv.log()
+            steps[mode] = [l.split(" steps=")[1].split()[0] for l in got]
+        finally:
+            srv.stop()
+    assert steps["fork"] == steps["exec"] and steps["fork"][0] != "-", steps
+    assert out.read_text() == "a" * 12000
+
+
+def test_warm_patterns_are_charged_as_a_compile(tmp_path):
+    """The constant patterns of the stdlib's modules are compiled once by the warm process
+    and taken by each forked worker instead of compiled there; a run is charged the same
+    work as when it compiles them itself (an exec'd `leash` compiles everything): a script
+    that uses them until the work limit stops after the same number of steps, and they
+    match as compiled ones do (ASCII, non-ASCII and invalid header names)."""
+    page = H + (
+        'print(re.test("^[A-Z0-9_]+$", "ABC_1"), re.test("^[A-Z0-9_]+$", "\u00c9T\u00c9"), '
+        're.test("^[1-5][0-9][0-9]( .*)?$", "404 Not Found"))\n'
+        'print(cgi.header("X-Probe"))\n'
+        'if get(cgi.query(), "bad", "") != ""\n'
+        '  cgi.headers({"Bad Name": "x"})\n'
+        'end\n'
+        'n = 0\n'
+        'if get(cgi.query(), "loop", "") != ""\n'
+        '  while true\n'
+        '    if re.test("^[A-Z0-9_]+$", "ABC_" .. str(n)) and re.test("^[0-9]{1,15}$", str(n))\n'
+        '      n += 1\n'
+        '    end\n'
+        '  end\n'
+        'end\n'
+    )
+    seen = {}
+    for mode in ["fork", "exec"]:
+        srv = Server(tmp_path / mode, extra=f'worker_start = "{mode}"\n')
+        try:
+            srv.config.write_text(srv.config.read_text().replace("max_work = 10000000000000", "max_work = 3000000"))
+            srv.proc.send_signal(signal.SIGHUP)
+            assert srv.wait_log("configuration reloaded")
+            (srv.root / "pats.lsh").write_text(page)
+            status, _, body = srv.get("pats.lsh", HTTP_X_PROBE="yes")
+            assert status == 200 and body == b"true false true\nyes\n", (mode, body, srv.log())
+            assert srv.get("pats.lsh", "bad=1")[0] == 500
+            assert srv.wait_log("invalid header name")
+            assert srv.get("pats.lsh", "loop=1")[0] == 500
+            end = time.monotonic() + 10
+            while len(summary_lines(srv.log())) < 3 and time.monotonic() < end:
+                time.sleep(0.02)
+            got = summary_lines(srv.log())
+            assert len(got) == 3 and '"kind":"work"' in srv.log(), srv.log()
+            seen[mode] = [l.split(" steps=")[1].split()[0] for l in got]
+        finally:
+            srv.stop()
+    assert seen["fork"] == seen["exec"], seen
+
+
+STRESS = """import cgi
+cgi.headers({"Content-Type": "text/plain"})
+# Blocks of every size class and past the arena's largest, grown, shrunk, freed, reused.
+words = []
+m = {}
+acc = ""
+for i = 1 to 3000
+  w = repeat(chr(97 + i % 26), i % 200) .. str(i)
+  push(words, w)
+  m[str(i % 777)] = w
+  if i % 7 == 0
+    acc ..= w
+  end
+  if i % 500 == 0
+    acc = slice(acc, 0, len(acc) // 3)
+  end
+end
+big = repeat("z", 70000) .. repeat("y", 140000)
+doc = json.parse(json.stringify({"w": slice(words, 0, 300), "m": m}))
+s = sort(keys(doc["m"]))
+total = 0
+for w in words
+  total += len(w)
+end
+parts = split(join(words, ","), ",")
+print(len(words), len(m), len(acc), len(big), len(doc["w"]), len(s), s[0], s[len(s) - 1], total, len(parts))
+print(re.test("^[A-Z0-9_]+$", "OK_1"), replace(acc, "a", "b") == replace(acc, "a", "b"), len(upper(acc)))
+"""
+
+
+def test_a_worker_allocates_as_any_run(tmp_path):
+    """A forked worker takes its small blocks from an arena of its own
+    (`leash_alloc::arena`): blocks of every size, grown, shrunk, freed and reused, strings
+    past the arena's largest block, a JSON round trip, a regex; the page's output is the
+    same from a forked worker, an exec'd one and `leash --cgi` run directly."""
+    outs = {}
+    for mode in ["fork", "exec"]:
+        srv = Server(tmp_path / mode, extra=f'worker_start = "{mode}"\n')
+        try:
+            (srv.root / "stress.lsh").write_text(STRESS)
+            for n in range(3):
+                status, _, body = srv.get("stress.lsh")
+                assert status == 200, (mode, body, srv.log())
+                outs.setdefault(mode, set()).add(body)
+        finally:
+            srv.stop()
+    (tmp_path / "stress.lsh").write_text(STRESS)
+    r = subprocess.run([str(LEASH), "--cgi", str(tmp_path / "stress.lsh")], capture_output=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    direct = fc.split_http(r.stdout)[2]
+    assert outs["fork"] == outs["exec"] == {direct}, (outs, direct)
+    assert direct.startswith(b"3000 777 3840 210000 300 777 0 99 309393 3000\n")

@@ -119,6 +119,9 @@ pub struct Compiled {
     /// far smaller automata: `\S` is one byte class instead of the UTF-8 sequences of
     /// every non-space character (a log line's regex runs about 2.5x fewer instructions).
     ascii: Rc<std::cell::OnceCell<Option<Rc<Engine>>>>,
+    /// The ASCII form a warm process compiled already (`warm_patterns`): taken into
+    /// `ascii` when it is first needed, charged exactly as a compile then.
+    warm_ascii: Option<Option<Rc<Engine>>>,
     /// NFA states of the text engine (the `RE` weight).
     states: u64,
 }
@@ -220,7 +223,10 @@ impl Compiled {
     fn engine(&self, s: &[u8]) -> (Result<Rc<Engine>, String>, bool) {
         if s.is_ascii() {
             let fresh = self.ascii.get().is_none();
-            let a = self.ascii.get_or_init(|| build(&self.pat, false, false).ok().map(Rc::new));
+            let a = self.ascii.get_or_init(|| match &self.warm_ascii {
+                Some(w) => w.clone(),
+                None => build(&self.pat, false, false).ok().map(Rc::new),
+            });
             match a {
                 Some(e) => return (Ok(e.clone()), fresh),
                 // Tried and refused (a Unicode-only pattern): charged as one more compile.
@@ -550,6 +556,54 @@ struct Cache {
 
 thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+    /// Patterns compiled ahead of any run by `leash-cgi --fastcgi`'s warm process
+    /// (`warm_patterns`), each handed to the first run that compiles the pattern (see
+    /// `Warm`).
+    static WARM: RefCell<HashMap<String, Warm>> = RefCell::new(HashMap::new());
+}
+
+/// A pattern compiled by `warm_patterns`: its text and ASCII forms (None: refused), and
+/// whether a run has taken it. The engines stay referenced here, so that a worker that
+/// took them never frees them (each free would write to, so copy, a page it shares with
+/// the warm process).
+struct Warm {
+    text: Rc<Engine>,
+    ascii: Option<Rc<Engine>>,
+    taken: bool,
+}
+
+/// Compile `pats` now, on this thread, for the runs of the processes forked from this one
+/// later (`leash-cgi --fastcgi`'s warm process: the constant patterns of the stdlib's
+/// modules, so that each worker does not compile `cgi.headers`'s again). Only patterns
+/// (text) are compiled: no search runs, so the engines' caches are as new. A pattern
+/// that does not compile is left out (a run compiles it and reports it as always). A run
+/// that compiles one of them takes it from here (once: a second compile of it in the
+/// same process, after the per-run cache dropped it, builds it anew), and is charged the
+/// same work as for compiling it: the compile's cost is moved, not its charge.
+pub fn warm_patterns<'a>(pats: impl IntoIterator<Item = &'a str>) {
+    for pat in pats {
+        if pat.len() > MAX_REGEX_PATTERN || WARM.with(|w| w.borrow().contains_key(pat)) {
+            continue;
+        }
+        let Ok(text) = build(pat, true, true) else { continue };
+        let ascii = build(pat, false, false).ok().map(Rc::new);
+        WARM.with(|w| w.borrow_mut().insert(pat.to_string(), Warm { text: Rc::new(text), ascii, taken: false }));
+    }
+}
+
+/// How many patterns `warm_patterns` holds that no run has taken yet.
+pub fn warm_count() -> usize {
+    WARM.with(|w| w.borrow().values().filter(|w| !w.taken).count())
+}
+
+/// The warm engines of `pat`, if `warm_patterns` compiled it and no run took them yet.
+fn take_warm(pat: &str) -> Option<(Rc<Engine>, Option<Rc<Engine>>)> {
+    WARM.with(|w| {
+        let mut w = w.borrow_mut();
+        let e = w.get_mut(pat).filter(|e| !e.taken)?;
+        e.taken = true;
+        Some((e.text.clone(), e.ascii.clone()))
+    })
 }
 
 /// Empty this thread's cache of compiled patterns. A run begins and ends with it empty
@@ -638,12 +692,18 @@ fn compile_entry(pat: &str, work: &mut u64) -> Result<(Compiled, Rc<std::cell::C
             used.set(tick);
             return Ok((re.clone(), used.clone()));
         }
-        let text = build(pat, true, true).inspect_err(|e| {
-            *work = compile_work(if matches!(e, PatternError::TooBig) { COMPILE_FAILED_STATES } else { 0 })
-        })?;
+        let (text, warm_ascii) = match take_warm(pat) {
+            Some((text, ascii)) => (text, Some(ascii)),
+            None => (
+                Rc::new(build(pat, true, true).inspect_err(|e| {
+                    *work = compile_work(if matches!(e, PatternError::TooBig) { COMPILE_FAILED_STATES } else { 0 })
+                })?),
+                None,
+            ),
+        };
         let states = text.states;
         *work = compile_work(states);
-        let re = Compiled { pat: pat.into(), text: Rc::new(text), bytes: Rc::default(), ascii: Rc::default(), states };
+        let re = Compiled { pat: pat.into(), text, bytes: Rc::default(), ascii: Rc::default(), warm_ascii, states };
         if c.map.len() >= CACHE_ENTRIES {
             if let Some(old) = c.map.iter().min_by_key(|(_, (_, t))| t.get()).map(|(k, _)| k.clone()) {
                 c.map.remove(&old);
@@ -839,6 +899,38 @@ pub const TABLE: &[Builtin] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warm_patterns_are_taken_once_and_charged_as_compiled() {
+        // On a thread of its own: the tables are per thread.
+        std::thread::spawn(|| {
+            forget_patterns();
+            let pats = ["^[A-Z0-9_]+$", "[\\x00-\\x08\\x0a-\\x1f\\x7f]", "(", "\\p{Greek}+"];
+            let cold: Vec<_> = pats.iter().map(|p| compile_charged(p).1).collect();
+            forget_patterns();
+            warm_patterns(pats);
+            // The one that does not compile is left out.
+            assert_eq!(warm_count(), 3);
+            let warm: Vec<_> = pats.iter().map(|p| compile_charged(p).1).collect();
+            assert_eq!(warm, cold);
+            assert_eq!(warm_count(), 0);
+            // Taken: the same engine, and its ASCII form given as a compile (charged).
+            let re = compile("^[A-Z0-9_]+$").unwrap();
+            assert!(re.warm_ascii.is_some());
+            let (e, fresh) = re.engine(b"ABC");
+            assert!(fresh && e.is_ok());
+            let (_, fresh) = re.engine(b"ABC");
+            assert!(!fresh);
+            // Unicode-only: the ASCII form was refused in the warm process too.
+            let g = compile("\\p{Greek}+").unwrap();
+            assert!(matches!(g.warm_ascii, Some(None)));
+            // Gone from the per-run cache, compiled anew: not warm any more.
+            forget_patterns();
+            assert!(compile("^[A-Z0-9_]+$").unwrap().warm_ascii.is_none());
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn bounds() {

@@ -37,8 +37,14 @@
 //! 32 to 160 bytes (at most 110 KiB), and serves them back in a few instructions. Stashed
 //! blocks count as freed.
 //!
+//! In a process made by [`fork`] (a `leash-cgi --fastcgi` worker), the thread that
+//! forked takes its blocks of up to 64 KiB from an arena mapped after the fork instead of
+//! from malloc (see `arena`): malloc would carve them out of the free chunks scattered
+//! over the parent's heap, copying a page at the first write to each.
+//!
 //! This is the only crate of the project with unsafe code: `GlobalAlloc` is an unsafe
-//! trait, each method forwards to `std::alloc::System` under the same contract,
+//! trait, each method forwards to `std::alloc::System` under the same contract (or to
+//! the arena of a forked process, which keeps it too),
 //! `getrusage` is a C call, and so is [`fork`] (for `leash-cgi --fastcgi`'s warm
 //! process; single-threaded callers only, checked, the counters reset in the child).
 //! It also wraps SQLite's allocator and page cache to count the bytes SQLite allocates and
@@ -146,8 +152,12 @@ fn spend(n: usize) {
 // `GlobalAlloc` contract is `System`'s, except that the script's thread keeps some freed
 // small malloc blocks in its stash and hands them out again for requests of the same
 // chunk size (see `Stash`: such a block is as good as a fresh `malloc` of that size, and
-// `free` takes it back later); the counting touches only the atomics above and
-// thread-locals that need no allocation.
+// `free` takes it back later), and that in a forked process the forking thread's blocks
+// may come from `arena`: a block there is at least the chunk size of its layout (so at
+// least the request), 16-aligned (the region is page-aligned and every block size a
+// multiple of 16), given to one owner at a time (bump or free list), and recognised by
+// its address when it is freed or reallocated (never passed to malloc's `free`); the
+// counting touches only the atomics above and thread-locals that need no allocation.
 unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
@@ -170,7 +180,8 @@ unsafe impl GlobalAlloc for Counting {
                 }
             }
         }
-        let p = System.alloc(l);
+        let (p, _) = arena_alloc(l, c);
+        let p = if p.is_null() { System.alloc(l) } else { p };
         if !p.is_null() {
             add(c);
         }
@@ -179,9 +190,18 @@ unsafe impl GlobalAlloc for Counting {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(l);
+        let c = chunk(l);
+        let p = match arena_alloc(l, c) {
+            (p, true) => p,
+            (p, false) if !p.is_null() => {
+                // SAFETY: a block of at least `l.size()` bytes, ours.
+                std::ptr::write_bytes(p, 0, l.size());
+                p
+            }
+            _ => System.alloc_zeroed(l),
+        };
         if !p.is_null() {
-            add(chunk(l));
+            add(c);
         }
         p
     }
@@ -208,12 +228,35 @@ unsafe impl GlobalAlloc for Counting {
                 }
             }
         }
+        if arena::holds(ptr) {
+            arena::free(ptr, c);
+            return;
+        }
         System.dealloc(ptr, l);
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, l: Layout, new_size: usize) -> *mut u8 {
-        let p = System.realloc(ptr, l, new_size);
+        let p = if arena::holds(ptr) {
+            // A block of the arena: kept when the new size fits its chunk, else moved
+            // (to the arena or to malloc) and given back.
+            let c = chunk(l);
+            let nl = Layout::from_size_align_unchecked(new_size, l.align());
+            if chunk(nl) <= c {
+                ptr
+            } else {
+                let (q, _) = arena_alloc(nl, chunk(nl));
+                let q = if q.is_null() { System.alloc(nl) } else { q };
+                if !q.is_null() {
+                    // SAFETY: both blocks hold at least `min` bytes and do not overlap.
+                    std::ptr::copy_nonoverlapping(ptr, q, l.size().min(new_size));
+                    arena::free(ptr, c);
+                }
+                q
+            }
+        } else {
+            System.realloc(ptr, l, new_size)
+        };
         if !p.is_null() {
             // SAFETY: the caller guarantees that `new_size` with `l`'s alignment is a
             // valid layout (the `GlobalAlloc::realloc` contract).
@@ -229,6 +272,186 @@ unsafe impl GlobalAlloc for Counting {
             }
         }
         p
+    }
+}
+
+/// The arena of a process forked by [`fork`]: small blocks for the thread that forked,
+/// in memory of the child's own, so that they are not carved out of the free chunks
+/// malloc kept in the parent's heap.
+///
+/// A forked worker's heap is a copy-on-write image of its warm process's. Malloc serves
+/// the worker's small blocks from the free chunks it finds in its bins and per-thread
+/// cache, which lie scattered over the parent's heap, and its first write to each page
+/// of them copies that page (a page fault and 4 KiB copied): tens of pages for a few
+/// kilobytes of strings. Here they come instead one after the other from a region the
+/// child maps after the fork (zero pages: a fault each, no copy, and as few pages as the
+/// bytes need). Blocks freed go to a list per size and serve the next request of that
+/// size. Blocks of more than `ARENA_MAX_CHUNK` bytes, aligned above 16, or asked on
+/// another thread go to malloc as before.
+///
+/// The region is reserved once (`ARENA_RESERVE` bytes, inaccessible, so it counts
+/// neither as memory nor against `RLIMIT_DATA`) and made writable `ARENA_STEP` bytes at
+/// a time as it fills (then it counts against `RLIMIT_DATA` like heap memory); when that
+/// fails or the region is full, blocks come from malloc. A block of the region freed on
+/// another thread is left alone (its bytes are not reused; the process is a worker that
+/// serves one request). The counts of live bytes are those of malloc's chunks either way
+/// (`chunk`): a block here is exactly one chunk's size.
+mod arena {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    /// Blocks of up to this many bytes (a chunk size, see `chunk`) come from the arena:
+    /// chunk sizes up to `SMALL` each a size of its own (multiples of 16), larger ones
+    /// rounded up to a power of two (a vector that grows doubles anyway).
+    pub const ARENA_MAX_CHUNK: usize = 64 << 10;
+    const SMALL: usize = 1024;
+    const CLASSES: usize = SMALL / 16 + 1 + (ARENA_MAX_CHUNK.trailing_zeros() - SMALL.trailing_zeros()) as usize;
+
+    /// The list and the block size for chunk size `c` (at most `ARENA_MAX_CHUNK`).
+    #[inline(always)]
+    fn class(c: usize) -> (usize, usize) {
+        if c <= SMALL {
+            (c >> 4, c)
+        } else {
+            let size = c.next_power_of_two();
+            (SMALL / 16 + (size.trailing_zeros() - SMALL.trailing_zeros()) as usize, size)
+        }
+    }
+    const ARENA_RESERVE: usize = 64 << 20;
+    const ARENA_STEP: usize = 256 << 10;
+
+    /// The reserved region, [LO, HI) (0, 0 before it is made): any thread may ask
+    /// whether a block is in it.
+    static LO: AtomicUsize = AtomicUsize::new(0);
+    static HI: AtomicUsize = AtomicUsize::new(0);
+
+    struct State {
+        on: Cell<bool>,
+        /// The next free byte, the end of the writable part.
+        next: Cell<usize>,
+        end: Cell<usize>,
+        free: [Cell<*mut u8>; CLASSES],
+    }
+
+    thread_local! {
+        static ARENA: State = const {
+            State {
+                on: Cell::new(false),
+                next: Cell::new(0),
+                end: Cell::new(0),
+                free: [const { Cell::new(std::ptr::null_mut()) }; CLASSES],
+            }
+        };
+    }
+
+    /// In the child of a fork, on the thread that forked: reserve the region.
+    pub fn start() {
+        // SAFETY: a new anonymous mapping, inaccessible; nothing else is touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                ARENA_RESERVE,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return;
+        }
+        let lo = p as usize;
+        LO.store(lo, Relaxed);
+        HI.store(lo + ARENA_RESERVE, Relaxed);
+        ARENA.with(|a| {
+            a.next.set(lo);
+            a.end.set(lo);
+            for f in &a.free {
+                f.set(std::ptr::null_mut());
+            }
+            a.on.set(true);
+        });
+    }
+
+    /// Is `p` a block of the region?
+    #[inline(always)]
+    pub fn holds(p: *mut u8) -> bool {
+        let p = p as usize;
+        p >= LO.load(Relaxed) && p < HI.load(Relaxed)
+    }
+
+    /// A block for chunk size `c` (a multiple of 16, at most `ARENA_MAX_CHUNK`), and
+    /// whether its bytes are zero (new memory); null when the arena cannot give one.
+    #[inline(always)]
+    pub fn alloc(c: usize) -> (*mut u8, bool) {
+        ARENA
+            .try_with(|a| {
+                if !a.on.get() {
+                    return (std::ptr::null_mut(), false);
+                }
+                let (i, size) = class(c);
+                let f = &a.free[i];
+                let p = f.get();
+                if !p.is_null() {
+                    // SAFETY: a freed block of this class, owned by the list, whose first
+                    // word links the next.
+                    f.set(unsafe { *(p as *mut *mut u8) });
+                    return (p, false);
+                }
+                let at = a.next.get();
+                if at + size > a.end.get() && !grow(a, size) {
+                    return (std::ptr::null_mut(), false);
+                }
+                a.next.set(at + size);
+                (at as *mut u8, true)
+            })
+            .unwrap_or((std::ptr::null_mut(), false))
+    }
+
+    /// Make the next `ARENA_STEP` bytes (or more, for `c`) writable.
+    #[cold]
+    fn grow(a: &State, c: usize) -> bool {
+        let end = a.end.get();
+        let step = ARENA_STEP.max(c);
+        if end + step > HI.load(Relaxed) {
+            return false;
+        }
+        // SAFETY: [end, end + step) is inside the reserved region, not yet writable, and
+        // holds nothing.
+        let r = unsafe { libc::mprotect(end as *mut libc::c_void, step, libc::PROT_READ | libc::PROT_WRITE) };
+        if r != 0 {
+            return false;
+        }
+        a.end.set(end + step);
+        true
+    }
+
+    /// Take back a block of the region, of chunk size `c`.
+    #[inline(always)]
+    pub fn free(p: *mut u8, c: usize) {
+        let _ = ARENA.try_with(|a| {
+            if a.on.get() && c <= ARENA_MAX_CHUNK {
+                // A block given for chunk size `c` is at least `class(c)`'s size (one
+                // kept in place by a `realloc` that shrank it is larger).
+                let f = &a.free[class(c).0];
+                // SAFETY: the caller gives the block up; it is at least 16 bytes, room for
+                // the link.
+                unsafe { *(p as *mut *mut u8) = f.get() };
+                f.set(p);
+            }
+            // Otherwise (another thread): left alone.
+        });
+    }
+}
+
+/// A block for layout `l` of chunk size `c` from the arena of a forked process, if `l`
+/// is one it serves and it has room (null otherwise).
+#[inline(always)]
+fn arena_alloc(l: Layout, c: usize) -> (*mut u8, bool) {
+    if l.align() <= 16 && c <= arena::ARENA_MAX_CHUNK {
+        arena::alloc(c)
+    } else {
+        (std::ptr::null_mut(), false)
     }
 }
 
@@ -290,9 +513,21 @@ pub enum Forked {
     Parent(i32),
 }
 
-/// The number of threads of this process (`/proc/self/stat`, field 20), if readable.
+/// The number of threads of this process (from `/proc`), if readable.
 fn threads() -> Option<usize> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // `/proc/self/task` has a link count of 2 + the number of threads: one `statx`, where
+    // opening and reading `/proc/self/stat` costs three system calls and the kernel's
+    // formatting of every field of the process's status.
+    use std::os::unix::fs::MetadataExt;
+    let n = std::fs::metadata("/proc/self/task").ok()?.nlink();
+    if n >= 3 {
+        return Some(n as usize - 2);
+    }
+    // A procfs that counts otherwise: field 20 of `/proc/self/stat`, read at once.
+    use std::io::Read;
+    let mut buf = [0u8; 2048];
+    let n = std::fs::File::open("/proc/self/stat").ok()?.read(&mut buf).ok()?;
+    let stat = std::str::from_utf8(&buf[..n]).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: count after it.
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_ascii_whitespace().nth(17)?.parse().ok()
@@ -301,13 +536,14 @@ fn threads() -> Option<usize> {
 /// Fork the process (`fork(2)`), for a warm process that starts a fresh worker per
 /// request without an `exec` (`leash-cgi --fastcgi`).
 ///
-/// Precondition, checked: the process is single-threaded (`/proc/self/stat` says one
+/// Precondition, checked: the process is single-threaded (`/proc` says one
 /// thread). A fork copies only the calling thread, so a lock held by another thread (the
 /// allocator's, stdout's) would stay locked forever in the child; with one thread there
 /// is none. It refuses (an error, nothing forked) otherwise, or when the thread count
 /// cannot be read.
 ///
-/// In the child the allocator's state starts clean: every live byte is counted as held
+/// In the child the forking thread's small blocks come from an arena of the child's own
+/// (see `arena`), and the allocator's state starts clean: every live byte is counted as held
 /// by "other threads" (none is the script's yet), the mark and the credit are reset (no
 /// check is pending), and the calling thread is no longer the script's thread, its stash
 /// given back to malloc. The child's first interpreter thread calls [`count_here`] as a
@@ -359,6 +595,56 @@ pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+extern "C" {
+    /// The C library's environment (`environ(7)`), what `getenv` and `std::env` read.
+    static mut environ: *mut *mut libc::c_char;
+}
+
+/// Make `vars` the process's whole environment, as removing every variable and setting
+/// each of `vars` would (`std::env::set_var`), but with one array and one string per
+/// variable allocated here, where `setenv` grows its array by one for each variable and
+/// keeps a search tree of the strings it made (tens of small mallocs: in a forked worker,
+/// each first write to a page of the parent's heap copies that page).
+///
+/// Refuses (an error, nothing changed) unless the process has one thread (no other
+/// thread may read the environment while its array is replaced), or when a name is empty
+/// or holds `=` or a NUL byte, a value holds a NUL byte, or a name comes twice (the
+/// caller then sets them one by one, as before). The strings and the array are never
+/// freed (they are the environment; a later `setenv` copies the array it finds).
+pub fn replace_environment(vars: &[(std::ffi::OsString, std::ffi::OsString)]) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    for (i, (k, v)) in vars.iter().enumerate() {
+        let (k, v) = (k.as_bytes(), v.as_bytes());
+        if k.is_empty() || k.contains(&b'=') || k.contains(&0) || v.contains(&0) {
+            return Err("a variable that setenv would refuse".into());
+        }
+        if vars[..i].iter().any(|(n, _)| n.as_bytes() == k) {
+            return Err("a variable named twice".into());
+        }
+    }
+    match threads() {
+        Some(1) => {}
+        _ => return Err("the process has other threads (or their number is unknown)".into()),
+    }
+    let mut ptrs: Vec<*mut libc::c_char> = Vec::with_capacity(vars.len() + 1);
+    for (k, v) in vars {
+        let (k, v) = (k.as_bytes(), v.as_bytes());
+        let mut e = Vec::with_capacity(k.len() + v.len() + 2);
+        e.extend_from_slice(k);
+        e.push(b'=');
+        e.extend_from_slice(v);
+        e.push(0);
+        ptrs.push(Box::leak(e.into_boxed_slice()).as_mut_ptr() as *mut libc::c_char);
+    }
+    ptrs.push(std::ptr::null_mut());
+    let array = Box::leak(ptrs.into_boxed_slice()).as_mut_ptr();
+    // SAFETY: one thread (checked above), so nothing reads `environ` while it changes;
+    // the array is null-terminated, each entry a NUL-terminated `NAME=value` string, and
+    // both live as long as the process (leaked).
+    unsafe { environ = array };
+    Ok(())
+}
+
 /// The allocator's state in a new child (see [`fork`]).
 fn reset_after_fork() {
     if OWNER.get() {
@@ -380,6 +666,7 @@ fn reset_after_fork() {
         });
         OWNER.set(false);
     }
+    arena::start();
     OTHERS.store(live(), Relaxed);
     MINE.store(0, Relaxed);
     MARK.store(isize::MAX, Relaxed);
@@ -717,6 +1004,71 @@ mod tests {
     }
 
     #[test]
+    fn the_arena_of_a_forked_process() {
+        // As in a forked child, on a thread of its own (the test harness has threads, so
+        // no fork here: the arena is started as `fork` starts it in the child).
+        std::thread::spawn(|| {
+            arena::start();
+            let mut kept = Vec::new();
+            for n in [1usize, 8, 24, 40, 100, 1000, 1017, 5000, 40000, 65000] {
+                let v: Vec<u8> = std::hint::black_box((0..n).map(|i| i as u8).collect());
+                assert!(arena::holds(v.as_ptr() as *mut u8), "{n}");
+                assert_eq!(v.as_ptr() as usize % 16, 0);
+                kept.push(v);
+            }
+            // Past the largest block: malloc's.
+            let big: Vec<u8> = std::hint::black_box(vec![3; 1 << 20]);
+            assert!(!arena::holds(big.as_ptr() as *mut u8));
+            // Grown (moved, contents kept), shrunk (kept in place), freed and served again.
+            let mut v = kept.pop().unwrap();
+            v.extend(std::iter::repeat_n(9u8, 100_000));
+            assert!(!arena::holds(v.as_ptr() as *mut u8));
+            assert!(v[..65000].iter().enumerate().all(|(i, &b)| b == i as u8) && v[65000..].iter().all(|&b| b == 9));
+            let mut w: Vec<u8> = std::hint::black_box((0..3000).map(|i| i as u8).collect());
+            let at = w.as_ptr();
+            w.truncate(10);
+            w.shrink_to_fit();
+            assert_eq!(w.as_ptr(), at);
+            assert_eq!(w, (0..10).map(|i| i as u8).collect::<Vec<_>>());
+            let a = Box::new([7u64; 30]);
+            let p = &*a as *const _ as usize;
+            drop(a);
+            let b = Box::new([0u64; 30]);
+            assert_eq!(&*b as *const _ as usize, p, "a freed block is served again");
+            drop(b);
+            // A reused block asked zeroed is zeroed.
+            let z: Vec<u64> = std::hint::black_box(vec![0u64; 30]);
+            assert_eq!(z.as_ptr() as usize, p);
+            assert!(z.iter().all(|&x| x == 0));
+            // A block freed on another thread is left alone (not reused, not passed to free).
+            let moved = kept.pop().unwrap();
+            std::thread::spawn(move || drop(moved)).join().unwrap();
+            assert!(kept.iter().all(|v| v.iter().enumerate().all(|(i, &b)| b == i as u8)));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn replace_environment_refuses_what_setenv_would_and_threads() {
+        let v = |k: &str, x: &str| (std::ffi::OsString::from(k), std::ffi::OsString::from(x));
+        for bad in [
+            vec![v("", "x")],
+            vec![v("A=B", "x")],
+            vec![v("A\0", "x")],
+            vec![v("A", "x\0")],
+            vec![v("A", "1"), v("A", "2")],
+        ] {
+            assert!(replace_environment(&bad).is_err(), "{bad:?}");
+        }
+        // The test harness has threads: refused, the environment unchanged.
+        let before: Vec<_> = std::env::vars_os().collect();
+        let e = replace_environment(&[v("ONLY", "1")]).unwrap_err();
+        assert!(e.contains("threads"), "{e}");
+        assert_eq!(std::env::vars_os().collect::<Vec<_>>(), before);
+    }
+
+    #[test]
     fn fork_refuses_a_threaded_process() {
         // The test harness runs tests on threads of their own: more than one thread.
         let e = fork().unwrap_err();
@@ -730,7 +1082,8 @@ mod tests {
         std::thread::spawn(|| {
             count_here();
             let before = MINE.load(Relaxed);
-            let v: Vec<u8> = Vec::with_capacity(1 << 20);
+            // (black_box: an allocation nothing reads may be elided by the optimiser.)
+            let v: Vec<u8> = std::hint::black_box(Vec::with_capacity(1 << 20));
             assert_eq!(MINE.load(Relaxed).wrapping_sub(before), (1 << 20) + 16);
             drop(v);
             assert_eq!(MINE.load(Relaxed), before);
