@@ -411,6 +411,7 @@ mod tests {
         assert_eq!(translate("SELECT a::text FROM t WHERE x = :x", true).0, "SELECT a::text FROM t WHERE x = $1");
         assert_eq!(translate("SELECT 'unterminated ?", false).1.len(), 0);
     }
+
     #[test]
     fn numerics() {
         // 12345.678: weight 1, groups 1, 2345, 6780; dscale 3.
