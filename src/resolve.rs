@@ -9,17 +9,31 @@
 //! - the locals limit; capabilities reached (for `leash check`).
 //!
 //! The output is a `Program` in which names are slots and calls are indices.
+//!
+//! Its parts: this file walks the tree (expressions, places, statements) with the scope
+//! of the function being resolved, and holds the driver (`resolve`); `resolve/calls.rs`
+//! resolves calls (user functions, builtins, function arguments, anonymous functions);
+//! `resolve/bindings.rs` finds the names a body binds, before it is resolved (SPEC 6);
+//! `resolve/idioms.rs` picks the specialized node a construct becomes when its operands
+//! allow one (`BinS`, `BinK`, `MapGet`, `IncVar`, `CountIndex`, ...).
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use crate::ast::{BinOp, Expr as AExpr, FnDef, InterpPart, Pos, Spot, Stmt as AStmt, StmtKind as AKind, UnOp};
-use crate::builtins::{self, Builtin, VARIADIC};
+use crate::ast::{Expr as AExpr, FnDef, InterpPart, Pos, Spot, Stmt as AStmt, StmtKind as AKind, UnOp};
+use crate::builtins;
 use crate::diag::{LoadError, LoadErrors, LoadKind};
 use crate::limits::*;
 use crate::program::*;
 use crate::source::{Loaded, SourceMap};
-use crate::value::{bytes, Handle, HandleKind, LStr, Value};
+use crate::value::{bytes, LStr, Value};
+
+mod bindings;
+mod calls;
+mod idioms;
+
+use bindings::collect_bindings;
+use idioms::{assign_node, specialize};
 
 struct FnCtx {
     locals: HashMap<String, u32>,
@@ -263,263 +277,6 @@ impl Resolver<'_> {
         }
     }
 
-    /// A variable that the anonymous function being resolved reads from the scope around
-    /// it: read there (with that scope's checks, so an error comes in source order),
-    /// its value captured when the builtin call starts, and a slot of its own here.
-    fn capture(&mut self, n: &crate::ast::Name, sp: Spot) -> Expr {
-        let inner = self.ctx.take();
-        self.ctx = self.outer.pop().expect("an anonymous function has a scope around it");
-        let e = self.expr(&AExpr::Name(n.clone(), sp));
-        self.outer.push(self.ctx.take());
-        self.ctx = inner;
-        let ctx = self.ctx.as_mut().expect("in an anonymous function");
-        let lam = ctx.lambda.as_mut().expect("in an anonymous function");
-        let i = lam.names.len() as u32;
-        ctx.locals.insert(n.to_string(), i);
-        lam.names.push(n.to_string());
-        lam.captures.push(e);
-        Expr::Local(i, sp)
-    }
-
-    /// An anonymous function at the function parameter of builtin `b`, which calls it
-    /// with `want` arguments: checked like a named function argument (its arity, its
-    /// parameters' names, its body's names), and made a synthetic user function whose
-    /// body is `return EXPR` at this line (so each call costs the one step of a line).
-    fn lambda(&mut self, b: &'static Builtin, want: usize, l: &crate::ast::Lambda) -> Expr {
-        let noun = |n: usize| if n == 1 { "argument" } else { "arguments" };
-        let has = l.params.len();
-        if has != want {
-            let s = if has == 1 { "" } else { "s" };
-            self.err_full(
-                l.spot,
-                LoadKind::Arity,
-                format!("this function takes {has} parameter{s}, but `{}` calls it with {want} {}", b.name, noun(want)),
-                Some(format!("`{}` passes {want} {} to its function argument", b.name, noun(want))),
-            );
-        }
-        let mut names: Vec<String> = Vec::new();
-        for p in &l.params {
-            if self.reserved.contains(&**p) {
-                self.reserved_err(l.spot, p, format!("`{p}` is reserved and cannot be a parameter"));
-            } else if names.iter().any(|n| **n == **p) {
-                self.err_full(l.spot, LoadKind::Name, format!("parameter `{p}` appears twice"), None);
-            }
-            names.push(p.to_string());
-        }
-        let locals = names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect();
-        let module = self.ctx.as_ref().and_then(|c| c.module.clone());
-        let saved = self.ctx.take();
-        self.outer.push(saved);
-        self.ctx = Some(FnCtx { locals, module, lambda: Some(LambdaCtx { names, captures: Vec::new() }) });
-        let body = self.expr(&l.body);
-        let ctx = std::mem::replace(&mut self.ctx, self.outer.pop().expect("pushed above"));
-        let LambdaCtx { names, captures } = ctx.and_then(|c| c.lambda).expect("a lambda context");
-        let line = self.map.locate(self.pos).map_or(0, |(_, l)| l);
-        let fi = self.nfns + self.lambdas.len();
-        self.lambdas.push(Function {
-            name: format!("fn@{line}"),
-            nparams: has,
-            base_bytes: frame_base_bytes(&names),
-            slot_names: names,
-            body: Box::new([Stmt { pos: self.pos, kind: StmtKind::Return(Some(body)) }]),
-            pos: self.pos,
-        });
-        Expr::Lambda(fi as u32, captures.into_boxed_slice())
-    }
-
-    /// What a call names. In a stdlib module, a bare name is a builtin and the module's
-    /// own functions are called by their qualified names (`path.basename`), so that a
-    /// module may define `join` or `split` without shadowing the builtins.
-    fn lookup_call(&self, name: &str) -> Option<Result<usize, &'static Builtin>> {
-        if let Some((ns, _)) = name.split_once('.') {
-            if self.modules.contains(ns) {
-                return self.fn_index.get(name).map(|&i| Ok(i));
-            }
-            return builtins::lookup(name).map(Err);
-        }
-        let in_module = self.ctx.as_ref().is_some_and(|c| c.module.is_some());
-        if !in_module {
-            if let Some(&i) = self.fn_index.get(name) {
-                return Some(Ok(i));
-            }
-            return builtins::lookup(name).map(Err);
-        }
-        builtins::lookup(name).or_else(|| builtins::lookup_module_only(name)).map(Err)
-    }
-
-    /// A known function (user or builtin) one edit from `name`.
-    fn near_function(&self, name: &str) -> Option<String> {
-        let user = self.fn_index.keys().map(String::as_str);
-        near(name, user.chain(builtins::all().map(|b| b.name)))
-    }
-
-    fn call(&mut self, callee: &AExpr, args: &[AExpr], sp: Spot) -> Expr {
-        let Some(name) = callee.callee_name() else {
-            self.err_full(sp, LoadKind::Syntax, "only a named function can be called", None);
-            return Expr::Const(Value::Nil);
-        };
-        let Some(target) = self.lookup_call(&name) else {
-            let help = self.near_function(&name).map(|n| format!("did you mean `{n}`?"));
-            self.err_full(sp, LoadKind::Name, format!("unknown function `{name}`"), help);
-            return Expr::Const(Value::Nil);
-        };
-        match target {
-            Ok(fi) => {
-                let n = self.fn_params[fi];
-                if args.len() != n {
-                    let s = if n == 1 { "" } else { "s" };
-                    self.err_full(
-                        sp,
-                        LoadKind::Arity,
-                        format!("`{name}` takes {n} argument{s}, got {}", args.len()),
-                        None,
-                    );
-                }
-                Expr::Call(fi as u32, args.iter().map(|a| self.expr(a)).collect())
-            }
-            Err(b) => {
-                let n = args.len();
-                if n < b.min as usize || (b.max != VARIADIC && n > b.max as usize) {
-                    self.err_full(sp, LoadKind::Arity, format!("`{name}` takes {}, got {n}", b.arity_text()), None);
-                }
-                if let Some(cap) = b.cap {
-                    let (file, line) = match self.map.locate(self.pos) {
-                        Some((f, l)) => (f.to_string(), l),
-                        None => (String::new(), 0),
-                    };
-                    let target = match args.first() {
-                        Some(AExpr::Str(s)) if b.name == "db.open" => Some(crate::builtins::db_pg::redact(s)),
-                        Some(AExpr::Str(s)) => Some(s.clone()),
-                        _ => None,
-                    };
-                    self.sites.push(crate::program::CallSite { file, line, builtin: b.name, cap, target });
-                }
-                if let Some(cap) = b.cap {
-                    self.caps.add_used(cap);
-                }
-                if b.is_place() {
-                    if self.ctx.as_ref().is_some_and(|c| c.lambda.is_some()) {
-                        self.err_full(
-                            sp,
-                            LoadKind::Syntax,
-                            format!(
-                                "an anonymous function cannot change anything: `{name}` changes its first argument"
-                            ),
-                            Some("compute a new value instead (`concat(xs, [x])`), or use a named function".into()),
-                        );
-                        return Expr::Const(Value::Nil);
-                    }
-                    let Some((first, rest)) = args.split_first() else {
-                        return Expr::Const(Value::Nil);
-                    };
-                    let Some(place) = self.place(first, true) else {
-                        self.err_full(
-                            sp,
-                            LoadKind::Syntax,
-                            format!("`{name}` changes its first argument in place: it must be a variable or an element of one"),
-                            None,
-                        );
-                        return Expr::Const(Value::Nil);
-                    };
-                    return Expr::BuiltinPlace(sp, b, Box::new(place), rest.iter().map(|a| self.expr(a)).collect());
-                }
-                let mut vals: Vec<Expr> = args.iter().enumerate().map(|(i, a)| self.builtin_arg(b, i, a, sp)).collect();
-                if b.name == "is_main" {
-                    // Whether this call stands in the entry script (the first file loaded).
-                    let here = self.map.locate(self.pos).map(|(f, _)| f);
-                    let entry = self.map.files.first().map(|f| f.name.as_str());
-                    vals.push(Expr::Const(Value::Bool(here.is_some() && here == entry)));
-                }
-                // Only a call of valid arity becomes the idiom node (its users index the
-                // arguments); a wrong one stays a call, whose arity error load reports.
-                if b.name == "get"
-                    && (2..=3).contains(&vals.len())
-                    && vals.iter().all(|v| matches!(v, Expr::Const(_) | Expr::Local(..) | Expr::Global(..)))
-                {
-                    return Expr::MapGet(b, vals.into_boxed_slice(), sp);
-                }
-                if vals.iter().any(|v| matches!(v, Expr::Lambda(..))) {
-                    return Expr::WithLambdas(Box::new(Expr::Builtin(b, vals.into_boxed_slice(), sp)));
-                }
-                Expr::Builtin(b, vals.into_boxed_slice(), sp)
-            }
-        }
-    }
-
-    /// Argument `i` of a call of builtin `b`: at its function parameter (SPEC 10), the
-    /// bare name of a top-level user function becomes a reference to it, its arity
-    /// checked against how `b` calls it; anywhere else an ordinary expression.
-    fn builtin_arg(&mut self, b: &'static Builtin, i: usize, a: &AExpr, call_spot: Spot) -> Expr {
-        let Some(fp) = b.fnp.filter(|p| p.pos as usize == i) else { return self.expr(a) };
-        let want = fp.arity as usize;
-        let noun = |n: usize| if n == 1 { "argument" } else { "arguments" };
-        if let AExpr::Lambda(l) = a {
-            return self.lambda(b, want, l);
-        }
-        if let AExpr::Name(n, sp) = a {
-            if let Some(fi) = self.user_function(n) {
-                let has = self.fn_params[fi];
-                if has != want {
-                    self.err_full(
-                        *sp,
-                        LoadKind::Arity,
-                        format!("`{n}` takes {has} {}, but `{}` calls it with {want}", noun(has), b.name),
-                        Some(format!("`{}` passes {want} {} to its function argument", b.name, noun(want))),
-                    );
-                }
-                return Expr::Const(Value::Handle(Handle { kind: HandleKind::Function, id: fi as u32 }));
-            }
-            if !fp.only {
-                return self.expr(a);
-            }
-            let user: Vec<&str> = self
-                .fn_index
-                .iter()
-                .filter(|(k, &fi)| !k.contains('.') && self.fn_params[fi] == want)
-                .map(|(k, _)| k.as_str())
-                .collect();
-            let help = match near(n, user) {
-                Some(m) => format!("did you mean `{m}`?"),
-                None if builtins::lookup(n).is_some() => {
-                    format!("`{n}` is a builtin: pass a function of your own that calls it")
-                }
-                None => format!("define `fn {n}(...)` with {want} {} at the top level", noun(want)),
-            };
-            self.err_full(
-                *sp,
-                LoadKind::Name,
-                format!("`{n}` is not a function: argument {} of `{}` must name a user function", i + 1, b.name),
-                Some(help),
-            );
-            return Expr::Const(Value::Nil);
-        }
-        if !fp.only {
-            return self.expr(a);
-        }
-        self.err_full(
-            call_spot,
-            LoadKind::Syntax,
-            format!(
-                "argument {} of `{}` must be a function taking {want} {}: the bare name of a user function, or `fn(...) => EXPR`",
-                i + 1,
-                b.name,
-                noun(want)
-            ),
-            None,
-        );
-        Expr::Const(Value::Nil)
-    }
-
-    /// The top-level user function that a bare name at a function parameter names (the
-    /// loaded program's functions, includes too; not a stdlib module's, and none inside
-    /// a module).
-    fn user_function(&self, name: &str) -> Option<usize> {
-        if self.ctx.as_ref().is_some_and(|c| c.module.is_some()) || name.contains('.') {
-            return None;
-        }
-        self.fn_index.get(name).copied()
-    }
-
     /// A place: a variable, then index and field steps. None if `e` is not one. `reads`:
     /// the place's variable is read too (an element change, an in-place builtin).
     fn place(&mut self, e: &AExpr, reads: bool) -> Option<Place> {
@@ -593,25 +350,7 @@ impl Resolver<'_> {
                     self.err(LoadKind::Syntax, "cannot assign to this expression");
                     return None;
                 };
-                match (op, place.path.is_empty(), place.root) {
-                    (None, true, Slot::Local(i)) => StmtKind::SetLocal(i, v),
-                    (None, true, Slot::Global(i)) => StmtKind::SetGlobal(i, v),
-                    (None, false, root) if place.path.len() == 1 => {
-                        let key = place.path.into_iter().next().expect("one key");
-                        if is_count(root, &key, &v) {
-                            StmtKind::CountIndex(root, key, v)
-                        } else {
-                            StmtKind::SetIndex(root, key, v)
-                        }
-                    }
-                    (None, false, _) => StmtKind::Assign(Box::new(place), v),
-                    (Some(op @ (BinOp::Add | BinOp::Sub)), true, root) if matches!(v, Expr::Const(Value::Num(_))) => {
-                        let Expr::Const(Value::Num(k)) = v else { unreachable!() };
-                        StmtKind::IncVar(root, op, k)
-                    }
-                    (Some(op), true, root) => StmtKind::CompoundVar(root, op, v),
-                    (Some(op), false, _) => StmtKind::Compound(Box::new(place), op, v),
-                }
+                assign_node(op, place, v)
             }
             AKind::MultiAssign { targets, values } => {
                 let vals: Box<[Expr]> = values.iter().map(|v| self.expr(v)).collect();
@@ -687,163 +426,6 @@ impl Resolver<'_> {
 const LAMBDA_HELP: &str = "pass it straight to a builtin that takes a function (`map(xs, fn(x) => x * 2)`; also \
      `filter`, `sort`, `sort_by`, `reduce`, `any`, `all`, `count`, `group_by`, `re.replace`), or define \
      `fn NAME(...)` ... `end` at the top level";
-
-/// Is `root[key] = v` the counting idiom `x[k] = get(x, k, d) + n` (or `- n`): the map,
-/// the key and the default variables or constants, the same map and key on both sides?
-fn is_count(root: Slot, key: &Expr, v: &Expr) -> bool {
-    let Expr::BinK(BinOp::Add | BinOp::Sub, _, g, _) = v else { return false };
-    let Expr::MapGet(_, args, _) = &**g else { return false };
-    if args.len() != 3 {
-        return false;
-    }
-    let same_root = match (&args[0], root) {
-        (Expr::Local(i, _), Slot::Local(j)) | (Expr::Global(i, _), Slot::Global(j)) => *i == j,
-        _ => false,
-    };
-    let same_key = match (&args[1], key) {
-        (Expr::Local(i, _), Expr::Local(j, _)) | (Expr::Global(i, _), Expr::Global(j, _)) => i == j,
-        (Expr::Const(Value::Str(a)), Expr::Const(Value::Str(b))) => a == b,
-        _ => false,
-    };
-    same_root && same_key && matches!(args[2], Expr::Const(_))
-}
-
-/// Pick the specialized form of a binary operator when its operands allow one.
-fn specialize(op: BinOp, a: Expr, b: Expr, sp: Spot) -> Expr {
-    use BinOp::*;
-    let numeric = matches!(op, Add | Sub | Mul | Div | Mod | Pow | Eq | Ne | Lt | Le | Gt | Ge);
-    let simple = |e: &Expr| match e {
-        Expr::Local(i, _) => Some(Opnd::Local(*i)),
-        Expr::Global(i, _) => Some(Opnd::Global(*i)),
-        Expr::Const(Value::Num(n)) => Some(Opnd::Num(*n)),
-        _ => None,
-    };
-    if numeric {
-        if let (Some(x), Some(y)) = (simple(&a), simple(&b)) {
-            return Expr::BinS(op, sp, x, y);
-        }
-        if let Expr::Const(Value::Num(k)) = b {
-            return Expr::BinK(op, sp, Box::new(a), k);
-        }
-    }
-    Expr::Bin(op, sp, Box::new(a), Box::new(b))
-}
-
-/// A name changed in place (an element assignment root, or the root of an in-place
-/// builtin's place argument), with where.
-type Change = (String, Pos, Spot);
-
-/// Names a body binds: `assigned` gets assignment roots (plain or compound) and loop and
-/// catch variables; `changed` the roots of element changes and in-place builtin calls;
-/// `globals` the names it declares `global`.
-fn collect_bindings(stmts: &[AStmt], assigned: &mut Vec<String>, changed: &mut Vec<Change>, globals: &mut Vec<String>) {
-    fn root(e: &AExpr) -> Option<(&str, Spot)> {
-        match e {
-            AExpr::Name(n, s) => Some((n, *s)),
-            AExpr::Index(b, ..) | AExpr::Field(b, ..) => root(b),
-            _ => None,
-        }
-    }
-    fn in_expr(e: &AExpr, pos: Pos, changed: &mut Vec<Change>) {
-        match e {
-            AExpr::Call(callee, args, _) => {
-                if let Some(name) = callee.callee_name() {
-                    if builtins::lookup(&name).is_some_and(|b| b.is_place()) {
-                        if let Some((r, s)) = args.first().and_then(root) {
-                            changed.push((r.to_string(), pos, s));
-                        }
-                    }
-                }
-                args.iter().for_each(|a| in_expr(a, pos, changed));
-            }
-            AExpr::Paren(a) | AExpr::Unary(_, a, _) | AExpr::Field(a, ..) => in_expr(a, pos, changed),
-            AExpr::Binary(_, a, b, _) | AExpr::And(a, b) | AExpr::Or(a, b) | AExpr::Index(a, b, _) => {
-                in_expr(a, pos, changed);
-                in_expr(b, pos, changed);
-            }
-            AExpr::Cond(a, c, b) => {
-                in_expr(a, pos, changed);
-                in_expr(c, pos, changed);
-                in_expr(b, pos, changed);
-            }
-            AExpr::List(items) => items.iter().for_each(|a| in_expr(a, pos, changed)),
-            AExpr::Map(items) => items.iter().for_each(|(_, a)| in_expr(a, pos, changed)),
-            AExpr::Interp(parts) => parts.iter().for_each(|p| {
-                if let InterpPart::Expr(e) = p {
-                    in_expr(e, pos, changed)
-                }
-            }),
-            _ => {}
-        }
-    }
-    for s in stmts {
-        let pos = s.pos;
-        match &s.kind {
-            AKind::Assign { target, value, .. } => {
-                in_expr(target, pos, changed);
-                in_expr(value, pos, changed);
-                match (target, root(target)) {
-                    (AExpr::Name(n, _), _) => assigned.push(n.to_string()),
-                    (_, Some((r, sp))) => changed.push((r.to_string(), pos, sp)),
-                    _ => {}
-                }
-            }
-            AKind::MultiAssign { targets, values } => {
-                for t in targets {
-                    in_expr(t, pos, changed);
-                    match (t, root(t)) {
-                        (AExpr::Name(n, _), _) => assigned.push(n.to_string()),
-                        (_, Some((r, sp))) => changed.push((r.to_string(), pos, sp)),
-                        _ => {}
-                    }
-                }
-                values.iter().for_each(|v| in_expr(v, pos, changed));
-            }
-            AKind::Call(e) | AKind::Throw(e) => in_expr(e, pos, changed),
-            AKind::Return(Some(e)) => in_expr(e, pos, changed),
-            AKind::If { arms, else_body } => {
-                for a in arms {
-                    in_expr(&a.cond, a.pos, changed);
-                    collect_bindings(&a.body, assigned, changed, globals);
-                }
-                if let Some(b) = else_body {
-                    collect_bindings(b, assigned, changed, globals);
-                }
-            }
-            AKind::While { cond, body } => {
-                in_expr(cond, pos, changed);
-                collect_bindings(body, assigned, changed, globals);
-            }
-            AKind::ForRange(f) => {
-                let crate::ast::ForRange { var, start, end, step, body } = &**f;
-                assigned.push(var.clone());
-                in_expr(start, pos, changed);
-                in_expr(end, pos, changed);
-                if let Some(s) = step {
-                    in_expr(s, pos, changed);
-                }
-                collect_bindings(body, assigned, changed, globals);
-            }
-            AKind::ForIn(f) => {
-                let crate::ast::ForIn { first, second, iter, body } = &**f;
-                assigned.push(first.clone());
-                if let Some(s) = second {
-                    assigned.push(s.clone());
-                }
-                in_expr(iter, pos, changed);
-                collect_bindings(body, assigned, changed, globals);
-            }
-            AKind::Try { body, var, handler } => {
-                collect_bindings(body, assigned, changed, globals);
-                assigned.push(var.clone());
-                collect_bindings(handler, assigned, changed, globals);
-            }
-            AKind::Global(names) => globals.extend(names.iter().cloned()),
-            AKind::Include(b) => collect_bindings(b, assigned, changed, globals),
-            _ => {}
-        }
-    }
-}
 
 fn frame_base_bytes(names: &[String]) -> usize {
     names.iter().map(|n| n.len() + ACCT_SLOT).sum()
