@@ -1,0 +1,298 @@
+//! Calls: a user function's frame opened and closed with its accounting (work, the
+//! argument and depth limits, frame storage, the profile), callbacks from builtins,
+//! capability checks with the audit log, and builtin calls with their cost rules. Both
+//! cores call through here. Child of `interp`.
+
+use super::*;
+
+impl<'p> Interp<'p> {
+    /// Push one evaluated argument of a call of `f` into the new frame at `new_base`
+    /// (both evaluators): `call_args` is checked while collecting, so that no call holds
+    /// much past the limit; on a failure the arguments pushed so far are dropped.
+    #[inline(always)]
+    pub(crate) fn push_arg(&mut self, f: &Function, new_base: usize, arg_heap: &mut usize, v: R<Value>) -> R<()> {
+        match v {
+            Ok(v) => {
+                *arg_heap += v.heap();
+                self.stack.push(v);
+                if *arg_heap > self.host.lim.n(L::CallArgs) {
+                    self.stack.truncate(new_base);
+                    return Err(self.call_refused(f, *arg_heap));
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.stack.truncate(new_base);
+                Err(e)
+            }
+        }
+    }
+
+    /// Call user function `fi` with `args` from a builtin (a function argument, SPEC 10):
+    /// an ordinary call, through the same path as a call in the source (call depth,
+    /// argument and frame storage, steps and work of its lines, the profile's stacks);
+    /// the arguments are copies (copy-on-write) the callee cannot change for the caller.
+    /// Each call is charged `WORK_CALLBACK` work first (in `enter`, as every call is).
+    /// An anonymous function's captured values follow its arguments (its frame's slots
+    /// after its parameters), copies like the arguments.
+    pub fn call_fn(&mut self, fr: crate::builtins::FnRef, args: &mut [Value]) -> R<Value> {
+        let new_base = self.stack.len();
+        let mut arg_heap = 0usize;
+        let n = args.len();
+        for v in args {
+            arg_heap += v.heap();
+            self.stack.push(std::mem::take(v));
+        }
+        let (fi, nargs) = match fr {
+            crate::builtins::FnRef::Named(fi) => (fi, n),
+            crate::builtins::FnRef::Lambda(li) => {
+                let (fi, caps) = &self.lambdas[li];
+                for v in caps.iter() {
+                    arg_heap += v.heap();
+                    self.stack.push(v.clone());
+                }
+                (*fi as usize, n + caps.len())
+            }
+        };
+        let prog = self.prog;
+        let f = &prog.funcs[fi];
+        if arg_heap > self.host.lim.n(L::CallArgs) {
+            self.stack.truncate(new_base);
+            return Err(self.call_refused(f, arg_heap));
+        }
+        self.enter(fi, f, nargs, new_base, arg_heap)
+    }
+
+    /// The value of the `return` just carried out.
+    #[inline(always)]
+    pub(crate) fn take_ret(&mut self) -> Value {
+        match self.ret {
+            // Rebuilt rather than moved: see `num_fast`.
+            Value::Num(n) => Value::Num(n),
+            _ => std::mem::take(&mut self.ret),
+        }
+    }
+
+    /// Open the frame of a call of user function `fi` whose arguments are on the stack
+    /// from `new_base` (`frame_enter`), its other slots unset. On failure nothing is
+    /// left open (the arguments are gone). The value returned is what `frame_close`
+    /// restores.
+    #[inline(always)]
+    pub(crate) fn frame_open(
+        &mut self,
+        fi: usize,
+        f: &'p Function,
+        nargs: usize,
+        new_base: usize,
+        arg_heap: usize,
+    ) -> R<Saved> {
+        match self.frame_enter(fi, f, nargs, new_base, arg_heap) {
+            Ok(saved) => {
+                let nslots = f.slot_names.len();
+                if nslots > nargs && !self.compiled {
+                    self.stack.resize(new_base + nslots, Value::Unset);
+                }
+                Ok(saved)
+            }
+            Err(e) => {
+                self.stack.truncate(new_base);
+                Err(e)
+            }
+        }
+    }
+
+    /// Close the frame `frame_open` opened: its storage released, its values dropped,
+    /// the caller's frame back.
+    #[inline(always)]
+    pub(crate) fn frame_close(&mut self, new_base: usize, saved: Saved) {
+        self.stack.truncate(new_base);
+        self.frame_leave(saved);
+    }
+
+    /// The accounting of a call of user function `fi` whose frame starts at `new_base`
+    /// (both evaluators; the values on the stack are the caller's business): the call's
+    /// work, the argument and depth limits, the frame's storage, the profile. On failure
+    /// nothing is changed but the work charged.
+    #[inline(always)]
+    pub(crate) fn frame_enter(
+        &mut self,
+        fi: usize,
+        f: &'p Function,
+        nargs: usize,
+        new_base: usize,
+        arg_heap: usize,
+    ) -> R<Saved> {
+        // Every call is charged a little work, from the source or from a builtin alike: a
+        // line of many calls to an empty function is one step, but not free.
+        self.host.work(WORK_CALLBACK)?;
+        if arg_heap + nargs * ACCT_SLOT > self.host.lim.n(L::CallArgs) || self.depth >= self.host.lim.n(L::CallDepth) {
+            return Err(self.call_refused(f, arg_heap + nargs * ACCT_SLOT));
+        }
+        let saved = (self.base, self.fbytes, self.func, self.host.pos as u64);
+        if let Some(p) = self.profile.as_deref_mut() {
+            p.enter(fi, self.host.meter.steps, self.host.meter.work);
+        }
+        self.base = new_base;
+        self.func = fi;
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            self.max_depth = self.depth;
+        }
+        // The new frame's storage: its names and slots, and the arguments it holds.
+        let fb = f.base_bytes + arg_heap;
+        self.fbytes = fb;
+        self.mem += fb;
+        if fb > self.host.lim.n(L::FrameStorage) || self.mem > self.host.max_mem {
+            self.fbytes = 0;
+            self.mem -= fb;
+            let e = match self.charge(false, fb as isize) {
+                Err(e) => e,
+                Ok(()) => self.limit(LimitKind::FrameStorage, "frame storage exceeded"),
+            };
+            self.frame_leave(saved);
+            return Err(e);
+        }
+        if fb > self.peak_frame {
+            self.peak_frame = fb;
+        }
+        if self.mem > self.peak_mem {
+            self.peak_mem = self.mem;
+        }
+        Ok(saved)
+    }
+
+    /// Undo `frame_enter`: the frame's storage released, the caller's frame back.
+    #[inline(always)]
+    pub(crate) fn frame_leave(&mut self, saved: Saved) {
+        self.mem -= self.fbytes;
+        self.depth -= 1;
+        let pos;
+        (self.base, self.fbytes, self.func, pos) = saved;
+        self.host.pos = pos as Pos;
+        if let Some(p) = self.profile.as_deref_mut() {
+            p.leave(self.host.meter.steps, self.host.meter.work);
+        }
+    }
+
+    #[cold]
+    pub(super) fn call_refused(&self, f: &Function, arg_bytes: usize) -> Fail {
+        if arg_bytes > self.host.lim.n(L::CallArgs) {
+            self.limit(
+                LimitKind::CallArgs,
+                format!(
+                    "arguments of `{}` exceed {max_call_arg_bytes} accounted bytes",
+                    f.name,
+                    max_call_arg_bytes = self.host.lim.n(L::CallArgs)
+                ),
+            )
+        } else {
+            self.limit(
+                LimitKind::CallDepth,
+                format!("more than {max_call_depth} active calls", max_call_depth = self.host.lim.n(L::CallDepth)),
+            )
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn check_cap(&mut self, b: &Builtin) -> R<()> {
+        match b.cap {
+            None => Ok(()),
+            Some(_) => self.check_cap_slow(b),
+        }
+    }
+
+    #[inline(never)]
+    pub(super) fn check_cap_slow(&mut self, b: &Builtin) -> R<()> {
+        let Some(cap) = b.cap else { return Ok(()) };
+        let (ok, flag) = (self.host.caps.allows(cap), cap.info().wanted);
+        self.host.audit_target = None;
+        self.host.audit_bytes = 0;
+        if ok {
+            Ok(())
+        } else {
+            let e = self.err(ErrKind::Permission, format!("{} needs {flag}", b.name));
+            self.audit_end(b, Err(e))
+        }
+    }
+
+    /// The end of a gated call: its audit line (`--audit`), allowed or refused.
+    #[inline(never)]
+    pub(crate) fn audit_end<T>(&mut self, b: &Builtin, r: R<T>) -> R<T> {
+        if !self.host.gate.auditing() {
+            return r;
+        }
+        let result = match &r {
+            Ok(_) => "ok",
+            Err(e) => match &**e {
+                Unwind::Error(x) => x.kind.name(),
+                Unwind::Limit { .. } => "limit",
+                Unwind::Exit(_) => "exit",
+            },
+        };
+        let (file, line) = match self.prog.sources.locate(self.host.pos) {
+            Some((f, l)) => (f, Some(l)),
+            None => ("", None),
+        };
+        let cap = b.cap.map_or("none", Cap::name);
+        let written = self.host.gate.audit_record(&crate::gate::AuditRecord {
+            step: self.host.meter.steps,
+            file,
+            line,
+            builtin: b.name,
+            capability: cap,
+            target: self.host.audit_target.as_deref(),
+            bytes: self.host.audit_bytes,
+            result,
+        });
+        // Writing the line is work like any output (the target quoted is bounded).
+        self.host.work(crate::gate::audit_work(written))?;
+        r
+    }
+
+    /// A builtin's call with its arguments evaluated (its capability checked before
+    /// they were): the work of its arguments by its cost rule, the call, its audit line,
+    /// the work of its result, the heap check.
+    pub(super) fn builtin_vals(&mut self, b: &'static Builtin, vals: &mut [Value]) -> R<Value> {
+        let cost = b.cost;
+        self.host.work(cost.before(vals))?;
+        let r = match b.imp {
+            Imp::Plain(f) => f(&mut self.host, vals),
+            Imp::Calls(f) => f(self, vals),
+            Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
+        };
+        let r = if b.cap.is_some() { self.audit_end(b, r) } else { r };
+        if cost.measures_result() {
+            if let Ok(v) = &r {
+                self.host.work(cost.after(v))?;
+            }
+        }
+        self.host.check_memory()?;
+        r
+    }
+
+    /// A place builtin's call with its place's keys and its arguments evaluated.
+    pub(super) fn place_builtin_vals(
+        &mut self,
+        b: &'static Builtin,
+        root: Slot,
+        keys: &[Value],
+        mut vals: SmallVec<[Value; 4]>,
+    ) -> R<Value> {
+        let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
+        let cost = b.cost;
+        self.host.work(cost.before(&vals))?;
+        let r = self.modify_place(root, keys, &mut |this, target| {
+            if cost.measures_target() {
+                this.host.work(cost.target(target))?;
+            }
+            f(&mut this.host, target, &mut vals)
+        });
+        if cost.measures_result() {
+            if let Ok(v) = &r {
+                self.host.work(cost.after(v))?;
+            }
+        }
+        self.host.check_memory()?;
+        r
+    }
+}
