@@ -12,6 +12,11 @@
 //! - Builtins get the `host` field (`builtins::host::Host`: meter, heap, limits, gate,
 //!   output, each area's state), never the evaluator; those that call user functions
 //!   get `Callbacks` (the host and `call_fn`), implemented here.
+//!
+//! Parts: `interp/tree.rs` (the tree evaluator), `interp/places.rs` (place writes),
+//! `interp/calls.rs` (frames, calls, builtin calls, capability checks), `interp/ops.rs`
+//! (operators), `vm.rs` (the compiled core's dispatch loop); this file keeps the
+//! interpreter's state, the step and storage charges, variables and errors.
 
 use smallvec::SmallVec;
 use std::rc::Rc;
