@@ -6,8 +6,10 @@
 #   scripts/fuzz.sh run TARGET SECONDS    a campaign run of one target; new inputs go to
 #                                         fuzz/work/TARGET (not in git), crashes to
 #                                         fuzz/artifacts/TARGET
-# Needs a nightly toolchain (`rustup toolchain install nightly`) and cargo-fuzz
-# (`cargo install cargo-fuzz`). Without them, `smoke` says so and succeeds.
+# Needs cargo-fuzz (`smoke` installs it from the registry when it is missing:
+# `cargo install cargo-fuzz --locked`) and nightly features: the nightly toolchain when
+# rustup has one, else this toolchain with RUSTC_BOOTSTRAP=1. Without cargo-fuzz or a
+# C++ compiler (libFuzzer), `smoke` says so and succeeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,18 +21,38 @@ BIN=fuzz/target/x86_64-unknown-linux-gnu/release
 # "deadly signal": one such crash in `re` on 2026-12-02 could not be explained for that).
 FLAGS="-timeout=10 -rss_limit_mb=1024"
 
+# cargo-fuzz passes flags only nightly accepts: the nightly toolchain when there is one,
+# else the machine's toolchain told to accept them.
+if cargo +nightly --version >/dev/null 2>&1; then
+  CARGO=(cargo +nightly)
+else
+  CARGO=(env RUSTC_BOOTSTRAP=1 cargo)
+fi
+
+have_fuzz() {
+  command -v cargo-fuzz >/dev/null 2>&1 || cargo fuzz --version >/dev/null 2>&1
+}
+
 have_tools() {
-  command -v cargo-fuzz >/dev/null 2>&1 || cargo fuzz --version >/dev/null 2>&1 || return 1
-  cargo +nightly --version >/dev/null 2>&1 || return 1
+  have_fuzz || return 1
   # libfuzzer-sys compiles libFuzzer (C++).
   command -v c++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1 || return 1
+}
+
+# The test command installs what it needs: cargo-fuzz from the registry (about three
+# minutes on two cores), once.
+install_tools() {
+  if ! have_fuzz; then
+    echo "   installing cargo-fuzz (cargo install cargo-fuzz --locked) ..."
+    cargo install cargo-fuzz --locked --quiet >/dev/null 2>&1 || echo "   (could not install cargo-fuzz)"
+  fi
 }
 
 build() {
   # No sanitizer: the code under test is safe Rust (forbid(unsafe_code)); the one crate
   # with unsafe code (the counting allocator) forwards to malloc. Debug assertions and
   # overflow checks are on (cargo-fuzz's default).
-  cargo +nightly fuzz build -s none --codegen-units 16 "$@"
+  "${CARGO[@]}" fuzz build -s none --codegen-units 16 "$@"
 }
 
 # Run one target's binary in an empty working directory (so that `include` in a fuzzed
@@ -60,9 +82,10 @@ case "${1:-}" in
     ;;
   smoke)
     secs=${2:-20}
+    install_tools
     if ! have_tools; then
-      echo "   (fuzz smoke runs skipped: cargo-fuzz, a nightly toolchain or a C++ compiler is missing;"
-      echo "    install with: rustup toolchain install nightly && cargo install cargo-fuzz)"
+      echo "   (fuzz smoke runs skipped: cargo-fuzz or a C++ compiler is missing;"
+      echo "    install with: cargo install cargo-fuzz, and a C++ compiler)"
       exit 0
     fi
     t0=$(date +%s)
