@@ -325,9 +325,9 @@ pub(crate) fn count_sub(it: &mut Host, args: &mut [Value]) -> R<Value> {
 pub const TABLE: &[Builtin] = &[
     b("upper", "upper(s)", 1, 1, Cost::bytes(0.0625), upper),
     b("lower", "lower(s)", 1, 1, Cost::bytes(0.0625), lower),
-    b("trim", "trim(s)", 1, 1, Cost::bytes(0.03), trim),
-    b("trim_start", "trim_start(s)", 1, 1, Cost::bytes(0.03), trim_start),
-    b("trim_end", "trim_end(s)", 1, 1, Cost::bytes(0.03), trim_end),
+    b("trim", "trim(s)", 1, 1, Cost::bytes(0.125), trim),
+    b("trim_start", "trim_start(s)", 1, 1, Cost::bytes(0.125), trim_start),
+    b("trim_end", "trim_end(s)", 1, 1, Cost::bytes(0.125), trim_end),
     b("replace", "replace(s, from, to[, count])", 3, 4, Cost::bytes(1.5), replace),
     b("starts_with", "starts_with(s, prefix)", 2, 2, AFFIX, starts_with),
     b("ends_with", "ends_with(s, suffix)", 2, 2, AFFIX, ends_with),
