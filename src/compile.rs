@@ -240,6 +240,15 @@ pub enum Op<'p> {
         at: u32,
         n: u32,
     },
+    /// `get(m, k[, d])` (`b` is `get`, its arguments `args[at..at + n]`): a string key
+    /// of a map looked up in place and its value (else the default) written straight to
+    /// `dst`, as `Index` does; any other operands go to the builtin.
+    Get {
+        b: &'static Builtin,
+        dst: Opd,
+        at: u32,
+        n: u32,
+    },
     /// A builtin that changes a place in place: `pcalls[call]`.
     BuiltinPlace {
         dst: Opd,
@@ -1033,7 +1042,12 @@ impl<'p> Compiler<'p> {
                     self.emit(Op::CapCheck(b), *sp, [0, 0]);
                 }
                 let at = self.args(args);
-                self.emit(Op::Builtin { b, dst, at, n: args.len() as u32 }, *sp, [0, 0]);
+                let n = args.len() as u32;
+                if b.name == "get" && (2..=3).contains(&n) && b.cap.is_none() {
+                    self.emit(Op::Get { b, dst, at, n }, *sp, [0, 0]);
+                } else {
+                    self.emit(Op::Builtin { b, dst, at, n }, *sp, [0, 0]);
+                }
             }
             Expr::BuiltinPlace(sp, b, place, args) => {
                 if b.cap.is_some() {

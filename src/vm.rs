@@ -230,6 +230,13 @@ impl<'p> Interp<'p> {
                                 None => self.call_vals(code, b, dst, specs),
                             }
                         }
+                        Op::Get { b, dst, at: args, n } => {
+                            let specs = &code.args[args as usize..(args + n) as usize];
+                            match self.get_fast(code, specs) {
+                                Some(g) => self.got_from(b, dst, specs, g),
+                                None => self.call_vals(code, b, dst, specs),
+                            }
+                        }
                         Op::BuiltinPlace { dst, call } => {
                             let pcall = code.pcalls[call as usize];
                             match self.vm_place_call(code, &pcall) {

@@ -697,6 +697,21 @@ impl Map {
         Some(r)
     }
 
+    /// `with_value`, looking for `k` first where this map's last look-up found a key
+    /// (`m[k] = get(m, k, 0) + 1`: no hash the second time).
+    #[inline(always)]
+    pub fn with_value_hinted<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
+        let slot = match slot_at_if(&mut self.entries, self.hint.get(), k) {
+            Some(slot) => slot,
+            None => slot_of(&mut self.entries, k)?,
+        };
+        let before = slot.heap();
+        let r = f(slot);
+        let after = slot.heap();
+        self.heap = self.heap + after - before;
+        Some(r)
+    }
+
     /// Change the value of `k` in place through `f`, keeping this map's accounting true.
     #[inline]
     pub fn with_value<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {

@@ -26,6 +26,31 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// The cell of variable or temporary `var` and the value of operand `k` beside it, in
+    /// place (None: both name the same cell).
+    #[inline(always)]
+    pub(super) fn cell_and_key<'a>(
+        &'a mut self,
+        code: &'a Code<'p>,
+        var: Opd,
+        k: Opd,
+    ) -> Option<(&'a mut Value, &'a Value)> {
+        let b = self.base;
+        match (var.is_reg(), k.tag()) {
+            (_, T_CONST) => Some((self.cell(var), &code.consts[k.idx()])),
+            (true, T_GLOBAL) => Some((&mut self.stack[b + var.idx()], &self.globals[k.idx()])),
+            (false, T_GLOBAL) => {
+                let [c, key] = self.globals.get_disjoint_mut([var.idx(), k.idx()]).ok()?;
+                Some((c, &*key))
+            }
+            (false, _) => Some((&mut self.globals[var.idx()], &self.stack[b + k.idx()])),
+            (true, _) => {
+                let [c, key] = self.stack.get_disjoint_mut([b + var.idx(), b + k.idx()]).ok()?;
+                Some((c, &*key))
+            }
+        }
+    }
+
     /// The cell of a variable or temporary.
     #[inline(always)]
     pub(super) fn cell(&mut self, o: Opd) -> &mut Value {
@@ -96,6 +121,41 @@ impl<'p> Interp<'p> {
             self.consume(o);
         }
         self.put(dst, v)
+    }
+
+    /// `get(m, k[, d])` read in place: a string key of a map, its value or the default
+    /// (None: other operands, or an unset variable, for the builtin's own path).
+    #[inline(always)]
+    pub(super) fn get_fast(&self, code: &Code<'p>, specs: &[(Opd, Spot)]) -> Option<Got> {
+        let (&(mo, _), &(ko, _)) = (specs.first()?, specs.get(1)?);
+        let (Value::Map(m), Value::Str(k)) = (self.rd(code, mo), self.rd(code, ko)) else { return None };
+        if k.len() > KEY_FREE_BYTES {
+            return None;
+        }
+        // (An unset default is the builtin's `name` error, found or not.)
+        let d = match specs.get(2) {
+            None => None,
+            Some(&(d, _)) => match self.rd(code, d) {
+                Value::Unset => return None,
+                v => Some(v),
+            },
+        };
+        Some(match m.get(k) {
+            Some(v) => Got::of(v),
+            None => d.map_or(Got::Plain(Plain::Nil), Got::of),
+        })
+    }
+
+    /// A builtin's result read in place (`get_fast`): charged as `peeked` charges it,
+    /// its temporaries let go, written to `dst`.
+    #[inline(always)]
+    pub(super) fn got_from(&mut self, b: &'static Builtin, dst: Opd, specs: &[(Opd, Spot)], g: Got) -> R<()> {
+        self.host.work(b.cost.before(&[]))?;
+        self.host.check_memory()?;
+        for &(o, _) in specs {
+            self.consume(o);
+        }
+        self.put_got(dst, g)
     }
 
     /// A builtin call: its arguments copied out (up to four in an array on the native

@@ -3,6 +3,8 @@
 //! place writes, builtin calls with their arguments, and the `for` loops' registers.
 //! Child of `vm`.
 
+use std::cell::Cell;
+
 use smallvec::SmallVec;
 
 use super::*;
@@ -194,22 +196,16 @@ impl<'p> Interp<'p> {
     /// `set_index`.
     pub(super) fn vm_set_index(&mut self, code: &Code<'p>, at: usize, var: Opd, k: Opd, v: Opd, ic: u32) -> R<()> {
         if let Some(x) = Plain::of(self.rd(code, v)) {
-            let key = self.rd(code, k).clone();
-            let done = match (self.cell(var), &key) {
-                (Value::List(l), Value::Num(i)) => match Rc::get_mut(l) {
-                    Some(l) => match list_at(*i, l.len()) {
-                        Some(j) => l.with_item(j, |item| put_plain(item, x)),
-                        None => false,
-                    },
-                    None => false,
-                },
-                (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => match Rc::get_mut(m) {
-                    Some(m) => {
-                        m.with_value_cached(s, &code.ic[ic as usize], |item| put_plain(item, x)).unwrap_or(false)
-                    }
-                    None => false,
-                },
-                _ => false,
+            // The site's cache for a constant key (a record's field); any other key is
+            // looked for first where this map's last look-up found one (`m[k] =
+            // get(m, k, 0) + 1`), then by its hash.
+            let site = (k.tag() == T_CONST).then(|| &code.ic[ic as usize]);
+            let done = match self.cell_and_key(code, var, k) {
+                Some((cell, key)) => set_plain_in_place(cell, key, site, x),
+                None => {
+                    let key = self.rd(code, k).clone();
+                    set_plain_in_place(self.cell(var), &key, site, x)
+                }
             };
             if done {
                 self.consume(k);
@@ -348,5 +344,30 @@ impl<'p> Interp<'p> {
             }
             _ => Ok(false),
         }
+    }
+}
+
+/// `cell[key] = x` for a plain `x` over a plain item, in place, when the container is
+/// held by `cell` alone (false: the general path must do it). `site`: the instruction's
+/// cache, for a constant key.
+#[inline(always)]
+fn set_plain_in_place(cell: &mut Value, key: &Value, site: Option<&Cell<u32>>, x: Plain) -> bool {
+    match (cell, key) {
+        (Value::List(l), Value::Num(i)) => match Rc::get_mut(l) {
+            Some(l) => match list_at(*i, l.len()) {
+                Some(j) => l.with_item(j, |item| put_plain(item, x)),
+                None => false,
+            },
+            None => false,
+        },
+        (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => match Rc::get_mut(m) {
+            Some(m) => match site {
+                Some(site) => m.with_value_cached(s, site, |item| put_plain(item, x)),
+                None => m.with_value_hinted(s, |item| put_plain(item, x)),
+            }
+            .unwrap_or(false),
+            None => false,
+        },
+        _ => false,
     }
 }
