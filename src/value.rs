@@ -133,6 +133,17 @@ pub fn bytes(b: &[u8]) -> Bytes {
     Rc::new(LStr::from(b))
 }
 
+/// The one-byte string `b`, shared: a string indexed (`s[i]`) or `chr` of an ASCII code
+/// makes no allocation, as CPython keeps its one-character strings. Each is made on its
+/// first use in this thread (one run's); a holder is charged for it as for any string.
+#[inline]
+pub fn byte_str(b: u8) -> Bytes {
+    thread_local! {
+        static ONE: [std::cell::OnceCell<Bytes>; 256] = const { [const { std::cell::OnceCell::new() }; 256] };
+    }
+    ONE.with(|t| t[b as usize].get_or_init(|| bytes(&[b])).clone())
+}
+
 /// What a handle refers to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HandleKind {

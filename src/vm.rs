@@ -183,14 +183,19 @@ impl<'p> Interp<'p> {
                             Ok(())
                         }
                         Op::Index { dst, a, k, ic } => {
+                            // The site's cache for a constant key (a record's field), else
+                            // the hash (a key that changes would miss the cache each time).
                             let fast = match (self.rd(code, a), self.rd(code, k)) {
-                                (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| &l.items()[i]),
+                                (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| Got::of(&l.items()[i])),
                                 (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => {
-                                    m.get_cached(s, &code.ic[ic as usize])
+                                    if k.tag() == T_CONST { m.get_cached(s, &code.ic[ic as usize]) } else { m.get(s) }
+                                        .map(Got::of)
+                                }
+                                (Value::Str(s), Value::Num(n)) => {
+                                    list_at(*n, s.len()).map(|i| Got::Heap(Heap::Str(crate::value::byte_str(s[i]))))
                                 }
                                 _ => None,
-                            }
-                            .map(Got::of);
+                            };
                             match fast {
                                 Some(g) => {
                                     self.consume(a);

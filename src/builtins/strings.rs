@@ -189,6 +189,9 @@ fn ord(it: &mut Host, args: &mut [Value]) -> R<Value> {
 
 fn chr(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let n = it.arg_int("chr", args, 0, 0.0, 0x10FFFF as f64)?;
+    if (0..128).contains(&n) {
+        return Ok(Value::Str(crate::value::byte_str(n as u8)));
+    }
     match char::from_u32(n as u32) {
         Some(c) => Ok(Value::string(c.encode_utf8(&mut [0; 4]))),
         None => Err(it.err(ErrKind::Value, format!("chr: {n} is not a Unicode scalar value"))),

@@ -46,7 +46,7 @@ impl<'p> Interp<'p> {
             }
             Value::Str(s) => {
                 let i = self.host.index(k, s.len())?;
-                Ok(Value::str(vec![s[i]]))
+                Ok(Value::Str(crate::value::byte_str(s[i])))
             }
             other => Err(self.err(ErrKind::Type, format!("cannot index a {}", other.type_name()))),
         }
