@@ -1,0 +1,280 @@
+//! Expressions compiled: operands where they are or into a temporary, operators by
+//! their operands' modes, calls and their arguments, `and`/`or`/`if else`, and the
+//! checks that let an operand stay where it is (`pure`). Child of `compile`.
+
+use super::*;
+
+impl<'p> Compiler<'p> {
+    // ------------------------------------------------------------------
+    // Expressions
+    // ------------------------------------------------------------------
+
+    pub(super) fn opnd(&mut self, o: Opnd) -> Opd {
+        match o {
+            Opnd::Local(i) => Opd::new(T_LOCAL, i as usize),
+            Opnd::Global(i) => Opd::new(T_GLOBAL, i as usize),
+            Opnd::Num(n) => self.konst(Value::Num(n)),
+        }
+    }
+
+    /// The operand holding `e`'s value: a variable or constant where it is, or a fresh
+    /// temporary it is computed into.
+    pub(super) fn operand(&mut self, e: &'p Expr) -> O {
+        match e {
+            Expr::Const(v) => O { o: self.konst(v.clone()), sp: 0 },
+            Expr::Local(i, sp) => O { o: Opd::new(T_LOCAL, *i as usize), sp: *sp },
+            Expr::Global(i, sp) => O { o: Opd::new(T_GLOBAL, *i as usize), sp: *sp },
+            _ => {
+                // The temporaries `e` uses are consumed by the time its value is in
+                // `t`: the next operand reuses them.
+                let t = self.temp();
+                let mark = self.next;
+                self.into(e, t);
+                self.next = mark;
+                O { o: t, sp: 0 }
+            }
+        }
+    }
+
+    /// `operand(e)`, computed into `dst` itself when that is a temporary and `e` is not
+    /// a variable or constant (the instruction that reads it then writes `dst`: one
+    /// register and one move fewer).
+    pub(super) fn operand_in(&mut self, e: &'p Expr, dst: Opd) -> O {
+        match e {
+            Expr::Const(_) | Expr::Local(..) | Expr::Global(..) => self.operand(e),
+            _ if dst.tag() == T_TEMP && dst != DISCARD => {
+                self.into(e, dst);
+                O { o: dst, sp: 0 }
+            }
+            _ => self.operand(e),
+        }
+    }
+
+    /// `operand(e)` for a value read after `later` are evaluated: a variable is copied
+    /// into a temporary first when one of them could change it (a call, or a builtin
+    /// that changes a place), so that the value is the one it held when `e` was reached,
+    /// as the tree evaluator reads it.
+    pub(super) fn operand_before(&mut self, e: &'p Expr, later: &[Expr]) -> O {
+        if matches!(e, Expr::Local(..) | Expr::Global(..)) && !later.iter().all(pure) {
+            let t = self.temp();
+            self.into(e, t);
+            return O { o: t, sp: 0 };
+        }
+        self.operand(e)
+    }
+
+    /// Compile `e` so that its value lands in `dst`.
+    pub(super) fn into(&mut self, e: &'p Expr, dst: Opd) {
+        match e {
+            Expr::Const(_) | Expr::Local(..) | Expr::Global(..) => {
+                let s = self.operand(e);
+                self.emit(Op::Move { dst, src: s.o }, 0, [s.sp, 0]);
+            }
+            Expr::BinS(op, sp, a, Opnd::Num(k)) => {
+                let a = self.opnd(*a);
+                self.emit(bin_n_op(*op, dst, a, *k), *sp, [0, 0]);
+            }
+            Expr::BinS(op, sp, a, b) => {
+                let (a, b) = (self.opnd(*a), self.opnd(*b));
+                self.emit(bin_op(*op, dst, a, b), *sp, [0, 0]);
+            }
+            Expr::BinK(op, sp, a, k) => {
+                let a = self.operand_in(a, dst);
+                self.emit(bin_n_op(*op, dst, a.o, *k), *sp, [a.sp, 0]);
+            }
+            Expr::Bin(op, sp, a, b) if num_const(b).is_some() => {
+                let a = self.operand_in(a, dst);
+                let k = num_const(b).unwrap_or(0.0);
+                self.emit(bin_n_op(*op, dst, a.o, k), *sp, [a.sp, 0]);
+            }
+            Expr::Bin(op, sp, a, b) => {
+                let a = match a.as_ref() {
+                    Expr::Const(_) | Expr::Local(..) | Expr::Global(..) => {
+                        self.operand_before(a, std::slice::from_ref(&**b))
+                    }
+                    _ => self.operand_in(a, dst),
+                };
+                let b = self.operand(b);
+                self.emit(bin_op(*op, dst, a.o, b.o), *sp, [a.sp, b.sp]);
+            }
+            Expr::Neg(a, sp) => {
+                let a = self.operand(a);
+                self.emit(Op::Neg { dst, a: a.o }, *sp, [a.sp, 0]);
+            }
+            Expr::Not(a) => {
+                let a = self.operand(a);
+                self.emit(Op::Not { dst, a: a.o }, 0, [a.sp, 0]);
+            }
+            Expr::Index(a, k, sp) => {
+                let a = self.operand_before(a, std::slice::from_ref(&**k));
+                let k = self.operand(k);
+                let ic = self.ics(1);
+                self.emit(Op::Index { dst, a: a.o, k: k.o, ic }, *sp, [a.sp, k.sp]);
+            }
+            Expr::Field(a, name, sp) => {
+                let a = self.operand(a);
+                let ic = self.ics(1);
+                self.emit(Op::Field { dst, a: a.o, ic, name }, *sp, [a.sp, 0]);
+            }
+            Expr::List(items) => {
+                let start = self.next;
+                let regs: Vec<Opd> = items.iter().map(|_| self.temp()).collect();
+                for (it, r) in items.iter().zip(regs) {
+                    self.into(it, r);
+                }
+                self.emit(Op::MkList { dst, start, n: items.len() as u32 }, 0, [0, 0]);
+            }
+            Expr::Map(items) => {
+                let start = self.next;
+                let regs: Vec<Opd> = items.iter().map(|_| self.temp()).collect();
+                for ((_, it), r) in items.iter().zip(regs) {
+                    self.into(it, r);
+                }
+                self.code.maps.push(items);
+                let map = (self.code.maps.len() - 1) as u32;
+                self.emit(Op::MkMap { dst, map, start }, 0, [0, 0]);
+            }
+            Expr::Call(fi, args) => {
+                // The arguments are computed into the registers where the callee's frame
+                // will start (its first slots), left to right, as Lua's calls place them.
+                let start = self.next;
+                let regs: Vec<Opd> = args.iter().map(|_| self.temp()).collect();
+                for (a, r) in args.iter().zip(regs) {
+                    self.into(a, r);
+                }
+                self.emit(Op::Call { fi: *fi, dst, start, n: args.len() as u32 }, 0, [0, 0]);
+            }
+            // `get(m, k, d)`: the tree evaluator reads the map in place (`MapGet`); here
+            // the builtin call is no copy either (its argument shares the map), and its
+            // charges are the same.
+            Expr::Builtin(b, args, sp) | Expr::MapGet(b, args, sp) => {
+                if b.cap.is_some() {
+                    self.emit(Op::CapCheck(b), *sp, [0, 0]);
+                }
+                let at = self.args(args);
+                let n = args.len() as u32;
+                if b.name == "get" && (2..=3).contains(&n) && b.cap.is_none() {
+                    self.emit(Op::Get { b, dst, at, n }, *sp, [0, 0]);
+                } else {
+                    self.emit(Op::Builtin { b, dst, at, n }, *sp, [0, 0]);
+                }
+            }
+            Expr::BuiltinPlace(sp, b, place, args) => {
+                if b.cap.is_some() {
+                    self.emit(Op::CapCheck(b), *sp, [0, 0]);
+                }
+                let path = self.path(place);
+                let path = self.code.paths[path as usize];
+                let at = self.args(args);
+                self.code.pcalls.push(PlaceCall { b, path, at, n: args.len() as u32 });
+                let call = (self.code.pcalls.len() - 1) as u32;
+                self.emit(Op::BuiltinPlace { dst, call }, *sp, [0, 0]);
+            }
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                // Through a temporary: a variable is written once, with the result.
+                let t = if dst.tag() == T_TEMP && dst != DISCARD { dst } else { self.temp() };
+                self.into(a, t);
+                let when = matches!(e, Expr::Or(..));
+                let j = self.emit(Op::JumpIf { c: t, when, keep: true, to: 0 }, 0, [0, 0]);
+                self.into(b, t);
+                let h = self.here();
+                self.patch(j, h);
+                if t != dst {
+                    self.emit(Op::Move { dst, src: t }, 0, [0, 0]);
+                }
+            }
+            Expr::Cond(a, c, b) => {
+                let t = if dst.tag() == T_TEMP && dst != DISCARD { dst } else { self.temp() };
+                let skip = self.cond_jump(c);
+                self.into(a, t);
+                let j = self.emit(Op::Jump(0), 0, [0, 0]);
+                let h = self.here();
+                self.patch(skip, h);
+                self.into(b, t);
+                let h = self.here();
+                self.patch(j, h);
+                if t != dst {
+                    self.emit(Op::Move { dst, src: t }, 0, [0, 0]);
+                }
+            }
+            // Interpolation is evaluated by the tree evaluator for now.
+            // A call with anonymous functions among its arguments: they live in the
+            // interpreter's table while it runs (`LamMark`, `LamRelease`).
+            Expr::WithLambdas(call) => {
+                let mark = self.temp().idx() as u32;
+                self.emit(Op::LamMark { mark }, 0, [0, 0]);
+                self.into(call, dst);
+                self.emit(Op::LamRelease { mark }, 0, [0, 0]);
+            }
+            Expr::Lambda(fi, caps) => {
+                let start = self.next;
+                let regs: Vec<Opd> = caps.iter().map(|_| self.temp()).collect();
+                for (c, r) in caps.iter().zip(regs) {
+                    self.into(c, r);
+                }
+                self.emit(Op::MkLambda { dst, fi: *fi, start, n: caps.len() as u32 }, 0, [0, 0]);
+            }
+            // Each part is evaluated and appended in turn (a later part runs after an
+            // earlier one's text is checked against the limits, as in the tree
+            // evaluator).
+            Expr::Interp(parts) => {
+                self.emit(Op::InterpBegin, 0, [0, 0]);
+                for p in parts {
+                    match p {
+                        IPart::Lit(b) => {
+                            let lit = self.code.lits.len() as u32;
+                            self.code.lits.push(b);
+                            self.emit(Op::InterpLit { lit }, 0, [0, 0]);
+                        }
+                        IPart::Expr(e) => {
+                            let mark = self.next;
+                            let a = self.operand(e);
+                            self.emit(Op::InterpAdd { a: a.o }, 0, [a.sp, 0]);
+                            self.next = mark;
+                        }
+                    }
+                }
+                self.emit(Op::InterpEnd { dst }, 0, [0, 0]);
+            }
+        }
+    }
+
+    /// A call's arguments: each an operand (variables and constants where they are,
+    /// anything else computed into a temporary), in order.
+    pub(super) fn args(&mut self, args: &'p [Expr]) -> u32 {
+        let os: Vec<O> = args.iter().enumerate().map(|(i, a)| self.operand_before(a, &args[i + 1..])).collect();
+        let at = self.code.args.len() as u32;
+        self.code.args.extend(os.iter().map(|o| (o.o, o.sp)));
+        at
+    }
+}
+
+/// Whether evaluating `e` can change no variable (no call of any kind in it).
+pub(super) fn pure(e: &Expr) -> bool {
+    match e {
+        Expr::Const(_) | Expr::Local(..) | Expr::Global(..) | Expr::BinS(..) => true,
+        Expr::List(items) => items.iter().all(pure),
+        Expr::Map(items) => items.iter().all(|(_, e)| pure(e)),
+        Expr::Interp(parts) => parts.iter().all(|p| match p {
+            IPart::Lit(_) => true,
+            IPart::Expr(e) => pure(e),
+        }),
+        Expr::Neg(a, _) | Expr::Not(a) | Expr::BinK(_, _, a, _) | Expr::Field(a, ..) => pure(a),
+        Expr::Bin(_, _, a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Index(a, b, _) => pure(a) && pure(b),
+        Expr::Cond(a, c, b) => pure(a) && pure(c) && pure(b),
+        Expr::Call(..)
+        | Expr::Builtin(..)
+        | Expr::BuiltinPlace(..)
+        | Expr::MapGet(..)
+        | Expr::Lambda(..)
+        | Expr::WithLambdas(_) => false,
+    }
+}
+
+/// The number an expression is, when it is a number constant.
+pub(super) fn num_const(e: &Expr) -> Option<f64> {
+    match e {
+        Expr::Const(Value::Num(n)) => Some(*n),
+        _ => None,
+    }
+}

@@ -1,0 +1,286 @@
+//! Statements compiled: assignments, loops and their back edges, `if`, `try`, `return`,
+//! the step each line is charged, and conditions as jumps. Child of `compile`.
+
+use super::*;
+
+impl<'p> Compiler<'p> {
+    pub(super) fn stmt(&mut self, s: &'p Stmt) {
+        let floor = self.next;
+        self.pos = s.pos;
+        match &s.kind {
+            StmtKind::SetLocal(i, e) => {
+                self.step(s.pos);
+                self.into(e, Opd::new(T_LOCAL, *i as usize));
+            }
+            StmtKind::SetGlobal(i, e) => {
+                self.step(s.pos);
+                self.into(e, Opd::new(T_GLOBAL, *i as usize));
+            }
+            StmtKind::SetIndex(slot, k, e) => {
+                self.step(s.pos);
+                let v = self.operand_before(e, std::slice::from_ref(k));
+                let k = self.operand(k);
+                let ic = self.ics(1);
+                self.emit(Op::SetIdx { var: slot_opd(*slot), k: k.o, v: v.o, ic }, 0, [k.sp, v.sp]);
+            }
+            StmtKind::IncVar(slot, op, k) => {
+                self.step(s.pos);
+                self.emit(upd_n_op(*op, slot_opd(*slot), *k), 0, [0, 0]);
+            }
+            StmtKind::CompoundVar(slot, op, e) => {
+                self.step(s.pos);
+                if let Some(k) = num_const(e) {
+                    self.emit(upd_n_op(*op, slot_opd(*slot), k), 0, [0, 0]);
+                } else {
+                    let v = self.operand(e);
+                    self.emit(Op::Upd { op: *op, var: slot_opd(*slot), v: v.o }, 0, [v.sp, 0]);
+                }
+            }
+            StmtKind::Assign(place, e) => {
+                self.step(s.pos);
+                let v = self.operand_before(e, &place.path);
+                let path = self.path(place);
+                self.emit(Op::SetPath { path, v: v.o }, 0, [v.sp, 0]);
+            }
+            StmtKind::Compound(place, op, e) => {
+                self.step(s.pos);
+                let v = self.operand_before(e, &place.path);
+                let path = self.path(place);
+                self.emit(Op::UpdPath { op: *op, path, v: v.o }, 0, [v.sp, 0]);
+            }
+            StmtKind::Expr(e) => {
+                self.step(s.pos);
+                self.into(e, DISCARD);
+            }
+            StmtKind::If(arms, else_body) => {
+                let mut ends = Vec::new();
+                for (n, arm) in arms.iter().enumerate() {
+                    self.step(arm.pos);
+                    let skip = self.cond_jump(&arm.cond);
+                    self.next = floor;
+                    self.block(&arm.body);
+                    if n + 1 < arms.len() || else_body.is_some() {
+                        ends.push(self.emit(Op::Jump(0), 0, [0, 0]));
+                    }
+                    let h = self.here();
+                    self.patch(skip, h);
+                }
+                if let Some(b) = else_body {
+                    self.block(b);
+                }
+                let h = self.here();
+                for j in ends {
+                    self.patch(j, h);
+                }
+            }
+            StmtKind::While(cond, body) => {
+                self.step(s.pos);
+                // The back edge charges the header's later steps itself.
+                self.flush_step();
+                let top = self.here();
+                let exit = self.cond_jump(cond);
+                self.next = floor;
+                self.loops.push(Loop { brk: vec![exit], cont: vec![] });
+                self.block(body);
+                self.pos = s.pos;
+                // A test that is one instruction is repeated at the back edge (its line
+                // and columns too, for the same diagnostics); anything else is
+                // computed again at the top.
+                let inverted = match self.code.ops[top].op {
+                    Op::TestN { op, a, k, .. } if exit == top => Some(Op::TestNBack { op, a, k, to: top as u32 + 1 }),
+                    Op::Test { op, a, b, .. } if exit == top => Some(Op::TestBack { op, a, b, to: top as u32 + 1 }),
+                    _ => None,
+                };
+                let back = match inverted {
+                    Some(op) => {
+                        let (spot, ospot) = (self.code.spot[top], self.code.ospot[top]);
+                        self.emit(op, spot, ospot)
+                    }
+                    None => self.emit(Op::StepJump(top as u32), 0, [0, 0]),
+                };
+                self.close_loop(back, back + 1);
+            }
+            StmtKind::ForRange(f) => {
+                self.step(s.pos);
+                let base = self.next;
+                let regs = [self.temp(), self.temp(), self.temp(), self.temp()];
+                self.into(&f.start, regs[0]);
+                self.into(&f.end, regs[1]);
+                match &f.step {
+                    Some(e) => self.into(e, regs[2]),
+                    None => {
+                        let one = self.konst(Value::Num(1.0));
+                        self.emit(Op::Move { dst: regs[2], src: one }, 0, [0, 0]);
+                    }
+                }
+                self.pos = s.pos;
+                self.emit(Op::ForPrep { base }, 0, [0, 0]);
+                let top = self.emit(Op::ForNext { var: slot_opd(f.var), base, exit: 0 }, 0, [0, 0]);
+                self.loops.push(Loop { brk: vec![top], cont: vec![] });
+                self.block(&f.body);
+                self.pos = s.pos;
+                let back = self.emit(Op::ForBack { var: slot_opd(f.var), base, to: top as u32 + 1 }, 0, [0, 0]);
+                self.close_loop(back, back + 1);
+            }
+            StmtKind::ForIn(f) => {
+                self.step(s.pos);
+                let base = self.forin_next;
+                self.forin_next += 3;
+                let regs = [0, 1, 2].map(|i| Opd::new(T_TEMP, (base + i) as usize));
+                // The cost register is a number only while the loop holds its snapshot
+                // (set by ForInPrep, cleared by ForInEnd): what a `try` left by an error
+                // releases (`Handler::forins`). The registers are the loop's alone.
+                let nil = self.konst(Value::Nil);
+                self.emit(Op::Move { dst: regs[2], src: nil }, 0, [0, 0]);
+                self.code.forins.push(base);
+                self.into(&f.iter, regs[0]);
+                self.pos = s.pos;
+                self.emit(Op::ForInPrep { base }, 0, [0, 0]);
+                let second = f.second.map(slot_opd).unwrap_or(NONE);
+                let top = self.emit(Op::ForInNext { first: slot_opd(f.first), second, base, exit: 0 }, 0, [0, 0]);
+                self.loops.push(Loop { brk: vec![top], cont: vec![] });
+                self.block(&f.body);
+                self.pos = s.pos;
+                let back = self.emit(Op::StepJump(top as u32), 0, [0, 0]);
+                let end = self.emit(Op::ForInEnd { base }, 0, [0, 0]);
+                self.close_loop(back, end);
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                // (Outside a loop both are load errors: there is always a loop here.)
+                self.step(s.pos);
+                let j = self.emit(Op::Jump(0), 0, [0, 0]);
+                if let Some(l) = self.loops.last_mut() {
+                    match s.kind {
+                        StmtKind::Break => l.brk.push(j),
+                        _ => l.cont.push(j),
+                    }
+                }
+            }
+            StmtKind::Return(e) => {
+                self.step(s.pos);
+                match e {
+                    Some(e) => {
+                        let v = self.operand(e);
+                        self.emit(Op::Ret(v.o), 0, [v.sp, 0]);
+                    }
+                    None => {
+                        self.emit(Op::RetNil, 0, [0, 0]);
+                    }
+                }
+            }
+            StmtKind::Block(b) => self.block(b),
+            StmtKind::Try { body, var, handler } => {
+                self.step(s.pos);
+                let save = self.temp().idx() as u32;
+                self.temp();
+                let floor = self.next;
+                self.emit(Op::TryEnter { save }, 0, [0, 0]);
+                let start = self.here() as u32;
+                let f0 = self.code.forins.len() as u32;
+                self.block(body);
+                let end = self.here() as u32;
+                let forins = (f0, self.code.forins.len() as u32);
+                let skip = self.emit(Op::Jump(0), 0, [0, 0]);
+                let to = self.here() as u32;
+                self.code.handlers.push(Handler { start, end, to, var: slot_opd(*var), mark: floor, forins, save });
+                self.block(handler);
+                let h = self.here();
+                self.patch(skip, h);
+            }
+            StmtKind::Throw(e) => {
+                self.step(s.pos);
+                let v = self.operand(e);
+                self.emit(Op::Throw(v.o), 0, [v.sp, 0]);
+            }
+            // The counting idiom of the tree evaluator is an ordinary `x[k] = e` here.
+            StmtKind::CountIndex(slot, k, e) => {
+                self.step(s.pos);
+                let v = self.operand_before(e, std::slice::from_ref(k));
+                let k = self.operand(k);
+                let ic = self.ics(1);
+                self.emit(Op::SetIdx { var: slot_opd(*slot), k: k.o, v: v.o, ic }, 0, [k.sp, v.sp]);
+            }
+            // Every value first (one list unpacked, or one value each), then each target
+            // left to right, a target's keys evaluated when its turn comes.
+            StmtKind::MultiAssign(places, values) => {
+                self.step(s.pos);
+                let n = places.len();
+                let start = self.next;
+                let regs: Vec<Opd> = (0..n).map(|_| self.temp()).collect();
+                if let [one] = &**values {
+                    let t = self.temp();
+                    self.into(one, t);
+                    self.emit(Op::Unpack { src: t, start, n: n as u32 }, 0, [0, 0]);
+                } else {
+                    for (v, r) in values.iter().zip(&regs) {
+                        self.into(v, *r);
+                    }
+                }
+                for (p, r) in places.iter().zip(regs) {
+                    if p.path.is_empty() {
+                        self.emit(Op::Move { dst: slot_opd(p.root), src: r }, 0, [0, 0]);
+                    } else {
+                        let path = self.path(p);
+                        self.emit(Op::SetPath { path, v: r }, 0, [0, 0]);
+                    }
+                }
+            }
+        }
+        self.next = floor;
+    }
+
+    /// End a loop: its breaks go to `brk`, its continues to `cont`.
+    pub(super) fn close_loop(&mut self, cont: usize, brk: usize) {
+        let l = self.loops.pop().expect("a loop");
+        for j in l.cont {
+            self.patch(j, cont);
+        }
+        for j in l.brk {
+            self.patch(j, brk);
+        }
+    }
+
+    /// The place `p`: its keys evaluated into registers, in order.
+    pub(super) fn path(&mut self, p: &'p Place) -> u32 {
+        let start = self.next;
+        let regs: Vec<Opd> = p.path.iter().map(|_| self.temp()).collect();
+        for (k, r) in p.path.iter().zip(regs) {
+            self.into(k, r);
+        }
+        let ic = self.ics(p.path.len());
+        self.code.paths.push(PathRef { root: slot_opd(p.root), keys: start, n: p.path.len() as u32, ic });
+        (self.code.paths.len() - 1) as u32
+    }
+
+    /// Compile a condition; the returned jump (to be patched) is taken when it is false.
+    pub(super) fn cond_jump(&mut self, e: &'p Expr) -> usize {
+        match e {
+            Expr::BinS(op, sp, a, Opnd::Num(k)) if is_cmp(*op) => {
+                let a = self.opnd(*a);
+                self.emit(Op::TestN { op: *op, a, k: *k, to: 0 }, *sp, [0, 0])
+            }
+            Expr::BinS(op, sp, a, b) if is_cmp(*op) => {
+                let (a, b) = (self.opnd(*a), self.opnd(*b));
+                self.emit(Op::Test { op: *op, a, b, to: 0 }, *sp, [0, 0])
+            }
+            Expr::BinK(op, sp, a, k) if is_cmp(*op) => {
+                let a = self.operand(a);
+                self.emit(Op::TestN { op: *op, a: a.o, k: *k, to: 0 }, *sp, [a.sp, 0])
+            }
+            Expr::Bin(op, sp, a, b) if is_cmp(*op) && num_const(b).is_some() => {
+                let a = self.operand(a);
+                let k = num_const(b).unwrap_or(0.0);
+                self.emit(Op::TestN { op: *op, a: a.o, k, to: 0 }, *sp, [a.sp, 0])
+            }
+            Expr::Bin(op, sp, a, b) if is_cmp(*op) => {
+                let a = self.operand_before(a, std::slice::from_ref(&**b));
+                let b = self.operand(b);
+                self.emit(Op::Test { op: *op, a: a.o, b: b.o, to: 0 }, *sp, [a.sp, b.sp])
+            }
+            _ => {
+                let c = self.operand(e);
+                self.emit(Op::JumpIf { c: c.o, when: false, keep: false, to: 0 }, 0, [c.sp, 0])
+            }
+        }
+    }
+}
