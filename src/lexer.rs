@@ -259,12 +259,6 @@ impl Tok {
     }
 }
 
-/// Every keyword of the language (SPEC 5).
-pub const KEYWORDS: &[&str] = &[
-    "if", "elif", "else", "end", "while", "for", "in", "to", "step", "break", "continue", "fn", "return", "global",
-    "try", "catch", "throw", "include", "import", "and", "or", "not", "nil", "true", "false",
-];
-
 fn ident(lex: &mut logos::Lexer<Tok>) -> Result<String, LexError> {
     let s = lex.slice();
     if s.len() > MAX_IDENT_BYTES {

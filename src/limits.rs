@@ -138,7 +138,7 @@ pub const MAX_MAX_MEMORY: u64 = 64 * 1024 * MIB as u64;
 pub const MAX_MAX_TIME_SECS: f64 = 30.0 * 86_400.0;
 /// Seconds `sleep` may wait in all over one run: a script that waits is still bounded
 /// without `--max-time` (a CGI request or a forgotten loop of sleeps ends).
-pub const MAX_SLEEP_SECS: f64 = 60.0; // the default of the `sleep` row (60,000 ms)
+pub const MAX_SLEEP_SECS: f64 = 60.0; // the default of the `sleep` row (in ms there)
 /// Script arguments: count and total bytes, so `args()` is bounded like any value.
 pub const MAX_SCRIPT_ARGS: usize = 1024;
 pub const MAX_SCRIPT_ARG_BYTES: usize = MIB;

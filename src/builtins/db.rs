@@ -529,19 +529,20 @@ fn leash_value(it: &Host, name: &str, col: &[u8], v: ValueRef<'_>) -> R<Value> {
     })
 }
 
-/// Rows read so far, with their accounted storage, checked as each row arrives.
-struct Rows {
+/// Rows read so far, with their accounted storage, checked as each row arrives (SQLite's
+/// results and PostgreSQL's, `db_pg/statements.rs`).
+pub(super) struct Rows {
     rows: Vec<Value>,
     acct: usize,
 }
 
 impl Rows {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Rows { rows: Vec::new(), acct: ACCT_LIST_HEADER }
     }
 
     /// Room for one more row (checked before the row is built).
-    fn room(&self, it: &Host, name: &str) -> R<()> {
+    pub(super) fn room(&self, it: &Host, name: &str) -> R<()> {
         if self.rows.len() >= it.lim.n(L::List) {
             return Err(it.limit(
                 LimitKind::List,
@@ -551,7 +552,7 @@ impl Rows {
         Ok(())
     }
 
-    fn push(&mut self, it: &Host, name: &str, row: Value) -> R<()> {
+    pub(super) fn push(&mut self, it: &Host, name: &str, row: Value) -> R<()> {
         self.room(it, name)?;
         self.acct += row.acct();
         if self.acct > it.lim.n(L::FrameStorage) {
@@ -567,7 +568,7 @@ impl Rows {
         Ok(())
     }
 
-    fn into_value(mut self, it: &Host) -> R<Value> {
+    pub(super) fn into_value(mut self, it: &Host) -> R<Value> {
         self.rows.shrink_to_fit();
         it.make_list(self.rows)
     }

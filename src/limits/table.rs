@@ -5,7 +5,7 @@
 //! values in a `Limits`, which every reader of a limit consults (`it.lim.n(L::String)`).
 //! Reading and checking the settings that move them is `options.rs`.
 
-use super::{LimitKind, GIB, INTERP_STACK_BYTES, KIB, MIB, TIB};
+use super::{LimitKind, GIB, INTERP_STACK_BYTES, KIB, MAX_SLEEP_SECS, MIB, TIB};
 
 /// One movable run-time limit. Index into `LIMITS` and `Limits` with `L::X as usize`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -365,7 +365,7 @@ pub const LIMITS: &[LimitDef] = &[
         L::Sleep,
         "sleep",
         Kd::Sleep,
-        60_000,
+        (MAX_SLEEP_SECS * 1000.0) as u64,
         30 * 86_400 * 1000,
         Unit::Ms,
         "time all sleep() calls of a run may wait in total",

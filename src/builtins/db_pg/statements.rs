@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use tokio_postgres::types::Type;
 
+use super::super::db::Rows;
 use super::super::Host;
 use super::values::{bind, decode, native, text_wrapped, Param, Raw};
 use super::{lose, pg_err, run_until, statement_ms, time_limit, PG_TIMEOUT_REFRESH_MS};
 use crate::diag::ErrKind;
 use crate::error::{Fail, R};
-use crate::limits::*;
 use crate::value::*;
 
 /// The client-side timeout waits this much longer than the server's, so that the
@@ -191,35 +191,6 @@ fn param_err(it: &mut Host, name: &str, id: u32, e: tokio_postgres::Error) -> Fa
     pg_err(it, name, id, e)
 }
 
-/// Rows read so far with their accounted storage (as SQLite's results are checked).
-struct Rows {
-    rows: Vec<Value>,
-    acct: usize,
-}
-
-impl Rows {
-    fn push(&mut self, it: &Host, name: &str, row: Value) -> R<()> {
-        if self.rows.len() >= it.lim.n(L::List) {
-            return Err(it.limit(
-                LimitKind::List,
-                format!("{name}: a result of more than {max_list_items} rows", max_list_items = it.lim.n(L::List)),
-            ));
-        }
-        self.acct += row.acct();
-        if self.acct > it.lim.n(L::FrameStorage) {
-            return Err(it.limit(
-                LimitKind::FrameStorage,
-                format!(
-                    "{name}: the rows exceed the frame limit of {max_frame_bytes} accounted bytes",
-                    max_frame_bytes = it.lim.n(L::FrameStorage)
-                ),
-            ));
-        }
-        self.rows.push(row);
-        Ok(())
-    }
-}
-
 pub fn query(it: &mut Host, args: &mut [Value], id: u32) -> R<Value> {
     const NAME: &str = "db.query";
     let sql = it.arg_text(NAME, args, 1)?.to_string();
@@ -278,7 +249,7 @@ fn query_in(
         ));
     }
     let mut stream = Box::pin(stream);
-    let mut out = Rows { rows: Vec::new(), acct: ACCT_LIST_HEADER };
+    let mut out = Rows::new();
     loop {
         let row = match run_until(rt, until, stream.next()) {
             None => {
@@ -317,9 +288,7 @@ fn query_in(
         }
     }
     drop(stream);
-    let mut rows = out.rows;
-    rows.shrink_to_fit();
-    it.make_list(rows)
+    out.into_value(it)
 }
 
 /// Read the rest of a result, charging its rows, dropping them.

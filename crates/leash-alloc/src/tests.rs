@@ -1,0 +1,174 @@
+//! The allocator's unit tests: chunk sizes, the stash, the arena, the live count, the
+//! process calls' refusals, and SQLite's counted allocations.
+
+use super::process::threads;
+use super::*;
+
+#[test]
+fn chunks_are_what_glibc_uses() {
+    let c = |n| chunk(Layout::from_size_align(n, 1).unwrap());
+    assert_eq!(c(9), 32);
+    assert_eq!(c(24), 32);
+    assert_eq!(c(25), 48);
+    assert_eq!(c(40), 48);
+    assert_eq!(c(1000), 1008);
+}
+
+#[test]
+fn the_stash_serves_freed_blocks_again_and_counts_them() {
+    std::thread::spawn(|| {
+        count_here();
+        let before = MINE.load(Relaxed);
+        // A burst bigger than the stash, of several sizes, freed and made again: every
+        // block keeps its own bytes, and the count comes back to where it was.
+        for round in 0..3u8 {
+            let mut v: Vec<Box<[u8]>> = Vec::new();
+            for i in 0..1000usize {
+                let n = 1 + i % 150;
+                v.push(vec![round.wrapping_add(i as u8); n].into_boxed_slice());
+            }
+            for (i, b) in v.iter().enumerate() {
+                assert!(b.iter().all(|&x| x == round.wrapping_add(i as u8)));
+                assert_eq!(b.as_ptr() as usize % 16, 0);
+            }
+            drop(v);
+            assert_eq!(MINE.load(Relaxed), before);
+        }
+        let a = Box::new([7u64; 4]);
+        let p = &*a as *const _ as usize;
+        drop(a);
+        let b = Box::new([9u64; 4]);
+        assert_eq!(&*b as *const _ as usize, p, "a freed block is served again");
+        assert_eq!(*b, [9u64; 4]);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn the_arena_of_a_forked_process() {
+    // As in a forked child, on a thread of its own (the test harness has threads, so
+    // no fork here: the arena is started as `fork` starts it in the child).
+    std::thread::spawn(|| {
+        arena::start();
+        let mut kept = Vec::new();
+        for n in [1usize, 8, 24, 40, 100, 1000, 1017, 5000, 40000, 65000] {
+            let v: Vec<u8> = std::hint::black_box((0..n).map(|i| i as u8).collect());
+            assert!(arena::holds(v.as_ptr() as *mut u8), "{n}");
+            assert_eq!(v.as_ptr() as usize % 16, 0);
+            kept.push(v);
+        }
+        // Past the largest block: malloc's.
+        let big: Vec<u8> = std::hint::black_box(vec![3; 1 << 20]);
+        assert!(!arena::holds(big.as_ptr() as *mut u8));
+        // Grown (moved, contents kept), shrunk (kept in place), freed and served again.
+        let mut v = kept.pop().unwrap();
+        v.extend(std::iter::repeat_n(9u8, 100_000));
+        assert!(!arena::holds(v.as_ptr() as *mut u8));
+        assert!(v[..65000].iter().enumerate().all(|(i, &b)| b == i as u8) && v[65000..].iter().all(|&b| b == 9));
+        let mut w: Vec<u8> = std::hint::black_box((0..3000).map(|i| i as u8).collect());
+        let at = w.as_ptr();
+        w.truncate(10);
+        w.shrink_to_fit();
+        assert_eq!(w.as_ptr(), at);
+        assert_eq!(w, (0..10).map(|i| i as u8).collect::<Vec<_>>());
+        let a = Box::new([7u64; 30]);
+        let p = &*a as *const _ as usize;
+        drop(a);
+        let b = Box::new([0u64; 30]);
+        assert_eq!(&*b as *const _ as usize, p, "a freed block is served again");
+        drop(b);
+        // A reused block asked zeroed is zeroed.
+        let z: Vec<u64> = std::hint::black_box(vec![0u64; 30]);
+        assert_eq!(z.as_ptr() as usize, p);
+        assert!(z.iter().all(|&x| x == 0));
+        // A block freed on another thread is left alone (not reused, not passed to free).
+        let moved = kept.pop().unwrap();
+        std::thread::spawn(move || drop(moved)).join().unwrap();
+        assert!(kept.iter().all(|v| v.iter().enumerate().all(|(i, &b)| b == i as u8)));
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn replace_environment_refuses_what_setenv_would_and_threads() {
+    let v = |k: &str, x: &str| (std::ffi::OsString::from(k), std::ffi::OsString::from(x));
+    for bad in [
+        vec![v("", "x")],
+        vec![v("A=B", "x")],
+        vec![v("A\0", "x")],
+        vec![v("A", "x\0")],
+        vec![v("A", "1"), v("A", "2")],
+    ] {
+        assert!(replace_environment(&bad).is_err(), "{bad:?}");
+    }
+    // The test harness has threads: refused, the environment unchanged.
+    let before: Vec<_> = std::env::vars_os().collect();
+    let e = replace_environment(&[v("ONLY", "1")]).unwrap_err();
+    assert!(e.contains("threads"), "{e}");
+    assert_eq!(std::env::vars_os().collect::<Vec<_>>(), before);
+}
+
+#[test]
+fn fork_refuses_a_threaded_process() {
+    // The test harness runs tests on threads of their own: more than one thread.
+    let e = fork().unwrap_err();
+    assert!(e.contains("threads"), "{e}");
+    assert!(threads().unwrap() > 1);
+}
+
+#[test]
+fn counts_live_bytes() {
+    // Other test threads allocate too, but only this one writes `MINE`.
+    std::thread::spawn(|| {
+        count_here();
+        let before = MINE.load(Relaxed);
+        // (black_box: an allocation nothing reads may be elided by the optimiser.)
+        let v: Vec<u8> = std::hint::black_box(Vec::with_capacity(1 << 20));
+        assert_eq!(MINE.load(Relaxed).wrapping_sub(before), (1 << 20) + 16);
+        drop(v);
+        assert_eq!(MINE.load(Relaxed), before);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn sqlite_allocations_are_counted_and_its_heap_limit_holds() {
+    use libsqlite3_sys as ffi;
+    assert!(count_sqlite_allocations());
+    assert!(count_sqlite_allocations(), "a second call keeps the first's answer");
+    let run = |db: *mut ffi::sqlite3, sql: &str| {
+        let sql = std::ffi::CString::new(sql).unwrap();
+        // SAFETY: an open connection, a NUL-terminated SQL text, no callback.
+        unsafe { ffi::sqlite3_exec(db, sql.as_ptr(), None, std::ptr::null_mut(), std::ptr::null_mut()) }
+    };
+    let mut db = std::ptr::null_mut();
+    // SAFETY: opens an in-memory database into `db`.
+    let rc = unsafe {
+        ffi::sqlite3_open_v2(
+            c":memory:".as_ptr(),
+            &mut db,
+            ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE,
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, ffi::SQLITE_OK);
+    assert_eq!(run(db, "CREATE TABLE t(x)"), ffi::SQLITE_OK);
+    let (before, pages_before) = (sqlite_allocated(), sqlite_page_bytes());
+    assert_eq!(run(db, "INSERT INTO t VALUES (zeroblob(1000000) || 'x')"), ffi::SQLITE_OK);
+    let n = sqlite_allocated().wrapping_sub(before);
+    assert!((1_000_000..20_000_000).contains(&n), "{n}");
+    // Stored in overflow pages: about 250 pages of 4 KiB fetched to be written.
+    let pages = sqlite_page_bytes().wrapping_sub(pages_before);
+    assert!((1_000_000..20_000_000).contains(&pages), "{pages}");
+    // The heap limit still holds (it is kept above the wrapped allocator).
+    // SAFETY: plain calls on the open connection, then closing it.
+    unsafe {
+        let old = ffi::sqlite3_hard_heap_limit64(ffi::sqlite3_memory_used() + 500_000);
+        assert_ne!(run(db, "INSERT INTO t VALUES (zeroblob(3000000) || 'x')"), ffi::SQLITE_OK);
+        ffi::sqlite3_hard_heap_limit64(old);
+        assert_eq!(ffi::sqlite3_close(db), ffi::SQLITE_OK);
+    }
+}
