@@ -415,17 +415,6 @@ impl<'p> Interp<'p> {
                             }
                             Err(e) => Err(e),
                         },
-                        Op::ForInBack { first, second, base, to } => match self.step(code.pos[at]) {
-                            Ok(()) => match self.for_in_next(first, second, base) {
-                                Ok(true) => {
-                                    pc = to as usize;
-                                    Ok(())
-                                }
-                                Ok(false) => Ok(()),
-                                Err(e) => Err(e),
-                            },
-                            Err(e) => Err(e),
-                        },
                         Op::ForInEnd { base } => {
                             let b = self.base + base as usize;
                             let cost = match self.stack[b + 2] {

@@ -334,21 +334,11 @@ pub enum Op<'p> {
     ForInPrep {
         base: u32,
     },
-    /// The first item (or on to `exit` when there is none).
     ForInNext {
         first: Opd,
         second: Opd,
         base: u32,
         exit: u32,
-    },
-    /// The loop's back edge: its step charged, the next item set and a jump back to
-    /// `to` (the body's first instruction), or on past the last item (one instruction
-    /// per iteration, as Lua's `TFORLOOP`).
-    ForInBack {
-        first: Opd,
-        second: Opd,
-        base: u32,
-        to: u32,
     },
     ForInEnd {
         base: u32,

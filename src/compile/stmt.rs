@@ -139,11 +139,9 @@ impl<'p> Compiler<'p> {
                 let second = f.second.map(slot_opd).unwrap_or(NONE);
                 let top = self.emit(Op::ForInNext { first: slot_opd(f.first), second, base, exit: 0 }, 0, [0, 0]);
                 self.loops.push(Loop { brk: vec![top], cont: vec![] });
-                let body = self.here();
                 self.block(&f.body);
                 self.pos = s.pos;
-                let first = slot_opd(f.first);
-                let back = self.emit(Op::ForInBack { first, second, base, to: body as u32 }, 0, [0, 0]);
+                let back = self.emit(Op::StepJump(top as u32), 0, [0, 0]);
                 let end = self.emit(Op::ForInEnd { base }, 0, [0, 0]);
                 self.close_loop(back, end);
             }
