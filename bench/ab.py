@@ -8,9 +8,35 @@ CPU ms over the rounds, then its ratio to the first configuration. Sizes are sma
 than bench/run.py's, for quick comparisons while tuning (instruction counts miss stalls:
 see WORKLOG, 2026-12-04 sixth session). Example:
   bench/ab.py 5 /tmp/old-leash@tree target/release/leash@tree target/release/leash@vm
+A binary older than `--limit all=max` (round 2's, 4e42571, the evaluator issue 24 was
+written against) gets each of its limits at its ceiling instead (read from its own
+`--limits`), and its `--max-steps` ceiling. With `--callgrind` (first argument) each
+cell is valgrind's instruction count of one run instead of CPU time (stable on a
+loaded machine; stalls do not show).
 """
 import os, sys, subprocess, resource
+CG = len(sys.argv) > 1 and sys.argv[1] == "--callgrind"
+if CG: del sys.argv[1]
 n = int(sys.argv[1]); CF = [tuple(x.split("@")) for x in sys.argv[2:]]
+
+def flags(b, _cache={}):
+    """The flags that lift a binary's limits: `--limit all=max`, or (a binary from before
+    it) each limit at the ceiling its `--limits` table gives."""
+    if b not in _cache:
+        ok = subprocess.run([b, "--limit", "all=max", "-e", ""], capture_output=True).returncode == 0
+        if ok:
+            _cache[b] = ["--allow-files", "--max-steps", "1000000000", "--max-work", "100000000000", "--limit", "all=max"]
+        else:
+            fl = ["--allow-files", "--max-steps", "100000000", "--max-work", "10000000000000"]
+            rows = subprocess.run([b, "--limits"], capture_output=True, text=True).stdout.splitlines()[1:]
+            for r in rows:
+                name, _, ceil = r.split("\t")[:3]
+                if ceil.startswith("min("):
+                    ceil = ceil[4:].split(",")[1].rstrip(")")
+                fl += ["--limit", f"{name}={ceil.replace('1T', '1024G')}"]
+            _cache[b] = fl
+    return _cache[b]
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 I = os.path.join(HERE, "..", "target", "bench", "inputs"); L = os.path.join(HERE, "leash")
 W = [("fib", L+"/fib.lsh", [], None), ("loop", L+"/loop.lsh", [], None),
@@ -36,12 +62,16 @@ for name, f, args, inp in W:
         for cf in CF:
             b, c = cf
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            pre = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] if CG else []
             with open(inp or "/dev/null", "rb") as fi:
-                p = subprocess.run([b, "--allow-files", "--max-steps", "1000000000", "--max-work", "100000000000", "--limit", "all=max", f] + args,
+                p = subprocess.run(pre + [b] + flags(b) + [f] + args,
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=fi, env=dict(os.environ, LEASH_CORE=c))
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            if p.returncode != 0: print(name, c, "FAILED", p.stderr.decode()[:200]); break
-            best[cf] = min(best[cf], (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000)
+            if p.returncode != 0: print(name, c, "FAILED", p.stderr.decode()[-300:]); break
+            if CG:
+                best[cf] = min(best[cf], int(p.stderr.decode().split("Collected : ")[1].split()[0]) / 1e6)
+            else:
+                best[cf] = min(best[cf], (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000)
     b0 = best[CF[0]]
     lg.append([math.log(best[cf] / b0) for cf in CF])
     print(f"{name:12} " + " ".join(f"{best[cf]:6.0f} ({best[cf]/b0:.2f})" for cf in CF), flush=True)
