@@ -276,17 +276,18 @@ impl<'p> Interp<'p> {
         b: &'static Builtin,
         root: Slot,
         keys: &[Value],
-        mut vals: SmallVec<[Value; 4]>,
+        vals: &mut [Value],
     ) -> R<Value> {
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
         let cost = b.cost;
-        self.host.work(cost.before(&vals))?;
-        let r = self.modify_place(root, keys, &mut |this, target| {
+        self.host.work(cost.before(vals))?;
+        let mut leaf = |this: &mut Self, target: &mut Value| {
             if cost.measures_target() {
                 this.host.work(cost.target(target))?;
             }
-            f(&mut this.host, target, &mut vals)
-        });
+            f(&mut this.host, target, vals)
+        };
+        let r = if keys.is_empty() { self.modify_var(root, leaf) } else { self.modify_place(root, keys, &mut leaf) };
         if cost.measures_result() {
             if let Ok(v) = &r {
                 self.host.work(cost.after(v))?;

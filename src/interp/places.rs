@@ -103,6 +103,22 @@ impl<'p> Interp<'p> {
         r
     }
 
+    /// `modify_place` of a variable itself (no keys): the same steps without the walk
+    /// and its dynamic call (`push(xs, v)`, `pop(xs)`).
+    #[inline]
+    pub(super) fn modify_var(&mut self, root: Slot, leaf: impl FnOnce(&mut Self, &mut Value) -> R<Value>) -> R<Value> {
+        if matches!(self.slot_mut(root), Value::Unset) {
+            return Err(self.unset(root));
+        }
+        let mut v = std::mem::take(self.slot_mut(root));
+        let before = v.heap() as isize;
+        let r = leaf(self, &mut v);
+        let after = v.heap() as isize;
+        *self.slot_mut(root) = v;
+        self.charge(matches!(root, Slot::Global(_)), after - before)?;
+        r
+    }
+
     /// `x[k] = v` on a variable holding a list or map.
     pub(super) fn set_index(&mut self, slot: Slot, key: Value, v: Value) -> R<()> {
         let mut cur = std::mem::take(self.slot_mut(slot));

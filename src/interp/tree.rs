@@ -802,6 +802,6 @@ impl<'p> Interp<'p> {
         let keys = self.eval_keys(&place.path)?;
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         self.eval_args_into(args, &mut vals)?;
-        self.place_builtin_vals(b, place.root, &keys, vals)
+        self.place_builtin_vals(b, place.root, &keys, &mut vals)
     }
 }

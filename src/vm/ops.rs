@@ -181,12 +181,13 @@ impl<'p> Interp<'p> {
     }
 
     pub(super) fn vm_place_call(&mut self, code: &Code<'p>, pc: &PlaceCall) -> R<Value> {
-        let keys = self.path_keys(&pc.path);
+        // (A variable itself, `push(xs, v)`: no keys to collect.)
+        let keys = if pc.path.n == 0 { SmallVec::new() } else { self.path_keys(&pc.path) };
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         for &(o, sp) in &code.args[pc.at as usize..(pc.at + pc.n) as usize] {
             vals.push(self.val(code, o, || sp)?);
         }
-        self.place_builtin_vals(pc.b, slot_of(pc.path.root), &keys, vals)
+        self.place_builtin_vals(pc.b, slot_of(pc.path.root), &keys, &mut vals)
     }
 
     /// `x[k] = v`: a plain value (nil, a boolean, a number) over a plain value in a list
