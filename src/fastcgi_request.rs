@@ -30,6 +30,12 @@ type Entry = gateway::LogEntry;
 /// further (the web server waits; the worker reads its stdin, or meets its deadline).
 const BODY_HELD_MAX: usize = 256 * KIB;
 
+/// How long after a job goes out its worker's stdout and stderr are left to fill (up to
+/// what a pipe holds, 64 KiB on Linux) before they are read as they come: see
+/// `Run::supervise`. A worker whose output is over what its pipe holds waits for at most
+/// this long once.
+const PIPES_DEFERRED: Duration = Duration::from_millis(10);
+
 /// The web server aborted the request before its worker started: logged as 499, and
 /// the request ended (false: the connection failed).
 fn aborted(e: &mut Entry, w: &mut Conn, id: u16) -> bool {
@@ -368,8 +374,12 @@ impl Run<'_> {
         env.retain(|(k, _)| k != "TMPDIR");
         env.push(("TMPDIR".into(), tmp.path.clone().into_os_string()));
         let body_len = body.left + body.held.len() as u64;
-        let pipes = (|| Ok::<_, std::io::Error>((pipe()?, pipe()?, pipe()?, report_pair()?)))();
-        let ((in_r, in_w), (out_r, out_w), (err_r, err_w), (rep, rep_theirs)) = match pipes {
+        // The worker's stdin is a pipe only when there is a body (else it keeps the warm
+        // process's /dev/null), then its stdout and stderr, and the job's report socket.
+        let has_stdin = body_len > 0;
+        let pipes =
+            (|| Ok::<_, std::io::Error>((has_stdin.then(pipe).transpose()?, pipe()?, pipe()?, report_pair()?)))();
+        let (stdin_pipe, (out_r, out_w), (err_r, err_w), (rep, rep_theirs)) = match pipes {
             Ok(p) => p,
             Err(err) => return (Some(e.fail(500, format!("cannot make the worker's pipes: {err}"))), 0, true),
         };
@@ -377,7 +387,7 @@ impl Run<'_> {
             id: job_id,
             exec: cfg.worker_exec.then(|| interpreter(cfg)),
             cwd: self.script.parent().unwrap_or(Path::new("/")).to_path_buf(),
-            has_stdin: body_len > 0,
+            has_stdin,
             args: gateway::worker_args(cfg, self.allow.clone(), self.script),
             env,
             limits: worker_limits(cfg, self.script),
@@ -388,18 +398,19 @@ impl Run<'_> {
             },
             spares: Spares { count: cfg.spare_workers, generation: self.generation },
         };
-        if let Err(m) = srv.zygote.start(&job, [&in_r, &out_w, &err_w, &rep_theirs]) {
+        let (in_r, in_w) = stdin_pipe.unzip();
+        let fds: Vec<&OwnedFd> = in_r.iter().chain([&out_w, &err_w, &rep_theirs]).collect();
+        if let Err(m) = srv.zygote.start(&job, &fds) {
             return (Some(e.fail(500, format!("cannot start a worker: {m}"))), 0, true);
         }
-        drop(job);
+        drop((job, fds));
         drop((in_r, out_w, err_w, rep_theirs));
         let t0 = Instant::now();
-        if body_len > 0 && rustix::io::ioctl_fionbio(&in_w, true).is_ok() {
-            body.pipe = Some(in_w);
-        } else {
-            // No body: the worker's stdin is /dev/null.
-            drop(in_w);
-            body.held = Vec::new();
+        match in_w {
+            Some(w) if rustix::io::ioctl_fionbio(&w, true).is_ok() => body.pipe = Some(w),
+            // No body: the worker's stdin is /dev/null (or, should the pipe fail to become
+            // non-blocking, closed at once: the worker reads an empty body).
+            _ => body.held = Vec::new(),
         }
         body.flush();
         let max_out = cfg.max_output_bytes;
@@ -410,8 +421,10 @@ impl Run<'_> {
         let mut rep_sock = Some(rep);
         let mut outbuf: Vec<u8> = Vec::new();
         let mut errs = Stderr::default();
-        let mut chunk = vec![0u8; 64 * KIB];
+        // What the worker's stderr gives, a read at a time (its room is not zeroed).
+        let mut chunk: Vec<u8> = Vec::with_capacity(16 * KIB);
         let kill_at = t0 + Duration::from_millis(cfg.max_time_ms + CGI_KILL_GRACE_MS);
+        let defer_until = t0 + PIPES_DEFERRED;
         let mut pid: Option<Pid> = None;
         let mut end: Option<End> = None;
         let mut exited: Option<(Option<i32>, Option<i32>)> = None;
@@ -506,15 +519,16 @@ impl Run<'_> {
             }
             if out_ready {
                 if let Some(o) = &out_pipe {
-                    match rustix::io::read(o, &mut chunk) {
+                    // Straight into the output (its spare room: 64 KiB or more).
+                    outbuf.reserve(64 * KIB);
+                    match rustix::io::read(o, rustix::buffer::spare_capacity(&mut outbuf)) {
                         Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => {}
                         Ok(0) | Err(_) => {
                             out_pipe = None;
                             out_done = true;
                             output = Some(std::mem::take(&mut outbuf));
                         }
-                        Ok(n) => {
-                            outbuf.extend_from_slice(&chunk[..n]);
+                        Ok(_) => {
                             if outbuf.len() as u64 > max_out {
                                 out_pipe = None;
                                 out_done = true;
@@ -529,14 +543,15 @@ impl Run<'_> {
             }
             if err_ready {
                 if let Some(f) = &err_pipe {
-                    match rustix::io::read(f, &mut chunk) {
+                    chunk.clear();
+                    match rustix::io::read(f, rustix::buffer::spare_capacity(&mut chunk)) {
                         Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => {}
                         Ok(0) | Err(_) => {
                             err_pipe = None;
                             err_done = true;
                             stderr = Some(std::mem::take(&mut errs));
                         }
-                        Ok(n) => errs.take(&chunk[..n]),
+                        Ok(_) => errs.take(&chunk),
                     }
                 }
             }
@@ -570,13 +585,21 @@ impl Run<'_> {
             }
             let mut fds: Vec<PollFd> = Vec::with_capacity(5);
             let c = watch(&mut fds, watch_conn.then(|| link.fd()), PollFlags::IN);
-            let want_rep = (out_done && err_done) || killed_at.is_some();
+            // For `PIPES_DEFERRED` after the job went out, the worker's pipes are left to
+            // fill and the report socket is watched instead: a short request's output is
+            // all in its pipes when its end is reported, and it is read then, in one go
+            // (one wake-up of this thread for the worker's end, not one per write and
+            // close). Past it (a longer run, or output over what a pipe holds), or once a
+            // kill is under way, the pipes are read as they fill, and the report socket
+            // is looked at only when they are closed or the worker's pid is wanted.
+            let deferring = exited.is_none() && killed_at.is_none() && now < defer_until;
+            let want_rep = deferring || (out_done && err_done) || killed_at.is_some();
             let r = watch(&mut fds, rep_sock.as_ref().filter(|_| want_rep).map(|s| s.as_fd()), PollFlags::IN);
-            let o = watch(&mut fds, out_pipe.as_ref().map(|s| s.as_fd()), PollFlags::IN);
-            let er = watch(&mut fds, err_pipe.as_ref().map(|s| s.as_fd()), PollFlags::IN);
+            let o = watch(&mut fds, out_pipe.as_ref().filter(|_| !deferring).map(|s| s.as_fd()), PollFlags::IN);
+            let er = watch(&mut fds, err_pipe.as_ref().filter(|_| !deferring).map(|s| s.as_fd()), PollFlags::IN);
             // (The stdin is written at the top of the loop, whatever woke it.)
             watch(&mut fds, body.pipe.as_ref().filter(|_| body.waiting()).map(|s| s.as_fd()), PollFlags::OUT);
-            let wait = limit - now;
+            let wait = if deferring { limit.min(defer_until) } else { limit } - now;
             let ts = rustix::event::Timespec { tv_sec: wait.as_secs() as i64, tv_nsec: i64::from(wait.subsec_nanos()) };
             match rustix::event::poll(&mut fds, Some(&ts)) {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
@@ -743,11 +766,16 @@ fn worker_limits(cfg: &Config, script: &Path) -> Vec<(u8, u64)> {
     wanted
         .iter()
         .enumerate()
-        .map(|(i, &v)| {
-            let hard = rustix::process::getrlimit(RESOURCES[i]).maximum;
-            (i as u8, hard.map_or(v, |h| v.min(h)))
-        })
+        .map(|(i, &v)| (i as u8, hard_limits()[i].map_or(v, |h| v.min(h))))
         .collect()
+}
+
+/// The server's hard limits of `RESOURCES`, read at its first request: a process's hard
+/// limits change only from outside (`prlimit`), and the warm process, which forks the
+/// workers, keeps those it was started with anyway.
+fn hard_limits() -> &'static [Option<u64>; RESOURCES.len()] {
+    static HARD: std::sync::OnceLock<[Option<u64>; RESOURCES.len()]> = std::sync::OnceLock::new();
+    HARD.get_or_init(|| RESOURCES.map(|r| rustix::process::getrlimit(r).maximum))
 }
 
 /// Copy the worker's stderr to the log (see `gateway::worker_stderr_lines`).
@@ -791,13 +819,19 @@ impl<'a> WorkerTmp<'a> {
     }
 }
 
+/// The server's effective user id (it never changes).
+fn euid() -> u32 {
+    static EUID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *EUID.get_or_init(|| rustix::process::geteuid().as_raw())
+}
+
 /// Is `p` an empty directory of ours with mode 0700 (a TMPDIR as it was given)?
 fn untouched_dir(p: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(m) = std::fs::symlink_metadata(p) else { return false };
     m.is_dir()
         && m.mode() & 0o7777 == 0o700
-        && m.uid() == rustix::process::geteuid().as_raw()
+        && m.uid() == euid()
         && m.nlink() == 2
         && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
 }

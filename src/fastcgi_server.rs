@@ -147,6 +147,10 @@ fn bind(addr: &str) -> Result<Listener, String> {
         ));
     }
     let l = TcpListener::bind(sa).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    // What each connection needs, set once: Linux gives an accepted TCP socket the
+    // listener's options (`tcp_options_inherited` checks it on the first connection).
+    let _ = rustix::net::sockopt::set_tcp_nodelay(&l, true);
+    let _ = rustix::net::sockopt::set_socket_timeout(&l, rustix::net::sockopt::Timeout::Send, Some(WRITE_TIMEOUT));
     Ok(Listener::Tcp(l))
 }
 
@@ -284,7 +288,6 @@ pub fn serve(addr: &str) -> i32 {
 /// Serve one connection: requests one after another (no multiplexing), each carried end
 /// to end by this thread.
 fn connection(srv: &Arc<Server>, conn: Conn) {
-    conn.set_write_timeout(WRITE_TIMEOUT);
     let mut link = Link::new(conn);
     loop {
         let r = match link.wait(Some(Duration::from_millis(200))) {
@@ -334,15 +337,32 @@ impl Listener {
         }
     }
 
+    /// A connection, with no Nagle delay (TCP) and `WRITE_TIMEOUT` on its writes.
     fn accept(&self) -> std::io::Result<Conn> {
         match self {
-            Listener::Unix(l, _) => l.accept().map(|(s, _)| Conn::Unix(s)),
+            Listener::Unix(l, _) => l.accept().map(|(s, _)| {
+                let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
+                Conn::Unix(s)
+            }),
             Listener::Tcp(l) => l.accept().map(|(s, _)| {
-                let _ = s.set_nodelay(true);
+                if !tcp_options_inherited(&s) {
+                    let _ = s.set_nodelay(true);
+                    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
+                }
                 Conn::Tcp(s)
             }),
         }
     }
+}
+
+/// Whether accepted TCP connections have the listener's `TCP_NODELAY` and send timeout
+/// (set in `bind`; Linux copies a listener's options into the sockets it accepts):
+/// looked at once, on the first connection, and set on each connection otherwise.
+fn tcp_options_inherited(s: &std::net::TcpStream) -> bool {
+    static INHERITED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *INHERITED.get_or_init(|| {
+        s.nodelay().unwrap_or(false) && s.write_timeout().ok().flatten().is_some_and(|t| t == WRITE_TIMEOUT)
+    })
 }
 
 /// An acceptor: accepts a connection and serves it on this thread, then accepts again.

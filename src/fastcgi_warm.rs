@@ -286,6 +286,9 @@ pub fn zygote_main() -> i32 {
         // worker takes each from here instead of compiling it (`re::warm_patterns`).
         crate::builtins::re::warm_patterns(crate::source::stdlib_patterns().iter().map(String::as_str));
     }
+    // The region each worker's small blocks are cut from, reserved once here rather than
+    // in every worker (`leash_alloc::reserve_arena_for_forks`).
+    leash_alloc::reserve_arena_for_forks();
     let ctl = match std::io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => fd,
         Err(e) => {
@@ -293,8 +296,12 @@ pub fn zygote_main() -> i32 {
             return 1;
         }
     };
+    // Its stdin is /dev/null from now on, and so is a worker's when its request has no
+    // body (`STDIN_NULL`: the worker then keeps it instead of opening /dev/null again).
     if let Ok(null) = std::fs::File::open("/dev/null") {
-        let _ = rustix::stdio::dup2_stdin(&null);
+        if rustix::stdio::dup2_stdin(&null).is_ok() {
+            STDIN_NULL.store(true, SeqCst);
+        }
     }
     // What a run would load lazily anyway and never changes: the stdlib's sources are
     // in the binary already; nothing of a script is touched here.
@@ -393,11 +400,13 @@ pub fn zygote_main() -> i32 {
                 log_line("leash-cgi: warm process: a malformed job message (ignored)");
                 continue;
             };
-            // The worker's three pipes, then the job's report socket. Without them the
-            // job is dropped: the server sees its report socket closed (a lost job).
-            if fds.len() != 4 {
+            // The worker's pipes (stdin when the request has a body, stdout, stderr), then
+            // the job's report socket (the worker checks the count against its job).
+            // Without them the job is dropped: the server sees its report socket closed (a
+            // lost job).
+            if !(3..=4).contains(&fds.len()) {
                 buf[..n].fill(0);
-                log_line(&format!("leash-cgi: warm process: job {id}: {} descriptors (4 expected)", fds.len()));
+                log_line(&format!("leash-cgi: warm process: job {id}: {} descriptors (3 or 4 expected)", fds.len()));
                 continue;
             }
             let Some(rep) = fds.pop() else { continue };
@@ -614,7 +623,7 @@ fn spare(sock: OwnedFd, mut buf: Vec<u8>) -> ! {
         // when this spare was forked (not found: the worker loads the script itself).
         crate::program_cache::choose(serial);
     }
-    let job = if n >= 8 && fds.len() == 3 { Job::decode(&buf[8..n]) } else { None };
+    let job = if n >= 8 && (2..=3).contains(&fds.len()) { Job::decode(&buf[8..n]) } else { None };
     // Kept, as in a forked worker: no `munmap` for a process that serves one job.
     std::mem::forget(buf);
     run_job(job, fds)
@@ -630,6 +639,9 @@ fn run_job(job: Option<Job>, fds: Vec<OwnedFd>) -> ! {
         }
     }
 }
+
+/// Whether the warm process's stdin is /dev/null (read only), which its workers inherit.
+static STDIN_NULL: AtomicBool = AtomicBool::new(false);
 
 /// The stack the main thread may grow to, so that a worker runs the interpreter on it:
 /// the interpreter thread's stack (`INTERP_STACK_BYTES`) and room for what is below it.
@@ -690,19 +702,23 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
     if let Err(e) = rustix::process::setsid() {
         fail("setsid", &e);
     }
-    let err = fds.pop().expect("three descriptors");
-    let out = fds.pop().expect("three descriptors");
-    let inp = fds.pop().expect("three descriptors");
-    let stdin: OwnedFd = if job.has_stdin {
-        inp
-    } else {
-        drop(inp);
-        match std::fs::File::open("/dev/null") {
-            Ok(f) => OwnedFd::from(f),
+    // Its pipes: stdin (only with a body), stdout, stderr.
+    if fds.len() != 2 + usize::from(job.has_stdin) {
+        fail("descriptors", &format!("{} for a job {} a body", fds.len(), if job.has_stdin { "with" } else { "without" }));
+    }
+    let (Some(err), Some(out)) = (fds.pop(), fds.pop()) else { fail("descriptors", &"missing") };
+    // Without a body: the warm process's stdin, /dev/null, stays (else it is opened).
+    let stdin: Option<OwnedFd> = match fds.pop() {
+        Some(inp) => Some(inp),
+        None if STDIN_NULL.load(SeqCst) => None,
+        None => match std::fs::File::open("/dev/null") {
+            Ok(f) => Some(OwnedFd::from(f)),
             Err(e) => fail("/dev/null", &e),
-        }
+        },
     };
-    if let Err(e) = rustix::stdio::dup2_stdin(&stdin)
+    if let Err(e) = stdin
+        .as_ref()
+        .map_or(Ok(()), rustix::stdio::dup2_stdin)
         .and_then(|_| rustix::stdio::dup2_stdout(&out))
         .and_then(|_| rustix::stdio::dup2_stderr(&err))
     {

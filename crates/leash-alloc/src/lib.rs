@@ -344,8 +344,14 @@ mod arena {
         };
     }
 
-    /// In the child of a fork, on the thread that forked: reserve the region.
-    pub fn start() {
+    /// A region reserved ahead by the process that forks (`reserve_ahead`): its start, or
+    /// 0. Its first `ARENA_STEP` bytes are writable, and it is never touched by that
+    /// process, so a fork copies no page of it and a child's first write to a page of
+    /// its copy gets a new zero page, as in a region of its own.
+    pub(crate) static AHEAD: AtomicUsize = AtomicUsize::new(0);
+
+    /// A new region: inaccessible, and its first `writable` bytes made writable.
+    fn reserve(writable: usize) -> Option<usize> {
         // SAFETY: a new anonymous mapping, inaccessible; nothing else is touched.
         let p = unsafe {
             libc::mmap(
@@ -358,14 +364,49 @@ mod arena {
             )
         };
         if p == libc::MAP_FAILED {
-            return;
+            return None;
         }
-        let lo = p as usize;
+        // SAFETY: the start of the mapping just made, which holds nothing.
+        if writable > 0 && unsafe { libc::mprotect(p, writable, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
+            // SAFETY: the mapping just made, which nothing uses.
+            unsafe { libc::munmap(p, ARENA_RESERVE) };
+            return None;
+        }
+        Some(p as usize)
+    }
+
+    /// In a process that will fork: reserve its children's region now, once (see `AHEAD`),
+    /// so that each child starts its arena without a system call.
+    pub fn reserve_ahead() -> bool {
+        if AHEAD.load(Relaxed) != 0 {
+            return true;
+        }
+        match reserve(ARENA_STEP) {
+            Some(lo) => {
+                AHEAD.store(lo, Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// In the child of a fork, on the thread that forked: the region reserved ahead by the
+    /// parent (taken: a child of this child would not find it), or a new one.
+    pub fn start() {
+        let ahead = AHEAD.swap(0, Relaxed);
+        let (lo, end) = if ahead != 0 {
+            (ahead, ahead + ARENA_STEP)
+        } else {
+            match reserve(0) {
+                Some(lo) => (lo, lo),
+                None => return,
+            }
+        };
         LO.store(lo, Relaxed);
         HI.store(lo + ARENA_RESERVE, Relaxed);
         ARENA.with(|a| {
             a.next.set(lo);
-            a.end.set(lo);
+            a.end.set(end);
             for f in &a.free {
                 f.set(std::ptr::null_mut());
             }
@@ -565,6 +606,16 @@ pub fn fork() -> Result<Forked, String> {
         }
         p => Ok(Forked::Parent(p)),
     }
+}
+
+/// In a process that forks workers with [`fork`] (the warm process of `leash-cgi
+/// --fastcgi`): reserve the region each child's arena is cut from now, once, instead of
+/// in every child (a `mmap` and an `mprotect` per fork: splitting a fresh mapping costs a
+/// short-lived worker more than the fork copies for a mapping the parent never touches).
+/// The parent never uses the region; each child takes its own copy-on-write copy of it.
+/// False when it cannot be made (each child then makes its own, as before).
+pub fn reserve_arena_for_forks() -> bool {
+    arena::reserve_ahead()
 }
 
 /// Close every descriptor from 3 up (`close_range(2)`), for a process that has just
@@ -1003,8 +1054,13 @@ mod tests {
         .unwrap();
     }
 
+    /// The arena's region is one per process (as a child has one thread that uses it):
+    /// the tests that start it take turns.
+    static ARENA_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn the_arena_of_a_forked_process() {
+        let _turn = ARENA_TESTS.lock().unwrap_or_else(|p| p.into_inner());
         // As in a forked child, on a thread of its own (the test harness has threads, so
         // no fork here: the arena is started as `fork` starts it in the child).
         std::thread::spawn(|| {
@@ -1044,6 +1100,31 @@ mod tests {
             let moved = kept.pop().unwrap();
             std::thread::spawn(move || drop(moved)).join().unwrap();
             assert!(kept.iter().all(|v| v.iter().enumerate().all(|(i, &b)| b == i as u8)));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn the_arena_reserved_ahead() {
+        let _turn = ARENA_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+        // As in the child of a process that reserved its children's region ahead: the child
+        // takes that region (writable at once), and only once.
+        std::thread::spawn(|| {
+            assert!(reserve_arena_for_forks());
+            let ahead = arena::AHEAD.load(Relaxed);
+            assert_ne!(ahead, 0);
+            arena::start();
+            assert_eq!(arena::AHEAD.load(Relaxed), 0, "taken");
+            let v: Vec<u8> = std::hint::black_box((0..5000).map(|i| i as u8).collect());
+            assert!(arena::holds(v.as_ptr() as *mut u8));
+            assert_eq!(v.as_ptr() as usize, ahead, "the first block at the region's start");
+            assert!(v.iter().enumerate().all(|(i, &b)| b == i as u8));
+            let big: Vec<u8> = std::hint::black_box((0..300_000).map(|i| (i % 7) as u8).collect::<Vec<u8>>());
+            let many: Vec<Vec<u8>> = (0..200).map(|i| vec![i as u8; 4000]).collect();
+            assert!(many.iter().all(|m| arena::holds(m.as_ptr() as *mut u8)), "grown past the first step");
+            assert!(many.iter().enumerate().all(|(i, m)| m.iter().all(|&b| b == i as u8)));
+            drop(big);
         })
         .join()
         .unwrap();
