@@ -2,8 +2,10 @@
 //! its records read, the policy applied, a slot among `max_workers` taken, the job sent to
 //! the warm process (`fastcgi_warm.rs`), then one `poll` loop over everything the request
 //! waits on: the web server's connection (more of the body, ABORT_REQUEST, a disconnect),
-//! the job's report socket (the worker's pid, its exit status), the worker's stdout and
-//! stderr, and its stdin while body bytes wait to be written. No other thread takes part.
+//! the job's report socket (the worker's end; `K` goes the other way to have it killed),
+//! the worker's stdout and stderr (left to fill for a moment first: a short request's
+//! thread wakes once for its worker), and its stdin while body bytes wait to be written.
+//! No other thread takes part.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -15,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags};
 use rustix::net::RecvFlags;
-use rustix::process::Pid;
 
 use crate::fastcgi::{self as fcgi, Record};
 use crate::fastcgi_shared::{interpreter, private_dir, Conn, Got, Link, Server, FCGI_MAX_CONNS, FCGI_QUEUE_WAIT};
@@ -319,8 +320,10 @@ struct Run<'a> {
 
 /// What a report from the warm process (`fastcgi_warm::report`) says.
 enum Report {
-    Started(i32, &'static str, &'static str),
-    Exited { code: Option<i32>, signal: Option<i32> },
+    /// The worker ended: its exit status and signal, and how it started (the program
+    /// cache's `hit`/`new`/`none`, `spare`/`forked`).
+    Exited { code: Option<i32>, signal: Option<i32>, cache: &'static str, how: &'static str },
+    /// No worker was started.
     Failed(String),
 }
 
@@ -329,20 +332,17 @@ fn parse_report(b: &[u8]) -> Option<Report> {
     let (kind, rest) = text.split_once(' ').unwrap_or((text, ""));
     let mut f = rest.split(' ');
     match kind {
-        "S" => {
-            let pid = f.next()?.parse().ok()?;
+        "E" => {
+            let code = f.next().and_then(|c| c.parse().ok());
+            let signal = f.next().and_then(|c| c.parse().ok());
+            let _pid = f.next();
             let cache = match f.next() {
                 Some("hit") => "hit",
                 Some("new") => "new",
                 _ => "none",
             };
             let how = if f.next() == Some("spare") { "spare" } else { "forked" };
-            Some(Report::Started(pid, cache, how))
-        }
-        "E" => {
-            let code = f.next().and_then(|c| c.parse().ok());
-            let signal = f.next().and_then(|c| c.parse().ok());
-            Some(Report::Exited { code, signal })
+            Some(Report::Exited { code, signal, cache, how })
         }
         "F" => Some(Report::Failed(rest.to_string())),
         _ => None,
@@ -425,7 +425,6 @@ impl Run<'_> {
         let mut chunk: Vec<u8> = Vec::with_capacity(16 * KIB);
         let kill_at = t0 + Duration::from_millis(cfg.max_time_ms + CGI_KILL_GRACE_MS);
         let defer_until = t0 + PIPES_DEFERRED;
-        let mut pid: Option<Pid> = None;
         let mut end: Option<End> = None;
         let mut exited: Option<(Option<i32>, Option<i32>)> = None;
         let mut output: Option<Vec<u8>> = None;
@@ -434,9 +433,11 @@ impl Run<'_> {
         let mut conn_ok = true;
         let mut conn_closed = false;
         let mut killed_at: Option<Instant> = None;
-        let kill = |pid: Option<Pid>| {
-            if let Some(p) = pid {
-                let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+        // The worker killed: the warm process, its parent, is asked to (`K` on the job's
+        // report socket; it kills the worker's group, reaps it and reports its end).
+        let kill = |rep: &Option<OwnedFd>| {
+            if let Some(s) = rep {
+                let _ = rustix::net::send(s, b"K", rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT);
             }
         };
         // What the last poll found ready (at first: the connection, where more may wait).
@@ -447,7 +448,7 @@ impl Run<'_> {
                 match link.next() {
                     Got::Rec(r) if r.id == id && r.kind == fcgi::STDIN => body.take(&r.content),
                     Got::Rec(r) if r.id == id && r.kind == fcgi::ABORT_REQUEST => {
-                        kill(pid);
+                        kill(&rep_sock);
                         killed_at.get_or_insert(Instant::now());
                         end.get_or_insert(End::Aborted("the web server aborted the request".into()));
                     }
@@ -460,7 +461,7 @@ impl Run<'_> {
                         conn_ok = false;
                         conn_closed = true;
                         if exited.is_none() {
-                            kill(pid);
+                            kill(&rep_sock);
                             killed_at.get_or_insert(Instant::now());
                             end.get_or_insert(End::Aborted(why));
                         }
@@ -469,10 +470,9 @@ impl Run<'_> {
                 }
             }
             body.flush();
-            // The warm process's reports on this job: read when they are all that is left
-            // (the worker's pipes closed), or when the worker's pid is wanted (to kill it).
-            // Not before: the start report would wake this thread for nothing.
-            while rep_ready || (killed_at.is_some() && pid.is_none() && rep_sock.is_some()) {
+            // The warm process's report on this job: its end (one message, after the
+            // worker ended; nothing is sent while it runs).
+            while rep_ready {
                 let Some(s) = &rep_sock else { break };
                 let mut b = [0u8; 512];
                 let got = match rustix::net::recv(s, &mut b, RecvFlags::DONTWAIT) {
@@ -483,36 +483,29 @@ impl Run<'_> {
                     Err(_) => None,
                 };
                 let Some(n) = got else {
-                    // Closed without an end reported: the warm process died (or dropped it).
+                    // Closed without an end reported: the warm process died (or dropped the
+                    // job). Whatever the worker still writes is not wanted (its pipes closed:
+                    // a worker left running meets a closed stdout).
                     rep_sock = None;
                     if exited.is_none() {
-                        self.lost(&mut end, &mut exited, pid, "the warm process died".into());
-                        if pid.is_none() {
-                            (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
-                        }
+                        self.lost(&mut end, &mut exited, true, "the warm process died".into());
+                        (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
                     }
                     break;
                 };
                 match parse_report(&b[..n]) {
-                    Some(Report::Started(p, cache, how)) => {
+                    Some(Report::Exited { code, signal, cache, how }) => {
                         e.cache = (cfg.program_cache > 0 && !cfg.worker_exec).then_some(cache);
                         e.worker = Some(how);
-                        pid = Pid::from_raw(p);
-                        if killed_at.is_some() {
-                            kill(pid);
-                        }
-                    }
-                    Some(Report::Exited { code, signal }) => {
                         exited = Some((code, signal));
                         rep_sock = None;
                     }
                     Some(Report::Failed(m)) => {
-                        self.lost(&mut end, &mut exited, pid, m);
+                        // No worker was started: its pipes close with the job (or were
+                        // never given).
+                        self.lost(&mut end, &mut exited, false, m);
                         rep_sock = None;
-                        if pid.is_none() {
-                            // Its pipes are closed with it (or never opened).
-                            (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
-                        }
+                        (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
                     }
                     None => {}
                 }
@@ -533,7 +526,7 @@ impl Run<'_> {
                                 out_pipe = None;
                                 out_done = true;
                                 outbuf = Vec::new();
-                                kill(pid);
+                                kill(&rep_sock);
                                 killed_at.get_or_insert(Instant::now());
                                 end.get_or_insert(End::OutputOver);
                             }
@@ -569,7 +562,7 @@ impl Run<'_> {
                 if exited.is_some() || killed_at.is_some() {
                     break;
                 }
-                kill(pid);
+                kill(&rep_sock);
                 killed_at = Some(now);
                 end.get_or_insert(End::Deadline);
                 (conn_ready, rep_ready, out_ready, err_ready) = (false, false, false, false);
@@ -585,16 +578,14 @@ impl Run<'_> {
             }
             let mut fds: Vec<PollFd> = Vec::with_capacity(5);
             let c = watch(&mut fds, watch_conn.then(|| link.fd()), PollFlags::IN);
-            // For `PIPES_DEFERRED` after the job went out, the worker's pipes are left to
-            // fill and the report socket is watched instead: a short request's output is
-            // all in its pipes when its end is reported, and it is read then, in one go
-            // (one wake-up of this thread for the worker's end, not one per write and
-            // close). Past it (a longer run, or output over what a pipe holds), or once a
-            // kill is under way, the pipes are read as they fill, and the report socket
-            // is looked at only when they are closed or the worker's pid is wanted.
+            // The report socket wakes this thread once, at the worker's end. For
+            // `PIPES_DEFERRED` after the job went out the worker's pipes are left to fill:
+            // a short request's output is all in them when its end is reported, and it is
+            // read then, in one go (one wake-up for the request's worker, not one per
+            // write and close). Past it (a longer run, or output over what a pipe holds),
+            // or once a kill is under way, the pipes are read as they fill.
             let deferring = exited.is_none() && killed_at.is_none() && now < defer_until;
-            let want_rep = deferring || (out_done && err_done) || killed_at.is_some();
-            let r = watch(&mut fds, rep_sock.as_ref().filter(|_| want_rep).map(|s| s.as_fd()), PollFlags::IN);
+            let r = watch(&mut fds, rep_sock.as_ref().map(|s| s.as_fd()), PollFlags::IN);
             let o = watch(&mut fds, out_pipe.as_ref().filter(|_| !deferring).map(|s| s.as_fd()), PollFlags::IN);
             let er = watch(&mut fds, err_pipe.as_ref().filter(|_| !deferring).map(|s| s.as_fd()), PollFlags::IN);
             // (The stdin is written at the top of the loop, whatever woke it.)
@@ -665,10 +656,10 @@ impl Run<'_> {
         &self,
         end: &mut Option<End>,
         exited: &mut Option<(Option<i32>, Option<i32>)>,
-        pid: Option<Pid>,
+        started: bool,
         m: String,
     ) {
-        end.get_or_insert(End::Failed(m, pid.is_some()));
+        end.get_or_insert(End::Failed(m, started));
         *exited = Some((None, None));
     }
 }

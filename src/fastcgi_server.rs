@@ -15,10 +15,11 @@
 //!   the server with `exec`,
 //!   so it is single-threaded and has never run anything): it has the interpreter loaded
 //!   and only forks. The server sends it each request (the worker's argv, environment,
-//!   directory and resource limits, and its three pipes as descriptors) over a
-//!   `SOCK_SEQPACKET` pair; it hands it to a spare worker or forks, reports the worker's
-//!   pid, and later its exit status (it waits on a pidfd per child), on a socket of the
-//!   job's own that came with it, and holds no state about requests (`fastcgi_warm.rs`).
+//!   directory and resource limits, and its pipes as descriptors: stdin only with a body)
+//!   over a `SOCK_SEQPACKET` pair; it hands it to a spare worker or forks, reports the
+//!   worker's end (it waits on a pidfd per child) on a socket of the job's own that came
+//!   with it, kills the worker when the server asks on that socket, and holds no state
+//!   about requests (`fastcgi_warm.rs`).
 //! - **spare workers** (`spare_workers`): forked by the warm process between requests,
 //!   each waits on a socket of its own for one job, then is that job's worker; replaced
 //!   when the warm process is idle, retired after a reload; idle, they are not counted
@@ -151,6 +152,9 @@ fn bind(addr: &str) -> Result<Listener, String> {
     // listener's options (`tcp_options_inherited` checks it on the first connection).
     let _ = rustix::net::sockopt::set_tcp_nodelay(&l, true);
     let _ = rustix::net::sockopt::set_socket_timeout(&l, rustix::net::sockopt::Timeout::Send, Some(WRITE_TIMEOUT));
+    // A connection is accepted once its first records are in (a web server sends them as
+    // soon as it connects): one wake-up of the accepting thread instead of two.
+    let _ = leash_alloc::set_tcp_defer_accept(l.as_fd(), 5);
     Ok(Listener::Tcp(l))
 }
 

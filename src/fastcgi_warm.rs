@@ -3,12 +3,12 @@
 //! message the server sends it.
 //!
 //! The warm process is single-threaded and runs no script: it reads a job (the worker's
-//! argv, environment, directory and limits; descriptors: the worker's stdin, stdout and
-//! stderr, and the job's own report socket), hands it to a spare worker or forks one, and
-//! reports on the job's report socket `S` (started), then `E` (ended, from the worker's
-//! pidfd) or `F` (failed). The server's request thread polls that socket beside the
-//! worker's pipes and the web server's connection: nothing of a request passes through
-//! another thread of the server.
+//! argv, environment, directory and limits; descriptors: the worker's stdin when there is
+//! a body, its stdout and stderr, and the job's own report socket), hands it to a spare
+//! worker or forks one, and reports on the job's report socket `E` (ended, from the
+//! worker's pidfd) or `F` (failed); the server sends `K` on it to have the worker killed.
+//! The server's request thread polls that socket beside the worker's pipes and the web
+//! server's connection: nothing of a request passes through another thread of the server.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{IoSlice, IoSliceMut, Write};
@@ -226,21 +226,37 @@ fn close_warm(kids: &mut Vec<Kid>, spares: &mut Vec<SpareWorker>, retired: &mut 
     drop(std::mem::take(retired));
 }
 
-/// What the warm process tells the server about a job, each message on the job's own
-/// report socket (the fourth descriptor of the job): `S pid cache how` (started: its pid,
-/// `hit`/`new`/`none`, `spare`/`forked`), then `E code signal` (ended, `-` for none), or
-/// `F why` (not started, or lost). The socket is closed after `E` or `F`; a server that
-/// gave up on the job closed its end, and the send fails quietly (no SIGPIPE).
+/// What the warm process tells the server about a job, one message on the job's own
+/// report socket (the last descriptor of the job): `E code signal pid cache how` (the
+/// worker ended: its exit status and signal, `-` for none, its pid, `hit`/`new`/`none`,
+/// `spare`/`forked`), or `F why` (no worker was started). Nothing is sent while the
+/// worker runs, so the server's thread, which watches the socket, wakes once for the
+/// worker's end. The other way, the server sends `K` when it wants the worker killed.
+/// The socket is closed after `E` or `F`; a server that gave up on the job closed its
+/// end, and the send fails quietly (no SIGPIPE).
 fn report(to: &impl AsFd, text: &str) {
     let _ = rustix::net::send(to, text.as_bytes(), SendFlags::NOSIGNAL | SendFlags::DONTWAIT);
 }
 
 /// A running worker as the warm process watches it: its pid, its pidfd (readable when it
-/// ends), and its job's report socket.
+/// ends), its job's report socket (watched for the server's `K` while the server keeps
+/// it open), and what its end report says of its start.
 struct Kid {
     pid: Pid,
     pfd: OwnedFd,
     rep: OwnedFd,
+    rep_open: bool,
+    cache: &'static str,
+    how: &'static str,
+}
+
+impl Kid {
+    /// The server wants it gone: SIGKILL to its group (a worker leads its own) and to it
+    /// (one that has not called `setsid` yet). Not reaped yet, so its pid is its own.
+    fn kill(&self) {
+        let _ = rustix::process::kill_process_group(self.pid, rustix::process::Signal::KILL);
+        let _ = rustix::process::kill_process(self.pid, rustix::process::Signal::KILL);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -315,13 +331,20 @@ pub fn zygote_main() -> i32 {
     loop {
         // One spare fewer than wanted: forked once nothing else waits.
         let short = (spares.len() as u64) < want.count;
-        let (ctl_ready, ctl_gone, done, lost, reaped, idle) = {
+        let (ctl_ready, ctl_gone, done, asked, lost, reaped, idle) = {
             use rustix::event::{PollFd, PollFlags};
-            let mut fds: Vec<PollFd> = Vec::with_capacity(1 + kids.len() + spares.len() + retired.len());
+            let mut fds: Vec<PollFd> = Vec::with_capacity(1 + 2 * kids.len() + spares.len() + retired.len());
             fds.push(PollFd::new(&ctl, PollFlags::IN));
             for k in &kids {
                 fds.push(PollFd::new(&k.pfd, PollFlags::IN));
             }
+            // The report sockets of running workers, for the server's "K" (kill it).
+            let mut asking: Vec<usize> = Vec::new();
+            for (i, k) in kids.iter().enumerate().filter(|(_, k)| k.rep_open) {
+                fds.push(PollFd::new(&k.rep, PollFlags::IN));
+                asking.push(i);
+            }
+            let a = asking.len();
             for s in &spares {
                 fds.push(PollFd::new(&s.pfd, PollFlags::IN));
             }
@@ -346,20 +369,40 @@ pub fn zygote_main() -> i32 {
                 r.contains(PollFlags::IN),
                 r.intersects(PollFlags::HUP | PollFlags::ERR),
                 fired(1, 1 + k),
-                fired(1 + k, 1 + k + s),
-                fired(1 + k + s, fds.len()),
+                fired(1 + k, 1 + k + a).into_iter().map(|j| asking[j]).collect::<Vec<usize>>(),
+                fired(1 + k + a, 1 + k + a + s),
+                fired(1 + k + a + s, fds.len()),
                 ready == 0,
             )
         };
+        // The server asks for a worker's end (its deadline, an abort, a disconnect, output
+        // over the bound): killed, group and process (reaped below or later, and reported
+        // `E` as any end). A report socket the server closed is watched no more.
+        for &i in &asked {
+            let mut b = [0u8; 8];
+            match rustix::net::recv(&kids[i].rep, &mut b, RecvFlags::DONTWAIT) {
+                Ok((n, _)) if n > 0 => {
+                    if b[..n.min(b.len())].contains(&b'K') {
+                        kids[i].kill();
+                    }
+                }
+                Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => {}
+                _ => kids[i].rep_open = false,
+            }
+        }
         for &i in done.iter().rev() {
             match rustix::process::waitpid(Some(kids[i].pid), rustix::process::WaitOptions::NOHANG) {
                 Ok(Some((_, st))) => {
                     let code = st.exit_status().map_or("-".to_string(), |c| c.to_string());
                     let sig = st.terminating_signal().map_or("-".to_string(), |c| c.to_string());
-                    report(&kids.remove(i).rep, &format!("E {code} {sig}"));
+                    let k = kids.remove(i);
+                    report(&k.rep, &format!("E {code} {sig} {} {} {}", k.pid.as_raw_nonzero(), k.cache, k.how));
                 }
                 Ok(None) => {}
-                Err(_) => report(&kids.remove(i).rep, "E - -"),
+                Err(_) => {
+                    let k = kids.remove(i);
+                    report(&k.rep, &format!("E - - {} {} {}", k.pid.as_raw_nonzero(), k.cache, k.how));
+                }
             }
         }
         // A spare that ended before it had a request (killed from outside): reaped.
@@ -450,8 +493,7 @@ pub fn zygote_main() -> i32 {
                 }
             }
             if let Some(s) = served {
-                report(&rep, &format!("S {} {} spare", s.pid.as_raw_nonzero(), cached.name()));
-                kids.push(Kid { pid: s.pid, pfd: s.pfd, rep });
+                kids.push(Kid { pid: s.pid, pfd: s.pfd, rep, rep_open: true, cache: cached.name(), how: "spare" });
                 crate::program_cache::clear_choice();
                 buf[..n].fill(0);
                 drop(fds);
@@ -484,8 +526,7 @@ pub fn zygote_main() -> i32 {
                     let Some(pid) = Pid::from_raw(p) else { continue };
                     match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
                         Ok(pfd) => {
-                            report(&rep, &format!("S {p} {} forked", cached.name()));
-                            kids.push(Kid { pid, pfd, rep });
+                            kids.push(Kid { pid, pfd, rep, rep_open: true, cache: cached.name(), how: "forked" });
                         }
                         Err(e) => {
                             // Cannot watch it: kill and reap it now.

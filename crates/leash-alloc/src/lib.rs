@@ -618,6 +618,32 @@ pub fn reserve_arena_for_forks() -> bool {
     arena::reserve_ahead()
 }
 
+/// Have a listening TCP socket wake `accept` only once a connection has data to read
+/// (`TCP_DEFER_ACCEPT`, Linux; a connection that sends nothing is accepted after about
+/// `secs` seconds). For a server whose clients speak first (a FastCGI server: the web
+/// server sends its request as soon as it connects), the thread that accepts then finds
+/// the request there instead of waiting for it once more.
+pub fn set_tcp_defer_accept(listener: std::os::fd::BorrowedFd<'_>, secs: i32) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let v: libc::c_int = secs;
+    // SAFETY: setsockopt reads one c_int of the size given from a live local; the
+    // descriptor is borrowed, so open for the call.
+    let r = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(format!("TCP_DEFER_ACCEPT: {}", std::io::Error::last_os_error()))
+    }
+}
+
 /// Close every descriptor from 3 up (`close_range(2)`), for a process that has just
 /// started and must pass none of what it inherited to its children (the warm process of
 /// `leash-cgi --fastcgi`: a descriptor its parent leaked would reach every worker).
@@ -1128,6 +1154,34 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn a_deferred_accept_waits_for_the_first_bytes() {
+        use std::io::{Read, Write};
+        use std::os::fd::AsFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set_tcp_defer_accept(l.as_fd(), 5).unwrap();
+        l.set_nonblocking(true).unwrap();
+        let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let e = l.accept().map(|_| ()).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "connected, nothing sent: not accepted yet");
+        c.write_all(b"hello").unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(4);
+        let (mut s, _) = loop {
+            match l.accept() {
+                Ok(x) => break x,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && std::time::Instant::now() < end => {
+                    std::thread::sleep(std::time::Duration::from_millis(5))
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        s.set_nonblocking(false).unwrap();
+        let mut b = [0u8; 5];
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"hello");
     }
 
     #[test]
