@@ -652,13 +652,7 @@ impl Run<'_> {
     }
 
     /// The job failed or was lost (`F`, or its report socket closed without an end).
-    fn lost(
-        &self,
-        end: &mut Option<End>,
-        exited: &mut Option<(Option<i32>, Option<i32>)>,
-        started: bool,
-        m: String,
-    ) {
+    fn lost(&self, end: &mut Option<End>, exited: &mut Option<(Option<i32>, Option<i32>)>, started: bool, m: String) {
         end.get_or_insert(End::Failed(m, started));
         *exited = Some((None, None));
     }
@@ -754,11 +748,7 @@ fn worker_limits(cfg: &Config, script: &Path) -> Vec<(u8, u64)> {
         cfg.max_file_size,
         0,
     ];
-    wanted
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| (i as u8, hard_limits()[i].map_or(v, |h| v.min(h))))
-        .collect()
+    wanted.iter().enumerate().map(|(i, &v)| (i as u8, hard_limits()[i].map_or(v, |h| v.min(h)))).collect()
 }
 
 /// The server's hard limits of `RESOURCES`, read at its first request: a process's hard

@@ -745,7 +745,10 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
     }
     // Its pipes: stdin (only with a body), stdout, stderr.
     if fds.len() != 2 + usize::from(job.has_stdin) {
-        fail("descriptors", &format!("{} for a job {} a body", fds.len(), if job.has_stdin { "with" } else { "without" }));
+        fail(
+            "descriptors",
+            &format!("{} for a job {} a body", fds.len(), if job.has_stdin { "with" } else { "without" }),
+        );
     }
     let (Some(err), Some(out)) = (fds.pop(), fds.pop()) else { fail("descriptors", &"missing") };
     // Without a body: the warm process's stdin, /dev/null, stays (else it is opened).
