@@ -156,8 +156,11 @@ fn spend(n: usize) {
 // may come from `arena`: a block there is at least the chunk size of its layout (so at
 // least the request), 16-aligned (the region is page-aligned and every block size a
 // multiple of 16), given to one owner at a time (bump or free list), and recognised by
-// its address when it is freed or reallocated (never passed to malloc's `free`); the
-// counting touches only the atomics above and thread-locals that need no allocation.
+// its address when it is freed or reallocated (never passed to malloc's `free`); and that
+// on that thread a block of the parent's malloc heap (`arena::parents`) is never given back
+// to malloc: freeing leaves it allocated, reallocating copies it to a new block (malloc
+// never sees it again, so nothing is freed twice); the counting touches only the atomics
+// above and thread-locals that need no allocation.
 unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
@@ -210,6 +213,11 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn dealloc(&self, ptr: *mut u8, l: Layout) {
         let c = chunk(l);
         sub(c);
+        if arena::parents(ptr) {
+            // A block of the parent's heap: left as it is (see `arena::parents`), not
+            // stashed either (reusing it would write to the parent's page).
+            return;
+        }
         if let Some(i) = stash_class(l, c) {
             if OWNER.get() {
                 let kept = STASH.with(|st| {
@@ -254,6 +262,17 @@ unsafe impl GlobalAlloc for Counting {
                 }
                 q
             }
+        } else if arena::parents(ptr) {
+            // A block of the parent's heap: its bytes copied to a new block, and the old
+            // one left as it is (see `arena::parents`).
+            let nl = Layout::from_size_align_unchecked(new_size, l.align());
+            let (q, _) = arena_alloc(nl, chunk(nl));
+            let q = if q.is_null() { System.alloc(nl) } else { q };
+            if !q.is_null() {
+                // SAFETY: both blocks hold at least `min` bytes and do not overlap.
+                std::ptr::copy_nonoverlapping(ptr, q, l.size().min(new_size));
+            }
+            q
         } else {
             System.realloc(ptr, l, new_size)
         };
@@ -381,6 +400,9 @@ mod arena {
         if AHEAD.load(Relaxed) != 0 {
             return true;
         }
+        if let Some(lo) = heap_start() {
+            HEAP_LO.store(lo, Relaxed);
+        }
         match reserve(ARENA_STEP) {
             Some(lo) => {
                 AHEAD.store(lo, Relaxed);
@@ -404,6 +426,12 @@ mod arena {
         };
         LO.store(lo, Relaxed);
         HI.store(lo + ARENA_RESERVE, Relaxed);
+        // The parent's heap: [HEAP_LO, the break now) (its start known only to a parent
+        // that reserved the region ahead; else no block is taken for the parent's).
+        let heap_lo = HEAP_LO.load(Relaxed);
+        // SAFETY: sbrk(0) only reads the program break.
+        let brk = if heap_lo == 0 { 0 } else { (unsafe { libc::sbrk(0) }) as usize };
+        BRK.store(if brk == usize::MAX || brk <= heap_lo { 0 } else { brk }, Relaxed);
         ARENA.with(|a| {
             a.next.set(lo);
             a.end.set(end);
@@ -412,6 +440,37 @@ mod arena {
             }
             a.on.set(true);
         });
+    }
+
+    /// The start of the malloc heap (`[heap]` in /proc/self/maps), read by a process that
+    /// reserves its children's region ahead (`reserve_ahead`); 0 when unknown.
+    pub(crate) static HEAP_LO: AtomicUsize = AtomicUsize::new(0);
+    /// The program break at the fork (the end of the parent's malloc heap), in a child
+    /// whose parent knew its heap's start; 0 otherwise.
+    pub(crate) static BRK: AtomicUsize = AtomicUsize::new(0);
+
+    /// The start of this process's malloc heap, from /proc/self/maps.
+    fn heap_start() -> Option<usize> {
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let line = maps.lines().find(|l| l.ends_with("[heap]"))?;
+        usize::from_str_radix(line.split('-').next()?, 16).ok()
+    }
+
+    /// Is `p`, freed or reallocated on the thread that forked, a block of the parent's
+    /// malloc heap (below the program break at the fork, outside the region)? Then it
+    /// was allocated before the fork (this thread's blocks since come from the region,
+    /// and other threads' from malloc arenas of their own), and giving it back to malloc
+    /// would write malloc's bookkeeping into the parent's free chunks around it: pages
+    /// the child shares with its parent, each first write a page copied, for memory the
+    /// child, which serves one request, never needs again. It is left as it is (its bytes
+    /// are still counted as freed). The exceptions, a block this thread had from malloc
+    /// after the fork that malloc carved out of the parent's free chunks (one over
+    /// `ARENA_MAX_CHUNK`, or any once the region is full), are at most the parent's free
+    /// heap at the fork in all: left as they are too, never more.
+    #[inline(always)]
+    pub fn parents(p: *mut u8) -> bool {
+        let p = p as usize;
+        p < BRK.load(Relaxed) && p >= HEAP_LO.load(Relaxed) && ARENA.try_with(|a| a.on.get()).unwrap_or(false)
     }
 
     /// Is `p` a block of the region?
@@ -1146,6 +1205,22 @@ mod tests {
             assert!(arena::holds(v.as_ptr() as *mut u8));
             assert_eq!(v.as_ptr() as usize, ahead, "the first block at the region's start");
             assert!(v.iter().enumerate().all(|(i, &b)| b == i as u8));
+            // The parent's heap, [its start, the break at the fork): its blocks are left
+            // as they are when freed here; nothing else is taken for one of them.
+            let lo = arena::HEAP_LO.load(Relaxed);
+            let brk = arena::BRK.load(Relaxed);
+            if lo != 0 {
+                assert!(brk > lo, "the break at the start: {brk:#x}, the heap from {lo:#x}");
+                assert!(arena::parents(lo as *mut u8) && arena::parents((brk - 16) as *mut u8));
+                assert!(!arena::parents(brk as *mut u8) && !arena::parents((lo - 16) as *mut u8));
+            }
+            assert!(!arena::parents(v.as_ptr() as *mut u8), "a block of the region");
+            let mapped: Vec<u8> = std::hint::black_box(vec![5u8; 4 << 20]);
+            assert!(!arena::parents(mapped.as_ptr() as *mut u8), "a block malloc mapped");
+            // Not on another thread (no arena there).
+            if lo != 0 {
+                assert!(!std::thread::spawn(move || arena::parents(lo as *mut u8)).join().unwrap());
+            }
             let big: Vec<u8> = std::hint::black_box((0..300_000).map(|i| (i % 7) as u8).collect::<Vec<u8>>());
             let many: Vec<Vec<u8>> = (0..200).map(|i| vec![i as u8; 4000]).collect();
             assert!(many.iter().all(|m| arena::holds(m.as_ptr() as *mut u8)), "grown past the first step");
