@@ -154,19 +154,34 @@ pub fn stream(kind: u8, id: u16, data: &[u8]) -> Vec<u8> {
 
 /// Write the records of a response: STDOUT stream and END_REQUEST.
 pub fn write_response(w: &mut impl Write, id: u16, stdout: &[u8], app_status: u32) -> std::io::Result<()> {
-    // Large bodies go out in slices, without copying the whole page into records first.
+    // Large bodies go out in slices, without copying the whole page into records first;
+    // the last slice (all of a page of up to 512 KiB) goes out with the end of the stream
+    // and END_REQUEST in one write.
     const SLICE: usize = 32 * 1024 * 16;
-    for s in stdout.chunks(SLICE) {
-        let mut buf = Vec::with_capacity(s.len() + 8 * 17);
+    let mut slices = stdout.chunks(SLICE).peekable();
+    loop {
+        let s = slices.next().unwrap_or(&[]);
+        let last = slices.peek().is_none();
+        let mut buf = Vec::with_capacity(s.len() + 8 * 17 + if last { 24 } else { 0 });
         for c in s.chunks(32 * 1024) {
-            buf.extend_from_slice(&record(STDOUT, id, c));
+            push_record(&mut buf, STDOUT, id, c);
+        }
+        if last {
+            push_record(&mut buf, STDOUT, id, &[]);
+            buf.extend_from_slice(&end_request(id, app_status, REQUEST_COMPLETE));
+            w.write_all(&buf)?;
+            return w.flush();
         }
         w.write_all(&buf)?;
     }
-    let mut tail = record(STDOUT, id, &[]);
-    tail.extend_from_slice(&end_request(id, app_status, REQUEST_COMPLETE));
-    w.write_all(&tail)?;
-    w.flush()
+}
+
+/// One record added to `buf` (as `record` makes it).
+fn push_record(buf: &mut Vec<u8>, kind: u8, id: u16, content: &[u8]) {
+    let pad = (8 - content.len() % 8) % 8;
+    buf.extend_from_slice(&header_bytes(kind, id, content.len(), pad as u8));
+    buf.extend_from_slice(content);
+    buf.resize(buf.len() + pad, 0);
 }
 
 /// One length of a name-value pair; `Ok(None)` when `b` is too short.
@@ -314,6 +329,31 @@ mod tests {
         write_response(&mut w, 1, &big, 0).unwrap();
         assert_eq!(&w[..w.len() - 16], st.as_slice());
         assert_eq!(&w[w.len() - 16..], end_request(1, 0, REQUEST_COMPLETE).as_slice());
+    }
+
+    #[test]
+    fn a_response_in_as_few_writes_as_its_slices() {
+        // A writer that takes each buffer whole and counts them.
+        struct Count(Vec<u8>, usize);
+        impl Write for Count {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.extend_from_slice(b);
+                self.1 += 1;
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        for (len, writes) in [(0usize, 1usize), (5_525, 1), (512 * 1024, 1), (512 * 1024 + 1, 2), (1_300_000, 3)] {
+            let body: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let mut w = Count(Vec::new(), 0);
+            write_response(&mut w, 7, &body, 3).unwrap();
+            assert_eq!(w.1, writes, "{len} bytes");
+            let mut want = stream(STDOUT, 7, &body);
+            want.extend_from_slice(&end_request(7, 3, REQUEST_COMPLETE));
+            assert_eq!(w.0, want, "{len} bytes");
+        }
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! its records read, the policy applied, a slot among `max_workers` taken, the job sent to
 //! the warm process (`fastcgi_warm.rs`), then one `poll` loop over everything the request
 //! waits on: the web server's connection (more of the body, ABORT_REQUEST, a disconnect),
-//! the job's report socket (the worker's pid, its exit status), the worker's stdout and
-//! stderr, and its stdin while body bytes wait to be written. No other thread takes part.
+//! the job's report socket (the worker's end; `K` goes the other way to have it killed),
+//! the worker's stdout and stderr (left to fill for a moment first: a short request's
+//! thread wakes once for its worker), and its stdin while body bytes wait to be written.
+//! No other thread takes part.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -15,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags};
 use rustix::net::RecvFlags;
-use rustix::process::Pid;
 
 use crate::fastcgi::{self as fcgi, Record};
 use crate::fastcgi_shared::{interpreter, private_dir, Conn, Got, Link, Server, FCGI_MAX_CONNS, FCGI_QUEUE_WAIT};
@@ -29,6 +30,12 @@ type Entry = gateway::LogEntry;
 /// Body bytes held for the worker's stdin at most before the connection is read no
 /// further (the web server waits; the worker reads its stdin, or meets its deadline).
 const BODY_HELD_MAX: usize = 256 * KIB;
+
+/// How long after a job goes out its worker's stdout and stderr are left to fill (up to
+/// what a pipe holds, 64 KiB on Linux) before they are read as they come: see
+/// `Run::supervise`. A worker whose output is over what its pipe holds waits for at most
+/// this long once.
+const PIPES_DEFERRED: Duration = Duration::from_millis(10);
 
 /// The web server aborted the request before its worker started: logged as 499, and
 /// the request ended (false: the connection failed).
@@ -313,8 +320,10 @@ struct Run<'a> {
 
 /// What a report from the warm process (`fastcgi_warm::report`) says.
 enum Report {
-    Started(i32, &'static str, &'static str),
-    Exited { code: Option<i32>, signal: Option<i32> },
+    /// The worker ended: its exit status and signal, and how it started (the program
+    /// cache's `hit`/`new`/`none`, `spare`/`forked`).
+    Exited { code: Option<i32>, signal: Option<i32>, cache: &'static str, how: &'static str },
+    /// No worker was started.
     Failed(String),
 }
 
@@ -323,20 +332,17 @@ fn parse_report(b: &[u8]) -> Option<Report> {
     let (kind, rest) = text.split_once(' ').unwrap_or((text, ""));
     let mut f = rest.split(' ');
     match kind {
-        "S" => {
-            let pid = f.next()?.parse().ok()?;
+        "E" => {
+            let code = f.next().and_then(|c| c.parse().ok());
+            let signal = f.next().and_then(|c| c.parse().ok());
+            let _pid = f.next();
             let cache = match f.next() {
                 Some("hit") => "hit",
                 Some("new") => "new",
                 _ => "none",
             };
             let how = if f.next() == Some("spare") { "spare" } else { "forked" };
-            Some(Report::Started(pid, cache, how))
-        }
-        "E" => {
-            let code = f.next().and_then(|c| c.parse().ok());
-            let signal = f.next().and_then(|c| c.parse().ok());
-            Some(Report::Exited { code, signal })
+            Some(Report::Exited { code, signal, cache, how })
         }
         "F" => Some(Report::Failed(rest.to_string())),
         _ => None,
@@ -368,8 +374,12 @@ impl Run<'_> {
         env.retain(|(k, _)| k != "TMPDIR");
         env.push(("TMPDIR".into(), tmp.path.clone().into_os_string()));
         let body_len = body.left + body.held.len() as u64;
-        let pipes = (|| Ok::<_, std::io::Error>((pipe()?, pipe()?, pipe()?, report_pair()?)))();
-        let ((in_r, in_w), (out_r, out_w), (err_r, err_w), (rep, rep_theirs)) = match pipes {
+        // The worker's stdin is a pipe only when there is a body (else it keeps the warm
+        // process's /dev/null), then its stdout and stderr, and the job's report socket.
+        let has_stdin = body_len > 0;
+        let pipes =
+            (|| Ok::<_, std::io::Error>((has_stdin.then(pipe).transpose()?, pipe()?, pipe()?, report_pair()?)))();
+        let (stdin_pipe, (out_r, out_w), (err_r, err_w), (rep, rep_theirs)) = match pipes {
             Ok(p) => p,
             Err(err) => return (Some(e.fail(500, format!("cannot make the worker's pipes: {err}"))), 0, true),
         };
@@ -377,7 +387,7 @@ impl Run<'_> {
             id: job_id,
             exec: cfg.worker_exec.then(|| interpreter(cfg)),
             cwd: self.script.parent().unwrap_or(Path::new("/")).to_path_buf(),
-            has_stdin: body_len > 0,
+            has_stdin,
             args: gateway::worker_args(cfg, self.allow.clone(), self.script),
             env,
             limits: worker_limits(cfg, self.script),
@@ -388,18 +398,19 @@ impl Run<'_> {
             },
             spares: Spares { count: cfg.spare_workers, generation: self.generation },
         };
-        if let Err(m) = srv.zygote.start(&job, [&in_r, &out_w, &err_w, &rep_theirs]) {
+        let (in_r, in_w) = stdin_pipe.unzip();
+        let fds: Vec<&OwnedFd> = in_r.iter().chain([&out_w, &err_w, &rep_theirs]).collect();
+        if let Err(m) = srv.zygote.start(&job, &fds) {
             return (Some(e.fail(500, format!("cannot start a worker: {m}"))), 0, true);
         }
-        drop(job);
+        drop((job, fds));
         drop((in_r, out_w, err_w, rep_theirs));
         let t0 = Instant::now();
-        if body_len > 0 && rustix::io::ioctl_fionbio(&in_w, true).is_ok() {
-            body.pipe = Some(in_w);
-        } else {
-            // No body: the worker's stdin is /dev/null.
-            drop(in_w);
-            body.held = Vec::new();
+        match in_w {
+            Some(w) if rustix::io::ioctl_fionbio(&w, true).is_ok() => body.pipe = Some(w),
+            // No body: the worker's stdin is /dev/null (or, should the pipe fail to become
+            // non-blocking, closed at once: the worker reads an empty body).
+            _ => body.held = Vec::new(),
         }
         body.flush();
         let max_out = cfg.max_output_bytes;
@@ -410,9 +421,10 @@ impl Run<'_> {
         let mut rep_sock = Some(rep);
         let mut outbuf: Vec<u8> = Vec::new();
         let mut errs = Stderr::default();
-        let mut chunk = vec![0u8; 64 * KIB];
+        // What the worker's stderr gives, a read at a time (its room is not zeroed).
+        let mut chunk: Vec<u8> = Vec::with_capacity(16 * KIB);
         let kill_at = t0 + Duration::from_millis(cfg.max_time_ms + CGI_KILL_GRACE_MS);
-        let mut pid: Option<Pid> = None;
+        let defer_until = t0 + PIPES_DEFERRED;
         let mut end: Option<End> = None;
         let mut exited: Option<(Option<i32>, Option<i32>)> = None;
         let mut output: Option<Vec<u8>> = None;
@@ -421,9 +433,11 @@ impl Run<'_> {
         let mut conn_ok = true;
         let mut conn_closed = false;
         let mut killed_at: Option<Instant> = None;
-        let kill = |pid: Option<Pid>| {
-            if let Some(p) = pid {
-                let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+        // The worker killed: the warm process, its parent, is asked to (`K` on the job's
+        // report socket; it kills the worker's group, reaps it and reports its end).
+        let kill = |rep: &Option<OwnedFd>| {
+            if let Some(s) = rep {
+                let _ = rustix::net::send(s, b"K", rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT);
             }
         };
         // What the last poll found ready (at first: the connection, where more may wait).
@@ -434,7 +448,7 @@ impl Run<'_> {
                 match link.next() {
                     Got::Rec(r) if r.id == id && r.kind == fcgi::STDIN => body.take(&r.content),
                     Got::Rec(r) if r.id == id && r.kind == fcgi::ABORT_REQUEST => {
-                        kill(pid);
+                        kill(&rep_sock);
                         killed_at.get_or_insert(Instant::now());
                         end.get_or_insert(End::Aborted("the web server aborted the request".into()));
                     }
@@ -447,7 +461,7 @@ impl Run<'_> {
                         conn_ok = false;
                         conn_closed = true;
                         if exited.is_none() {
-                            kill(pid);
+                            kill(&rep_sock);
                             killed_at.get_or_insert(Instant::now());
                             end.get_or_insert(End::Aborted(why));
                         }
@@ -456,10 +470,9 @@ impl Run<'_> {
                 }
             }
             body.flush();
-            // The warm process's reports on this job: read when they are all that is left
-            // (the worker's pipes closed), or when the worker's pid is wanted (to kill it).
-            // Not before: the start report would wake this thread for nothing.
-            while rep_ready || (killed_at.is_some() && pid.is_none() && rep_sock.is_some()) {
+            // The warm process's report on this job: its end (one message, after the
+            // worker ended; nothing is sent while it runs).
+            while rep_ready {
                 let Some(s) = &rep_sock else { break };
                 let mut b = [0u8; 512];
                 let got = match rustix::net::recv(s, &mut b, RecvFlags::DONTWAIT) {
@@ -470,56 +483,50 @@ impl Run<'_> {
                     Err(_) => None,
                 };
                 let Some(n) = got else {
-                    // Closed without an end reported: the warm process died (or dropped it).
+                    // Closed without an end reported: the warm process died (or dropped the
+                    // job). Whatever the worker still writes is not wanted (its pipes closed:
+                    // a worker left running meets a closed stdout).
                     rep_sock = None;
                     if exited.is_none() {
-                        self.lost(&mut end, &mut exited, pid, "the warm process died".into());
-                        if pid.is_none() {
-                            (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
-                        }
+                        self.lost(&mut end, &mut exited, true, "the warm process died".into());
+                        (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
                     }
                     break;
                 };
                 match parse_report(&b[..n]) {
-                    Some(Report::Started(p, cache, how)) => {
+                    Some(Report::Exited { code, signal, cache, how }) => {
                         e.cache = (cfg.program_cache > 0 && !cfg.worker_exec).then_some(cache);
                         e.worker = Some(how);
-                        pid = Pid::from_raw(p);
-                        if killed_at.is_some() {
-                            kill(pid);
-                        }
-                    }
-                    Some(Report::Exited { code, signal }) => {
                         exited = Some((code, signal));
                         rep_sock = None;
                     }
                     Some(Report::Failed(m)) => {
-                        self.lost(&mut end, &mut exited, pid, m);
+                        // No worker was started: its pipes close with the job (or were
+                        // never given).
+                        self.lost(&mut end, &mut exited, false, m);
                         rep_sock = None;
-                        if pid.is_none() {
-                            // Its pipes are closed with it (or never opened).
-                            (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
-                        }
+                        (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
                     }
                     None => {}
                 }
             }
             if out_ready {
                 if let Some(o) = &out_pipe {
-                    match rustix::io::read(o, &mut chunk) {
+                    // Straight into the output (its spare room: 64 KiB or more).
+                    outbuf.reserve(64 * KIB);
+                    match rustix::io::read(o, rustix::buffer::spare_capacity(&mut outbuf)) {
                         Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => {}
                         Ok(0) | Err(_) => {
                             out_pipe = None;
                             out_done = true;
                             output = Some(std::mem::take(&mut outbuf));
                         }
-                        Ok(n) => {
-                            outbuf.extend_from_slice(&chunk[..n]);
+                        Ok(_) => {
                             if outbuf.len() as u64 > max_out {
                                 out_pipe = None;
                                 out_done = true;
                                 outbuf = Vec::new();
-                                kill(pid);
+                                kill(&rep_sock);
                                 killed_at.get_or_insert(Instant::now());
                                 end.get_or_insert(End::OutputOver);
                             }
@@ -529,14 +536,15 @@ impl Run<'_> {
             }
             if err_ready {
                 if let Some(f) = &err_pipe {
-                    match rustix::io::read(f, &mut chunk) {
+                    chunk.clear();
+                    match rustix::io::read(f, rustix::buffer::spare_capacity(&mut chunk)) {
                         Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => {}
                         Ok(0) | Err(_) => {
                             err_pipe = None;
                             err_done = true;
                             stderr = Some(std::mem::take(&mut errs));
                         }
-                        Ok(n) => errs.take(&chunk[..n]),
+                        Ok(_) => errs.take(&chunk),
                     }
                 }
             }
@@ -554,7 +562,7 @@ impl Run<'_> {
                 if exited.is_some() || killed_at.is_some() {
                     break;
                 }
-                kill(pid);
+                kill(&rep_sock);
                 killed_at = Some(now);
                 end.get_or_insert(End::Deadline);
                 (conn_ready, rep_ready, out_ready, err_ready) = (false, false, false, false);
@@ -570,13 +578,19 @@ impl Run<'_> {
             }
             let mut fds: Vec<PollFd> = Vec::with_capacity(5);
             let c = watch(&mut fds, watch_conn.then(|| link.fd()), PollFlags::IN);
-            let want_rep = (out_done && err_done) || killed_at.is_some();
-            let r = watch(&mut fds, rep_sock.as_ref().filter(|_| want_rep).map(|s| s.as_fd()), PollFlags::IN);
-            let o = watch(&mut fds, out_pipe.as_ref().map(|s| s.as_fd()), PollFlags::IN);
-            let er = watch(&mut fds, err_pipe.as_ref().map(|s| s.as_fd()), PollFlags::IN);
+            // The report socket wakes this thread once, at the worker's end. For
+            // `PIPES_DEFERRED` after the job went out the worker's pipes are left to fill:
+            // a short request's output is all in them when its end is reported, and it is
+            // read then, in one go (one wake-up for the request's worker, not one per
+            // write and close). Past it (a longer run, or output over what a pipe holds),
+            // or once a kill is under way, the pipes are read as they fill.
+            let deferring = exited.is_none() && killed_at.is_none() && now < defer_until;
+            let r = watch(&mut fds, rep_sock.as_ref().map(|s| s.as_fd()), PollFlags::IN);
+            let o = watch(&mut fds, out_pipe.as_ref().filter(|_| !deferring).map(|s| s.as_fd()), PollFlags::IN);
+            let er = watch(&mut fds, err_pipe.as_ref().filter(|_| !deferring).map(|s| s.as_fd()), PollFlags::IN);
             // (The stdin is written at the top of the loop, whatever woke it.)
             watch(&mut fds, body.pipe.as_ref().filter(|_| body.waiting()).map(|s| s.as_fd()), PollFlags::OUT);
-            let wait = limit - now;
+            let wait = if deferring { limit.min(defer_until) } else { limit } - now;
             let ts = rustix::event::Timespec { tv_sec: wait.as_secs() as i64, tv_nsec: i64::from(wait.subsec_nanos()) };
             match rustix::event::poll(&mut fds, Some(&ts)) {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
@@ -638,14 +652,8 @@ impl Run<'_> {
     }
 
     /// The job failed or was lost (`F`, or its report socket closed without an end).
-    fn lost(
-        &self,
-        end: &mut Option<End>,
-        exited: &mut Option<(Option<i32>, Option<i32>)>,
-        pid: Option<Pid>,
-        m: String,
-    ) {
-        end.get_or_insert(End::Failed(m, pid.is_some()));
+    fn lost(&self, end: &mut Option<End>, exited: &mut Option<(Option<i32>, Option<i32>)>, started: bool, m: String) {
+        end.get_or_insert(End::Failed(m, started));
         *exited = Some((None, None));
     }
 }
@@ -740,14 +748,15 @@ fn worker_limits(cfg: &Config, script: &Path) -> Vec<(u8, u64)> {
         cfg.max_file_size,
         0,
     ];
-    wanted
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            let hard = rustix::process::getrlimit(RESOURCES[i]).maximum;
-            (i as u8, hard.map_or(v, |h| v.min(h)))
-        })
-        .collect()
+    wanted.iter().enumerate().map(|(i, &v)| (i as u8, hard_limits()[i].map_or(v, |h| v.min(h)))).collect()
+}
+
+/// The server's hard limits of `RESOURCES`, read at its first request: a process's hard
+/// limits change only from outside (`prlimit`), and the warm process, which forks the
+/// workers, keeps those it was started with anyway.
+fn hard_limits() -> &'static [Option<u64>; RESOURCES.len()] {
+    static HARD: std::sync::OnceLock<[Option<u64>; RESOURCES.len()]> = std::sync::OnceLock::new();
+    HARD.get_or_init(|| RESOURCES.map(|r| rustix::process::getrlimit(r).maximum))
 }
 
 /// Copy the worker's stderr to the log (see `gateway::worker_stderr_lines`).
@@ -791,13 +800,19 @@ impl<'a> WorkerTmp<'a> {
     }
 }
 
+/// The server's effective user id (it never changes).
+fn euid() -> u32 {
+    static EUID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *EUID.get_or_init(|| rustix::process::geteuid().as_raw())
+}
+
 /// Is `p` an empty directory of ours with mode 0700 (a TMPDIR as it was given)?
 fn untouched_dir(p: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(m) = std::fs::symlink_metadata(p) else { return false };
     m.is_dir()
         && m.mode() & 0o7777 == 0o700
-        && m.uid() == rustix::process::geteuid().as_raw()
+        && m.uid() == euid()
         && m.nlink() == 2
         && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
 }

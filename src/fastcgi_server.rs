@@ -15,10 +15,11 @@
 //!   the server with `exec`,
 //!   so it is single-threaded and has never run anything): it has the interpreter loaded
 //!   and only forks. The server sends it each request (the worker's argv, environment,
-//!   directory and resource limits, and its three pipes as descriptors) over a
-//!   `SOCK_SEQPACKET` pair; it hands it to a spare worker or forks, reports the worker's
-//!   pid, and later its exit status (it waits on a pidfd per child), on a socket of the
-//!   job's own that came with it, and holds no state about requests (`fastcgi_warm.rs`).
+//!   directory and resource limits, and its pipes as descriptors: stdin only with a body)
+//!   over a `SOCK_SEQPACKET` pair; it hands it to a spare worker or forks, reports the
+//!   worker's end (it waits on a pidfd per child) on a socket of the job's own that came
+//!   with it, kills the worker when the server asks on that socket, and holds no state
+//!   about requests (`fastcgi_warm.rs`).
 //! - **spare workers** (`spare_workers`): forked by the warm process between requests,
 //!   each waits on a socket of its own for one job, then is that job's worker; replaced
 //!   when the warm process is idle, retired after a reload; idle, they are not counted
@@ -147,6 +148,13 @@ fn bind(addr: &str) -> Result<Listener, String> {
         ));
     }
     let l = TcpListener::bind(sa).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    // What each connection needs, set once: Linux gives an accepted TCP socket the
+    // listener's options (`tcp_options_inherited` checks it on the first connection).
+    let _ = rustix::net::sockopt::set_tcp_nodelay(&l, true);
+    let _ = rustix::net::sockopt::set_socket_timeout(&l, rustix::net::sockopt::Timeout::Send, Some(WRITE_TIMEOUT));
+    // A connection is accepted once its first records are in (a web server sends them as
+    // soon as it connects): one wake-up of the accepting thread instead of two.
+    let _ = leash_alloc::set_tcp_defer_accept(l.as_fd(), 5);
     Ok(Listener::Tcp(l))
 }
 
@@ -284,7 +292,6 @@ pub fn serve(addr: &str) -> i32 {
 /// Serve one connection: requests one after another (no multiplexing), each carried end
 /// to end by this thread.
 fn connection(srv: &Arc<Server>, conn: Conn) {
-    conn.set_write_timeout(WRITE_TIMEOUT);
     let mut link = Link::new(conn);
     loop {
         let r = match link.wait(Some(Duration::from_millis(200))) {
@@ -334,15 +341,32 @@ impl Listener {
         }
     }
 
+    /// A connection, with no Nagle delay (TCP) and `WRITE_TIMEOUT` on its writes.
     fn accept(&self) -> std::io::Result<Conn> {
         match self {
-            Listener::Unix(l, _) => l.accept().map(|(s, _)| Conn::Unix(s)),
+            Listener::Unix(l, _) => l.accept().map(|(s, _)| {
+                let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
+                Conn::Unix(s)
+            }),
             Listener::Tcp(l) => l.accept().map(|(s, _)| {
-                let _ = s.set_nodelay(true);
+                if !tcp_options_inherited(&s) {
+                    let _ = s.set_nodelay(true);
+                    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
+                }
                 Conn::Tcp(s)
             }),
         }
     }
+}
+
+/// Whether accepted TCP connections have the listener's `TCP_NODELAY` and send timeout
+/// (set in `bind`; Linux copies a listener's options into the sockets it accepts):
+/// looked at once, on the first connection, and set on each connection otherwise.
+fn tcp_options_inherited(s: &std::net::TcpStream) -> bool {
+    static INHERITED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *INHERITED.get_or_init(|| {
+        s.nodelay().unwrap_or(false) && s.write_timeout().ok().flatten().is_some_and(|t| t == WRITE_TIMEOUT)
+    })
 }
 
 /// An acceptor: accepts a connection and serves it on this thread, then accepts again.

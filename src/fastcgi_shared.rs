@@ -30,7 +30,7 @@ pub const FCGI_MAX_CONNS: usize = 1024;
 pub const FCGI_QUEUE_WAIT: Duration = Duration::from_secs(60);
 /// How long a write of a response to the web server may block.
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How much a read of the connection takes at most.
+/// The room a read of the connection has at least.
 pub(crate) const READ_CHUNK: usize = 16 * KIB;
 pub(crate) struct Zygote {
     pub(crate) sock: Mutex<Option<Arc<OwnedFd>>>,
@@ -38,9 +38,9 @@ pub(crate) struct Zygote {
 }
 
 impl Zygote {
-    /// Send a job with its four descriptors (the worker's stdin, stdout and stderr, and the
-    /// warm process's end of the job's report socket).
-    pub(crate) fn start(&self, job: &Job, fds: [&OwnedFd; 4]) -> Result<(), String> {
+    /// Send a job with its descriptors: the worker's stdin (when `job.has_stdin`), stdout
+    /// and stderr, and the warm process's end of the job's report socket.
+    pub(crate) fn start(&self, job: &Job, fds: &[&OwnedFd]) -> Result<(), String> {
         // At start-up, or while it is restarted, the warm process may be a moment away.
         let until = Instant::now() + Duration::from_secs(5);
         let sock = loop {
@@ -56,7 +56,10 @@ impl Zygote {
         if bytes.len() > JOB_MAX_BYTES {
             return Err(format!("the request's environment is too big ({} bytes)", bytes.len()));
         }
-        let borrowed = fds.map(|f| f.as_fd());
+        if fds.len() != 3 + usize::from(job.has_stdin) {
+            return Err(format!("{} descriptors for a job", fds.len()));
+        }
+        let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
         let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(4))];
         let mut control = SendAncillaryBuffer::new(&mut space);
         control.push(SendAncillaryMessage::ScmRights(&borrowed));
@@ -144,10 +147,18 @@ pub(crate) struct Slot<'a>(&'a Server);
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        if let Ok(mut g) = self.0.admit.lock() {
-            g.0 = g.0.saturating_sub(1);
+        // A request waits in the queue only after counting itself there under the lock
+        // (`admit`): none counted, none to wake (and no `futex` call per request).
+        let queued = match self.0.admit.lock() {
+            Ok(mut g) => {
+                g.0 = g.0.saturating_sub(1);
+                g.1 > 0
+            }
+            Err(_) => true,
+        };
+        if queued {
+            self.0.admitted.notify_one();
         }
-        self.0.admitted.notify_one();
     }
 }
 
@@ -168,12 +179,6 @@ impl Conn {
         let _ = match self {
             Conn::Unix(s) => s.shutdown(std::net::Shutdown::Both),
             Conn::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
-        };
-    }
-    pub(crate) fn set_write_timeout(&self, d: Duration) {
-        let _ = match self {
-            Conn::Unix(s) => s.set_write_timeout(Some(d)),
-            Conn::Tcp(s) => s.set_write_timeout(Some(d)),
         };
     }
 }
@@ -254,22 +259,22 @@ impl Link {
             self.buf.drain(..self.at);
             self.at = 0;
         }
-        let old = self.buf.len();
-        self.buf.resize(old + READ_CHUNK, 0);
-        let got = rustix::net::recv(self.conn.fd(), &mut self.buf[old..], RecvFlags::DONTWAIT);
+        // Into the buffer's spare room (at least `READ_CHUNK`), not zeroed first (it was
+        // 16 KiB of zeroes a read); `spare_capacity` sets the length to what came.
+        self.buf.reserve(READ_CHUNK);
+        let got = rustix::net::recv(self.conn.fd(), rustix::buffer::spare_capacity(&mut self.buf), RecvFlags::DONTWAIT);
         let n = match got {
             Ok((0, _)) => {
                 self.ended = Some("the web server closed the connection".into());
                 0
             }
-            Ok((n, _)) => n.min(READ_CHUNK),
+            Ok((n, _)) => n,
             Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => 0,
             Err(e) => {
                 self.ended = Some(format!("reading from the web server: {e}"));
                 0
             }
         };
-        self.buf.truncate(old + n);
         n
     }
 

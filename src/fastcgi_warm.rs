@@ -3,12 +3,12 @@
 //! message the server sends it.
 //!
 //! The warm process is single-threaded and runs no script: it reads a job (the worker's
-//! argv, environment, directory and limits; descriptors: the worker's stdin, stdout and
-//! stderr, and the job's own report socket), hands it to a spare worker or forks one, and
-//! reports on the job's report socket `S` (started), then `E` (ended, from the worker's
-//! pidfd) or `F` (failed). The server's request thread polls that socket beside the
-//! worker's pipes and the web server's connection: nothing of a request passes through
-//! another thread of the server.
+//! argv, environment, directory and limits; descriptors: the worker's stdin when there is
+//! a body, its stdout and stderr, and the job's own report socket), hands it to a spare
+//! worker or forks one, and reports on the job's report socket `E` (ended, from the
+//! worker's pidfd) or `F` (failed); the server sends `K` on it to have the worker killed.
+//! The server's request thread polls that socket beside the worker's pipes and the web
+//! server's connection: nothing of a request passes through another thread of the server.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{IoSlice, IoSliceMut, Write};
@@ -226,21 +226,37 @@ fn close_warm(kids: &mut Vec<Kid>, spares: &mut Vec<SpareWorker>, retired: &mut 
     drop(std::mem::take(retired));
 }
 
-/// What the warm process tells the server about a job, each message on the job's own
-/// report socket (the fourth descriptor of the job): `S pid cache how` (started: its pid,
-/// `hit`/`new`/`none`, `spare`/`forked`), then `E code signal` (ended, `-` for none), or
-/// `F why` (not started, or lost). The socket is closed after `E` or `F`; a server that
-/// gave up on the job closed its end, and the send fails quietly (no SIGPIPE).
+/// What the warm process tells the server about a job, one message on the job's own
+/// report socket (the last descriptor of the job): `E code signal pid cache how` (the
+/// worker ended: its exit status and signal, `-` for none, its pid, `hit`/`new`/`none`,
+/// `spare`/`forked`), or `F why` (no worker was started). Nothing is sent while the
+/// worker runs, so the server's thread, which watches the socket, wakes once for the
+/// worker's end. The other way, the server sends `K` when it wants the worker killed.
+/// The socket is closed after `E` or `F`; a server that gave up on the job closed its
+/// end, and the send fails quietly (no SIGPIPE).
 fn report(to: &impl AsFd, text: &str) {
     let _ = rustix::net::send(to, text.as_bytes(), SendFlags::NOSIGNAL | SendFlags::DONTWAIT);
 }
 
 /// A running worker as the warm process watches it: its pid, its pidfd (readable when it
-/// ends), and its job's report socket.
+/// ends), its job's report socket (watched for the server's `K` while the server keeps
+/// it open), and what its end report says of its start.
 struct Kid {
     pid: Pid,
     pfd: OwnedFd,
     rep: OwnedFd,
+    rep_open: bool,
+    cache: &'static str,
+    how: &'static str,
+}
+
+impl Kid {
+    /// The server wants it gone: SIGKILL to its group (a worker leads its own) and to it
+    /// (one that has not called `setsid` yet). Not reaped yet, so its pid is its own.
+    fn kill(&self) {
+        let _ = rustix::process::kill_process_group(self.pid, rustix::process::Signal::KILL);
+        let _ = rustix::process::kill_process(self.pid, rustix::process::Signal::KILL);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -286,6 +302,9 @@ pub fn zygote_main() -> i32 {
         // worker takes each from here instead of compiling it (`re::warm_patterns`).
         crate::builtins::re::warm_patterns(crate::source::stdlib_patterns().iter().map(String::as_str));
     }
+    // The region each worker's small blocks are cut from, reserved once here rather than
+    // in every worker (`leash_alloc::reserve_arena_for_forks`).
+    leash_alloc::reserve_arena_for_forks();
     let ctl = match std::io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => fd,
         Err(e) => {
@@ -293,8 +312,12 @@ pub fn zygote_main() -> i32 {
             return 1;
         }
     };
+    // Its stdin is /dev/null from now on, and so is a worker's when its request has no
+    // body (`STDIN_NULL`: the worker then keeps it instead of opening /dev/null again).
     if let Ok(null) = std::fs::File::open("/dev/null") {
-        let _ = rustix::stdio::dup2_stdin(&null);
+        if rustix::stdio::dup2_stdin(&null).is_ok() {
+            STDIN_NULL.store(true, SeqCst);
+        }
     }
     // What a run would load lazily anyway and never changes: the stdlib's sources are
     // in the binary already; nothing of a script is touched here.
@@ -308,13 +331,20 @@ pub fn zygote_main() -> i32 {
     loop {
         // One spare fewer than wanted: forked once nothing else waits.
         let short = (spares.len() as u64) < want.count;
-        let (ctl_ready, ctl_gone, done, lost, reaped, idle) = {
+        let (ctl_ready, ctl_gone, done, asked, lost, reaped, idle) = {
             use rustix::event::{PollFd, PollFlags};
-            let mut fds: Vec<PollFd> = Vec::with_capacity(1 + kids.len() + spares.len() + retired.len());
+            let mut fds: Vec<PollFd> = Vec::with_capacity(1 + 2 * kids.len() + spares.len() + retired.len());
             fds.push(PollFd::new(&ctl, PollFlags::IN));
             for k in &kids {
                 fds.push(PollFd::new(&k.pfd, PollFlags::IN));
             }
+            // The report sockets of running workers, for the server's "K" (kill it).
+            let mut asking: Vec<usize> = Vec::new();
+            for (i, k) in kids.iter().enumerate().filter(|(_, k)| k.rep_open) {
+                fds.push(PollFd::new(&k.rep, PollFlags::IN));
+                asking.push(i);
+            }
+            let a = asking.len();
             for s in &spares {
                 fds.push(PollFd::new(&s.pfd, PollFlags::IN));
             }
@@ -339,20 +369,40 @@ pub fn zygote_main() -> i32 {
                 r.contains(PollFlags::IN),
                 r.intersects(PollFlags::HUP | PollFlags::ERR),
                 fired(1, 1 + k),
-                fired(1 + k, 1 + k + s),
-                fired(1 + k + s, fds.len()),
+                fired(1 + k, 1 + k + a).into_iter().map(|j| asking[j]).collect::<Vec<usize>>(),
+                fired(1 + k + a, 1 + k + a + s),
+                fired(1 + k + a + s, fds.len()),
                 ready == 0,
             )
         };
+        // The server asks for a worker's end (its deadline, an abort, a disconnect, output
+        // over the bound): killed, group and process (reaped below or later, and reported
+        // `E` as any end). A report socket the server closed is watched no more.
+        for &i in &asked {
+            let mut b = [0u8; 8];
+            match rustix::net::recv(&kids[i].rep, &mut b, RecvFlags::DONTWAIT) {
+                Ok((n, _)) if n > 0 => {
+                    if b[..n.min(b.len())].contains(&b'K') {
+                        kids[i].kill();
+                    }
+                }
+                Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => {}
+                _ => kids[i].rep_open = false,
+            }
+        }
         for &i in done.iter().rev() {
             match rustix::process::waitpid(Some(kids[i].pid), rustix::process::WaitOptions::NOHANG) {
                 Ok(Some((_, st))) => {
                     let code = st.exit_status().map_or("-".to_string(), |c| c.to_string());
                     let sig = st.terminating_signal().map_or("-".to_string(), |c| c.to_string());
-                    report(&kids.remove(i).rep, &format!("E {code} {sig}"));
+                    let k = kids.remove(i);
+                    report(&k.rep, &format!("E {code} {sig} {} {} {}", k.pid.as_raw_nonzero(), k.cache, k.how));
                 }
                 Ok(None) => {}
-                Err(_) => report(&kids.remove(i).rep, "E - -"),
+                Err(_) => {
+                    let k = kids.remove(i);
+                    report(&k.rep, &format!("E - - {} {} {}", k.pid.as_raw_nonzero(), k.cache, k.how));
+                }
             }
         }
         // A spare that ended before it had a request (killed from outside): reaped.
@@ -393,11 +443,13 @@ pub fn zygote_main() -> i32 {
                 log_line("leash-cgi: warm process: a malformed job message (ignored)");
                 continue;
             };
-            // The worker's three pipes, then the job's report socket. Without them the
-            // job is dropped: the server sees its report socket closed (a lost job).
-            if fds.len() != 4 {
+            // The worker's pipes (stdin when the request has a body, stdout, stderr), then
+            // the job's report socket (the worker checks the count against its job).
+            // Without them the job is dropped: the server sees its report socket closed (a
+            // lost job).
+            if !(3..=4).contains(&fds.len()) {
                 buf[..n].fill(0);
-                log_line(&format!("leash-cgi: warm process: job {id}: {} descriptors (4 expected)", fds.len()));
+                log_line(&format!("leash-cgi: warm process: job {id}: {} descriptors (3 or 4 expected)", fds.len()));
                 continue;
             }
             let Some(rep) = fds.pop() else { continue };
@@ -441,8 +493,7 @@ pub fn zygote_main() -> i32 {
                 }
             }
             if let Some(s) = served {
-                report(&rep, &format!("S {} {} spare", s.pid.as_raw_nonzero(), cached.name()));
-                kids.push(Kid { pid: s.pid, pfd: s.pfd, rep });
+                kids.push(Kid { pid: s.pid, pfd: s.pfd, rep, rep_open: true, cache: cached.name(), how: "spare" });
                 crate::program_cache::clear_choice();
                 buf[..n].fill(0);
                 drop(fds);
@@ -475,8 +526,7 @@ pub fn zygote_main() -> i32 {
                     let Some(pid) = Pid::from_raw(p) else { continue };
                     match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
                         Ok(pfd) => {
-                            report(&rep, &format!("S {p} {} forked", cached.name()));
-                            kids.push(Kid { pid, pfd, rep });
+                            kids.push(Kid { pid, pfd, rep, rep_open: true, cache: cached.name(), how: "forked" });
                         }
                         Err(e) => {
                             // Cannot watch it: kill and reap it now.
@@ -614,7 +664,7 @@ fn spare(sock: OwnedFd, mut buf: Vec<u8>) -> ! {
         // when this spare was forked (not found: the worker loads the script itself).
         crate::program_cache::choose(serial);
     }
-    let job = if n >= 8 && fds.len() == 3 { Job::decode(&buf[8..n]) } else { None };
+    let job = if n >= 8 && (2..=3).contains(&fds.len()) { Job::decode(&buf[8..n]) } else { None };
     // Kept, as in a forked worker: no `munmap` for a process that serves one job.
     std::mem::forget(buf);
     run_job(job, fds)
@@ -630,6 +680,9 @@ fn run_job(job: Option<Job>, fds: Vec<OwnedFd>) -> ! {
         }
     }
 }
+
+/// Whether the warm process's stdin is /dev/null (read only), which its workers inherit.
+static STDIN_NULL: AtomicBool = AtomicBool::new(false);
 
 /// The stack the main thread may grow to, so that a worker runs the interpreter on it:
 /// the interpreter thread's stack (`INTERP_STACK_BYTES`) and room for what is below it.
@@ -690,19 +743,26 @@ fn worker(job: Job, mut fds: Vec<OwnedFd>) -> ! {
     if let Err(e) = rustix::process::setsid() {
         fail("setsid", &e);
     }
-    let err = fds.pop().expect("three descriptors");
-    let out = fds.pop().expect("three descriptors");
-    let inp = fds.pop().expect("three descriptors");
-    let stdin: OwnedFd = if job.has_stdin {
-        inp
-    } else {
-        drop(inp);
-        match std::fs::File::open("/dev/null") {
-            Ok(f) => OwnedFd::from(f),
+    // Its pipes: stdin (only with a body), stdout, stderr.
+    if fds.len() != 2 + usize::from(job.has_stdin) {
+        fail(
+            "descriptors",
+            &format!("{} for a job {} a body", fds.len(), if job.has_stdin { "with" } else { "without" }),
+        );
+    }
+    let (Some(err), Some(out)) = (fds.pop(), fds.pop()) else { fail("descriptors", &"missing") };
+    // Without a body: the warm process's stdin, /dev/null, stays (else it is opened).
+    let stdin: Option<OwnedFd> = match fds.pop() {
+        Some(inp) => Some(inp),
+        None if STDIN_NULL.load(SeqCst) => None,
+        None => match std::fs::File::open("/dev/null") {
+            Ok(f) => Some(OwnedFd::from(f)),
             Err(e) => fail("/dev/null", &e),
-        }
+        },
     };
-    if let Err(e) = rustix::stdio::dup2_stdin(&stdin)
+    if let Err(e) = stdin
+        .as_ref()
+        .map_or(Ok(()), rustix::stdio::dup2_stdin)
         .and_then(|_| rustix::stdio::dup2_stdout(&out))
         .and_then(|_| rustix::stdio::dup2_stderr(&err))
     {

@@ -12,6 +12,7 @@ import concurrent.futures
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import signal
 import socket
@@ -284,6 +285,53 @@ def test_bodies_form_upload_and_no_content_length(srv):
 def test_large_response(srv):
     status, _, body = srv.get("big.lsh")
     assert status == 200 and len(body) == 4096 * 1024
+
+
+def test_output_past_a_pipe_while_its_reading_waits_and_stdin_without_a_body(srv):
+    """The server leaves a worker's stdout and stderr to fill for a moment after the job
+    goes out (read all at once when its end is reported): a worker that writes more than
+    a pipe holds (64 KiB) to both, before and after a pause, still gets all of it through,
+    the status its output says, and its stderr in the log. A request without a body has
+    no stdin pipe: the worker's stdin is the warm process's /dev/null (an empty body, and
+    no other descriptor); with a body, a pipe as before."""
+    (srv.root / "pipes.lsh").write_text(
+        "import cgi\n"
+        "b = cgi.body()\n"
+        'cgi.headers({"Content-Type": "text/plain", "Status": 201})\n'
+        'print("body:", len(b))\n'
+        'eprint("first stderr line")\n'
+        "for i = 1 to 300\n"
+        '  print(repeat("o", 1023))\n'
+        '  eprint(repeat("e", 499))\n'
+        "  if i == 150\n"
+        "    sleep(0.05)\n"
+        "  end\n"
+        "end\n"
+        'print("end")\n'
+    )
+    for body in [b"", b"abc"]:
+        extra = {"CONTENT_LENGTH": str(len(body))} if body else {}
+        status, _, out = srv.get("pipes.lsh", method="POST" if body else "GET", body=body, **extra)
+        assert status == 201, (status, out[:200], srv.log()[-2000:])
+        lines = out.split(b"\n")
+        assert lines[0] == b"body: %d" % len(body)
+        assert lines[1:301] == [b"o" * 1023] * 300 and lines[301] == b"end", len(lines)
+    assert srv.wait_log("leash-cgi: worker: first stderr line")
+    assert srv.wait_log("more bytes of stderr not logged")
+    # Without a body, fd 0 of the worker is /dev/null (read only): no pipe was made.
+    (srv.root / "files" / "stdin.lsh").write_text(
+        "import cgi\n"
+        'cgi.headers({"Content-Type": "text/plain"})\n'
+        'print(len(cgi.body()))\n'
+        'print(file.read("/proc/self/fdinfo/0"))\n'
+    )
+    status, _, out = srv.get("files/stdin.lsh")
+    assert status == 200 and out.startswith(b"0\n"), out
+    ino = re.search(rb"^ino:\s+(\d+)", out, re.M)
+    if ino:  # (`ino:` is in fdinfo since Linux 5.14)
+        assert int(ino.group(1)) == os.stat("/dev/null").st_ino, out
+    status, _, out = srv.get("files/probe.lsh")
+    assert status == 200 and b"fds: [0,1,2]" in out, out
 
 
 def test_get_values_unknown_types_and_roles(srv):
@@ -1210,19 +1258,25 @@ def test_records_trickled_and_idle_connections(srv):
 
 def test_warm_process_killed_under_a_running_request(srv):
     """The warm process dies while a request's worker runs: the request ends 502 (its
-    report socket closed without an exit status), the server starts another warm process
-    and goes on."""
+    report socket closed without an exit status, and the worker's pipes closed), the
+    worker does not run on (it would sleep 20 s; it ends at its own deadline, which the
+    interpreter keeps, 1.5 s here: the warm process that would have killed it is gone),
+    the server starts another warm process and goes on."""
     s = fc.connect(srv.addr)
     try:
-        fc.begin(s, 1, False, srv.params("sleep.lsh", "s=1"))
+        fc.begin(s, 1, False, srv.params("sleep.lsh", "s=20"))
         end = time.monotonic() + 10
         while not srv.workers() and time.monotonic() < end:
             time.sleep(0.02)
-        assert srv.workers(), srv.log()
+        (w,) = srv.workers()
         z = srv.zygote()
         os.kill(z, signal.SIGKILL)
         out, _, _, _ = fc.response(s, 1)
         assert fc.split_http(out)[0] == 502
+        end = time.monotonic() + 10
+        while _session(w) is not None and _session(w)[1] != "Z" and time.monotonic() < end:
+            time.sleep(0.05)
+        assert _session(w) is None or _session(w)[1] == "Z", "the worker outlived its warm process"
     finally:
         s.close()
     assert srv.wait_log("the warm process died")

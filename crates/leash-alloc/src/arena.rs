@@ -66,8 +66,14 @@ thread_local! {
     };
 }
 
-/// In the child of a fork, on the thread that forked: reserve the region.
-pub fn start() {
+/// A region reserved ahead by the process that forks (`reserve_ahead`): its start, or
+/// 0. Its first `ARENA_STEP` bytes are writable, and it is never touched by that
+/// process, so a fork copies no page of it and a child's first write to a page of
+/// its copy gets a new zero page, as in a region of its own.
+pub(crate) static AHEAD: AtomicUsize = AtomicUsize::new(0);
+
+/// A new region: inaccessible, and its first `writable` bytes made writable.
+fn reserve(writable: usize) -> Option<usize> {
     // SAFETY: a new anonymous mapping, inaccessible; nothing else is touched.
     let p = unsafe {
         libc::mmap(
@@ -80,19 +86,94 @@ pub fn start() {
         )
     };
     if p == libc::MAP_FAILED {
-        return;
+        return None;
     }
-    let lo = p as usize;
+    // SAFETY: the start of the mapping just made, which holds nothing.
+    if writable > 0 && unsafe { libc::mprotect(p, writable, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
+        // SAFETY: the mapping just made, which nothing uses.
+        unsafe { libc::munmap(p, ARENA_RESERVE) };
+        return None;
+    }
+    Some(p as usize)
+}
+
+/// In a process that will fork: reserve its children's region now, once (see `AHEAD`),
+/// so that each child starts its arena without a system call.
+pub fn reserve_ahead() -> bool {
+    if AHEAD.load(Relaxed) != 0 {
+        return true;
+    }
+    if let Some(lo) = heap_start() {
+        HEAP_LO.store(lo, Relaxed);
+    }
+    match reserve(ARENA_STEP) {
+        Some(lo) => {
+            AHEAD.store(lo, Relaxed);
+            true
+        }
+        None => false,
+    }
+}
+
+/// In the child of a fork, on the thread that forked: the region reserved ahead by the
+/// parent (taken: a child of this child would not find it), or a new one.
+pub fn start() {
+    let ahead = AHEAD.swap(0, Relaxed);
+    let (lo, end) = if ahead != 0 {
+        (ahead, ahead + ARENA_STEP)
+    } else {
+        match reserve(0) {
+            Some(lo) => (lo, lo),
+            None => return,
+        }
+    };
     LO.store(lo, Relaxed);
     HI.store(lo + ARENA_RESERVE, Relaxed);
+    // The parent's heap: [HEAP_LO, the break now) (its start known only to a parent
+    // that reserved the region ahead; else no block is taken for the parent's).
+    let heap_lo = HEAP_LO.load(Relaxed);
+    // SAFETY: sbrk(0) only reads the program break.
+    let brk = if heap_lo == 0 { 0 } else { (unsafe { libc::sbrk(0) }) as usize };
+    BRK.store(if brk == usize::MAX || brk <= heap_lo { 0 } else { brk }, Relaxed);
     ARENA.with(|a| {
         a.next.set(lo);
-        a.end.set(lo);
+        a.end.set(end);
         for f in &a.free {
             f.set(std::ptr::null_mut());
         }
         a.on.set(true);
     });
+}
+
+/// The start of the malloc heap (`[heap]` in /proc/self/maps), read by a process that
+/// reserves its children's region ahead (`reserve_ahead`); 0 when unknown.
+pub(crate) static HEAP_LO: AtomicUsize = AtomicUsize::new(0);
+/// The program break at the fork (the end of the parent's malloc heap), in a child
+/// whose parent knew its heap's start; 0 otherwise.
+pub(crate) static BRK: AtomicUsize = AtomicUsize::new(0);
+
+/// The start of this process's malloc heap, from /proc/self/maps.
+fn heap_start() -> Option<usize> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[heap]"))?;
+    usize::from_str_radix(line.split('-').next()?, 16).ok()
+}
+
+/// Is `p`, freed or reallocated on the thread that forked, a block of the parent's
+/// malloc heap (below the program break at the fork, outside the region)? Then it
+/// was allocated before the fork (this thread's blocks since come from the region,
+/// and other threads' from malloc arenas of their own), and giving it back to malloc
+/// would write malloc's bookkeeping into the parent's free chunks around it: pages
+/// the child shares with its parent, each first write a page copied, for memory the
+/// child, which serves one request, never needs again. It is left as it is (its bytes
+/// are still counted as freed). The exceptions, a block this thread had from malloc
+/// after the fork that malloc carved out of the parent's free chunks (one over
+/// `ARENA_MAX_CHUNK`, or any once the region is full), are at most the parent's free
+/// heap at the fork in all: left as they are too, never more.
+#[inline(always)]
+pub fn parents(p: *mut u8) -> bool {
+    let p = p as usize;
+    p < BRK.load(Relaxed) && p >= HEAP_LO.load(Relaxed) && ARENA.try_with(|a| a.on.get()).unwrap_or(false)
 }
 
 /// Is `p` a block of the region?

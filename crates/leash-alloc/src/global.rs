@@ -53,8 +53,11 @@ fn stash_class(l: Layout, c: usize) -> Option<usize> {
 // may come from `arena`: a block there is at least the chunk size of its layout (so at
 // least the request), 16-aligned (the region is page-aligned and every block size a
 // multiple of 16), given to one owner at a time (bump or free list), and recognised by
-// its address when it is freed or reallocated (never passed to malloc's `free`); the
-// counting touches only the atomics above and thread-locals that need no allocation.
+// its address when it is freed or reallocated (never passed to malloc's `free`); and that
+// on that thread a block of the parent's malloc heap (`arena::parents`) is never given back
+// to malloc: freeing leaves it allocated, reallocating copies it to a new block (malloc
+// never sees it again, so nothing is freed twice); the counting touches only the atomics
+// above and thread-locals that need no allocation.
 unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
@@ -107,6 +110,11 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn dealloc(&self, ptr: *mut u8, l: Layout) {
         let c = chunk(l);
         sub(c);
+        if arena::parents(ptr) {
+            // A block of the parent's heap: left as it is (see `arena::parents`), not
+            // stashed either (reusing it would write to the parent's page).
+            return;
+        }
         if let Some(i) = stash_class(l, c) {
             if OWNER.get() {
                 let kept = STASH.with(|st| {
@@ -151,6 +159,17 @@ unsafe impl GlobalAlloc for Counting {
                 }
                 q
             }
+        } else if arena::parents(ptr) {
+            // A block of the parent's heap: its bytes copied to a new block, and the old
+            // one left as it is (see `arena::parents`).
+            let nl = Layout::from_size_align_unchecked(new_size, l.align());
+            let (q, _) = arena_alloc(nl, chunk(nl));
+            let q = if q.is_null() { System.alloc(nl) } else { q };
+            if !q.is_null() {
+                // SAFETY: both blocks hold at least `min` bytes and do not overlap.
+                std::ptr::copy_nonoverlapping(ptr, q, l.size().min(new_size));
+            }
+            q
         } else {
             System.realloc(ptr, l, new_size)
         };

@@ -64,7 +64,10 @@ mod sqlite_count;
 #[cfg(test)]
 mod tests;
 
-pub use process::{close_inherited_descriptors, exit_now, fork, replace_environment, Forked};
+pub use process::{
+    close_inherited_descriptors, exit_now, fork, replace_environment, reserve_arena_for_forks, set_tcp_defer_accept,
+    Forked,
+};
 pub use sqlite_count::{count_sqlite_allocations, sqlite_allocated, sqlite_page_bytes};
 
 use std::alloc::Layout;

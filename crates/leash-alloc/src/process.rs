@@ -71,6 +71,42 @@ pub fn fork() -> Result<Forked, String> {
     }
 }
 
+/// In a process that forks workers with [`fork`] (the warm process of `leash-cgi
+/// --fastcgi`): reserve the region each child's arena is cut from now, once, instead of
+/// in every child (a `mmap` and an `mprotect` per fork: splitting a fresh mapping costs a
+/// short-lived worker more than the fork copies for a mapping the parent never touches).
+/// The parent never uses the region; each child takes its own copy-on-write copy of it.
+/// False when it cannot be made (each child then makes its own, as before).
+pub fn reserve_arena_for_forks() -> bool {
+    arena::reserve_ahead()
+}
+
+/// Have a listening TCP socket wake `accept` only once a connection has data to read
+/// (`TCP_DEFER_ACCEPT`, Linux; a connection that sends nothing is accepted after about
+/// `secs` seconds). For a server whose clients speak first (a FastCGI server: the web
+/// server sends its request as soon as it connects), the thread that accepts then finds
+/// the request there instead of waiting for it once more.
+pub fn set_tcp_defer_accept(listener: std::os::fd::BorrowedFd<'_>, secs: i32) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let v: libc::c_int = secs;
+    // SAFETY: setsockopt reads one c_int of the size given from a live local; the
+    // descriptor is borrowed, so open for the call.
+    let r = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(format!("TCP_DEFER_ACCEPT: {}", std::io::Error::last_os_error()))
+    }
+}
+
 /// Close every descriptor from 3 up (`close_range(2)`), for a process that has just
 /// started and must pass none of what it inherited to its children (the warm process of
 /// `leash-cgi --fastcgi`: a descriptor its parent leaked would reach every worker).

@@ -45,8 +45,13 @@ fn the_stash_serves_freed_blocks_again_and_counts_them() {
     .unwrap();
 }
 
+/// The arena's region is one per process (as a child has one thread that uses it):
+/// the tests that start it take turns.
+static ARENA_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn the_arena_of_a_forked_process() {
+    let _turn = ARENA_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     // As in a forked child, on a thread of its own (the test harness has threads, so
     // no fork here: the arena is started as `fork` starts it in the child).
     std::thread::spawn(|| {
@@ -89,6 +94,75 @@ fn the_arena_of_a_forked_process() {
     })
     .join()
     .unwrap();
+}
+
+#[test]
+fn the_arena_reserved_ahead() {
+    let _turn = ARENA_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    // As in the child of a process that reserved its children's region ahead: the child
+    // takes that region (writable at once), and only once.
+    std::thread::spawn(|| {
+        assert!(reserve_arena_for_forks());
+        let ahead = arena::AHEAD.load(Relaxed);
+        assert_ne!(ahead, 0);
+        arena::start();
+        assert_eq!(arena::AHEAD.load(Relaxed), 0, "taken");
+        let v: Vec<u8> = std::hint::black_box((0..5000).map(|i| i as u8).collect());
+        assert!(arena::holds(v.as_ptr() as *mut u8));
+        assert_eq!(v.as_ptr() as usize, ahead, "the first block at the region's start");
+        assert!(v.iter().enumerate().all(|(i, &b)| b == i as u8));
+        // The parent's heap, [its start, the break at the fork): its blocks are left
+        // as they are when freed here; nothing else is taken for one of them.
+        let lo = arena::HEAP_LO.load(Relaxed);
+        let brk = arena::BRK.load(Relaxed);
+        if lo != 0 {
+            assert!(brk > lo, "the break at the start: {brk:#x}, the heap from {lo:#x}");
+            assert!(arena::parents(lo as *mut u8) && arena::parents((brk - 16) as *mut u8));
+            assert!(!arena::parents(brk as *mut u8) && !arena::parents((lo - 16) as *mut u8));
+        }
+        assert!(!arena::parents(v.as_ptr() as *mut u8), "a block of the region");
+        let mapped: Vec<u8> = std::hint::black_box(vec![5u8; 4 << 20]);
+        assert!(!arena::parents(mapped.as_ptr() as *mut u8), "a block malloc mapped");
+        // Not on another thread (no arena there).
+        if lo != 0 {
+            assert!(!std::thread::spawn(move || arena::parents(lo as *mut u8)).join().unwrap());
+        }
+        let big: Vec<u8> = std::hint::black_box((0..300_000).map(|i| (i % 7) as u8).collect::<Vec<u8>>());
+        let many: Vec<Vec<u8>> = (0..200).map(|i| vec![i as u8; 4000]).collect();
+        assert!(many.iter().all(|m| arena::holds(m.as_ptr() as *mut u8)), "grown past the first step");
+        assert!(many.iter().enumerate().all(|(i, m)| m.iter().all(|&b| b == i as u8)));
+        drop(big);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_deferred_accept_waits_for_the_first_bytes() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsFd;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    set_tcp_defer_accept(l.as_fd(), 5).unwrap();
+    l.set_nonblocking(true).unwrap();
+    let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let e = l.accept().map(|_| ()).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "connected, nothing sent: not accepted yet");
+    c.write_all(b"hello").unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(4);
+    let (mut s, _) = loop {
+        match l.accept() {
+            Ok(x) => break x,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && std::time::Instant::now() < end => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    s.set_nonblocking(false).unwrap();
+    let mut b = [0u8; 5];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(&b, b"hello");
 }
 
 #[test]
