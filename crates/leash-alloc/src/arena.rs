@@ -185,8 +185,20 @@ pub fn holds(p: *mut u8) -> bool {
 
 /// A block for chunk size `c` (a multiple of 16, at most `ARENA_MAX_CHUNK`), and
 /// whether its bytes are zero (new memory); null when the arena cannot give one.
+///
+/// Outside a forked child (no region: `LO` is 0) this is one load and a branch, so that
+/// the allocator stays small enough to be inlined into its callers; the rest is out of
+/// line.
 #[inline(always)]
 pub fn alloc(c: usize) -> (*mut u8, bool) {
+    if LO.load(Relaxed) == 0 {
+        return (std::ptr::null_mut(), false);
+    }
+    alloc_here(c)
+}
+
+#[inline(never)]
+fn alloc_here(c: usize) -> (*mut u8, bool) {
     ARENA
         .try_with(|a| {
             if !a.on.get() {
