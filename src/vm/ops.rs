@@ -192,9 +192,9 @@ impl<'p> Interp<'p> {
 
     /// `x[k] = v`: a plain value (nil, a boolean, a number) over a plain value in a list
     /// or map of the variable's own is written in place (no storage changes: plain
-    /// values hold none; a map key within `KEY_FREE_BYTES` costs no work; the map's
-    /// key is found through the site's inline cache); anything else through
-    /// `set_index`.
+    /// values hold none; a map key within `KEY_FREE_BYTES` costs no work; a constant
+    /// key is found through the site's inline cache, any other where the map's last
+    /// look-up found one, else by its hash); anything else through `set_index`.
     pub(super) fn vm_set_index(&mut self, code: &Code<'p>, at: usize, var: Opd, k: Opd, v: Opd, ic: u32) -> R<()> {
         if let Some(x) = Plain::of(self.rd(code, v)) {
             // The site's cache for a constant key (a record's field); any other key is
