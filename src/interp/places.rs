@@ -91,20 +91,13 @@ impl<'p> Interp<'p> {
         keys: &[Value],
         leaf: &mut dyn FnMut(&mut Self, &mut Value) -> R<Value>,
     ) -> R<Value> {
-        if matches!(self.slot_mut(root), Value::Unset) {
-            return Err(self.unset(root));
-        }
-        let mut v = std::mem::take(self.slot_mut(root));
-        let before = v.heap() as isize;
-        let r = self.nav_mut(&mut v, keys, leaf);
-        let after = v.heap() as isize;
-        *self.slot_mut(root) = v;
-        self.charge(matches!(root, Slot::Global(_)), after - before)?;
-        r
+        self.modify_var(root, |this, v| this.nav_mut(v, keys, leaf))
     }
 
-    /// `modify_place` of a variable itself (no keys): the same steps without the walk
-    /// and its dynamic call (`push(xs, v)`, `pop(xs)`).
+    /// A variable's value changed in place by `leaf`: an unset variable is its `name`
+    /// error; the value's storage before and after is charged. `modify_place` walks its
+    /// keys inside; a place builtin on the variable itself (`push(xs, v)`) calls it
+    /// directly, without the walk and its dynamic call.
     #[inline]
     pub(super) fn modify_var(&mut self, root: Slot, leaf: impl FnOnce(&mut Self, &mut Value) -> R<Value>) -> R<Value> {
         if matches!(self.slot_mut(root), Value::Unset) {

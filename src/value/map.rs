@@ -287,6 +287,25 @@ fn slot_of<'a>(e: &'a mut Entries, k: &[u8]) -> Option<&'a mut Value> {
     }
 }
 
+/// The value slot at index `i`.
+#[inline(always)]
+fn slot_at(e: &mut Entries, i: usize) -> Option<&mut Value> {
+    match e {
+        Entries::Small(e) => e.get_mut(i).map(|(_, v)| v),
+        Entries::Big(m) => m.get_index_mut(i).map(|(_, v)| v),
+        Entries::Shaped(b) => b.at_mut(i).map(|(_, v)| v),
+    }
+}
+
+/// `f` run on `slot`, a value of the map whose accounted bytes are `heap`, kept true.
+#[inline(always)]
+fn changed<R>(heap: &mut usize, slot: &mut Value, f: impl FnOnce(&mut Value) -> R) -> R {
+    let before = slot.heap();
+    let r = f(slot);
+    *heap = *heap + slot.heap() - before;
+    r
+}
+
 /// Iterator over a map's entries in insertion order.
 pub struct MapIter<'a>(MapIterInner<'a>);
 
@@ -425,20 +444,26 @@ impl Map {
 
     #[inline(always)]
     pub fn get(&self, k: &[u8]) -> Option<&Value> {
-        let (i, v) = match &self.entries {
+        let (i, v) = self.find(k)?;
+        self.hint.set(i);
+        Some(v)
+    }
+
+    /// Where key `k` is and its value: one look at the layout (`get`, `num_of`).
+    #[inline(always)]
+    fn find(&self, k: &[u8]) -> Option<(usize, &Value)> {
+        match &self.entries {
             Entries::Small(e) => {
                 let i = find_small(e, k)?;
-                (i, &e[i].1)
+                Some((i, &e[i].1))
             }
             Entries::Big(m) => {
                 // (not `get_full`: a call less, as `index_of` and `get_index` inline)
                 let i = m.get_index_of(k)?;
-                (i, m.get_index(i)?.1)
+                Some((i, m.get_index(i)?.1))
             }
-            Entries::Shaped(b) => b.find(k)?,
-        };
-        self.hint.set(i);
-        Some(v)
+            Entries::Shaped(b) => b.find(k),
+        }
     }
 
     #[inline(always)]
@@ -596,17 +621,7 @@ impl Map {
     /// one look at the layout, for the counting idiom's in-place update.
     #[inline(always)]
     pub fn num_of(&self, k: &[u8]) -> Option<(usize, f64)> {
-        let (i, v) = match &self.entries {
-            Entries::Small(e) => {
-                let i = find_small(e, k)?;
-                (i, &e[i].1)
-            }
-            Entries::Big(m) => {
-                let i = m.get_index_of(k)?;
-                (i, m.get_index(i)?.1)
-            }
-            Entries::Shaped(b) => b.find(k)?,
-        };
+        let (i, v) = self.find(k)?;
         match v {
             Value::Num(x) => Some((i, *x)),
             _ => None,
@@ -619,21 +634,11 @@ impl Map {
         self.get_index(i).map(|(_, v)| v)
     }
 
-    /// The value slot at index `i`.
-    #[inline(always)]
-    fn slot_at(&mut self, i: usize) -> Option<&mut Value> {
-        match &mut self.entries {
-            Entries::Small(e) => e.get_mut(i).map(|(_, v)| v),
-            Entries::Big(m) => m.get_index_mut(i).map(|(_, v)| v),
-            Entries::Shaped(b) => b.at_mut(i).map(|(_, v)| v),
-        }
-    }
-
     /// Replace the number at index `i` by `n` (a number for a number: the accounting
     /// does not change). False, and nothing done, when it holds something else.
     #[inline(always)]
     pub fn set_num_at(&mut self, i: usize, n: f64) -> bool {
-        match self.slot_at(i) {
+        match slot_at(&mut self.entries, i) {
             Some(Value::Num(x)) => {
                 *x = n;
                 true
@@ -687,14 +692,10 @@ impl Map {
                     self.index_of(k)?
                 };
                 site.set(i as u32);
-                self.slot_at(i)?
+                slot_at(&mut self.entries, i)?
             }
         };
-        let before = slot.heap();
-        let r = f(slot);
-        let after = slot.heap();
-        self.heap = self.heap + after - before;
-        Some(r)
+        Some(changed(&mut self.heap, slot, f))
     }
 
     /// `with_value`, looking for `k` first where this map's last look-up found a key
@@ -705,22 +706,14 @@ impl Map {
             Some(slot) => slot,
             None => slot_of(&mut self.entries, k)?,
         };
-        let before = slot.heap();
-        let r = f(slot);
-        let after = slot.heap();
-        self.heap = self.heap + after - before;
-        Some(r)
+        Some(changed(&mut self.heap, slot, f))
     }
 
     /// Change the value of `k` in place through `f`, keeping this map's accounting true.
     #[inline]
     pub fn with_value<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
         let slot = slot_of(&mut self.entries, k)?;
-        let before = slot.heap();
-        let r = f(slot);
-        let after = slot.heap();
-        self.heap = self.heap + after - before;
-        Some(r)
+        Some(changed(&mut self.heap, slot, f))
     }
 }
 
