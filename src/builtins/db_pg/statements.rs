@@ -62,22 +62,105 @@ fn charge_row(it: &mut Host, n: usize) -> R<()> {
     it.work(WORK_PG_ROW + WORK_PG_BYTE * n as u64)
 }
 
-pub fn exec(it: &mut Host, args: &mut [Value], id: u32) -> R<Value> {
-    const NAME: &str = "db.exec";
-    let sql = it.arg_text(NAME, args, 1)?.to_string();
-    let (sql, params) = bind(it, NAME, &sql, it.opt(args, 2))?;
-    let (rt, until) = ready(it, NAME, id)?;
+/// No answer before the deadline: the connection is lost (its protocol state is
+/// unknown), and the run's time limit says so.
+fn past_deadline(it: &mut Host, name: &str, id: u32) -> Fail {
+    lose(it, id, "no answer before the deadline");
+    time_limit(it, name, "the statement")
+}
+
+/// A statement's answer (a simple query's messages or a portal's rows), read one item
+/// at a time under the statement's deadline. On any failure the stream is dropped
+/// before the connection is looked at or lost.
+struct Answer<'a, S> {
+    name: &'a str,
+    id: u32,
+    rt: &'a tokio::runtime::Runtime,
+    until: Instant,
+    stream: Option<Pin<Box<S>>>,
+}
+
+impl<'a, S, T> Answer<'a, S>
+where
+    S: futures_util::Stream<Item = Result<T, tokio_postgres::Error>>,
+{
+    fn new(name: &'a str, id: u32, rt: &'a tokio::runtime::Runtime, until: Instant, stream: S) -> Self {
+        Answer { name, id, rt, until, stream: Some(Box::pin(stream)) }
+    }
+
+    /// The next item, or None at the end: the deadline loses the connection; the
+    /// server's error is the statement's.
+    fn next(&mut self, it: &mut Host) -> R<Option<T>> {
+        let got = match &mut self.stream {
+            Some(s) => run_until(self.rt, self.until, s.next()),
+            None => Some(None),
+        };
+        match got {
+            Some(None) => Ok(None),
+            Some(Some(Ok(x))) => Ok(Some(x)),
+            None => {
+                self.stream = None;
+                Err(past_deadline(it, self.name, self.id))
+            }
+            Some(Some(Err(e))) => {
+                self.stream = None;
+                Err(pg_err(it, self.name, self.id, e))
+            }
+        }
+    }
+
+    /// A limit in the middle of the answer: the rest is not read, so the connection is
+    /// lost.
+    fn stop(&mut self, it: &mut Host, e: Fail) -> Fail {
+        self.stream = None;
+        lose(it, self.id, "stopped in the middle of a result");
+        e
+    }
+
+    /// Read the rest, charging each item by `size`, dropping it (after a catchable
+    /// error, so that the connection can go on).
+    fn drain(&mut self, it: &mut Host, size: impl Fn(&T) -> usize) -> R<()> {
+        while let Some(x) = self.next(it)? {
+            if let Err(e) = charge_row(it, size(&x)) {
+                return Err(self.stop(it, e));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The SQL of a statement call (argument 1, its parameters bound from argument 2), run
+/// by `f` once the connection is ready, the bytes received noted for the audit line.
+fn statement<T>(
+    it: &mut Host,
+    name: &str,
+    args: &[Value],
+    id: u32,
+    f: impl FnOnce(&mut Host, &tokio::runtime::Runtime, Instant, &str, &[Param]) -> R<T>,
+) -> R<T> {
+    let sql = it.arg_text(name, args, 1)?.to_string();
+    let (sql, params) = bind(it, name, &sql, it.opt(args, 2))?;
+    let (rt, until) = ready(it, name, id)?;
     let before = it.db.pg.conns[&id].io.received.load(Relaxed);
     it.audit_note(it.db.pg.conns[&id].shown.clone());
-    let r = if params.is_empty() && it.opt(args, 2).is_none_or(|v| matches!(v, Value::Nil)) {
-        exec_script(it, NAME, id, &rt, until, &sql)
-    } else {
-        exec_params(it, NAME, id, &rt, until, &sql, &params)
-    };
+    let r = f(it, &rt, until, &sql, &params);
     if let Some(c) = it.db.pg.conns.get(&id) {
         it.audit_bytes = c.io.received.load(Relaxed) - before;
     }
-    Ok(Value::Num(r? as f64))
+    r
+}
+
+pub fn exec(it: &mut Host, args: &mut [Value], id: u32) -> R<Value> {
+    const NAME: &str = "db.exec";
+    let plain = it.opt(args, 2).is_none_or(|v| matches!(v, Value::Nil));
+    let n = statement(it, NAME, args, id, |it, rt, until, sql, params| {
+        if params.is_empty() && plain {
+            exec_script(it, NAME, id, rt, until, sql)
+        } else {
+            exec_params(it, NAME, id, rt, until, sql, params)
+        }
+    })?;
+    Ok(Value::Num(n as f64))
 }
 
 /// Without parameters: every statement of the SQL in order (the simple protocol);
@@ -86,44 +169,29 @@ fn exec_script(it: &mut Host, name: &str, id: u32, rt: &tokio::runtime::Runtime,
     use tokio_postgres::SimpleQueryMessage as M;
     let client = it.db.pg.conns[&id].client.as_ref().expect("not lost");
     let stream = match run_until(rt, until, client.simple_query_raw(sql)) {
-        None => {
-            lose(it, id, "no answer before the deadline");
-            return Err(time_limit(it, name, "the statement"));
-        }
+        None => return Err(past_deadline(it, name, id)),
         Some(Err(e)) => return Err(pg_err(it, name, id, e)),
         Some(Ok(s)) => s,
     };
-    let mut stream = Box::pin(stream);
+    let mut answer = Answer::new(name, id, rt, until, stream);
     let mut changed = 0u64;
     let mut rows_seen = false;
-    loop {
-        match run_until(rt, until, stream.next()) {
-            None => {
-                drop(stream);
-                lose(it, id, "no answer before the deadline");
-                return Err(time_limit(it, name, "the statement"));
-            }
-            Some(None) => break,
-            Some(Some(Err(e))) => {
-                drop(stream);
-                return Err(pg_err(it, name, id, e));
-            }
-            Some(Some(Ok(M::RowDescription(_)))) => rows_seen = true,
-            Some(Some(Ok(M::Row(r)))) => {
+    while let Some(m) = answer.next(it)? {
+        match m {
+            M::RowDescription(_) => rows_seen = true,
+            M::Row(r) => {
                 let n: usize = (0..r.len()).map(|i| r.get(i).map_or(0, str::len)).sum();
                 if let Err(e) = charge_row(it, n) {
-                    drop(stream);
-                    lose(it, id, "stopped in the middle of a result");
-                    return Err(e);
+                    return Err(answer.stop(it, e));
                 }
             }
-            Some(Some(Ok(M::CommandComplete(n)))) => {
+            M::CommandComplete(n) => {
                 if !rows_seen {
                     changed += n;
                 }
                 rows_seen = false;
             }
-            Some(Some(Ok(_))) => {}
+            _ => {}
         }
     }
     Ok(changed)
@@ -146,37 +214,14 @@ fn exec_params(
         Ok::<_, tokio_postgres::Error>((s, returns_rows))
     });
     let (stream, returns_rows) = match r {
-        None => {
-            lose(it, id, "no answer before the deadline");
-            return Err(time_limit(it, name, "the statement"));
-        }
+        None => return Err(past_deadline(it, name, id)),
         Some(Err(e)) => return Err(param_err(it, name, id, e)),
         Some(Ok(s)) => s,
     };
-    let mut stream = Box::pin(stream);
-    loop {
-        match run_until(rt, until, stream.next()) {
-            None => {
-                drop(stream);
-                lose(it, id, "no answer before the deadline");
-                return Err(time_limit(it, name, "the statement"));
-            }
-            Some(None) => break,
-            Some(Some(Err(e))) => {
-                drop(stream);
-                return Err(pg_err(it, name, id, e));
-            }
-            Some(Some(Ok(row))) => {
-                if let Err(e) = charge_row(it, row.raw_size_bytes()) {
-                    drop(stream);
-                    lose(it, id, "stopped in the middle of a result");
-                    return Err(e);
-                }
-            }
-        }
-    }
+    let mut answer = Answer::new(name, id, rt, until, stream);
+    answer.drain(it, |row| row.raw_size_bytes())?;
     // As SQLite's: a statement that returns rows changed none.
-    Ok(if returns_rows { 0 } else { stream.rows_affected().unwrap_or(0) })
+    Ok(if returns_rows { 0 } else { answer.stream.as_ref().and_then(|s| s.rows_affected()).unwrap_or(0) })
 }
 
 /// An error of preparing or binding: a parameter count that does not match is said
@@ -193,16 +238,7 @@ fn param_err(it: &mut Host, name: &str, id: u32, e: tokio_postgres::Error) -> Fa
 
 pub fn query(it: &mut Host, args: &mut [Value], id: u32) -> R<Value> {
     const NAME: &str = "db.query";
-    let sql = it.arg_text(NAME, args, 1)?.to_string();
-    let (sql, params) = bind(it, NAME, &sql, it.opt(args, 2))?;
-    let (rt, until) = ready(it, NAME, id)?;
-    let before = it.db.pg.conns[&id].io.received.load(Relaxed);
-    it.audit_note(it.db.pg.conns[&id].shown.clone());
-    let r = query_in(it, NAME, id, &rt, until, &sql, &params);
-    if let Some(c) = it.db.pg.conns.get(&id) {
-        it.audit_bytes = c.io.received.load(Relaxed) - before;
-    }
-    r
+    statement(it, NAME, args, id, |it, rt, until, sql, params| query_in(it, NAME, id, rt, until, sql, params))
 }
 
 fn query_in(
@@ -228,10 +264,7 @@ fn query_in(
         Ok::<_, tokio_postgres::Error>((s, st))
     });
     let (stream, st) = match r {
-        None => {
-            lose(it, id, "no answer before the deadline");
-            return Err(time_limit(it, name, "the statement"));
-        }
+        None => return Err(past_deadline(it, name, id)),
         Some(Err(e)) => return Err(param_err(it, name, id, e)),
         Some(Ok(s)) => s,
     };
@@ -248,22 +281,9 @@ fn query_in(
             ),
         ));
     }
-    let mut stream = Box::pin(stream);
+    let mut answer = Answer::new(name, id, rt, until, stream);
     let mut out = Rows::new();
-    loop {
-        let row = match run_until(rt, until, stream.next()) {
-            None => {
-                drop(stream);
-                lose(it, id, "no answer before the deadline");
-                return Err(time_limit(it, name, "the statement"));
-            }
-            Some(None) => break,
-            Some(Some(Err(e))) => {
-                drop(stream);
-                return Err(pg_err(it, name, id, e));
-            }
-            Some(Some(Ok(row))) => row,
-        };
+    while let Some(row) = answer.next(it)? {
         let built = (|| {
             charge_row(it, row.raw_size_bytes())?;
             let mut map = Map::with_capacity(cols.len());
@@ -278,49 +298,15 @@ fn query_in(
         if let Err(e) = built {
             if !matches!(&*e, crate::error::Unwind::Error(_)) {
                 // A limit ends the run: the rest of the result is not read.
-                drop(stream);
-                lose(it, id, "stopped in the middle of a result");
-                return Err(e);
+                return Err(answer.stop(it, e));
             }
             // A catchable error: the rest of the result is read (and charged) and
             // dropped, so that the connection can go on.
-            return Err(drain(it, name, id, rt, until, stream).err().unwrap_or(e));
+            return Err(answer.drain(it, |row| row.raw_size_bytes()).err().unwrap_or(e));
         }
     }
-    drop(stream);
+    drop(answer);
     out.into_value(it)
-}
-
-/// Read the rest of a result, charging its rows, dropping them.
-fn drain(
-    it: &mut Host,
-    name: &str,
-    id: u32,
-    rt: &tokio::runtime::Runtime,
-    until: Instant,
-    mut stream: Pin<Box<tokio_postgres::RowStream>>,
-) -> R<()> {
-    loop {
-        match run_until(rt, until, stream.next()) {
-            None => {
-                drop(stream);
-                lose(it, id, "no answer before the deadline");
-                return Err(time_limit(it, name, "the statement"));
-            }
-            Some(None) => return Ok(()),
-            Some(Some(Err(e))) => {
-                drop(stream);
-                return Err(pg_err(it, name, id, e));
-            }
-            Some(Some(Ok(row))) => {
-                if let Err(e) = charge_row(it, row.raw_size_bytes()) {
-                    drop(stream);
-                    lose(it, id, "stopped in the middle of a result");
-                    return Err(e);
-                }
-            }
-        }
-    }
 }
 
 pub fn close(it: &mut Host, id: u32) -> R<Value> {
