@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS="load eval json json_stream csv url date re gateway cgi fmt layout fastcgi db"
+TARGETS="load eval json json_stream csv url date re gateway cgi fmt layout fastcgi db pg_url"
 BIN=fuzz/target/x86_64-unknown-linux-gnu/release
 # libFuzzer's own limits: one process, 10 s per input, 1 GiB resident. The smoke run
 # also closes the target's stderr (-close_fd_mask=2, quiet CI logs); a campaign run keeps
