@@ -457,6 +457,7 @@ fn run_config(
         },
         heap: Some(heap),
         profile: cfg.profile.is_some(),
+        compiled: None,
     }
 }
 

@@ -158,7 +158,7 @@ impl<'p> Interp<'p> {
             peak_mem: 0,
             host: Host::new(cfg),
             profile: None,
-            compiled: core_compiled(),
+            compiled: cfg.compiled.unwrap_or_else(core_compiled),
             codes: Vec::new(),
         }
     }

@@ -96,6 +96,19 @@ pub fn run_with(
     b: &Budgets,
     caps: Caps,
 ) -> leash::Outcome {
+    run_on(prog, heap, args, b, caps, None)
+}
+
+/// `run` on the evaluator chosen: Some(true) the compiled core, Some(false) the tree
+/// evaluator, None as `LEASH_CORE` says (the `core_diff` target runs both).
+pub fn run_on(
+    prog: &Program,
+    heap: leash::memory::Budget,
+    args: Vec<Vec<u8>>,
+    b: &Budgets,
+    caps: Caps,
+    compiled: Option<bool>,
+) -> leash::Outcome {
     no_growth();
     let started = Instant::now();
     let cfg = RunConfig {
@@ -108,6 +121,7 @@ pub fn run_with(
         cgi: true,
         heap: Some(heap),
         caps,
+        compiled,
         ..Default::default()
     };
     let out = leash::run(prog, &cfg);
