@@ -63,12 +63,14 @@ mod process;
 mod sqlite_count;
 #[cfg(test)]
 mod tests;
+mod text;
 
 pub use process::{
     close_inherited_descriptors, exit_now, fork, replace_environment, reserve_arena_for_forks, set_tcp_defer_accept,
     Forked,
 };
 pub use sqlite_count::{count_sqlite_allocations, sqlite_allocated, sqlite_page_bytes};
+pub use text::text_in_huge_pages;
 
 use std::alloc::Layout;
 use std::cell::Cell;
