@@ -65,7 +65,8 @@ static void die(const char *what) {
 static char *arena_at;
 static char *arena_end;
 
-static char *place(size_t len) {
+static char *place(size_t len, size_t align) {
+    arena_at = (char *)(((uintptr_t)arena_at + align - 1) & ~(uintptr_t)(align - 1));
     if (arena_at + len + PAGE > arena_end) {
         fprintf(stderr, "floor: --like: the address space reserved is too small\n");
         exit(2);
@@ -88,7 +89,7 @@ static void like(int pid) {
     char line[4096];
     unsigned long lo = 0, hi = 0, off = 0;
     char perms[8] = "", file[4096] = "";
-    long rss = -1, anon = -1;
+    long rss = -1, anon = -1, anon_huge = 0;
     int have = 0, maps = 0;
     long pages_anon = 0, pages_file = 0;
     anon_pages = calloc(1 << 20, sizeof *anon_pages);
@@ -102,7 +103,7 @@ static void like(int pid) {
                        (perms[2] == 'x' ? PROT_EXEC : 0);
             int special = file[0] == '[' && strcmp(file, "[heap]") && strcmp(file, "[stack]");
             if (!special) {
-                char *at = place(len);
+                char *at = place(len, anon_huge > 0 ? (2UL << 20) : PAGE);
                 char *m;
                 if (file[0] == '/') {
                     int fd = open(file, O_RDONLY);
@@ -113,6 +114,7 @@ static void like(int pid) {
                     m = mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0);
                 }
                 if (m == MAP_FAILED) die("floor: mmap");
+                if (anon_huge > 0) madvise(m, len, MADV_HUGEPAGE); /* as the warm process's code in huge pages */
                 size_t npages = len / PAGE;
                 size_t want_anon = (size_t)anon / 4, want_file = (size_t)(rss - anon) / 4;
                 for (size_t i = 0; i < npages && (want_anon || want_file); i++) {
@@ -149,11 +151,14 @@ static void like(int pid) {
             while (*s == ' ') s++;
             memmove(file, s, strlen(s) + 1);
             rss = anon = -1;
+            anon_huge = 0;
             have = 1;
         } else if (!strncmp(line, "Rss:", 4)) {
             rss = atol(line + 4);
         } else if (!strncmp(line, "Anonymous:", 10)) {
             anon = atol(line + 10);
+        } else if (!strncmp(line, "AnonHugePages:", 14)) {
+            anon_huge = atol(line + 14);
         }
     }
     fclose(f);
