@@ -16,8 +16,9 @@ MPM, mod_proxy_fcgi, as bench/cgi/run.py sets it up) in front of
 
 measured with ab, rows alternating for --rounds rounds. Per row: req/s, and CPU per
 request three ways: the whole machine (/proc/stat, both CPUs, minus the idle rate of
-other work measured just before: --quiet-s), the process trees (Apache + the backend +
-ab, from /proc and getrusage), and each part.
+other work measured just before: --quiet-s; meaningful only on a machine without other
+work, since niced work that runs while a row waits gives way while it runs), the process
+trees (Apache + the backend + ab, from /proc and getrusage), and each part.
 
   python3 bench/cgi/floor.py [--bin target/quick] [-c 8] [-n 4000] [--rounds 2]
 """
@@ -147,11 +148,8 @@ def main():
             print("(php-fpm is not installed: left out)", file=sys.stderr)
         dirs = "".join(DIR.format(base=base, name=n, port=ports[n]) for n in names)
         user = "User www-data\nGroup www-data" if root_user else ""
-        (base / "httpd.conf").write_text(APACHE.format(base=base, port=ports.get("apache", 0) or 0, user=user,
-                                                       mods=MODS, dirs=dirs).replace("Listen 127.0.0.1:0", ""))
         aport = free_port()
-        conf = (base / "httpd.conf").read_text()
-        (base / "httpd.conf").write_text(f"Listen 127.0.0.1:{aport}\n" + conf)
+        (base / "httpd.conf").write_text(APACHE.format(base=base, port=aport, user=user, mods=MODS, dirs=dirs))
         ap_proc = subprocess.Popen([apache, "-f", str(base / "httpd.conf"), "-D", "FOREGROUND"], start_new_session=True)
         procs.append(ap_proc)
         wait_port(aport, ap_proc, "apache2")
