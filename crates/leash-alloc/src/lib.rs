@@ -55,7 +55,9 @@
 //! script's thread; `arena` the small blocks of a forked process's thread; `process`
 //! the process-wide calls (`fork`, the environment, descriptors, `exit_now`) and the
 //! allocator's state after a fork; `sqlite_count` the counting of SQLite's allocations
-//! and page fetches.
+//! and page fetches; `text` the executable's code moved to huge pages for a process that
+//! forks workers ([`text_in_huge_pages`]: `mmap`, `madvise`, `mprotect`, `mremap` and
+//! the copy of the code are C calls and raw memory).
 
 mod arena;
 mod global;
