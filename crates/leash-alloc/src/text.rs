@@ -85,7 +85,11 @@ fn range_to_move(maps: &[Map], exe: &str) -> Option<(usize, usize)> {
     // The page where the code starts, when the executable's read-only data fills the rest
     // of it (the mapping just before the code, contiguous, read only, the same file).
     let lo = match i.checked_sub(1).map(|j| &maps[j]) {
-        Some(p) if down < text.start && p.path == exe && p.perms == "r--p" && p.end == text.start && p.start <= down => down,
+        Some(p)
+            if down < text.start && p.path == exe && p.perms == "r--p" && p.end == text.start && p.start <= down =>
+        {
+            down
+        }
         _ => up,
     };
     let hi = text.end / HUGE * HUGE;
@@ -214,10 +218,16 @@ mod tests {
         other[0].path = "/usr/lib/libc.so.6".into();
         assert_eq!(range_to_move(&other, exe), Some((0x4000_0000 + 4 * m, 0x4000_0000 + 10 * m)));
         // A gap between them: the same.
-        let gap = vec![map(0x4000_0000, 0x4000_0000 + 3 * m - 0x1000, "r--p", exe), map(0x4000_0000 + 3 * m, 0x4000_0000 + 10 * m, "r-xp", exe)];
+        let gap = vec![
+            map(0x4000_0000, 0x4000_0000 + 3 * m - 0x1000, "r--p", exe),
+            map(0x4000_0000 + 3 * m, 0x4000_0000 + 10 * m, "r-xp", exe),
+        ];
         assert_eq!(range_to_move(&gap, exe), Some((0x4000_0000 + 4 * m, 0x4000_0000 + 10 * m)));
         // Read-only data that starts inside the same 2 MiB page: that page is not whole.
-        let short = vec![map(0x4000_0000 + 3 * m - 0x1000, 0x4000_0000 + 3 * m, "r--p", exe), map(0x4000_0000 + 3 * m, 0x4000_0000 + 6 * m, "r-xp", exe)];
+        let short = vec![
+            map(0x4000_0000 + 3 * m - 0x1000, 0x4000_0000 + 3 * m, "r--p", exe),
+            map(0x4000_0000 + 3 * m, 0x4000_0000 + 6 * m, "r-xp", exe),
+        ];
         assert_eq!(range_to_move(&short, exe), Some((0x4000_0000 + 4 * m, 0x4000_0000 + 6 * m)));
         // Code aligned already.
         let aligned = vec![map(0x4000_0000, 0x4000_0000 + 4 * m, "r-xp", exe)];
