@@ -302,6 +302,12 @@ pub fn zygote_main() -> i32 {
         // worker takes each from here instead of compiling it (`re::warm_patterns`).
         crate::builtins::re::warm_patterns(crate::source::stdlib_patterns().iter().map(String::as_str));
     }
+    // The binary's code in 2 MiB pages, so that a fork copies one entry per 2 MiB of it and
+    // a worker takes no page fault in it (`leash_alloc::text_in_huge_pages`; nothing is
+    // moved when the kernel gives no huge pages).
+    if let Err(m) = leash_alloc::text_in_huge_pages() {
+        log_line(&format!("leash-cgi: warm process: the code stays in small pages: {m}"));
+    }
     // The region each worker's small blocks are cut from, reserved once here rather than
     // in every worker (`leash_alloc::reserve_arena_for_forks`).
     leash_alloc::reserve_arena_for_forks();

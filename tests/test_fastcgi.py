@@ -1429,3 +1429,82 @@ def test_a_worker_allocates_as_any_run(tmp_path):
     direct = fc.split_http(r.stdout)[2]
     assert outs["fork"] == outs["exec"] == {direct}, (outs, direct)
     assert direct.startswith(b"3000 777 3840 210000 300 777 0 99 309393 3000\n")
+
+
+def _smaps(pid):
+    """[(start, end, perms, path, {field: kB})] of /proc/PID/smaps."""
+    out = []
+    for line in pathlib.Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        first = line.split(None, 1)[0] if line.strip() else ""
+        if "-" in first and all(c in "0123456789abcdef-" for c in first):
+            f = line.split()
+            a, b = (int(x, 16) for x in f[0].split("-"))
+            out.append((a, b, f[1], f[5] if len(f) > 5 else "", {}))
+        elif out and ":" in line:
+            k, v = line.split(":", 1)
+            if v.strip().endswith("kB"):
+                out[-1][4][k] = int(v.split()[0])
+    return out
+
+
+def _elf_loads(path):
+    """[(vaddr, file offset, file size)] of the PT_LOAD segments of a 64-bit ELF file."""
+    data = pathlib.Path(path).read_bytes()
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    loads = []
+    for i in range(phnum):
+        typ, _flags, off, vaddr, _paddr, filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if typ == 1:
+            loads.append((vaddr, off, filesz))
+    return data, loads
+
+
+def test_the_code_in_huge_pages_is_the_binarys_own(srv):
+    """The warm process moves whole 2 MiB pages of its code to anonymous huge pages
+    (`leash_alloc::text_in_huge_pages`), so that a fork copies an entry per 2 MiB and a
+    worker takes no fault in them: where the kernel gives huge pages, the moved range is
+    read-only and executable, in huge pages, and holds the executable file's own bytes at
+    the same addresses; no mapping of the warm process is both writable and executable;
+    workers serve pages as before."""
+    for _ in range(3):
+        status, _, body = srv.get("hello.lsh", "who=huge")
+        assert status == 200 and body == b"hello huge\n", (body, srv.log())
+    z = srv.zygote()
+    maps = _smaps(z)
+    assert not [m for m in maps if "w" in m[2] and "x" in m[2]], maps
+    exe = os.path.realpath(f"/proc/{z}/exe")
+    thp = pathlib.Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    has_thp = thp.exists() and ("[always]" in thp.read_text() or "[madvise]" in thp.read_text())
+    own = [m for m in maps if m[3] == exe]
+    code = [m for m in own if m[2] == "r-xp"]
+    assert code, maps
+    moved = [m for m in maps if m[2] == "r-xp" and m[3] == "" and own[0][0] < m[0] < own[-1][1]]
+    if not has_thp:
+        assert not moved, maps
+        pytest.skip("transparent huge pages are off here: the code stays in the file's pages")
+    huge = 2 << 20
+    whole = any(m[1] // huge * huge > (m[0] + huge - 1) // huge * huge for m in code) or moved
+    if not whole:
+        pytest.skip("the binary's code has no whole 2 MiB page")
+    assert len(moved) == 1, maps
+    a, b, _perms, _path, fields = moved[0]
+    assert a % huge == 0 and b % huge == 0 and fields.get("AnonHugePages") == (b - a) // 1024, moved
+    assert "the code stays in small pages" not in srv.log()
+    # The same bytes as the file's at those addresses (the load address: the mapping at
+    # file offset 0, the executable's first).
+    base = own[0][0]
+    data, loads = _elf_loads(exe)
+    try:
+        with open(f"/proc/{z}/mem", "rb") as mem:
+            mem.seek(a)
+            got = mem.read(b - a)
+    except OSError as e:
+        pytest.skip(f"/proc/{z}/mem cannot be read here: {e}")
+    checked = 0
+    for vaddr, off, size in loads:
+        lo, hi = max(a - base, vaddr), min(b - base, vaddr + size)
+        if lo < hi:
+            assert got[lo - (a - base):hi - (a - base)] == data[off + lo - vaddr:off + hi - vaddr]
+            checked += hi - lo
+    assert checked >= (b - a) // 2, (checked, b - a)

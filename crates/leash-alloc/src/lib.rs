@@ -55,7 +55,9 @@
 //! script's thread; `arena` the small blocks of a forked process's thread; `process`
 //! the process-wide calls (`fork`, the environment, descriptors, `exit_now`) and the
 //! allocator's state after a fork; `sqlite_count` the counting of SQLite's allocations
-//! and page fetches.
+//! and page fetches; `text` the executable's code moved to huge pages for a process that
+//! forks workers ([`text_in_huge_pages`]: `mmap`, `madvise`, `mprotect`, `mremap` and
+//! the copy of the code are C calls and raw memory).
 
 mod arena;
 mod global;
@@ -63,12 +65,14 @@ mod process;
 mod sqlite_count;
 #[cfg(test)]
 mod tests;
+mod text;
 
 pub use process::{
     close_inherited_descriptors, exit_now, fork, replace_environment, reserve_arena_for_forks, set_tcp_defer_accept,
     Forked,
 };
 pub use sqlite_count::{count_sqlite_allocations, sqlite_allocated, sqlite_page_bytes};
+pub use text::text_in_huge_pages;
 
 use std::alloc::Layout;
 use std::cell::Cell;
