@@ -151,8 +151,7 @@ impl<'p> Compiler<'p> {
 
     fn emit(&mut self, op: Op<'p>, spot: Spot, ospot: [Spot; 2]) -> usize {
         let step = std::mem::take(&mut self.step_pending);
-        self.code.ops.push(Ins { op, step });
-        self.code.pos.push(self.pos);
+        self.code.ops.push(Ins { op, step, pos: self.pos });
         self.code.spot.push(spot);
         self.code.ospot.push(ospot);
         self.code.ops.len() - 1

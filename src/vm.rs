@@ -99,15 +99,15 @@ impl<'p> Interp<'p> {
                 let at = pc;
                 pc += 1;
                 let ins = &code.ops[at];
-                let stepped = if ins.step { self.step_line(code.pos[at]) } else { Ok(()) };
+                let stepped = if ins.step { self.step_line(ins.pos) } else { Ok(()) };
                 let r: R<()> = if let Err(e) = stepped {
                     Err(e)
                 } else {
                     match ins.op {
-                        Op::Step => self.step_line(code.pos[at]),
+                        Op::Step => self.step_line(ins.pos),
                         Op::StepJump(to) => {
                             pc = to as usize;
-                            self.step(code.pos[at])
+                            self.step(ins.pos)
                         }
                         Op::Move { dst, src } => match Plain::of(self.rd(code, src)) {
                             Some(p) => {
@@ -136,7 +136,7 @@ impl<'p> Interp<'p> {
                             };
                             branch(t, false, to, &mut pc)
                         }
-                        Op::TestNBack { op, a, k, to } => match self.step(code.pos[at]) {
+                        Op::TestNBack { op, a, k, to } => match self.step(ins.pos) {
                             Ok(()) => {
                                 let t = match self.rd(code, a) {
                                     Value::Num(x) => Ok(num_cmp(op, *x, k)),
@@ -146,7 +146,7 @@ impl<'p> Interp<'p> {
                             }
                             Err(e) => Err(e),
                         },
-                        Op::TestBack { op, a, b, to } => match self.step(code.pos[at]) {
+                        Op::TestBack { op, a, b, to } => match self.step(ins.pos) {
                             Ok(()) => {
                                 let t = match (self.rd(code, a), self.rd(code, b)) {
                                     (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
@@ -276,7 +276,7 @@ impl<'p> Interp<'p> {
                             }
                         }
                         Op::Throw(a) => match self.val(code, a, || code.ospot[at][0]) {
-                            Ok(v) => Err(self.thrown(v, code.pos[at])),
+                            Ok(v) => Err(self.thrown(v, code.pos(at))),
                             Err(e) => Err(e),
                         },
                         Op::TryEnter { save } => {
@@ -396,7 +396,7 @@ impl<'p> Interp<'p> {
                             }
                             Some(i) => self.put_num(var, i),
                         },
-                        Op::ForBack { var, base, to } => match self.step(code.pos[at]) {
+                        Op::ForBack { var, base, to } => match self.step(ins.pos) {
                             Ok(()) => match self.for_value(base, 1.0) {
                                 None => Ok(()),
                                 Some(i) => {
@@ -508,7 +508,7 @@ impl<'p> Interp<'p> {
                     // code catches it; else each compiled caller's frame is closed, as a
                     // return through `enter` would close it, and its call is where the
                     // error is looked for next.
-                    let mut e = located(spotted(e, code.spot[at]), code.pos[at]);
+                    let mut e = located(spotted(e, code.spot[at]), code.pos(at));
                     let mut here = cur.clone();
                     let mut at = at;
                     loop {
@@ -521,7 +521,7 @@ impl<'p> Interp<'p> {
                                         break;
                                     }
                                     // A failure of the catch itself (its storage) goes on.
-                                    Err(e2) => e = located(e2, here.pos[at]),
+                                    Err(e2) => e = located(e2, here.pos(at)),
                                 },
                                 other => e = Box::new(other),
                             }
@@ -531,7 +531,7 @@ impl<'p> Interp<'p> {
                             Some((fcode, fpc, saved)) => {
                                 self.vm_leave(&here, saved);
                                 at = fpc - 1;
-                                e = located(spotted(e, fcode.spot[at]), fcode.pos[at]);
+                                e = located(spotted(e, fcode.spot[at]), fcode.pos(at));
                                 here = fcode;
                             }
                         }
@@ -606,7 +606,7 @@ impl<'p> Interp<'p> {
             _ => unreachable!("a frame returns to a call instruction"),
         };
         let r = write(self, dst);
-        let r = r.map_err(|e| located(spotted(e, fcode.spot[call]), fcode.pos[call]));
+        let r = r.map_err(|e| located(spotted(e, fcode.spot[call]), fcode.pos(call)));
         *pc = fpc;
         *next = Some(fcode);
         r

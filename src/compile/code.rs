@@ -50,7 +50,14 @@ pub const NONE: Opd = Opd(T_CONST << 30 | IDX);
 pub struct Ins<'p> {
     pub op: Op<'p>,
     pub step: bool,
+    /// The position of the line it belongs to (`Code::pos`). Beside the instruction
+    /// rather than in a table of its own: a step reads it with the instruction (no
+    /// second look-up and bounds check), and it fits in the instruction's padding.
+    pub pos: Pos,
 }
+
+// An instruction stays 32 bytes (two to a cache line) with its position.
+const _: () = assert!(std::mem::size_of::<Ins<'static>>() == 32);
 
 /// One instruction. Jump targets are instruction indices.
 #[derive(Debug, Clone, Copy)]
@@ -392,8 +399,8 @@ pub struct PlaceCall {
 #[derive(Debug, Default)]
 pub struct Code<'p> {
     pub ops: Vec<Ins<'p>>,
-    /// Per instruction: its line, its node's spot, and its two operands' spots.
-    pub pos: Vec<Pos>,
+    /// Per instruction: its node's spot and its two operands' spots (its line is in
+    /// the instruction: `pos`).
     pub spot: Vec<Spot>,
     pub ospot: Vec<[Spot; 2]>,
     pub consts: Vec<Value>,
@@ -417,4 +424,12 @@ pub struct Code<'p> {
     /// The locals and the `for ... in` loops' registers: what a call's entry makes
     /// unset (a temporary is always written before it is read; these are not).
     pub nfixed: u32,
+}
+
+impl Code<'_> {
+    /// The position of instruction `at`'s line.
+    #[inline(always)]
+    pub fn pos(&self, at: usize) -> Pos {
+        self.ops[at].pos
+    }
 }

@@ -70,14 +70,14 @@ impl<'p> Interp<'p> {
 
     #[inline(never)]
     pub(super) fn bin_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, k: f64) -> R<()> {
-        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
+        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos(at)))?;
         let v = self.binop(op, x, Value::Num(k))?;
         self.put(dst, v)
     }
 
     #[inline(never)]
     pub(super) fn test_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, k: f64) -> R<bool> {
-        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
+        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos(at)))?;
         if matches!(op, BinOp::Eq | BinOp::Ne) {
             let mut n = EqCount::default();
             let same = equals_counted(&x, &Value::Num(k), &mut n);
@@ -112,8 +112,8 @@ impl<'p> Interp<'p> {
         let [sa, sb] = code.ospot[at];
         // An unset operand's error carries its name's column or none, never the
         // operator's (as the tree evaluator reports it).
-        let x = self.val(code, a, || sa).map_err(|e| located(e, code.pos[at]))?;
-        let y = self.val(code, b, || sb).map_err(|e| located(e, code.pos[at]))?;
+        let x = self.val(code, a, || sa).map_err(|e| located(e, code.pos(at)))?;
+        let y = self.val(code, b, || sb).map_err(|e| located(e, code.pos(at)))?;
         let v = self.binop(op, x, y)?;
         self.put(dst, v)
     }
@@ -125,10 +125,10 @@ impl<'p> Interp<'p> {
         let [sa, sb] = code.ospot[at];
         if matches!(op, BinOp::Eq | BinOp::Ne) {
             if let Value::Unset = self.rd(code, a) {
-                return Err(located(self.unset_at(slot_of(a), sa), code.pos[at]));
+                return Err(located(self.unset_at(slot_of(a), sa), code.pos(at)));
             }
             if let Value::Unset = self.rd(code, b) {
-                return Err(located(self.unset_at(slot_of(b), sb), code.pos[at]));
+                return Err(located(self.unset_at(slot_of(b), sb), code.pos(at)));
             }
             let mut n = EqCount::default();
             let same = equals_counted(self.rd(code, a), self.rd(code, b), &mut n);
@@ -140,8 +140,8 @@ impl<'p> Interp<'p> {
         }
         // An unset operand's error carries its name's column or none, never the
         // operator's (as the tree evaluator reports it).
-        let x = self.val(code, a, || sa).map_err(|e| located(e, code.pos[at]))?;
-        let y = self.val(code, b, || sb).map_err(|e| located(e, code.pos[at]))?;
+        let x = self.val(code, a, || sa).map_err(|e| located(e, code.pos(at)))?;
+        let y = self.val(code, b, || sb).map_err(|e| located(e, code.pos(at)))?;
         Ok(self.binop(op, x, y)?.truthy())
     }
 
@@ -159,7 +159,7 @@ impl<'p> Interp<'p> {
 
     #[inline(never)]
     pub(super) fn field_slow(&mut self, code: &Code<'p>, at: usize, dst: Opd, a: Opd, name: &Bytes) -> R<()> {
-        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos[at]))?;
+        let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos(at)))?;
         match &x {
             Value::Map(m) => match m.get(name) {
                 Some(v) => {
