@@ -9,6 +9,18 @@
 
 pub mod gen;
 
+/// The program the generator (`gen.rs`) writes from fuzz input `data` (None when the
+/// input runs out first), printed to stderr when `LEASH_FUZZ_PRINT` is set (to see what
+/// a crash ran): the `eval` and `core_diff` targets' input.
+pub fn generated(data: &[u8]) -> Option<String> {
+    let mut u = arbitrary::Unstructured::new(data);
+    let src = gen::program(&mut u).ok()?;
+    if std::env::var_os("LEASH_FUZZ_PRINT").is_some() {
+        eprintln!("----\n{src}----");
+    }
+    Some(src)
+}
+
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
