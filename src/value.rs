@@ -81,11 +81,13 @@ impl Hash for Repr {
 }
 
 impl Repr {
+    /// (The lengths are bounded by `min`, which the compiler knows holds: a conditional
+    /// move, not a bounds check's branch.)
     #[inline(always)]
     fn bytes(&self) -> &[u8] {
         match self {
-            Repr::Inline { len, buf } => &buf[..*len as usize],
-            Repr::Heap { buf, lo, hi } => &buf[..(*lo as usize | (*hi as usize) << 32)],
+            Repr::Inline { len, buf } => &buf[..(*len as usize).min(STR_INLINE)],
+            Repr::Heap { buf, lo, hi } => &buf[..(*lo as usize | (*hi as usize) << 32).min(buf.len())],
         }
     }
 
@@ -174,13 +176,14 @@ impl std::fmt::Debug for LStr {
 
 impl std::ops::Deref for LStr {
     type Target = [u8];
-    #[inline]
+    #[inline(always)]
     fn deref(&self) -> &[u8] {
         self.0.bytes()
     }
 }
 
 impl std::borrow::Borrow<[u8]> for LStr {
+    #[inline(always)]
     fn borrow(&self) -> &[u8] {
         self.0.bytes()
     }
@@ -220,7 +223,7 @@ impl LStr {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn as_slice(&self) -> &[u8] {
         self.0.bytes()
     }
