@@ -45,15 +45,35 @@ pub struct LStr(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    Inline { len: u8, buf: [u8; STR_INLINE] },
+    Inline { len: InlineLen, buf: [u8; STR_INLINE] },
     /// `buf.len()` is the capacity; the string is its first `lo | hi << 32` bytes.
     Heap { buf: Box<[u8]>, lo: u32, hi: u16 },
+}
+
+/// The length of an inline string, 0 to `STR_INLINE`: an enum, so that the compiler knows
+/// its range (reading a string's bytes needs no bounds check) and `Repr` keeps its
+/// variant in the byte's unused values (no separate tag).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum InlineLen {
+    L0, L1, L2, L3, L4, L5, L6, L7, L8, L9, L10, L11, L12, L13, L14, L15, L16, L17, L18, L19, L20, L21, L22,
+}
+
+const INLINE_LENS: [InlineLen; STR_INLINE + 1] = {
+    use InlineLen::*;
+    [L0, L1, L2, L3, L4, L5, L6, L7, L8, L9, L10, L11, L12, L13, L14, L15, L16, L17, L18, L19, L20, L21, L22]
+};
+
+/// The inline length `n` (at most `STR_INLINE`; more is taken as `STR_INLINE`).
+#[inline(always)]
+fn inline_len(n: usize) -> InlineLen {
+    INLINE_LENS[n.min(STR_INLINE)]
 }
 
 impl Default for Repr {
     #[inline]
     fn default() -> Self {
-        Repr::Inline { len: 0, buf: [0; STR_INLINE] }
+        Repr::Inline { len: InlineLen::L0, buf: [0; STR_INLINE] }
     }
 }
 
@@ -81,12 +101,12 @@ impl Hash for Repr {
 }
 
 impl Repr {
-    /// (The lengths are bounded by `min`, which the compiler knows holds: a conditional
-    /// move, not a bounds check's branch.)
+    /// (An inline length is known to be at most `STR_INLINE` (`InlineLen`); a heap one is
+    /// bounded by `min`, a conditional move: no bounds check's branch either way.)
     #[inline(always)]
     fn bytes(&self) -> &[u8] {
         match self {
-            Repr::Inline { len, buf } => &buf[..(*len as usize).min(STR_INLINE)],
+            Repr::Inline { len, buf } => &buf[..*len as usize],
             Repr::Heap { buf, lo, hi } => &buf[..(*lo as usize | (*hi as usize) << 32).min(buf.len())],
         }
     }
@@ -110,11 +130,28 @@ impl Repr {
         Repr::Heap { buf: v.into_boxed_slice(), lo: n as u32, hi: (n >> 32) as u16 }
     }
 
+    /// `b` (at most `STR_INLINE` bytes) in place. Copied in fixed-size pieces that may
+    /// overlap (two or three of 8 bytes, two of 4, or up to 3 single bytes), so that no
+    /// `memcpy` call is made for the copy of a few bytes.
     #[inline(always)]
     fn inline(b: &[u8]) -> Repr {
         let mut buf = [0; STR_INLINE];
-        buf[..b.len()].copy_from_slice(b);
-        Repr::Inline { len: b.len() as u8, buf }
+        let n = b.len().min(STR_INLINE);
+        if n >= 8 {
+            buf[..8].copy_from_slice(&b[..8]);
+            if n > 16 {
+                buf[8..16].copy_from_slice(&b[8..16]);
+            }
+            buf[n - 8..n].copy_from_slice(&b[n - 8..n]);
+        } else if n >= 4 {
+            buf[..4].copy_from_slice(&b[..4]);
+            buf[n - 4..n].copy_from_slice(&b[n - 4..n]);
+        } else if n > 0 {
+            buf[0] = b[0];
+            buf[n / 2] = b[n / 2];
+            buf[n - 1] = b[n - 1];
+        }
+        Repr::Inline { len: inline_len(n), buf }
     }
 
     #[inline(always)]
@@ -147,7 +184,7 @@ impl Repr {
             Repr::Inline { len, buf } => {
                 let n = *len as usize;
                 buf[n..n + b.len()].copy_from_slice(b);
-                *len = (n + b.len()) as u8;
+                *len = inline_len(n + b.len());
             }
             Repr::Heap { buf, lo, hi } => {
                 let n = *lo as usize | (*hi as usize) << 32;
@@ -176,14 +213,14 @@ impl std::fmt::Debug for LStr {
 
 impl std::ops::Deref for LStr {
     type Target = [u8];
-    #[inline(always)]
+    #[inline]
     fn deref(&self) -> &[u8] {
         self.0.bytes()
     }
 }
 
 impl std::borrow::Borrow<[u8]> for LStr {
-    #[inline(always)]
+    #[inline]
     fn borrow(&self) -> &[u8] {
         self.0.bytes()
     }
@@ -223,7 +260,7 @@ impl LStr {
         }
     }
 
-    #[inline(always)]
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         self.0.bytes()
     }
