@@ -45,9 +45,16 @@ pub struct LStr(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    Inline { len: InlineLen, buf: [u8; STR_INLINE] },
+    Inline {
+        len: InlineLen,
+        buf: [u8; STR_INLINE],
+    },
     /// `buf.len()` is the capacity; the string is its first `lo | hi << 32` bytes.
-    Heap { buf: Box<[u8]>, lo: u32, hi: u16 },
+    Heap {
+        buf: Box<[u8]>,
+        lo: u32,
+        hi: u16,
+    },
 }
 
 /// The length of an inline string, 0 to `STR_INLINE`: an enum, so that the compiler knows
@@ -56,7 +63,29 @@ enum Repr {
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 enum InlineLen {
-    L0, L1, L2, L3, L4, L5, L6, L7, L8, L9, L10, L11, L12, L13, L14, L15, L16, L17, L18, L19, L20, L21, L22,
+    L0,
+    L1,
+    L2,
+    L3,
+    L4,
+    L5,
+    L6,
+    L7,
+    L8,
+    L9,
+    L10,
+    L11,
+    L12,
+    L13,
+    L14,
+    L15,
+    L16,
+    L17,
+    L18,
+    L19,
+    L20,
+    L21,
+    L22,
 }
 
 const INLINE_LENS: [InlineLen; STR_INLINE + 1] = {
