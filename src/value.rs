@@ -28,16 +28,215 @@ pub use map::*;
 pub use text::*;
 
 /// Inline capacity of a string: strings this short live inside their reference-counted
-/// box (one allocation); longer ones have a heap buffer.
-pub const STR_INLINE: usize = 16;
+/// box (one allocation: the box is 16 bytes of counts and the 24-byte `LStr`, a 48-byte
+/// malloc chunk); longer ones have a heap buffer.
+pub const STR_INLINE: usize = 22;
 
 /// The bytes of a string (conventionally UTF-8, not necessarily).
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct LStr(smallvec::SmallVec<[u8; STR_INLINE]>);
+///
+/// 24 bytes, so that the shared box (`Bytes`) stays one 48-byte chunk: up to
+/// `STR_INLINE` (22) bytes in place, or a heap buffer whose length is the capacity, with
+/// the string's length in 48 bits beside it (the bytes past the length are zeros). With
+/// `SmallVec<[u8; 16]>` (its capacity word beside the buffer) strings of 17 to 22 bytes
+/// (e-mail addresses, dates with times, most IPv4 addresses) took a second allocation: a
+/// 48-byte box and a 32-byte buffer, 80 bytes where they now take 48.
+#[derive(Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LStr(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Inline {
+        len: InlineLen,
+        buf: [u8; STR_INLINE],
+    },
+    /// `buf.len()` is the capacity; the string is its first `lo | hi << 32` bytes.
+    Heap {
+        buf: Box<[u8]>,
+        lo: u32,
+        hi: u16,
+    },
+}
+
+/// The length of an inline string, 0 to `STR_INLINE`: an enum, so that the compiler knows
+/// its range (reading a string's bytes needs no bounds check) and `Repr` keeps its
+/// variant in the byte's unused values (no separate tag).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum InlineLen {
+    L0,
+    L1,
+    L2,
+    L3,
+    L4,
+    L5,
+    L6,
+    L7,
+    L8,
+    L9,
+    L10,
+    L11,
+    L12,
+    L13,
+    L14,
+    L15,
+    L16,
+    L17,
+    L18,
+    L19,
+    L20,
+    L21,
+    L22,
+}
+
+const INLINE_LENS: [InlineLen; STR_INLINE + 1] = {
+    use InlineLen::*;
+    [L0, L1, L2, L3, L4, L5, L6, L7, L8, L9, L10, L11, L12, L13, L14, L15, L16, L17, L18, L19, L20, L21, L22]
+};
+
+/// The inline length `n` (at most `STR_INLINE`; more is taken as `STR_INLINE`).
+#[inline(always)]
+fn inline_len(n: usize) -> InlineLen {
+    INLINE_LENS[n.min(STR_INLINE)]
+}
+
+impl Default for Repr {
+    #[inline]
+    fn default() -> Self {
+        Repr::Inline { len: InlineLen::L0, buf: [0; STR_INLINE] }
+    }
+}
+
+impl PartialEq for Repr {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+impl Eq for Repr {}
+impl PartialOrd for Repr {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Repr {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.bytes().cmp(other.bytes())
+    }
+}
+impl Hash for Repr {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.bytes().hash(state)
+    }
+}
+
+impl Repr {
+    /// (An inline length is known to be at most `STR_INLINE` (`InlineLen`); a heap one is
+    /// bounded by `min`, a conditional move: no bounds check's branch either way.)
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Repr::Inline { len, buf } => &buf[..*len as usize],
+            Repr::Heap { buf, lo, hi } => &buf[..(*lo as usize | (*hi as usize) << 32).min(buf.len())],
+        }
+    }
+
+    /// A heap buffer of `cap` bytes (at least `b.len()`) holding `b`.
+    fn heap(b: &[u8], cap: usize) -> Repr {
+        let mut v = Vec::with_capacity(cap);
+        v.extend_from_slice(b);
+        v.resize(cap, 0);
+        Repr::Heap { buf: v.into_boxed_slice(), lo: b.len() as u32, hi: (b.len() >> 32) as u16 }
+    }
+
+    /// `v` as a string: short ones inline, long ones keep the vector's buffer (its spare
+    /// capacity zeroed).
+    fn from_vec(mut v: Vec<u8>) -> Repr {
+        let n = v.len();
+        if n <= STR_INLINE {
+            return Repr::inline(&v);
+        }
+        v.resize(v.capacity(), 0);
+        Repr::Heap { buf: v.into_boxed_slice(), lo: n as u32, hi: (n >> 32) as u16 }
+    }
+
+    /// `b` (at most `STR_INLINE` bytes) in place. Copied in fixed-size pieces that may
+    /// overlap (two or three of 8 bytes, two of 4, or up to 3 single bytes), so that no
+    /// `memcpy` call is made for the copy of a few bytes.
+    #[inline(always)]
+    fn inline(b: &[u8]) -> Repr {
+        let mut buf = [0; STR_INLINE];
+        let n = b.len().min(STR_INLINE);
+        if n >= 8 {
+            buf[..8].copy_from_slice(&b[..8]);
+            if n > 16 {
+                buf[8..16].copy_from_slice(&b[8..16]);
+            }
+            buf[n - 8..n].copy_from_slice(&b[n - 8..n]);
+        } else if n >= 4 {
+            buf[..4].copy_from_slice(&b[..4]);
+            buf[n - 4..n].copy_from_slice(&b[n - 4..n]);
+        } else if n > 0 {
+            buf[0] = b[0];
+            buf[n / 2] = b[n / 2];
+            buf[n - 1] = b[n - 1];
+        }
+        Repr::Inline { len: inline_len(n), buf }
+    }
+
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        match self {
+            Repr::Inline { .. } => STR_INLINE,
+            Repr::Heap { buf, .. } => buf.len(),
+        }
+    }
+
+    /// Room for `need` bytes in all: a heap buffer of exactly `need` (more than the
+    /// capacity), the bytes kept (the buffer reallocated in place when malloc can).
+    #[cold]
+    fn grow_to(&mut self, need: usize) {
+        match self {
+            Repr::Inline { len, buf } => *self = Repr::heap(&buf[..*len as usize], need),
+            Repr::Heap { buf, .. } => {
+                let mut v = Vec::from(std::mem::take(buf));
+                v.reserve_exact(need - v.len());
+                v.resize(need, 0);
+                *buf = v.into_boxed_slice();
+            }
+        }
+    }
+
+    /// `b` appended (the capacity is at least the new length).
+    #[inline(always)]
+    fn append(&mut self, b: &[u8]) {
+        match self {
+            Repr::Inline { len, buf } => {
+                let n = *len as usize;
+                buf[n..n + b.len()].copy_from_slice(b);
+                *len = inline_len(n + b.len());
+            }
+            Repr::Heap { buf, lo, hi } => {
+                let n = *lo as usize | (*hi as usize) << 32;
+                let m = n + b.len();
+                buf[n..m].copy_from_slice(b);
+                *lo = m as u32;
+                *hi = (m >> 32) as u16;
+            }
+        }
+    }
+}
+
+/// A copy holds exactly the bytes (no spare capacity), as `SmallVec`'s copy did.
+impl Clone for LStr {
+    #[inline]
+    fn clone(&self) -> Self {
+        LStr::from(self.as_slice())
+    }
+}
 
 impl std::fmt::Debug for LStr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", String::from_utf8_lossy(&self.0))
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_slice()))
     }
 }
 
@@ -45,13 +244,14 @@ impl std::ops::Deref for LStr {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
-        &self.0
+        self.0.bytes()
     }
 }
 
 impl std::borrow::Borrow<[u8]> for LStr {
+    #[inline]
     fn borrow(&self) -> &[u8] {
-        &self.0
+        self.0.bytes()
     }
 }
 
@@ -59,18 +259,18 @@ impl From<Vec<u8>> for LStr {
     /// Short strings move into the inline buffer; long ones keep the vector's buffer.
     #[inline]
     fn from(v: Vec<u8>) -> Self {
-        if v.len() <= STR_INLINE {
-            LStr(smallvec::SmallVec::from_slice(&v))
-        } else {
-            LStr(smallvec::SmallVec::from_vec(v))
-        }
+        LStr(Repr::from_vec(v))
     }
 }
 
 impl From<&[u8]> for LStr {
     #[inline]
     fn from(v: &[u8]) -> Self {
-        LStr(smallvec::SmallVec::from_slice(v))
+        if v.len() <= STR_INLINE {
+            LStr(Repr::inline(v))
+        } else {
+            LStr(Repr::Heap { buf: Box::from(v), lo: v.len() as u32, hi: (v.len() >> 32) as u16 })
+        }
     }
 }
 
@@ -82,22 +282,25 @@ impl From<&str> for LStr {
 
 impl LStr {
     pub fn with_capacity(n: usize) -> Self {
-        LStr(smallvec::SmallVec::with_capacity(n))
+        if n <= STR_INLINE {
+            LStr::default()
+        } else {
+            LStr(Repr::Heap { buf: vec![0; n].into_boxed_slice(), lo: 0, hi: 0 })
+        }
     }
 
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        &self.0
+        self.0.bytes()
     }
 
     /// Capacity, as accounted: an inline string's buffer is part of its header, so it
     /// counts its length; a heap buffer counts its capacity.
     #[inline]
     pub fn acct_bytes(&self) -> usize {
-        if self.0.spilled() {
-            self.0.capacity()
-        } else {
-            self.0.len()
+        match &self.0 {
+            Repr::Inline { len, .. } => *len as usize,
+            Repr::Heap { buf, .. } => buf.len(),
         }
     }
 
@@ -106,21 +309,39 @@ impl LStr {
         self.0.capacity()
     }
 
+    /// `b` appended; past the capacity the buffer grows to the next power of two of the
+    /// length needed (as `SmallVec` grew; `reserve_str` grows it first where the
+    /// string limit applies).
     #[inline]
     pub fn extend_from_slice(&mut self, b: &[u8]) {
-        self.0.extend_from_slice(b)
+        let need = self.len() + b.len();
+        if need > self.0.capacity() {
+            self.0.grow_to(need.next_power_of_two());
+        }
+        self.0.append(b)
     }
 
     pub fn push(&mut self, b: u8) {
-        self.0.push(b)
+        self.extend_from_slice(&[b])
     }
 
+    /// Room for `n` more bytes: a buffer of exactly the length needed when there is not.
     pub fn reserve_exact(&mut self, n: usize) {
-        self.0.reserve_exact(n)
+        let need = self.len() + n;
+        if need > self.0.capacity() {
+            self.0.grow_to(need);
+        }
     }
 
     pub fn into_vec(self) -> Vec<u8> {
-        self.0.into_vec()
+        match self.0 {
+            Repr::Inline { len, buf } => buf[..len as usize].to_vec(),
+            Repr::Heap { buf, lo, hi } => {
+                let mut v = Vec::from(buf);
+                v.truncate(lo as usize | (hi as usize) << 32);
+                v
+            }
+        }
     }
 }
 

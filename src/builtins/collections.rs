@@ -697,7 +697,8 @@ fn join(it: &mut Host, args: &mut [Value]) -> R<Value> {
 }
 
 fn split(it: &mut Host, args: &mut [Value]) -> R<Value> {
-    let s = it.arg_str("split", args, 0)?;
+    // The bytes once (not through the string's box at each piece).
+    let s: &[u8] = it.arg_str("split", args, 0)?.as_slice();
     let sep = it.arg_str("split", args, 1)?;
     if sep.is_empty() {
         return Err(it.err(ErrKind::Value, "split: the separator must not be empty"));

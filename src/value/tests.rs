@@ -67,3 +67,105 @@ fn equality_is_structural() {
     assert!(!equals(&Value::Num(1.0), &Value::string("1")));
     assert!(equals(&Value::Num(0.0), &Value::Num(-0.0)));
 }
+
+/// The string layout: 24 bytes, so that a string's shared box (16 bytes of counts and
+/// the `LStr`) is one 48-byte malloc chunk; up to `STR_INLINE` bytes in it; a longer
+/// string's buffer is exactly its capacity, which is what it is accounted.
+#[test]
+fn strings_up_to_22_bytes_are_one_allocation() {
+    assert_eq!(std::mem::size_of::<LStr>(), 24);
+    assert_eq!(std::mem::size_of::<Value>(), 16);
+    assert!(ACCT_STRING_HEADER >= 16 + std::mem::size_of::<LStr>());
+    for n in 0..=200usize {
+        let b: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+        for s in [LStr::from(&b[..]), LStr::from(b.clone()), LStr::from(Vec::with_capacity(n + 40)).tap(&b)] {
+            assert_eq!(s.as_slice(), &b[..]);
+            if n <= STR_INLINE {
+                assert_eq!(s.capacity(), STR_INLINE, "{n} bytes inline");
+                assert_eq!(s.acct_bytes(), n);
+            } else {
+                // One buffer of `capacity` bytes besides the box, all of it accounted.
+                assert!(s.capacity() >= n);
+                assert_eq!(s.acct_bytes(), s.capacity());
+            }
+            assert_eq!(str_heap(&s), ACCT_STRING_HEADER + s.acct_bytes());
+        }
+    }
+    // A copy holds exactly its bytes.
+    let mut s = LStr::with_capacity(100);
+    s.extend_from_slice(b"0123456789012345678901234567890");
+    assert_eq!(s.capacity(), 100);
+    assert_eq!(s.clone().capacity(), 31);
+    assert_eq!(LStr::from(&b"short"[..]).clone().capacity(), STR_INLINE);
+}
+
+trait Tap {
+    fn tap(self, b: &[u8]) -> LStr;
+}
+impl Tap for LStr {
+    /// `b` appended byte by byte (the string grows from inline to a heap buffer).
+    fn tap(mut self, b: &[u8]) -> LStr {
+        for &c in b {
+            self.push(c);
+        }
+        self
+    }
+}
+
+/// Random appends, pushes, reserves, copies and conversions against a plain vector:
+/// same bytes, same order and hash as the bytes, growth as `SmallVec` grew (the next
+/// power of two of the length needed; `reserve_exact` exactly), never below the length.
+#[test]
+fn strings_behave_as_byte_vectors() {
+    use std::hash::BuildHasher;
+    let hs = std::collections::hash_map::RandomState::new();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut rnd = |m: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % m
+    };
+    for _ in 0..300 {
+        let mut s = LStr::default();
+        let mut model: Vec<u8> = Vec::new();
+        for _ in 0..40 {
+            match rnd(6) {
+                0 => {
+                    let n = rnd(30) as usize;
+                    let b: Vec<u8> = (0..n).map(|_| rnd(256) as u8).collect();
+                    let (len, cap) = (model.len(), s.capacity());
+                    s.extend_from_slice(&b);
+                    model.extend_from_slice(&b);
+                    if len + n > cap {
+                        assert_eq!(s.capacity(), (len + n).next_power_of_two().max(STR_INLINE));
+                    } else {
+                        assert_eq!(s.capacity(), cap);
+                    }
+                }
+                1 => {
+                    let c = rnd(256) as u8;
+                    s.push(c);
+                    model.push(c);
+                }
+                2 => {
+                    let n = rnd(50) as usize;
+                    let cap = s.capacity();
+                    s.reserve_exact(n);
+                    assert_eq!(s.capacity(), cap.max(model.len() + n));
+                }
+                3 => s = s.clone(),
+                4 => s = LStr::from(s.into_vec()),
+                _ => s = LStr::from(s.as_slice()),
+            }
+            assert_eq!(s.as_slice(), &model[..]);
+            assert_eq!(&*s, &model[..]);
+            assert!(s.capacity() >= s.len());
+            assert_eq!(hs.hash_one(&s), hs.hash_one(&model[..]));
+            let other = LStr::from(&model[..model.len() / 2]);
+            assert_eq!(s.cmp(&other), model[..].cmp(&model[..model.len() / 2]));
+            assert_eq!(s == other, model.len() < 2 && model.len() / 2 == model.len());
+        }
+        assert_eq!(s.into_vec(), model);
+    }
+}
