@@ -261,7 +261,7 @@ impl Diagnostic {
         // Annotation spans are byte ranges of the shown line; columns are characters.
         let text = text.strip_suffix('\r').unwrap_or(text);
         // A PostgreSQL URL's password in the line is never shown.
-        let text = &*crate::builtins::db_pg::mask_passwords(text);
+        let text = &*mask_passwords(text);
         // Without a column, the whole statement is underlined.
         let (start, end) = match d.column {
             Some(col) => {
@@ -467,4 +467,37 @@ pub fn clipped(b: &[u8]) -> String {
 fn clip(b: &[u8]) -> (std::borrow::Cow<'_, str>, usize) {
     let cut = b.len().saturating_sub(QUOTE_MAX);
     (String::from_utf8_lossy(&b[..b.len() - cut]), cut)
+}
+
+/// `line` with the password of any PostgreSQL URL in it masked (each character an
+/// `*`, so that columns stay where they were): for source lines shown in diagnostics.
+pub fn mask_passwords(line: &str) -> std::borrow::Cow<'_, str> {
+    let lower = line.to_ascii_lowercase();
+    if !lower.contains("postgres") {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out: Vec<char> = line.chars().collect();
+    let idx: Vec<usize> = line.char_indices().map(|(i, _)| i).collect();
+    let mut from = 0;
+    while let Some(k) = lower[from..].find("://") {
+        let start = from + k + 3;
+        from = start;
+        if !(lower[..start - 3].ends_with("postgresql") || lower[..start - 3].ends_with("postgres")) {
+            continue;
+        }
+        let end = line[start..]
+            .find(|c: char| c == '/' || c == '"' || c == '\'' || c == '?' || c.is_whitespace())
+            .map_or(line.len(), |e| start + e);
+        let auth = &line[start..end];
+        if let Some(at) = auth.rfind('@') {
+            if let Some(colon) = auth[..at].find(':') {
+                for (ci, bi) in idx.iter().enumerate() {
+                    if *bi > start + colon && *bi < start + at {
+                        out[ci] = '*';
+                    }
+                }
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out.into_iter().collect())
 }

@@ -320,11 +320,8 @@ pub mod fake {
     }
 }
 
-/// `n * rate / 256`, rounded up: a charge at a rate given in 1/256 units per item.
-#[inline(always)]
-pub fn scaled(n: u64, rate_x256: u32) -> u64 {
-    (n.saturating_mul(rate_x256 as u64)).saturating_add(255) >> 8
-}
+/// `n * rate / 256`, rounded up (`limits::scaled`, beside the rates).
+pub use crate::limits::scaled;
 
 #[cfg(test)]
 mod tests {

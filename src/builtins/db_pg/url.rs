@@ -24,38 +24,10 @@ pub fn redact(p: &[u8]) -> Vec<u8> {
     }
 }
 
-/// `line` with the password of any PostgreSQL URL in it masked (each character an
-/// `*`, so that columns stay where they were): for source lines shown in diagnostics.
-pub fn mask_passwords(line: &str) -> std::borrow::Cow<'_, str> {
-    let lower = line.to_ascii_lowercase();
-    if !lower.contains("postgres") {
-        return std::borrow::Cow::Borrowed(line);
-    }
-    let mut out: Vec<char> = line.chars().collect();
-    let idx: Vec<usize> = line.char_indices().map(|(i, _)| i).collect();
-    let mut from = 0;
-    while let Some(k) = lower[from..].find("://") {
-        let start = from + k + 3;
-        from = start;
-        if !(lower[..start - 3].ends_with("postgresql") || lower[..start - 3].ends_with("postgres")) {
-            continue;
-        }
-        let end = line[start..]
-            .find(|c: char| c == '/' || c == '"' || c == '\'' || c == '?' || c.is_whitespace())
-            .map_or(line.len(), |e| start + e);
-        let auth = &line[start..end];
-        if let Some(at) = auth.rfind('@') {
-            if let Some(colon) = auth[..at].find(':') {
-                for (ci, bi) in idx.iter().enumerate() {
-                    if *bi > start + colon && *bi < start + at {
-                        out[ci] = '*';
-                    }
-                }
-            }
-        }
-    }
-    std::borrow::Cow::Owned(out.into_iter().collect())
-}
+/// Source lines quoted in diagnostics have their passwords masked by `diag` itself (so
+/// that `diag` needs nothing of the builtins); the function is shown here too, where
+/// the URLs are parsed.
+pub use crate::diag::mask_passwords;
 
 #[derive(Debug)]
 pub(super) struct PgUrl {
