@@ -9,8 +9,9 @@
 //! password and the rest (a host, a port, a database, a query); each part's characters
 //! that end a URL's authority are dropped, and the line
 //! `h = db.open("postgresql://USER:PASSWORD@REST")` is built: its mask must be exactly the
-//! line with each character of the password replaced by `*`, and its redaction must
-//! not hold `:PASSWORD@`.
+//! line with each character of the password replaced by `*`, and its redaction must be
+//! the redaction of the URL without the password (or the one for a URL that does not
+//! parse).
 #![no_main]
 use leash::builtins::db_pg::{is_url, mask_passwords, redact};
 use libfuzzer_sys::fuzz_target;
@@ -50,9 +51,18 @@ fn check_built(user: &str, password: &str, rest: &str) {
     let line = format!("{head}{user}:{password}@{rest}\")");
     let want = format!("{head}{user}:{}@{rest}\")", "*".repeat(password.chars().count()));
     assert_eq!(mask_passwords(&line), want, "the password is not masked exactly");
+    // The redaction shows nothing of the password: it is the redaction of the same URL
+    // without one (or the URL did not parse: a bad escape in the password). (Looking for
+    // the password's text in the redaction instead gave a false alarm: a database name
+    // `spa:p%40x` is shown as `spa:p@x`, holding `:p@` for the password `p`.)
     let url = format!("postgresql://{user}:{password}@{rest}");
-    let shown = String::from_utf8(redact(url.as_bytes())).expect("redact gives UTF-8 for a URL");
-    assert!(!shown.contains(&format!(":{password}@")), "redact shows the password: {shown:?}");
+    let without = format!("postgresql://{user}@{rest}");
+    let shown = redact(url.as_bytes());
+    assert!(
+        shown == b"postgresql://(unparsable URL)" || shown == redact(without.as_bytes()),
+        "redact shows something of the password: {:?}",
+        String::from_utf8_lossy(&shown)
+    );
 }
 
 fuzz_target!(|data: &[u8]| {
