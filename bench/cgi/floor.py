@@ -35,28 +35,11 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "cgi"))
-from run import LEASH_PAGE, PHP_PAGE, MODS, FPM, free_port, wait_port, ab, cpu, tree, TICK  # noqa: E402
+from run import APACHE_HEAD, APACHE_MPM, LEASH_PAGE, PHP_PAGE, MODS, FPM, free_port, wait_port, ab, cpu, tree, TICK  # noqa: E402
 
-APACHE = """ServerRoot "{base}"
-Listen 127.0.0.1:{port}
-PidFile "{base}/run/httpd.pid"
-DefaultRuntimeDir "{base}/run"
-ErrorLog "{base}/logs/error.log"
-LogLevel error
-ServerName 127.0.0.1
-{user}
-LoadModule mpm_event_module {mods}/mod_mpm_event.so
-LoadModule authz_core_module {mods}/mod_authz_core.so
-LoadModule mime_module {mods}/mod_mime.so
-LoadModule proxy_module {mods}/mod_proxy.so
+APACHE = APACHE_HEAD + """LoadModule proxy_module {mods}/mod_proxy.so
 LoadModule proxy_fcgi_module {mods}/mod_proxy_fcgi.so
-StartServers 2
-ThreadsPerChild 64
-MaxRequestWorkers 256
-ServerLimit 4
-TypesConfig /dev/null
-DocumentRoot "{base}/www"
-<Directory />
+""" + APACHE_MPM + """<Directory />
   Require all granted
 </Directory>
 {dirs}

@@ -65,7 +65,9 @@ out.append("</table></body></html>\\n")
 sys.stdout.write("".join(out))
 """
 
-APACHE = """ServerRoot "{base}"
+# The server part both Apache set-ups share (this one and floor.py's): where it keeps
+# its files, the event MPM and its threads; each adds its modules between them.
+APACHE_HEAD = """ServerRoot "{base}"
 Listen 127.0.0.1:{port}
 PidFile "{base}/run/httpd.pid"
 DefaultRuntimeDir "{base}/run"
@@ -76,20 +78,23 @@ ServerName 127.0.0.1
 LoadModule mpm_event_module {mods}/mod_mpm_event.so
 LoadModule authz_core_module {mods}/mod_authz_core.so
 LoadModule mime_module {mods}/mod_mime.so
-LoadModule alias_module {mods}/mod_alias.so
+"""
+APACHE_MPM = """StartServers 2
+ThreadsPerChild 64
+MaxRequestWorkers 256
+ServerLimit 4
+TypesConfig /dev/null
+DocumentRoot "{base}/www"
+"""
+
+APACHE = APACHE_HEAD + """LoadModule alias_module {mods}/mod_alias.so
 LoadModule env_module {mods}/mod_env.so
 LoadModule actions_module {mods}/mod_actions.so
 LoadModule cgid_module {mods}/mod_cgid.so
 LoadModule proxy_module {mods}/mod_proxy.so
 LoadModule proxy_fcgi_module {mods}/mod_proxy_fcgi.so
 ScriptSock "{base}/run/cgid.sock"
-StartServers 2
-ThreadsPerChild 64
-MaxRequestWorkers 256
-ServerLimit 4
-TypesConfig /dev/null
-DocumentRoot "{base}/www"
-ScriptAlias /cgi-bin/ "{base}/cgi-bin/"
+""" + APACHE_MPM + """ScriptAlias /cgi-bin/ "{base}/cgi-bin/"
 SetEnv LEASH_CGI_CONFIG "{base}/leash-cgi.toml"
 Action leash-script /cgi-bin/leash-cgi
 Action php-script /cgi-bin/php-cgi
