@@ -35,7 +35,7 @@ fn stdout_diag(e: &std::io::Error) -> Diagnostic {
     Diagnostic::new(
         crate::diag::Class::Runtime,
         "io",
-        format!("cannot write to stdout: {}", crate::source::io_reason(e)),
+        format!("cannot write to stdout: {}", crate::fileio::io_reason(e)),
     )
 }
 
@@ -119,7 +119,7 @@ fn read_program(
     let fail = |name: &str, e: std::io::Error| {
         let mut d = crate::diag::LoadError::new(
             crate::diag::LoadKind::Include,
-            format!("cannot read script: {}", crate::source::io_reason(&e)),
+            format!("cannot read script: {}", crate::fileio::io_reason(&e)),
             name,
             0,
         )
@@ -132,7 +132,7 @@ fn read_program(
             let name = p.to_string_lossy().into_owned();
             // Only a regular file, opened without blocking: a FIFO, device or directory
             // is a load error at once (a FIFO would block the open forever).
-            match crate::source::read_bounded(p, MAX_SOURCE_BYTES, true) {
+            match crate::fileio::read_bounded(p, MAX_SOURCE_BYTES, true) {
                 Ok(t) => Ok((name, t, Some(p.clone()))),
                 Err(e) => Err(fail(&name, e)),
             }
@@ -211,7 +211,7 @@ fn write_profile(path: &Path, p: Option<ProfileOut<'_>>, json: bool) {
         }
     };
     if let Err(e) = r {
-        let msg = format!("cannot write the profile {}: {}", path.display(), crate::source::io_reason(&e));
+        let msg = format!("cannot write the profile {}: {}", path.display(), crate::fileio::io_reason(&e));
         emit_diag(
             &Diagnostic {
                 class: crate::diag::Class::Runtime,

@@ -90,7 +90,7 @@ impl Output {
         let r = out.write_all(&self.buf).and_then(|_| out.flush());
         self.buf.clear();
         if let Err(e) = r {
-            let m = format!("cannot write to stdout: {}", crate::source::io_reason(&e));
+            let m = format!("cannot write to stdout: {}", crate::fileio::io_reason(&e));
             self.broken = Some(m.clone());
             return Err(m);
         }

@@ -408,13 +408,13 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 fn open_grant(item: &str, flag: &str, cwd: &Path) -> Result<PathGrant, String> {
     let p = Path::new(item);
     let bad = |why: String| format!("{flag}: \"{item}\": {why}");
-    let real = std::fs::canonicalize(p).map_err(|e| bad(crate::source::io_reason(&e)));
+    let real = std::fs::canonicalize(p).map_err(|e| bad(crate::fileio::io_reason(&e)));
     let written = absolute(cwd, p);
     let mut names = Vec::new();
     let (real, dir, file) = match real {
         Ok(real) if real.is_dir() => {
             let fd = rustix::fs::open(&real, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                .map_err(|e| bad(crate::source::io_reason(&rx(e))))?;
+                .map_err(|e| bad(crate::fileio::io_reason(&rx(e))))?;
             (real, fd, None)
         }
         other => {
@@ -434,7 +434,7 @@ fn open_grant(item: &str, flag: &str, cwd: &Path) -> Result<PathGrant, String> {
             }
             let name = written.file_name().ok_or_else(|| bad("names no file".into()))?.to_os_string();
             let parent = written.parent().unwrap_or(Path::new("/"));
-            let preal = std::fs::canonicalize(parent).map_err(|e| bad(crate::source::io_reason(&e)))?;
+            let preal = std::fs::canonicalize(parent).map_err(|e| bad(crate::fileio::io_reason(&e)))?;
             if let Ok(real) = &other {
                 // A symlink granted by name grants the name, not what it points to.
                 if real.parent() != Some(&preal) || real.file_name() != Some(&name) {
@@ -442,7 +442,7 @@ fn open_grant(item: &str, flag: &str, cwd: &Path) -> Result<PathGrant, String> {
                 }
             }
             let fd = rustix::fs::open(&preal, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                .map_err(|e| bad(crate::source::io_reason(&rx(e))))?;
+                .map_err(|e| bad(crate::fileio::io_reason(&rx(e))))?;
             let real = preal.join(&name);
             if !written.starts_with(&preal) {
                 names.push(written.clone());
@@ -521,7 +521,7 @@ impl Gate {
             }
             let f =
                 std::fs::OpenOptions::new().append(true).create(true).open(p).map_err(|e| {
-                    format!("--audit: cannot open \"{}\": {}", p.display(), crate::source::io_reason(&e))
+                    format!("--audit: cannot open \"{}\": {}", p.display(), crate::fileio::io_reason(&e))
                 })?;
             let st = rustix::fs::fstat(&f).map_err(|e| format!("--audit: {}", rx(e)))?;
             if !rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() {

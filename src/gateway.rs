@@ -90,7 +90,7 @@ pub fn resolve_script(root: &Path, requested: &Path) -> Script {
             match std::fs::metadata(&c) {
                 Ok(m) if m.is_file() => Script::Found(c),
                 Ok(_) => Script::Forbidden("not a regular file".into()),
-                Err(e) => Script::Forbidden(crate::source::io_reason(&e)),
+                Err(e) => Script::Forbidden(crate::fileio::io_reason(&e)),
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(20) => {
@@ -101,7 +101,7 @@ pub fn resolve_script(root: &Path, requested: &Path) -> Script {
                 _ => Script::Forbidden("resolves outside root".into()),
             }
         }
-        Err(e) => Script::Forbidden(crate::source::io_reason(&e)),
+        Err(e) => Script::Forbidden(crate::fileio::io_reason(&e)),
     }
 }
 

@@ -22,6 +22,7 @@ pub mod fastcgi_request;
 pub mod fastcgi_server;
 pub mod fastcgi_shared;
 pub mod fastcgi_warm;
+pub mod fileio;
 pub mod gate;
 pub mod gateway;
 pub mod interp;

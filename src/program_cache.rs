@@ -329,7 +329,7 @@ impl Cache {
         drop(gate);
         let name = path.to_string_lossy().into_owned();
         let before = crate::memory::live();
-        let loaded = crate::source::read_bounded(&path, crate::limits::MAX_SOURCE_BYTES, true).ok().and_then(|text| {
+        let loaded = crate::fileio::read_bounded(&path, crate::limits::MAX_SOURCE_BYTES, true).ok().and_then(|text| {
             let budget =
                 crate::memory::Budget { base: before, max: usize::try_from(cfg.max_memory).unwrap_or(usize::MAX) };
             // A load never panics (the house rule); if one did, the warm process goes on

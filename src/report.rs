@@ -133,8 +133,8 @@ pub fn open(path: &OsStr) -> Result<(), String> {
         _ => Path::new("."),
     };
     let dir = rustix::fs::open(parent, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| bad(crate::source::io_reason(&io(e))))?;
-    let st = rustix::fs::fstat(&dir).map_err(|e| bad(crate::source::io_reason(&io(e))))?;
+        .map_err(|e| bad(crate::fileio::io_reason(&io(e))))?;
+    let st = rustix::fs::fstat(&dir).map_err(|e| bad(crate::fileio::io_reason(&io(e))))?;
     let dir_id = (st.st_dev, st.st_ino);
     let existing = match rustix::fs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(s) => match FileType::from_raw_mode(s.st_mode) {
@@ -145,11 +145,11 @@ pub fn open(path: &OsStr) -> Result<(), String> {
             _ => return Err(bad("it is not a regular file".into())),
         },
         Err(Errno::NOENT) => None,
-        Err(e) => return Err(bad(crate::source::io_reason(&io(e)))),
+        Err(e) => return Err(bad(crate::fileio::io_reason(&io(e)))),
     };
     // Prove now that a file can be made there: the report's own write at exit does the
     // same (a new file beside it, renamed).
-    let (fd, tmp) = create_temp(&dir, &name).map_err(|e| bad(crate::source::io_reason(&e)))?;
+    let (fd, tmp) = create_temp(&dir, &name).map_err(|e| bad(crate::fileio::io_reason(&e)))?;
     drop(fd);
     let _ = rustix::fs::unlinkat(&dir, &tmp, AtFlags::empty());
     *lock() = Some(Report { dir, dir_id, name, shown, existing, diags: Vec::new(), stats: None });
@@ -285,7 +285,7 @@ pub fn finish(status: i32) {
             err,
             "leash: io error [io]: cannot write the report \"{}\": {}",
             r.shown.display(),
-            crate::source::io_reason(&e)
+            crate::fileio::io_reason(&e)
         );
         for d in &r.diags {
             let _ = writeln!(err, "{d}");

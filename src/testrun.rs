@@ -183,12 +183,12 @@ pub fn run_file(
     let json = summary.json;
     let budget = crate::memory::Budget::start(cfg.max_memory);
     // A regular file only, opened without blocking (a FIFO named directly must not hang).
-    let loaded = match crate::source::read_bounded(path, crate::limits::MAX_SOURCE_BYTES, true) {
+    let loaded = match crate::fileio::read_bounded(path, crate::limits::MAX_SOURCE_BYTES, true) {
         Ok(text) => crate::load_within(&name, text, Some(path), area, budget),
         Err(e) => {
             let mut d = crate::diag::LoadError::new(
                 crate::diag::LoadKind::Include,
-                format!("cannot read test file: {}", crate::source::io_reason(&e)),
+                format!("cannot read test file: {}", crate::fileio::io_reason(&e)),
                 &name,
                 0,
             )

@@ -182,7 +182,7 @@ fn say(text: &str) -> i32 {
         Ok(()) => 0,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 1,
         Err(e) => {
-            log_line(&format!("leash-cgi: cannot write to stdout: {}", leash::source::io_reason(&e)));
+            log_line(&format!("leash-cgi: cannot write to stdout: {}", leash::fileio::io_reason(&e)));
             1
         }
     }

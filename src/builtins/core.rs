@@ -439,7 +439,7 @@ fn assert_snapshot(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let io = |it: &Host, what: &str, e: std::io::Error| {
         it.err(
             ErrKind::Io,
-            format!("assert_snapshot: cannot {what} {}: {}", file.display(), crate::source::io_reason(&e)),
+            format!("assert_snapshot: cannot {what} {}: {}", file.display(), crate::fileio::io_reason(&e)),
         )
     };
     let folder = snapshot::open_folder(&dir.dir, &dir.stem, dir.update).map_err(|e| io(it, "open the folder of", e))?;

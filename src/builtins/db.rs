@@ -618,7 +618,7 @@ fn scoped_path(it: &mut Host, p: &[u8]) -> R<Option<Vec<u8>>> {
     let gate = it.gate.clone();
     let refuse = |it: &Host, m: String| it.err(ErrKind::Permission, format!("{NAME}: {m}"));
     let io = |it: &Host, e: std::io::Error| {
-        it.err(ErrKind::Db, format!("{NAME}: cannot open \"{}\": {}", shown(p), crate::source::io_reason(&e)))
+        it.err(ErrKind::Db, format!("{NAME}: cannot open \"{}\": {}", shown(p), crate::fileio::io_reason(&e)))
     };
     let loc = gate.locate(crate::gate::Need::Db, p).map_err(|e| match e {
         crate::gate::GateErr::Refused(m) => refuse(it, m),

@@ -23,9 +23,9 @@ use super::{gated, Builtin, Cap, Cost, CONST};
 use crate::budget::NextLine;
 use crate::diag::ErrKind;
 use crate::error::{Fail, R};
+use crate::fileio::io_reason;
 use crate::gate::{GateErr, Need};
 use crate::limits::*;
-use crate::source::io_reason;
 use crate::value::*;
 
 /// An open streaming reader.

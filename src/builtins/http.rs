@@ -281,7 +281,7 @@ fn io_reason(e: &std::io::Error, timeout_ms: u64) -> String {
     if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) {
         return format!("timed out after {timeout_ms} ms");
     }
-    crate::source::io_reason(e)
+    crate::fileio::io_reason(e)
 }
 
 /// A failed exchange: a `time` limit when the run's deadline has passed, else a

@@ -239,7 +239,7 @@ fn reason(e: &std::io::Error) -> String {
             return format!("TLS: {r}");
         }
     }
-    crate::source::io_reason(e)
+    crate::fileio::io_reason(e)
 }
 
 // ----------------------------------------------------------------------

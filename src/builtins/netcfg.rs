@@ -53,8 +53,8 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// Certificates of the `--tls-ca-file` bundle.
 pub fn load_ca_file(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let shown = path.display();
-    let text = crate::source::read_bounded(path, MAX_CA_FILE_BYTES, false)
-        .map_err(|e| format!("cannot read --tls-ca-file \"{shown}\": {}", crate::source::io_reason(&e)))?;
+    let text = crate::fileio::read_bounded(path, MAX_CA_FILE_BYTES, false)
+        .map_err(|e| format!("cannot read --tls-ca-file \"{shown}\": {}", crate::fileio::io_reason(&e)))?;
     if text.len() > MAX_CA_FILE_BYTES {
         return Err(format!("--tls-ca-file \"{shown}\" is larger than {MAX_CA_FILE_BYTES} bytes"));
     }

@@ -50,7 +50,7 @@ fn start_reader() -> Receiver<Chunk> {
                 Err(e) => {
                     // Not the end of input: a read that failed (EISDIR when stdin is a
                     // directory, EIO) is an `io` error for the script.
-                    let _ = tx.send(Err(format!("cannot read stdin: {}", crate::source::io_reason(&e))));
+                    let _ = tx.send(Err(format!("cannot read stdin: {}", crate::fileio::io_reason(&e))));
                     break;
                 }
             }

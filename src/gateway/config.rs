@@ -246,7 +246,7 @@ fn scope_path(root: &Path, item: &str, what: &str, entry: &str) -> Result<String
             let parent = p.parent().unwrap_or(root);
             let name = p.file_name().ok_or(format!("`{what}`: \"{entry}\" names no file"))?;
             std::fs::canonicalize(parent)
-                .map_err(|e| format!("`{what}`: \"{entry}\": {}", crate::source::io_reason(&e)))?
+                .map_err(|e| format!("`{what}`: \"{entry}\": {}", crate::fileio::io_reason(&e)))?
                 .join(name)
         }
     };
@@ -343,7 +343,7 @@ fn parse_config_text(text: &str) -> Result<Config, String> {
         return Err(format!("`root` must be an absolute path, got {}", root.display()));
     }
     let root = std::fs::canonicalize(&root)
-        .map_err(|e| format!("`root` {}: {}", root.display(), crate::source::io_reason(&e)))?;
+        .map_err(|e| format!("`root` {}: {}", root.display(), crate::fileio::io_reason(&e)))?;
     if !root.is_dir() {
         return Err(format!("`root` {} is not a directory", root.display()));
     }
@@ -476,8 +476,8 @@ pub fn load_config(path: Option<&OsStr>) -> Result<Config, String> {
         return Err(format!("{CONFIG_ENV} is not set"));
     };
     let p = Path::new(path);
-    let bytes = crate::source::read_bounded(p, CGI_MAX_CONFIG_BYTES, false)
-        .map_err(|e| format!("cannot read {}: {}", p.display(), crate::source::io_reason(&e)))?;
+    let bytes = crate::fileio::read_bounded(p, CGI_MAX_CONFIG_BYTES, false)
+        .map_err(|e| format!("cannot read {}: {}", p.display(), crate::fileio::io_reason(&e)))?;
     if bytes.len() > CGI_MAX_CONFIG_BYTES {
         return Err(format!("{} is over {CGI_MAX_CONFIG_BYTES} bytes", p.display()));
     }

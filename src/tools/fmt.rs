@@ -298,7 +298,7 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
         if f == "-" {
             let mut buf = Vec::new();
             if let Err(e) = std::io::stdin().lock().take(MAX_SOURCE_BYTES as u64 + 1).read_to_end(&mut buf) {
-                emit(&Diagnostic::usage(format!("cannot read stdin: {}", crate::source::io_reason(&e))), json);
+                emit(&Diagnostic::usage(format!("cannot read stdin: {}", crate::fileio::io_reason(&e))), json);
                 status = status.max(3);
                 continue;
             }
@@ -320,12 +320,12 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
         }
         let path = Path::new(f);
         let name = path.to_string_lossy().into_owned();
-        let bytes = match crate::source::read_bounded(path, MAX_SOURCE_BYTES, true) {
+        let bytes = match crate::fileio::read_bounded(path, MAX_SOURCE_BYTES, true) {
             Ok(b) => b,
             Err(e) => {
                 let d = crate::diag::LoadError::new(
                     crate::diag::LoadKind::Include,
-                    format!("cannot read script: {}", crate::source::io_reason(&e)),
+                    format!("cannot read script: {}", crate::fileio::io_reason(&e)),
                     &name,
                     0,
                 );
@@ -347,7 +347,7 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
             let _ = writeln!(std::io::stdout().lock(), "{name}");
             status = status.max(1);
         } else if let Err(e) = std::fs::write(path, s.as_bytes()) {
-            let msg = format!("cannot write {name}: {}", crate::source::io_reason(&e));
+            let msg = format!("cannot write {name}: {}", crate::fileio::io_reason(&e));
             emit(&Diagnostic::usage(msg), json);
             status = 3;
         }
