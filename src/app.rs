@@ -244,7 +244,7 @@ fn command(args: Vec<OsString>, started: Instant) -> i32 {
     let (json, stats) = cli::prescan(&args);
     // `--report FILE` first: every later exit, a usage error included, is reported there.
     // A report that cannot be written is a usage error before anything runs.
-    if let Some(path) = crate::report::prescan(&args) {
+    if let Some(path) = cli::prescan_report(&args) {
         if let Err(m) = crate::report::open(&path) {
             emit_diag(&Diagnostic::usage(m), json);
             return 2;

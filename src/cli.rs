@@ -1,7 +1,7 @@
 //! The command line: options defined once as data (`OPTIONS`), which also produce
 //! `--help`. Parsing yields a `Config` and a `Command`, or a usage error.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -233,6 +233,39 @@ pub fn prescan(args: &[OsString]) -> (bool, bool) {
     (json, stats)
 }
 
+/// The `--report` value in argv, found before parsing (so that even a usage error about
+/// another option is reported there, by `report::open`). Stops where `prescan` stops:
+/// at the program.
+pub fn prescan_report(args: &[OsString]) -> Option<OsString> {
+    let mut found = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_bytes();
+        match a {
+            b"--report" => {
+                found = args.get(i + 1).cloned();
+                i += 1;
+            }
+            b"-e" | b"--" => break,
+            _ if a.starts_with(b"--report=") => found = Some(OsStr::from_bytes(&a[9..]).to_os_string()),
+            _ if a.starts_with(b"--") => {
+                let name = a.split(|&c| c == b'=').next().unwrap_or(a);
+                let takes = OPTIONS.iter().any(|o| o.name.as_bytes() == name && o.value.is_some());
+                if takes && !a.contains(&b'=') {
+                    i += 1;
+                }
+            }
+            _ => {
+                if a != b"check" && a != b"test" && a != b"repl" {
+                    break;
+                }
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
 fn parse_u64(name: &str, v: &str, lo: u64, hi: u64) -> Result<u64, String> {
     match v.parse::<u64>() {
         Ok(n) if (lo..=hi).contains(&n) => Ok(n),
@@ -398,7 +431,7 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
                     }
                 }
                 "--stats" => cfg.stats = true,
-                // Opened before parsing (`report::prescan`, `report::open`).
+                // Opened before parsing (`prescan_report`, `report::open`).
                 "--report" => {}
                 "--profile" => cfg.profile = Some(PathBuf::from(&v)),
                 "--cgi" => cfg.cgi = true,
@@ -489,6 +522,25 @@ pub fn parse(args: &[OsString]) -> Result<(Config, Command), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn scan(args: &[&str]) -> Option<String> {
+        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
+        prescan_report(&v).map(|s| s.to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn prescan_report_finds_the_report_before_the_program() {
+        assert_eq!(scan(&["--report", "r.json", "x.lsh"]).as_deref(), Some("r.json"));
+        assert_eq!(scan(&["--report=r.json", "-e", "print(1)"]).as_deref(), Some("r.json"));
+        assert_eq!(scan(&["--max-steps", "5", "--report", "a", "test", "dir"]).as_deref(), Some("a"));
+        assert_eq!(scan(&["test", "--report", "a"]).as_deref(), Some("a"));
+        // After the program, it is a script argument.
+        assert_eq!(scan(&["x.lsh", "--report", "r.json"]), None);
+        assert_eq!(scan(&["-e", "print(1)", "--report", "r.json"]), None);
+        // An option's value that looks like --report is that option's value.
+        assert_eq!(scan(&["--audit", "--report", "x.lsh"]), None);
+        assert_eq!(scan(&["--report"]), None);
+    }
 
     fn p(args: &[&str]) -> Result<(Config, Command), String> {
         parse(&args.iter().map(OsString::from).collect::<Vec<_>>())

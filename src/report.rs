@@ -54,38 +54,6 @@ fn io(e: Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(e.raw_os_error())
 }
 
-/// The `--report` value in argv, found before parsing (so that even a usage error about
-/// another option is reported there). Stops where `cli::prescan` stops: at the program.
-pub fn prescan(args: &[OsString]) -> Option<OsString> {
-    let mut found = None;
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_bytes();
-        match a {
-            b"--report" => {
-                found = args.get(i + 1).cloned();
-                i += 1;
-            }
-            b"-e" | b"--" => break,
-            _ if a.starts_with(b"--report=") => found = Some(OsStr::from_bytes(&a[9..]).to_os_string()),
-            _ if a.starts_with(b"--") => {
-                let name = a.split(|&c| c == b'=').next().unwrap_or(a);
-                let takes = crate::cli::OPTIONS.iter().any(|o| o.name.as_bytes() == name && o.value.is_some());
-                if takes && !a.contains(&b'=') {
-                    i += 1;
-                }
-            }
-            _ => {
-                if a != b"check" && a != b"test" && a != b"repl" {
-                    break;
-                }
-            }
-        }
-        i += 1;
-    }
-    found
-}
-
 /// A temporary name beside the report: `.NAME.leash-PID-N.tmp`.
 fn temp_name(name: &OsStr, n: u32) -> OsString {
     let mut t = OsString::from(".");
@@ -296,25 +264,6 @@ pub fn finish(status: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn scan(args: &[&str]) -> Option<String> {
-        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
-        prescan(&v).map(|s| s.to_string_lossy().into_owned())
-    }
-
-    #[test]
-    fn prescan_finds_the_report_before_the_program() {
-        assert_eq!(scan(&["--report", "r.json", "x.lsh"]).as_deref(), Some("r.json"));
-        assert_eq!(scan(&["--report=r.json", "-e", "print(1)"]).as_deref(), Some("r.json"));
-        assert_eq!(scan(&["--max-steps", "5", "--report", "a", "test", "dir"]).as_deref(), Some("a"));
-        assert_eq!(scan(&["test", "--report", "a"]).as_deref(), Some("a"));
-        // After the program, it is a script argument.
-        assert_eq!(scan(&["x.lsh", "--report", "r.json"]), None);
-        assert_eq!(scan(&["-e", "print(1)", "--report", "r.json"]), None);
-        // An option's value that looks like --report is that option's value.
-        assert_eq!(scan(&["--audit", "--report", "x.lsh"]), None);
-        assert_eq!(scan(&["--report"]), None);
-    }
 
     #[test]
     fn document_shape() {
