@@ -466,6 +466,23 @@ fn block_open(lex: &mut logos::Lexer<Tok>, raw: bool) -> Result<bool, LexError> 
     }
 }
 
+/// A token after which a `-` is binary and a `(` or `[` is a call or an index (what
+/// `leash fmt` spaces by, and the parser's hints read).
+pub fn operand_end(t: &Tok) -> bool {
+    matches!(
+        t,
+        Tok::Ident(_)
+            | Tok::Num(_)
+            | Tok::Str(_)
+            | Tok::Nil
+            | Tok::True
+            | Tok::False
+            | Tok::RParen
+            | Tok::RBracket
+            | Tok::RBrace
+    )
+}
+
 /// The delimiter of a block string opened at the end of a lexed line, if one is.
 pub fn block_opener(l: &LexedLine) -> Option<&'static str> {
     match l.toks.last() {

@@ -5,7 +5,7 @@
 
 use super::Src;
 use crate::diag::{char_column, char_width, LoadError};
-use crate::lexer::{LexError, LexedLine, Tok};
+use crate::lexer::{operand_end, LexError, LexedLine, Tok};
 
 /// The spot of token `i` of a lexed line (past the last token: just after it).
 fn tok_at(l: &LexedLine, text: &str, i: usize) -> (u32, u32) {
@@ -182,7 +182,7 @@ pub(super) fn parse_hints(le: LoadError, at: usize, l: &LexedLine, src: Src) -> 
         m == "--"
             || (at > 0
                 && at < toks.len()
-                && crate::tools::fmt::operand_end(&toks[at - 1])
+                && operand_end(&toks[at - 1])
                 && matches!(toks[at], Tok::Ident(_) | Tok::Num(_) | Tok::Str(_)))
             || toks.first() == Some(&Tok::SlashSlash)
     };

@@ -26,7 +26,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use crate::diag::{Diagnostic, LoadErrors};
-use crate::lexer::{block_opener, closes_block, lex_line, Tok};
+use crate::lexer::{block_opener, closes_block, lex_line, operand_end, Tok};
 use crate::limits::MAX_SOURCE_BYTES;
 
 /// Why a text could not be formatted.
@@ -58,22 +58,6 @@ fn parse_dump(name: &str, src: &str) -> (String, Vec<Diagnostic>) {
     let dump = format!("{:?}\n{:?}", parsed.top, parsed.fns);
     crate::ast::clear_names();
     (dump, errors.list.iter().map(|e| e.to_diag()).collect())
-}
-
-/// A token after which a `-` is binary and a `(` or `[` is a call or an index.
-pub fn operand_end(t: &Tok) -> bool {
-    matches!(
-        t,
-        Tok::Ident(_)
-            | Tok::Num(_)
-            | Tok::Str(_)
-            | Tok::Nil
-            | Tok::True
-            | Tok::False
-            | Tok::RParen
-            | Tok::RBracket
-            | Tok::RBrace
-    )
 }
 
 /// Whether one space goes between `prev` and `cur`. `prev_unary` says `prev` is a unary `-`.
