@@ -192,10 +192,10 @@ fn open_gate(cfg: &Config) -> Result<std::sync::Arc<crate::gate::Gate>, i32> {
 }
 
 /// The profile of a run, its program, and the run's `--max-time` deadline.
-type ProfileOut<'a> = (&'a crate::tools::profile::Profile, &'a crate::program::Program, Option<Instant>);
+type ProfileOut<'a> = (&'a crate::profile::Profile, &'a crate::program::Program, Option<Instant>);
 
 /// Write `--profile FILE` (and its `.work` and `.lines` companions), streamed and bounded
-/// (`tools/profile.rs`: stacks past the bounds in `[other]`, what the deadline left in
+/// (`profile.rs`: stacks past the bounds in `[other]`, what the deadline left in
 /// `[truncated]`); a failure is reported and does not change the exit status.
 fn write_profile(path: &Path, p: Option<ProfileOut<'_>>, json: bool) {
     let r = match p {

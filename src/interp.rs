@@ -112,7 +112,7 @@ pub struct Interp<'p> {
     pub(crate) host: Host,
 
     /// `--profile`: the profiler, fed from the meter's slow path and at calls.
-    pub(crate) profile: Option<Box<crate::tools::profile::Profile>>,
+    pub(crate) profile: Option<Box<crate::profile::Profile>>,
     /// Run compiled code (`compile.rs`, `vm.rs`; `LEASH_CORE=vm`); false: the tree
     /// evaluator runs every body (the default, and the differential oracle while both
     /// exist: the compiled core does not yet beat it; WORKLOG, issue 24).
@@ -269,7 +269,7 @@ impl<'p> Interp<'p> {
     }
 
     /// The profile, with everything counted up to now attributed.
-    pub fn take_profile(&mut self) -> Option<Box<crate::tools::profile::Profile>> {
+    pub fn take_profile(&mut self) -> Option<Box<crate::profile::Profile>> {
         let (steps, work) = (self.host.meter.steps, self.host.meter.work);
         let mut p = self.profile.take()?;
         p.sync(steps, work);

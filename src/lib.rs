@@ -31,6 +31,7 @@ pub mod limits;
 pub mod memory;
 pub mod meter;
 pub mod parser;
+pub mod profile;
 pub mod program;
 pub mod program_cache;
 pub mod report;
@@ -112,7 +113,7 @@ pub struct Outcome {
     /// Output held back in CGI mode.
     pub held: Vec<u8>,
     /// The profile of the run, when `RunConfig::profile` asked for one.
-    pub profile: Option<Box<tools::profile::Profile>>,
+    pub profile: Option<Box<profile::Profile>>,
 }
 
 /// Set in a process that runs one script and then ends (a `leash-cgi --fastcgi` worker):

@@ -41,7 +41,7 @@ pub struct Meter {
     /// When the run started (`clock()`).
     pub started: Instant,
     /// `--profile`: keep the step check point at the current step, so that every step
-    /// takes the slow path, where the profiler is fed (`tools/profile.rs`). Off, the step
+    /// takes the slow path, where the profiler is fed (`profile.rs`). Off, the step
     /// path is exactly what it is without a profiler.
     pub profiling: bool,
 }

@@ -1,5 +1,9 @@
 //! `--profile FILE` (SPEC 13): where a run's steps and work went, exactly.
 //!
+//! The profile's data and its writer: the evaluator (`interp`) feeds it during the run
+//! and `app` writes it at exit. It imports only `ast` and `program`, so the evaluator
+//! depends on it and nothing of it depends on the evaluator.
+//!
 //! The profiler is fed by the meter's own figures, never by sampling: every step is
 //! attributed to its line and to the call stack it ran in, and the work charged between
 //! two points of the run (two steps, a call and a step, a return and a step) to the line
