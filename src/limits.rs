@@ -286,7 +286,7 @@ pub fn scaled(n: u64, rate_x256: u32) -> u64 {
 }
 
 /// `..` and interpolation, per byte produced (an allocation and a copy).
-pub const WORK_CONCAT_BYTE_X256: u32 = 16;
+pub const WORK_CONCAT_BYTE_X256: u32 = 11;
 /// Interpolation, per byte produced (written part by part into a growing buffer).
 pub const WORK_INTERP_BYTE_X256: u32 = 192;
 /// `..` and interpolation, per operation (the allocation).
@@ -312,7 +312,7 @@ pub const WORK_TRIM_UNICODE_BYTE_X256: u32 = 150;
 /// per byte of text.
 pub const WORK_TEXT_BYTE_X256: u32 = 768;
 /// A copy-on-write copy of a shared list, per item (cloning its values).
-pub const WORK_COPY_ITEM_X256: u32 = 1900;
+pub const WORK_COPY_ITEM_X256: u32 = 1150;
 /// A copy-on-write copy of a shared map, per entry (cloning keys and values, rebuilding
 /// the hash index).
 pub const WORK_COPY_ENTRY_X256: u32 = 8 * 256;
@@ -347,8 +347,9 @@ pub const WORK_REGEX_PIKE_X256: u32 = 2048;
 /// Regular expressions: the resumable NFA simulation the lazy DFA falls back to (its
 /// searches, rescans included), per position scanned per pattern position, charged as it
 /// goes (about 2.5x faster than the PikeVM: it tracks where a match starts, not groups).
-/// (768, 3 a position, measured 0.48 ns per unit on an idle machine: now 2.5.)
-pub const WORK_REGEX_SIM_X256: u32 = 640;
+/// (768, 3 a position, measured 0.48 ns per unit on an idle machine: then 2.5, measured
+/// 0.49 on 2026-12-05: now 1.75.)
+pub const WORK_REGEX_SIM_X256: u32 = 448;
 /// Regular expressions: the set-up of one capture-group search (the PikeVM on one match's
 /// span), on top of its bytes (150, then 60 until 2026-12-02; the capture engine of
 /// src/builtins/re/capture.rs made it cheaper).
@@ -395,11 +396,11 @@ pub const WORK_DB_BYTE_X256: u32 = 64;
 /// Bytes SQLite allocates or reallocates during a `db.*` call (x256 per byte; counted by
 /// `leash_alloc::sqlite_allocated`): the copies SQLite makes inside one instruction of
 /// its virtual machine (a recursive CTE's rows, index keys, sorter records) land there.
-pub const WORK_DB_ALLOC_BYTE_X256: u32 = 64;
+pub const WORK_DB_ALLOC_BYTE_X256: u32 = 48;
 /// Bytes of the pages SQLite fetches from its page cache during a `db.*` call (x256 per
 /// byte; `leash_alloc::sqlite_page_bytes`): a value bigger than a page is written, read
 /// and freed through a chain of overflow pages, each one fetched.
-pub const WORK_DB_PAGE_BYTE_X256: u32 = 32;
+pub const WORK_DB_PAGE_BYTE_X256: u32 = 24;
 pub const WORK_SQLFN_BYTE_X256: u32 = 256;
 pub const WORK_SQLFN_FIND_BYTE_X256: u32 = 256;
 pub const WORK_SQLFN_TRIM_BYTE_X256: u32 = 1024;

@@ -488,7 +488,7 @@ pub(crate) fn repeat_list(it: &mut Host, args: &mut [Value]) -> R<Value> {
 }
 
 /// concat: the items of the new list, charged before it is built.
-const CONCAT: Cost = Cost::custom(0.0, 8.0);
+const CONCAT: Cost = Cost::custom(0.0, 5.0);
 
 /// extend: the items appended.
 const EXTEND: Cost = Cost::custom(0.0, 4.0);
@@ -774,7 +774,7 @@ pub const TABLE: &[Builtin] = &[
     place("pop", "pop(PLACE)", 1, 1, CONST, pop),
     place("insert", "insert(PLACE, i, v)", 3, 3, Cost::items(2.0), insert),
     place("remove", "remove(PLACE, index_or_key)", 2, 2, Cost::items(2.0), remove),
-    b("slice", "slice(v, start[, end])", 2, 3, Cost::out(0.25, 9.0), slice),
+    b("slice", "slice(v, start[, end])", 2, 3, Cost::out(0.25, 6.0), slice),
     calls("sort", "sort(list[, FN(a, b)])", 1, 2, Cost::sort(0.3, 4.0), sort).with_fn(1, 2, true),
     calls("sort_by", "sort_by(list, key | FN(item))", 2, 2, SORT_BY, sort_by).with_fn(1, 1, false),
     calls("map", "map(list, FN(item))", 2, 2, Cost::items(6.0), map).with_fn(1, 1, true),
@@ -784,7 +784,7 @@ pub const TABLE: &[Builtin] = &[
     calls("all", "all(list, FN(item))", 2, 2, Cost::items(3.0), all).with_fn(1, 1, true),
     calls("count", "count(list, FN(item)) | count(s, sub)", 2, 2, Cost::items(3.0), count).with_fn(1, 1, false),
     calls("group_by", "group_by(list, FN(item))", 2, 2, GROUP_BY, group_by).with_fn(1, 1, true),
-    b("reverse", "reverse(v)", 1, 1, Cost::bytes_items(0.8, 4.5), reverse),
+    b("reverse", "reverse(v)", 1, 1, Cost::bytes_items(0.8, 3.0), reverse),
     b("index_of", "index_of(v, x)", 2, 2, CONST, index_of),
     b("range", "range([a, ]b[, step])", 1, 3, RANGE, range),
     b("sum", "sum(list)", 1, 1, Cost::items(2.0), sum),

@@ -657,7 +657,7 @@ const R: Cap = Cap::Read;
 
 pub const TABLE: &[Builtin] = &[
     gated("file.read", "file.read(path)", 1, 1, R, Cost::io(0.04), read),
-    gated("file.write", "file.write(path, text)", 2, 2, F, Cost::io(0.5), write),
+    gated("file.write", "file.write(path, text)", 2, 2, F, Cost::io(0.34), write),
     gated("file.append", "file.append(path, text)", 2, 2, F, Cost::io(0.5), append),
     gated("file.exists", "file.exists(path)", 1, 1, R, CONST, exists),
     gated("file.remove", "file.remove(path)", 1, 1, F, CONST, remove),
@@ -666,7 +666,7 @@ pub const TABLE: &[Builtin] = &[
     gated("file.size", "file.size(path)", 1, 1, R, CONST, size),
     gated("file.stat", "file.stat(path)", 1, 1, R, CONST, stat),
     gated("file.open", "file.open(path)", 1, 1, R, CONST, open),
-    gated("file.read_line", "file.read_line(reader)", 1, 1, R, Cost::io(0.0625), read_line),
+    gated("file.read_line", "file.read_line(reader)", 1, 1, R, Cost::io(0.125), read_line),
     gated("file.close", "file.close(reader)", 1, 1, R, CONST, close),
     // Per entry: read from the kernel, copied, sorted; and 4.5 per byte of the names
     // (`DIR_LIST_NAME_BYTE_X256`).

@@ -112,5 +112,5 @@ pub const TABLE: &[Builtin] = &[
     b("rand.float", "rand.float()", 0, 0, CONST, float),
     b("rand.seed", "rand.seed(n)", 1, 1, CONST, seed),
     b("rand.choice", "rand.choice(list)", 1, 1, CONST, choice),
-    b("rand.shuffle", "rand.shuffle(list)", 1, 1, Cost::items(8.0), shuffle),
+    b("rand.shuffle", "rand.shuffle(list)", 1, 1, Cost::items(6.0), shuffle),
 ];

@@ -147,7 +147,7 @@ fn find(it: &mut Host, args: &mut [Value]) -> R<Value> {
 
 /// repeat: the bytes of the result (a string) or its items (a list), charged before it
 /// is built.
-pub(crate) const REPEAT: Cost = Cost::custom(0.035, 8.0);
+pub(crate) const REPEAT: Cost = Cost::custom(0.035, 6.0);
 
 fn repeat(it: &mut Host, args: &mut [Value]) -> R<Value> {
     if let Value::List(_) = &args[0] {
