@@ -141,6 +141,11 @@ CASES = [
     ("re.test", 'w = repeat("abcdefgh", N / 8)', 'x = re.test("[0-9]+x", w)', [65536, 262144, 917504], 100),
     ("re.find_all", WORDS, 'x = re.find_all("[a-z]+", w)', [16384, 65536, 122880], 50),
     ("re.replace", WORDS, 'x = re.replace("b(c)", w, "$1$1")', [65536, 262144, 524288], 50),
+    # groups found by the capture engine's quick search, charged by the steps it takes
+    # (a backtracking step a byte and more: alternatives tried in order); the row above is
+    # its typical shape (a few steps a match)
+    ("re.replace (groups by backtracking)", 'w = repeat("abababababababababababababababc ", N / 32)',
+     'x = re.replace("((?:a|b)+)c", w, "$1")', [16384, 65536, 131072], 50),
     ("re.split", WORDS, 'x = re.split(" +", w)', [16384, 65536, 122880], 50),
     # a pattern whose lazy DFA thrashes on random a/b: it gives up and the charged PikeVM runs
     ("re (PikeVM)", ABRAND, 'x = re.test("a[ab]{400}[^ab]", w)', [65536, 262144, 524288], 1),

@@ -120,6 +120,30 @@ def test_captures_on_a_long_match_are_cheap(tmp_path):
     assert stats["work"] < 50_000_000, stats
 
 
+def test_captures_charged_by_the_quick_search_steps(tmp_path):
+    """Groups of small matches found by the capture engine's quick search are charged 30
+    plus 2 per step it took (2026-12-05), not its whole budget (the program, twice the
+    span and 64 steps: 176 units for a two-byte match), exactly and the same every run;
+    a quick search that gives up is still charged its whole budget before the slower
+    searches run (the hostile cases above end with `work`)."""
+    p = tmp_path / "q.lsh"
+    n = 20000
+    p.write_text(prog(f'w = repeat("abcdefg ", {n})', 'x = re.replace("b(c)", w, "$1$1")', "print(len(x))"))
+    base = tmp_path / "b.lsh"
+    base.write_text(prog(f'w = repeat("abcdefg ", {n})', 'x = re.replace("bc", w, "cc")', "print(len(x))"))
+    a, b, plain = run_capped(["--stats", p]), run_capped(["--stats", p]), run_capped(["--stats", base])
+    assert a.status == 0 and a.out == f"{8 * n}\n", a
+    assert plain.status == 0 and plain.out == f"{8 * n}\n", plain
+    w = a.stats["work"]
+    assert b.stats["work"] == w
+    groups = (w - plain.stats["work"]) / n  # what the groups of one match were charged
+    assert 30 < groups < 100, (groups, w, plain.stats["work"])
+    at = run_capped(["--stats", "--max-work", w, p])
+    assert at.status == 0, at
+    below = run_capped(["--error-format", "json", "--stats", "--max-work", w - 1, p])
+    assert below.status == 4 and below.diag["kind"] == "work", below
+
+
 FALLBACK = prog(
     *ab_random(65536),
     'print(re.test("a[ab]{400}[^ab]", w))',

@@ -471,7 +471,26 @@ impl Prog {
         exact: bool,
         out: &mut [Option<NonMaxUsize>],
     ) -> Option<bool> {
-        self.search::<false>(c, hay, s, e, exact, out, quick_budget(self, e - s + 1))
+        self.quick_counted(c, hay, s, e, exact, out).0
+    }
+
+    /// `quick`, and the steps it took (at most `quick_steps` of the span: all of them
+    /// when it gave up), for a caller that charges what the search did.
+    pub fn quick_counted(
+        &self,
+        c: &mut Cache,
+        hay: &[u8],
+        s: usize,
+        e: usize,
+        exact: bool,
+        out: &mut [Option<NonMaxUsize>],
+    ) -> (Option<bool>, usize) {
+        let budget = quick_budget(self, e - s + 1);
+        let mut left = budget;
+        let found = self.search::<false>(c, hay, s, e, exact, out, &mut left);
+        // Gave up: the whole budget counts, whatever stopped it.
+        let used = if found.is_none() { budget } else { budget - left };
+        (found, used)
     }
 
     /// `try_captures`' second search: with the visited set, on the linear budget.
@@ -487,13 +506,13 @@ impl Prog {
         let bits = self.rows.checked_mul(width).filter(|&b| b <= MAX_VISITED_BITS)?;
         c.visited.clear();
         c.visited.resize(bits.div_ceil(64), 0);
-        let budget = self.insts.len().saturating_mul(width).saturating_mul(STEPS_PER_PAIR).saturating_add(64);
-        self.search::<true>(c, hay, s, e, true, out, budget)
+        let mut budget = self.insts.len().saturating_mul(width).saturating_mul(STEPS_PER_PAIR).saturating_add(64);
+        self.search::<true>(c, hay, s, e, true, out, &mut budget)
     }
 
     /// One backtracking search from `s`, within `..e` (with the visited set when `MEMO`;
     /// a path must end exactly at `e` when `exact`): Some(found), or None when it ran out
-    /// of `budget`.
+    /// of `budget` (what is left of it stays there).
     #[allow(clippy::too_many_arguments)]
     fn search<const MEMO: bool>(
         &self,
@@ -503,7 +522,7 @@ impl Prog {
         e: usize,
         exact: bool,
         out: &mut [Option<NonMaxUsize>],
-        mut budget: usize,
+        budget: &mut usize,
     ) -> Option<bool> {
         let width = e - s + 1;
         c.stack.clear();
@@ -534,10 +553,10 @@ impl Prog {
                 }
             };
             loop {
-                if budget == 0 || (!MEMO && stack.len() > MAX_QUICK_FRAMES) {
+                if *budget == 0 || (!MEMO && stack.len() > MAX_QUICK_FRAMES) {
                     return None;
                 }
-                budget -= 1;
+                *budget -= 1;
                 if MEMO {
                     let row = self.row[pc];
                     if row != NO_ROW {
@@ -580,10 +599,10 @@ impl Prog {
                         }
                         .unwrap_or(run.len());
                         let r = at + scanned;
-                        if budget < scanned {
+                        if *budget < scanned {
                             return None;
                         }
-                        budget -= scanned;
+                        *budget -= scanned;
                         let lo = at + min as usize;
                         if r < lo {
                             break;

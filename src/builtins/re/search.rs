@@ -52,8 +52,12 @@ fn pike_charge(it: &mut Host, name: &str, units: u64) -> R<()> {
 /// The capture engine's quick search over `len` bytes: its set-up and its step budget
 /// (the program once, every position twice), charged before it runs.
 fn quick_charge(p: &capture::Prog, len: usize) -> u64 {
-    WORK_REGEX_CAPTURES
-        .saturating_add((p.quick_steps(len.saturating_add(1)) as u64).saturating_mul(WORK_REGEX_QUICK_STEP))
+    quick_work(p.quick_steps(len.saturating_add(1)))
+}
+
+/// The capture engine's quick search that took `steps` steps: its set-up and its steps.
+fn quick_work(steps: usize) -> u64 {
+    WORK_REGEX_CAPTURES.saturating_add((steps as u64).saturating_mul(WORK_REGEX_QUICK_STEP))
 }
 
 /// The PikeVM cannot be interrupted: a search whose work (at about a nanosecond a unit,
@@ -185,12 +189,19 @@ impl<'h> Run<'h> {
     pub(super) fn captures(&mut self, it: &mut Host, name: &str, m: Match, caps: &mut Captures) -> R<()> {
         let e = self.e.clone();
         if let Some(p) = e.cap.as_ref() {
-            // The capture engine's quick search first, charged its step budget before it
-            // runs; only when it gives up, the searches that may take pattern x span.
-            it.work(quick_charge(p, m.len()))?;
+            // The capture engine's quick search first, charged the steps it took (its
+            // whole budget when it gave up: the program, twice the span and 64, so at
+            // most that span's worth, which the match's scan has been charged for);
+            // only when it gives up, the searches that may take pattern x span. (Until
+            // 2026-12-05 the whole budget was charged before it ran: a two-byte match
+            // was charged 176 units for a search of a few steps.)
             caps.set_pattern(Some(regex_automata::PatternID::ZERO));
-            let mut c = e.caches.borrow_mut();
-            if p.quick(&mut c.cap, self.hay, m.start(), m.end(), true, caps.slots_mut()) == Some(true) {
+            let (found, steps) = {
+                let mut c = e.caches.borrow_mut();
+                p.quick_counted(&mut c.cap, self.hay, m.start(), m.end(), true, caps.slots_mut())
+            };
+            it.work(quick_work(steps))?;
+            if found == Some(true) {
                 return Ok(());
             }
         }
