@@ -214,6 +214,25 @@ fn small_of_mut(len: u8, slots: &mut Option<Slots>) -> &mut [Option<(Key, Value)
     }
 }
 
+/// Every slot of a small map, its capacity (those past its length are empty: a look-up
+/// by key or index over them needs no length).
+#[inline(always)]
+fn slots_all(slots: &Option<Slots>) -> &[Option<(Key, Value)>] {
+    match slots {
+        Some(s) => s.slice(),
+        None => &[],
+    }
+}
+
+/// `slots_all`, to change.
+#[inline(always)]
+fn slots_all_mut(slots: &mut Option<Slots>) -> &mut [Option<(Key, Value)>] {
+    match slots {
+        Some(s) => ThinRc::make_mut(s).1,
+        None => &mut [],
+    }
+}
+
 /// The entry at `i` of small-map slots.
 #[inline(always)]
 fn small_at(v: &[Option<(Key, Value)>], i: usize) -> Option<(&Key, &Value)> {
@@ -276,8 +295,8 @@ fn find_in_shape<'a>(shape: &Shape, vals: &'a [Value], k: &[u8]) -> Option<(usiz
 #[inline(always)]
 fn slot_of<'a>(e: &'a mut Entries, vals: &'a mut [Value], k: &[u8]) -> Option<&'a mut Value> {
     match e {
-        Entries::Small { len, slots, .. } => {
-            let e = small_of_mut(*len, slots);
+        Entries::Small { slots, .. } => {
+            let e = slots_all_mut(slots);
             let i = find_small(e, k)?;
             small_at_mut(e, i).map(|(_, v)| v)
         }
@@ -290,7 +309,7 @@ fn slot_of<'a>(e: &'a mut Entries, vals: &'a mut [Value], k: &[u8]) -> Option<&'
 #[inline(always)]
 fn slot_at<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize) -> Option<&'a mut Value> {
     match e {
-        Entries::Small { len, slots, .. } => small_at_mut(small_of_mut(*len, slots), i).map(|(_, v)| v),
+        Entries::Small { slots, .. } => small_at_mut(slots_all_mut(slots), i).map(|(_, v)| v),
         Entries::Big { m, .. } => m.get_index_mut(i).map(|(_, v)| v),
         Entries::Shaped { .. } => vals.get_mut(i),
     }
@@ -300,7 +319,7 @@ fn slot_at<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize) -> Option<&'
 #[inline(always)]
 fn slot_at_if<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize, k: &[u8]) -> Option<&'a mut Value> {
     let (key, slot) = match e {
-        Entries::Small { len, slots, .. } => small_at_mut(small_of_mut(*len, slots), i)?,
+        Entries::Small { slots, .. } => small_at_mut(slots_all_mut(slots), i)?,
         Entries::Big { m, .. } => {
             let (key, slot) = m.get_index_mut(i)?;
             (&*key, slot)
@@ -322,7 +341,7 @@ fn hint_of(e: &Entries) -> &Cell<u32> {
 #[inline(always)]
 fn entry_at<'a>(e: &'a Entries, vals: &'a [Value], i: usize) -> Option<(&'a Bytes, &'a Value)> {
     match e {
-        Entries::Small { len, slots, .. } => small_at(small_of(*len, slots), i).map(|(k, v)| (&k.0, v)),
+        Entries::Small { slots, .. } => small_at(slots_all(slots), i).map(|(k, v)| (&k.0, v)),
         Entries::Big { m, .. } => m.get_index(i).map(|(k, v)| (&k.0, v)),
         Entries::Shaped { shape, .. } => Some((&shape.keys.get(i)?.0, vals.get(i)?)),
     }
@@ -332,7 +351,7 @@ fn entry_at<'a>(e: &'a Entries, vals: &'a [Value], i: usize) -> Option<(&'a Byte
 #[inline(always)]
 fn index_in(e: &Entries, k: &[u8]) -> Option<usize> {
     match e {
-        Entries::Small { len, slots, .. } => find_small(small_of(*len, slots), k),
+        Entries::Small { slots, .. } => find_small(slots_all(slots), k),
         Entries::Big { m, .. } => m.get_index_of(k),
         Entries::Shaped { shape, .. } => find_shaped(&shape.keys, k),
     }
@@ -578,8 +597,8 @@ impl Map {
     #[inline(always)]
     fn find(&self, k: &[u8]) -> Option<(usize, &Value)> {
         match &self.head().e {
-            Entries::Small { len, slots, .. } => {
-                let e = small_of(*len, slots);
+            Entries::Small { slots, .. } => {
+                let e = slots_all(slots);
                 let i = find_small(e, k)?;
                 Some((i, small_at(e, i)?.1))
             }
@@ -621,7 +640,10 @@ impl Map {
 
     #[inline(always)]
     pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Value)> {
-        entry_at(&self.head().e, self.0.slice(), i)
+        match &self.head().e {
+            Entries::Shaped { shape, .. } => Some((&shape.keys.get(i)?.0, self.0.slice().get(i)?)),
+            e => entry_at(e, &[], i),
+        }
     }
 }
 

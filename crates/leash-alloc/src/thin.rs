@@ -214,13 +214,20 @@ impl<H: Clone, T: Clone> ThinRc<H, T> {
     /// Mutable access to the header and the items; a shared block is copied first (its
     /// header and items cloned into a new block that this then points to), as
     /// `Rc::make_mut` does.
-    #[inline]
+    #[inline(always)]
     pub fn make_mut(this: &mut Self) -> (&mut H, &mut [T]) {
         if !Self::is_unique(this) {
-            *this = ThinRc::new(this.header().clone(), this.slice().iter().cloned());
+            Self::copy(this);
         }
         // SAFETY: the count is one: it was, or `this` is a block just made.
         unsafe { this.parts_mut_unchecked() }
+    }
+
+    /// `make_mut`'s copy of a shared block (out of line: the check above stays small).
+    #[cold]
+    #[inline(never)]
+    fn copy(this: &mut Self) {
+        *this = ThinRc::new(this.header().clone(), this.slice().iter().cloned());
     }
 }
 
