@@ -4,15 +4,17 @@
 //! of `value`.
 
 use super::*;
-use leash_alloc::ThinRc;
+use leash_alloc::{Release, ThinRc};
 
-/// As for lists: nested values a map alone holds are freed from a work list (when this
-/// is the last reference to the map).
-impl Drop for Map {
-    fn drop(&mut self) {
-        if ThinRc::is_unique(&self.0) && self.values().any(|v| matches!(v, Value::List(_) | Value::Map(_))) {
-            let work: Vec<Value> = self.take_values();
-            drain_nested(work);
+/// As for lists: nested values a map alone holds are freed from a work list, when its
+/// last reference goes (`ThinRc`'s release step, out of line: a map's drop inlined
+/// where values are dropped stays a compare and a decrement).
+struct Drain;
+
+impl Release<Head, Value> for Drain {
+    fn release(h: &mut Head, vals: &mut [Value]) {
+        if iter_of(&h.e, vals).any(|(_, v)| matches!(v, Value::List(_) | Value::Map(_))) {
+            drain_nested(take_values_of(h, vals));
         }
     }
 }
@@ -395,12 +397,34 @@ impl<'a> Iterator for MapIter<'a> {
     }
 }
 
+/// The entries of a map's header `e` and values `vals`, in order.
+fn iter_of<'a>(e: &'a Entries, vals: &'a [Value]) -> MapIter<'a> {
+    MapIter(match e {
+        Entries::Small { len, slots, .. } => MapIterInner::Small(small_of(*len, slots).iter()),
+        Entries::Big { m, .. } => MapIterInner::Big(m.iter()),
+        Entries::Shaped { shape, .. } => MapIterInner::Shaped(shape.keys.iter().zip(vals.iter())),
+    })
+}
+
+/// Take every value out of a map's header and values, leaving it empty.
+fn take_values_of(h: &mut Head, vals: &mut [Value]) -> Vec<Value> {
+    match &mut h.e {
+        Entries::Small { len, slots, .. } => {
+            let out = small_of_mut(*len, slots).iter_mut().filter_map(|e| e.take().map(|(_, v)| v)).collect();
+            *len = 0;
+            out
+        }
+        Entries::Big { m, .. } => m.drain(..).map(|(_, v)| v).collect(),
+        Entries::Shaped { .. } => vals.iter_mut().map(std::mem::take).collect(),
+    }
+}
+
 /// A map with string keys in insertion order, and the accounted storage of its entries:
 /// a one-word handle to a reference-counted block (`leash_alloc::ThinRc`: the header,
 /// then a shaped map's values), copy-on-write: `clone` shares the block, and a change
 /// through a shared handle copies it first (as `Rc::make_mut` did for the `Rc<Map>` of
 /// before). So a parsed record is one allocation (issue 25).
-pub struct Map(ThinRc<Head, Value>);
+pub struct Map(ThinRc<Head, Value, Drain>);
 
 impl Clone for Map {
     /// Another reference to the same map (copied at its first change).
@@ -476,7 +500,7 @@ impl Map {
         } else {
             Entries::Big { hint: Cell::new(0), m: Box::new(MapInner::with_capacity_and_hasher(n, Default::default())) }
         };
-        Map(ThinRc::new(Head { heap: 0, e }, std::iter::empty()))
+        Map(ThinRc::with_release(Head { heap: 0, e }, std::iter::empty()))
     }
 
     /// A map with the keys of `shape` and the values `vals` (as many as its keys), which
@@ -492,7 +516,7 @@ impl Map {
         }
         let mut heap: usize = shape.keys.iter().map(Key::acct).sum();
         let e = Entries::Shaped { hint: Cell::new(0), shape: shape.clone() };
-        let mut b = ThinRc::new(Head { heap: 0, e }, vals.inspect(|v| heap += v.heap()));
+        let mut b = ThinRc::with_release(Head { heap: 0, e }, vals.inspect(|v| heap += v.heap()));
         if let Some((h, _)) = ThinRc::get_mut(&mut b) {
             h.heap = heap;
         }
@@ -516,22 +540,14 @@ impl Map {
                 }),
             );
             let e = Entries::Small { hint: hint.clone(), len: n as u8, slots: Some(slots) };
-            self.0 = ThinRc::new(Head { heap: h.heap, e }, std::iter::empty());
+            self.0 = ThinRc::with_release(Head { heap: h.heap, e }, std::iter::empty());
         }
     }
 
     /// Take every value out, leaving the map empty (its block unique first).
     fn take_values(&mut self) -> Vec<Value> {
         let (h, vals) = self.parts_mut();
-        match &mut h.e {
-            Entries::Small { len, slots, .. } => {
-                let out = small_of_mut(*len, slots).iter_mut().filter_map(|e| e.take().map(|(_, v)| v)).collect();
-                *len = 0;
-                out
-            }
-            Entries::Big { m, .. } => m.drain(..).map(|(_, v)| v).collect(),
-            Entries::Shaped { .. } => vals.iter_mut().map(std::mem::take).collect(),
-        }
+        take_values_of(h, vals)
     }
 
     /// Whether the map is in its small layout (tests).
@@ -623,11 +639,7 @@ impl Map {
     }
 
     pub fn iter(&self) -> MapIter<'_> {
-        MapIter(match &self.head().e {
-            Entries::Small { len, slots, .. } => MapIterInner::Small(small_of(*len, slots).iter()),
-            Entries::Big { m, .. } => MapIterInner::Big(m.iter()),
-            Entries::Shaped { shape, .. } => MapIterInner::Shaped(shape.keys.iter().zip(self.0.slice().iter())),
-        })
+        iter_of(&self.head().e, self.0.slice())
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Bytes> {

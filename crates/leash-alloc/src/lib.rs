@@ -76,7 +76,7 @@ pub use process::{
 };
 pub use sqlite_count::{count_sqlite_allocations, sqlite_allocated, sqlite_page_bytes};
 pub use text::text_in_huge_pages;
-pub use thin::ThinRc;
+pub use thin::{NoRelease, Release, ThinRc};
 
 use std::alloc::Layout;
 use std::cell::Cell;

@@ -39,15 +39,32 @@ struct Inner<H, T> {
 }
 
 /// A one-word, non-atomic reference-counted pointer to a header `H` and a slice of `T`
-/// (see the module's comment).
-pub struct ThinRc<H, T> {
+/// (see the module's comment). `R` is run on the header and the items when the last
+/// reference goes, before they are dropped (`NoRelease`: nothing).
+pub struct ThinRc<H, T, R: Release<H, T> = NoRelease> {
     ptr: NonNull<Inner<H, T>>,
     /// Owns an `Inner<H, T>` (and the items after it) for the drop check; `NonNull`
     /// already makes the type `!Send` and `!Sync`.
-    _owns: PhantomData<Inner<H, T>>,
+    _owns: PhantomData<(Inner<H, T>, R)>,
 }
 
-impl<H, T> ThinRc<H, T> {
+/// What a block does when its last reference goes, before its header and items are
+/// dropped: given them mutably (no other reference exists). The interpreter's maps take
+/// their nested values out here, to free them from a work list instead of by recursion.
+/// Kept out of `Drop for ThinRc`'s inlined part, which stays a compare and a decrement.
+pub trait Release<H, T> {
+    fn release(header: &mut H, items: &mut [T]);
+}
+
+/// No release step.
+pub struct NoRelease;
+
+impl<H, T> Release<H, T> for NoRelease {
+    #[inline(always)]
+    fn release(_: &mut H, _: &mut [T]) {}
+}
+
+impl<H, T, R: Release<H, T>> ThinRc<H, T, R> {
     /// The layout of the block for `len` items and the offset of its first item. Panics
     /// (as `Vec` does) when the size would overflow `isize`.
     #[inline]
@@ -63,14 +80,15 @@ impl<H, T> ThinRc<H, T> {
         Self::layout(len).0.size()
     }
 
-    /// A block holding `header` and the items of `items`, with a count of one.
+    /// A block holding `header` and the items of `items`, with a count of one (`R`
+    /// runs when the last reference goes; `new` for none).
     ///
     /// Takes exactly `items.len()` items. An iterator that ends early makes this panic
     /// (after dropping the header and the items it gave, and freeing the block); one
     /// with items left over keeps them unread (they are dropped with the iterator). If
     /// the iterator panics, the same clean-up runs: nothing is leaked and nothing is
     /// read uninitialised.
-    pub fn new<I>(header: H, items: I) -> Self
+    pub fn with_release<I>(header: H, items: I) -> Self
     where
         I: IntoIterator<Item = T>,
         I::IntoIter: ExactSizeIterator,
@@ -210,7 +228,19 @@ impl<H, T> ThinRc<H, T> {
     }
 }
 
-impl<H: Clone, T: Clone> ThinRc<H, T> {
+impl<H, T> ThinRc<H, T> {
+    /// A block holding `header` and the items of `items`, with a count of one and no
+    /// release step (see `with_release`, which this is).
+    pub fn new<I>(header: H, items: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        Self::with_release(header, items)
+    }
+}
+
+impl<H: Clone, T: Clone, R: Release<H, T>> ThinRc<H, T, R> {
     /// Mutable access to the header and the items; a shared block is copied first (its
     /// header and items cloned into a new block that this then points to), as
     /// `Rc::make_mut` does.
@@ -227,11 +257,11 @@ impl<H: Clone, T: Clone> ThinRc<H, T> {
     #[cold]
     #[inline(never)]
     fn copy(this: &mut Self) {
-        *this = ThinRc::new(this.header().clone(), this.slice().iter().cloned());
+        *this = Self::with_release(this.header().clone(), this.slice().iter().cloned());
     }
 }
 
-impl<H, T> Clone for ThinRc<H, T> {
+impl<H, T, R: Release<H, T>> Clone for ThinRc<H, T, R> {
     /// Another reference to the same block (the count plus one).
     #[inline(always)]
     fn clone(&self) -> Self {
@@ -247,20 +277,23 @@ impl<H, T> Clone for ThinRc<H, T> {
     }
 }
 
-impl<H, T> Drop for ThinRc<H, T> {
-    #[inline]
+impl<H, T, R: Release<H, T>> Drop for ThinRc<H, T, R> {
+    /// (The test is on the count before the decrement, so that a caller that has just
+    /// looked at it, as a map's drop does, lets the compiler fold the two looks.)
+    #[inline(always)]
     fn drop(&mut self) {
         let c = &self.inner().count;
-        let n = c.get() - 1;
-        c.set(n);
-        if n == 0 {
+        let n = c.get();
+        if n == 1 {
             self.drop_slow();
+        } else {
+            c.set(n - 1);
         }
     }
 }
 
-impl<H, T> ThinRc<H, T> {
-    /// The last reference went: drop the header and the items, free the block.
+impl<H, T, R: Release<H, T>> ThinRc<H, T, R> {
+    /// The last reference goes: drop the header and the items, free the block.
     #[inline(never)]
     fn drop_slow(&mut self) {
         let inner = self.ptr.as_ptr();
@@ -273,11 +306,19 @@ impl<H, T> ThinRc<H, T> {
                 unsafe { alloc::dealloc(self.0, self.1) }
             }
         }
-        // SAFETY: the count reached zero: this was the last reference, the header and
-        // the `len` items are initialised and dropped exactly once, here.
+        // SAFETY: the count was one: this is the last reference, the header and the
+        // `len` items are initialised and dropped exactly once, here.
         unsafe {
             let len = (*inner).len;
             let _free = Free(inner.cast(), Self::layout(len).0);
+            // The release step, while the count is still one (nothing else can reach the
+            // block; a panic in it leaves the header and items undropped, never freed
+            // twice).
+            {
+                let (h, items) = self.parts_mut_unchecked();
+                R::release(h, items);
+            }
+            (*inner).count.set(0);
             let items = ptr::slice_from_raw_parts_mut(self.items_ptr(), len);
             // The items first (a panic in one still drops the others, then the header
             // is skipped and the block freed).
@@ -287,7 +328,7 @@ impl<H, T> ThinRc<H, T> {
     }
 }
 
-impl<H: fmt::Debug, T: fmt::Debug> fmt::Debug for ThinRc<H, T> {
+impl<H: fmt::Debug, T: fmt::Debug, R: Release<H, T>> fmt::Debug for ThinRc<H, T, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThinRc").field("header", self.header()).field("items", &self.slice()).finish()
     }
@@ -537,6 +578,28 @@ mod tests {
             let m = e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()));
             panic!("{}", m.unwrap_or_default());
         }
+    }
+
+    #[test]
+    fn the_release_step_runs_once_at_the_last_reference_before_the_drops() {
+        thread_local!(static SEEN: Cell<(usize, u64)> = const { Cell::new((0, 0)) });
+        struct Sum;
+        impl super::Release<u64, D> for Sum {
+            fn release(h: &mut u64, items: &mut [D]) {
+                // Nothing dropped yet; the items can be changed or taken.
+                let c = items.first().map(|d| d.0.get()).unwrap_or(0);
+                SEEN.with(|s| s.set((s.get().0 + 1, *h + items.iter().map(|d| d.1).sum::<u64>() + c as u64 * 1000)));
+                *h = 0;
+            }
+        }
+        let c = Rc::new(Cell::new(0));
+        let a: ThinRc<u64, D, Sum> = ThinRc::with_release(100, ds(4, &c));
+        let b = a.clone();
+        drop(a);
+        assert_eq!(SEEN.with(Cell::get), (0, 0));
+        drop(b);
+        assert_eq!(SEEN.with(Cell::get), (1, 106));
+        assert_eq!(c.get(), 4);
     }
 
     #[test]
