@@ -29,11 +29,7 @@ pub(super) fn drain_nested(mut work: Vec<Value>) {
                     work.append(&mut l.items);
                 }
             }
-            Value::Map(mut m) => {
-                if ThinRc::is_unique(&m.0) {
-                    work.extend(m.take_values());
-                }
-            }
+            Value::Map(mut m) if ThinRc::is_unique(&m.0) => work.extend(m.take_values()),
             _ => {}
         }
     }
@@ -322,10 +318,7 @@ fn slot_at<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize) -> Option<&'
 fn slot_at_if<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize, k: &[u8]) -> Option<&'a mut Value> {
     let (key, slot) = match e {
         Entries::Small { slots, .. } => small_at_mut(slots_all_mut(slots), i)?,
-        Entries::Big { m, .. } => {
-            let (key, slot) = m.get_index_mut(i)?;
-            (&*key, slot)
-        }
+        Entries::Big { m, .. } => m.get_index_mut(i)?,
         Entries::Shaped { shape, .. } => (shape.keys.get(i)?, vals.get_mut(i)?),
     };
     (key.0.as_slice() == k).then_some(slot)
