@@ -96,6 +96,7 @@ impl<H, T, R: Release<H, T>> ThinRc<H, T, R> {
         let mut it = items.into_iter();
         let len = it.len();
         let (layout, off) = Self::layout(len);
+        debug_assert_eq!(off, std::mem::size_of::<Inner<H, T>>(), "the items start where `items_ptr` says");
         // SAFETY: `layout` has a non-zero size (it holds two `usize` counts).
         let raw = unsafe { alloc::alloc(layout) };
         let Some(base) = NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
