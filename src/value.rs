@@ -418,7 +418,7 @@ pub enum Value {
     Num(f64),
     Str(Bytes),
     List(Rc<List>),
-    Map(Rc<Map>),
+    Map(Map),
     Handle(Handle),
 }
 
@@ -634,7 +634,7 @@ impl Value {
     }
 
     pub fn map(m: Map) -> Value {
-        Value::Map(Rc::new(m))
+        Value::Map(m)
     }
 
     /// Accounted heap storage beyond the value's own 16-byte slot.

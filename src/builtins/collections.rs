@@ -141,8 +141,8 @@ fn remove(it: &mut Host, target: &mut Value, args: &mut [Value]) -> R<Value> {
             if !m.contains(k) {
                 return Err(it.err(ErrKind::Key, format!("remove: key {} not found", crate::diag::quoted(k))));
             }
-            it.cow(m)?;
-            Ok(Rc::make_mut(m).remove(k).unwrap_or(Value::Nil))
+            it.cow_map(m)?;
+            Ok(m.remove(k).unwrap_or(Value::Nil))
         }
         other => Err(it.type_err("remove", 0, "a list or map", other)),
     }

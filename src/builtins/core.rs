@@ -376,7 +376,7 @@ fn walk(path: &mut String, got: &Value, want: &Value, d: &mut Diffs, depth: usiz
             }
         }
         (Value::Map(g), Value::Map(w)) if depth < 256 => {
-            if std::rc::Rc::ptr_eq(g, w) {
+            if Map::ptr_eq(g, w) {
                 return;
             }
             for (k, wv) in w.iter() {

@@ -325,6 +325,15 @@ impl Host {
         Ok(())
     }
 
+    /// `cow` for a map (a handle that shares its block until its first change).
+    #[inline]
+    pub fn cow_map(&mut self, m: &Map) -> R<()> {
+        if m.strong_count() > 1 {
+            return self.work(m.copy_work());
+        }
+        Ok(())
+    }
+
     /// Build a list value from items, within the list and frame limits.
     pub fn make_list(&self, items: Vec<Value>) -> R<Value> {
         self.check_list_len(items.len())?;

@@ -77,8 +77,8 @@ impl<'p> Interp<'p> {
                 if !rc.contains(key) {
                     return Err(self.missing_key(key));
                 }
-                self.host.cow(rc)?;
-                Rc::make_mut(rc).with_value(key, |item| self.nav_mut(item, rest, leaf)).expect("key present")
+                self.host.cow_map(rc)?;
+                rc.with_value(key, |item| self.nav_mut(item, rest, leaf)).expect("key present")
             }
             other => Err(self.err(ErrKind::Type, format!("cannot index a {}", other.type_name()))),
         }
@@ -132,8 +132,8 @@ impl<'p> Interp<'p> {
                             ),
                         ))
                     } else {
-                        self.host.cow(rc).map(|_| {
-                            Rc::make_mut(rc).insert(k, v);
+                        self.host.cow_map(rc).map(|_| {
+                            rc.insert(k, v);
                         })
                     }
                 }
@@ -175,8 +175,8 @@ impl<'p> Interp<'p> {
                         Value::Str(s) => s.clone(),
                         _ => unreachable!(),
                     };
-                    this.host.cow(rc)?;
-                    Rc::make_mut(rc).insert(key, v);
+                    this.host.cow_map(rc)?;
+                    rc.insert(key, v);
                 }
                 other => {
                     return Err(this.err(ErrKind::Type, format!("cannot assign into a {}", other.type_name())));

@@ -784,7 +784,7 @@ impl<'p> Interp<'p> {
         else {
             return Ok(false);
         };
-        if Rc::strong_count(m) != 1 {
+        if m.strong_count() != 1 {
             return Ok(false);
         }
         let Some((i, x)) = m.num_of(k) else { return Ok(false) };
@@ -792,7 +792,7 @@ impl<'p> Interp<'p> {
         self.host.work(b.cost.before(&[])).map_err(|f| spotted(f, *sp))?;
         self.host.check_memory().map_err(|f| spotted(f, *sp))?;
         let Value::Map(m) = self.slot_mut(slot) else { unreachable!("checked above") };
-        let done = Rc::get_mut(m).is_some_and(|m| m.set_num_at(i, r));
+        let done = m.unique().is_some_and(|m| m.set_num_at(i, r));
         debug_assert!(done, "an unshared map with a number at {i}");
         Ok(true)
     }

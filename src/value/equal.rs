@@ -103,7 +103,7 @@ pub fn equals_counted(a: &Value, b: &Value, n: &mut EqCount) -> bool {
                     }
                 }
                 (Value::Map(x), Value::Map(y)) => {
-                    if !Rc::ptr_eq(x, y) {
+                    if !Map::ptr_eq(x, y) {
                         if x.len() != y.len() {
                             return false;
                         }

@@ -4,13 +4,17 @@
 //! of `value`.
 
 use super::*;
+use leash_alloc::{Release, ThinRc};
 
-/// As for lists: nested values a map alone holds are freed from a work list.
-impl Drop for Map {
-    fn drop(&mut self) {
-        if self.values().any(|v| matches!(v, Value::List(_) | Value::Map(_))) {
-            let work: Vec<Value> = self.entries.take_values();
-            drain_nested(work);
+/// As for lists: nested values a map alone holds are freed from a work list, when its
+/// last reference goes (`ThinRc`'s release step, out of line: a map's drop inlined
+/// where values are dropped stays a compare and a decrement).
+struct Drain;
+
+impl Release<Head, Value> for Drain {
+    fn release(h: &mut Head, vals: &mut [Value]) {
+        if iter_of(&h.e, vals).any(|(_, v)| matches!(v, Value::List(_) | Value::Map(_))) {
+            drain_nested(take_values_of(h, vals));
         }
     }
 }
@@ -25,11 +29,7 @@ pub(super) fn drain_nested(mut work: Vec<Value>) {
                     work.append(&mut l.items);
                 }
             }
-            Value::Map(rc) => {
-                if let Ok(mut m) = Rc::try_unwrap(rc) {
-                    work.extend(m.entries.take_values());
-                }
-            }
+            Value::Map(mut m) if ThinRc::is_unique(&m.0) => work.extend(m.take_values()),
             _ => {}
         }
     }
@@ -80,60 +80,6 @@ impl Shape {
     fn is<'a>(&self, keys: impl ExactSizeIterator<Item = &'a Bytes>) -> bool {
         self.keys.len() == keys.len()
             && self.keys.iter().zip(keys).all(|(a, b)| Rc::ptr_eq(&a.0, b) || a.0.as_slice() == b.as_slice())
-    }
-}
-
-/// A shaped map's values (in one allocation with the pointer to their shape).
-#[derive(Debug)]
-struct ShapedVals<T: ?Sized> {
-    shape: Rc<Shape>,
-    vals: T,
-}
-
-type Shaped = ShapedVals<[Value]>;
-
-/// A shaped map's look-ups, out of line: the other layouts' inlined paths stay as short
-/// as they were.
-impl ShapedVals<[Value]> {
-    #[inline(never)]
-    fn find(&self, k: &[u8]) -> Option<(usize, &Value)> {
-        let i = find_shaped(&self.shape.keys, k)?;
-        Some((i, self.vals.get(i)?))
-    }
-
-    #[inline(never)]
-    fn find_mut(&mut self, k: &[u8]) -> Option<&mut Value> {
-        let i = find_shaped(&self.shape.keys, k)?;
-        self.vals.get_mut(i)
-    }
-
-    #[inline(never)]
-    fn at(&self, i: usize) -> Option<(&Bytes, &Value)> {
-        Some((&self.shape.keys.get(i)?.0, self.vals.get(i)?))
-    }
-
-    #[inline(never)]
-    fn at_mut(&mut self, i: usize) -> Option<(&Key, &mut Value)> {
-        Some((self.shape.keys.get(i)?, self.vals.get_mut(i)?))
-    }
-}
-
-/// `N` values from `it` (which has exactly `N` left) beside `shape`.
-fn shaped_n<const N: usize>(shape: Rc<Shape>, it: &mut impl Iterator<Item = Value>) -> Box<Shaped> {
-    Box::new(ShapedVals { shape, vals: std::array::from_fn::<Value, N, _>(|_| it.next().unwrap_or(Value::Nil)) })
-}
-
-/// The values of a shaped map from `it` (exactly `shape.len()` of them, 1 to `MAP_SMALL`).
-fn shaped_box(shape: Rc<Shape>, it: &mut impl Iterator<Item = Value>) -> Box<Shaped> {
-    match shape.len() {
-        1 => shaped_n::<1>(shape, it),
-        2 => shaped_n::<2>(shape, it),
-        3 => shaped_n::<3>(shape, it),
-        4 => shaped_n::<4>(shape, it),
-        5 => shaped_n::<5>(shape, it),
-        6 => shaped_n::<6>(shape, it),
-        7 => shaped_n::<7>(shape, it),
-        _ => shaped_n::<8>(shape, it),
     }
 }
 
@@ -203,64 +149,125 @@ impl ShapeCache {
     }
 }
 
-/// A map's entries in one of its three layouts.
+/// The entries of a small map: a block of `Option` slots (its length the capacity), the
+/// first `len` of them filled. Never shared between two maps (a map's copy copies it).
+type Slots = ThinRc<(), Option<(Key, Value)>>;
+
+/// A map's entries in one of its three layouts, with the last-found hint. 16 bytes: the
+/// variant, the hint (and a small map's length) in one word, a pointer in the other, so
+/// that the whole header (`Head`) is 24 bytes and a shaped map's block is the two counts,
+/// the header and its values (a 6-field record: 136 bytes, one 144-byte chunk).
 #[derive(Debug)]
 enum Entries {
-    /// At most `MAP_SMALL` entries, in insertion order.
-    Small(Vec<(Key, Value)>),
-    /// Indexed (boxed, so that a small map's header stays one pointer-sized vector).
-    Big(Box<MapInner>),
-    /// The keys of a shared `Shape` and this map's values: made by `Map::shaped`; a new
-    /// key or a removal first moves the map to `Small`.
-    Shaped(Box<Shaped>),
-}
-
-impl Default for Entries {
-    fn default() -> Self {
-        Entries::Small(Vec::new())
-    }
+    /// At most `MAP_SMALL` entries, in insertion order, in `slots` (none before the
+    /// first; `len` of them filled).
+    Small { hint: Cell<u32>, len: u8, slots: Option<Slots> },
+    /// Indexed (boxed: one word).
+    Big { hint: Cell<u32>, m: Box<MapInner> },
+    /// The keys of a shared `Shape`; the values are the map's own block's items. Made by
+    /// `Map::shaped`; a new key or a removal first moves the map to `Small`.
+    Shaped { hint: Cell<u32>, shape: Rc<Shape> },
 }
 
 /// A copy keeps the capacity of the original (a small map's copy-on-write copy is
-/// accounted as the original was).
+/// accounted as the original was); a shaped map's values are copied with its block.
 impl Clone for Entries {
     fn clone(&self) -> Self {
         match self {
-            Entries::Small(v) => {
-                let mut c = Vec::with_capacity(v.capacity());
-                c.extend(v.iter().cloned());
-                Entries::Small(c)
-            }
-            Entries::Big(m) => Entries::Big(m.clone()),
-            Entries::Shaped(b) => Entries::Shaped(shaped_box(b.shape.clone(), &mut b.vals.iter().cloned())),
+            Entries::Small { hint, len, slots } => Entries::Small {
+                hint: hint.clone(),
+                len: *len,
+                slots: slots.as_ref().map(|s| ThinRc::new((), s.slice().iter().cloned())),
+            },
+            Entries::Big { hint, m } => Entries::Big { hint: hint.clone(), m: m.clone() },
+            Entries::Shaped { hint, shape } => Entries::Shaped { hint: hint.clone(), shape: shape.clone() },
         }
     }
 }
 
-impl Entries {
-    /// Take every value out, leaving the map empty.
-    fn take_values(&mut self) -> Vec<Value> {
-        match self {
-            Entries::Small(v) => v.drain(..).map(|(_, v)| v).collect(),
-            Entries::Big(m) => m.drain(..).map(|(_, v)| v).collect(),
-            Entries::Shaped(b) => {
-                let vals = b.vals.iter_mut().map(std::mem::take).collect();
-                *self = Entries::default();
-                vals
-            }
-        }
+/// The header of a map's block: its entries (or, shaped, its keys) and the accounted
+/// storage of its keys and values.
+#[derive(Clone, Debug)]
+struct Head {
+    heap: usize,
+    e: Entries,
+}
+
+/// The filled slots of a small map.
+#[inline(always)]
+fn small_of(len: u8, slots: &Option<Slots>) -> &[Option<(Key, Value)>] {
+    match slots {
+        Some(s) => s.slice().get(..len as usize).unwrap_or(&[]),
+        None => &[],
     }
+}
+
+/// The filled slots of a small map, to change (the block is never shared: `make_mut`
+/// only checks).
+#[inline(always)]
+fn small_of_mut(len: u8, slots: &mut Option<Slots>) -> &mut [Option<(Key, Value)>] {
+    match slots {
+        Some(s) => ThinRc::make_mut(s).1.get_mut(..len as usize).unwrap_or(&mut []),
+        None => &mut [],
+    }
+}
+
+/// Every slot of a small map, its capacity (those past its length are empty: a look-up
+/// by key or index over them needs no length).
+#[inline(always)]
+fn slots_all(slots: &Option<Slots>) -> &[Option<(Key, Value)>] {
+    match slots {
+        Some(s) => s.slice(),
+        None => &[],
+    }
+}
+
+/// `slots_all`, to change.
+#[inline(always)]
+fn slots_all_mut(slots: &mut Option<Slots>) -> &mut [Option<(Key, Value)>] {
+    match slots {
+        Some(s) => ThinRc::make_mut(s).1,
+        None => &mut [],
+    }
+}
+
+/// The entry at `i` of small-map slots.
+#[inline(always)]
+fn small_at(v: &[Option<(Key, Value)>], i: usize) -> Option<(&Key, &Value)> {
+    v.get(i)?.as_ref().map(|(k, v)| (k, v))
+}
+
+/// The entry at `i` of small-map slots, its value to change.
+#[inline(always)]
+fn small_at_mut(v: &mut [Option<(Key, Value)>], i: usize) -> Option<(&Key, &mut Value)> {
+    v.get_mut(i)?.as_mut().map(|(k, v)| (&*k, v))
+}
+
+/// Slots for `cap` entries holding the first `n` of `old` (taken out of it).
+fn slots_with(old: Option<Slots>, n: usize, cap: usize) -> Option<Slots> {
+    if cap == 0 {
+        return None;
+    }
+    let mut old = old;
+    let from: &mut [Option<(Key, Value)>] = match &mut old {
+        Some(s) => ThinRc::make_mut(s).1,
+        None => &mut [],
+    };
+    Some(ThinRc::new((), (0..cap).map(|i| if i < n { from.get_mut(i).and_then(Option::take) } else { None })))
 }
 
 /// Where key `k` is among small-map entries. A key of another length, or whose last
 /// byte differs, is passed over without a `memcmp` call; a key that is the very bytes
 /// of `k` (the same string) is found without one.
 #[inline(never)]
-fn find_small(v: &[(Key, Value)], k: &[u8]) -> Option<usize> {
+fn find_small(v: &[Option<(Key, Value)>], k: &[u8]) -> Option<usize> {
     let last = k.last().copied();
-    v.iter().position(|(key, _)| {
-        let b = key.0.as_slice();
-        b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && b == k))
+    v.iter().position(|e| match e {
+        Some((key, _)) => {
+            let b = key.0.as_slice();
+            b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && b == k))
+        }
+        None => false,
     })
 }
 
@@ -274,26 +281,74 @@ fn find_shaped(keys: &[Key], k: &[u8]) -> Option<usize> {
     })
 }
 
-/// The value slot of key `k` among `e` (one look at the layout).
+/// A shaped map's look-up, out of line: the other layouts' inlined paths stay as short
+/// as they were.
+#[inline(never)]
+fn find_in_shape<'a>(shape: &Shape, vals: &'a [Value], k: &[u8]) -> Option<(usize, &'a Value)> {
+    let i = find_shaped(&shape.keys, k)?;
+    Some((i, vals.get(i)?))
+}
+
+/// The value slot of key `k` (one look at the layout).
 #[inline(always)]
-fn slot_of<'a>(e: &'a mut Entries, k: &[u8]) -> Option<&'a mut Value> {
+fn slot_of<'a>(e: &'a mut Entries, vals: &'a mut [Value], k: &[u8]) -> Option<&'a mut Value> {
     match e {
-        Entries::Small(e) => {
+        Entries::Small { slots, .. } => {
+            let e = slots_all_mut(slots);
             let i = find_small(e, k)?;
-            e.get_mut(i).map(|(_, v)| v)
+            small_at_mut(e, i).map(|(_, v)| v)
         }
-        Entries::Big(m) => m.get_mut(k),
-        Entries::Shaped(b) => b.find_mut(k),
+        Entries::Big { m, .. } => m.get_mut(k),
+        Entries::Shaped { shape, .. } => vals.get_mut(find_shaped(&shape.keys, k)?),
     }
 }
 
 /// The value slot at index `i`.
 #[inline(always)]
-fn slot_at(e: &mut Entries, i: usize) -> Option<&mut Value> {
+fn slot_at<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize) -> Option<&'a mut Value> {
     match e {
-        Entries::Small(e) => e.get_mut(i).map(|(_, v)| v),
-        Entries::Big(m) => m.get_index_mut(i).map(|(_, v)| v),
-        Entries::Shaped(b) => b.at_mut(i).map(|(_, v)| v),
+        Entries::Small { slots, .. } => small_at_mut(slots_all_mut(slots), i).map(|(_, v)| v),
+        Entries::Big { m, .. } => m.get_index_mut(i).map(|(_, v)| v),
+        Entries::Shaped { .. } => vals.get_mut(i),
+    }
+}
+
+/// The value slot at index `i` if its key is `k` (one look at the layout).
+#[inline(always)]
+fn slot_at_if<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize, k: &[u8]) -> Option<&'a mut Value> {
+    let (key, slot) = match e {
+        Entries::Small { slots, .. } => small_at_mut(slots_all_mut(slots), i)?,
+        Entries::Big { m, .. } => m.get_index_mut(i)?,
+        Entries::Shaped { shape, .. } => (shape.keys.get(i)?, vals.get_mut(i)?),
+    };
+    (key.0.as_slice() == k).then_some(slot)
+}
+
+/// The last-found hint of a map's entries.
+#[inline(always)]
+fn hint_of(e: &Entries) -> &Cell<u32> {
+    match e {
+        Entries::Small { hint, .. } | Entries::Big { hint, .. } | Entries::Shaped { hint, .. } => hint,
+    }
+}
+
+/// The entry at index `i` (`vals`: a shaped map's values).
+#[inline(always)]
+fn entry_at<'a>(e: &'a Entries, vals: &'a [Value], i: usize) -> Option<(&'a Bytes, &'a Value)> {
+    match e {
+        Entries::Small { slots, .. } => small_at(slots_all(slots), i).map(|(k, v)| (&k.0, v)),
+        Entries::Big { m, .. } => m.get_index(i).map(|(k, v)| (&k.0, v)),
+        Entries::Shaped { shape, .. } => Some((&shape.keys.get(i)?.0, vals.get(i)?)),
+    }
+}
+
+/// Where key `k` is.
+#[inline(always)]
+fn index_in(e: &Entries, k: &[u8]) -> Option<usize> {
+    match e {
+        Entries::Small { slots, .. } => find_small(slots_all(slots), k),
+        Entries::Big { m, .. } => m.get_index_of(k),
+        Entries::Shaped { shape, .. } => find_shaped(&shape.keys, k),
     }
 }
 
@@ -310,7 +365,7 @@ fn changed<R>(heap: &mut usize, slot: &mut Value, f: impl FnOnce(&mut Value) -> 
 pub struct MapIter<'a>(MapIterInner<'a>);
 
 enum MapIterInner<'a> {
-    Small(std::slice::Iter<'a, (Key, Value)>),
+    Small(std::slice::Iter<'a, Option<(Key, Value)>>),
     Big(indexmap::map::Iter<'a, Key, Value>),
     Shaped(std::iter::Zip<std::slice::Iter<'a, Key>, std::slice::Iter<'a, Value>>),
 }
@@ -320,7 +375,8 @@ impl<'a> Iterator for MapIter<'a> {
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
-            MapIterInner::Small(it) => it.next().map(|(k, v)| (&k.0, v)),
+            // (the slots iterated are the filled ones)
+            MapIterInner::Small(it) => it.find_map(|e| e.as_ref().map(|(k, v)| (&k.0, v))),
             MapIterInner::Big(it) => it.next().map(|(k, v)| (&k.0, v)),
             MapIterInner::Shaped(it) => it.next().map(|(k, v)| (&k.0, v)),
         }
@@ -334,33 +390,110 @@ impl<'a> Iterator for MapIter<'a> {
     }
 }
 
-/// A map with string keys in insertion order, and the accounted storage of its entries.
-#[derive(Clone, Debug, Default)]
-pub struct Map {
-    entries: Entries,
-    /// (Visible to `value`'s tests, which check the accounting.)
-    pub(super) heap: usize,
-    /// Where the last successful `get` found its key: a guess for an `insert` of the
-    /// same key that follows (`m[k] = get(m, k, 0) + 1` then looks once).
-    /// Checked against the key before use, so a stale guess costs one compare.
-    hint: Cell<usize>,
+/// The entries of a map's header `e` and values `vals`, in order.
+fn iter_of<'a>(e: &'a Entries, vals: &'a [Value]) -> MapIter<'a> {
+    MapIter(match e {
+        Entries::Small { len, slots, .. } => MapIterInner::Small(small_of(*len, slots).iter()),
+        Entries::Big { m, .. } => MapIterInner::Big(m.iter()),
+        Entries::Shaped { shape, .. } => MapIterInner::Shaped(shape.keys.iter().zip(vals.iter())),
+    })
+}
+
+/// Take every value out of a map's header and values, leaving it empty.
+fn take_values_of(h: &mut Head, vals: &mut [Value]) -> Vec<Value> {
+    match &mut h.e {
+        Entries::Small { len, slots, .. } => {
+            let out = small_of_mut(*len, slots).iter_mut().filter_map(|e| e.take().map(|(_, v)| v)).collect();
+            *len = 0;
+            out
+        }
+        Entries::Big { m, .. } => m.drain(..).map(|(_, v)| v).collect(),
+        Entries::Shaped { .. } => vals.iter_mut().map(std::mem::take).collect(),
+    }
+}
+
+/// A map with string keys in insertion order, and the accounted storage of its entries:
+/// a one-word handle to a reference-counted block (`leash_alloc::ThinRc`: the header,
+/// then a shaped map's values), copy-on-write: `clone` shares the block, and a change
+/// through a shared handle copies it first (as `Rc::make_mut` did for the `Rc<Map>` of
+/// before). So a parsed record is one allocation (issue 25).
+pub struct Map(ThinRc<Head, Value, Drain>);
+
+impl Clone for Map {
+    /// Another reference to the same map (copied at its first change).
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        Map(self.0.clone())
+    }
+}
+
+impl Default for Map {
+    fn default() -> Self {
+        Map::new()
+    }
+}
+
+impl std::fmt::Debug for Map {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
 }
 
 impl Map {
     pub fn new() -> Self {
-        Map::default()
+        Map::with_capacity(0)
+    }
+
+    #[inline(always)]
+    fn head(&self) -> &Head {
+        self.0.header()
+    }
+
+    #[inline(always)]
+    fn hint(&self) -> &Cell<u32> {
+        hint_of(&self.head().e)
+    }
+
+    /// The header and the (shaped) values, to change: the block is copied first when
+    /// shared.
+    #[inline(always)]
+    fn parts_mut(&mut self) -> (&mut Head, &mut [Value]) {
+        ThinRc::make_mut(&mut self.0)
+    }
+
+    /// This map, to change in place, when no other reference shares it (as `Rc::get_mut`).
+    #[inline(always)]
+    pub fn unique(&mut self) -> Option<&mut Map> {
+        ThinRc::is_unique(&self.0).then_some(self)
+    }
+
+    /// Whether two maps are the same block.
+    #[inline(always)]
+    pub fn ptr_eq(a: &Map, b: &Map) -> bool {
+        ThinRc::ptr_eq(&a.0, &b.0)
+    }
+
+    /// References to this map's block.
+    pub fn strong_count(&self) -> usize {
+        ThinRc::strong_count(&self.0)
+    }
+
+    /// The accounted storage of the keys and values (tests).
+    #[cfg(test)]
+    pub(crate) fn heap(&self) -> usize {
+        self.head().heap
     }
 
     /// A map with room for exactly `n` entries (for maps built to a known size, so that
     /// small maps are not accounted at the default growth capacity).
     pub fn with_capacity(n: usize) -> Self {
         let n = n.min(GROW_MAP.load(Relaxed));
-        let entries = if n <= MAP_SMALL {
-            Entries::Small(Vec::with_capacity(n))
+        let e = if n <= MAP_SMALL {
+            Entries::Small { hint: Cell::new(0), len: 0, slots: slots_with(None, 0, n) }
         } else {
-            Entries::Big(Box::new(MapInner::with_capacity_and_hasher(n, Default::default())))
+            Entries::Big { hint: Cell::new(0), m: Box::new(MapInner::with_capacity_and_hasher(n, Default::default())) }
         };
-        Map { entries, heap: 0, hint: Cell::new(0) }
+        Map(ThinRc::with_release(Head { heap: 0, e }, std::iter::empty()))
     }
 
     /// A map with the keys of `shape` and the values `vals` (as many as its keys), which
@@ -375,43 +508,59 @@ impl Map {
             return m;
         }
         let mut heap: usize = shape.keys.iter().map(Key::acct).sum();
-        let mut it = vals.inspect(|v| heap += v.heap());
-        let b = shaped_box(shape.clone(), &mut it);
-        Map { entries: Entries::Shaped(b), heap, hint: Cell::new(0) }
+        let e = Entries::Shaped { hint: Cell::new(0), shape: shape.clone() };
+        let mut b = ThinRc::with_release(Head { heap: 0, e }, vals.inspect(|v| heap += v.heap()));
+        if let Some((h, _)) = ThinRc::get_mut(&mut b) {
+            h.heap = heap;
+        }
+        Map(b)
     }
 
     /// A shaped map moves to the small layout (with room for `cap` entries), keeping its
-    /// entries, their order and its accounted heap; other layouts stay.
+    /// entries, their order and its accounted heap, in a block of its own without values;
+    /// other layouts stay.
     #[cold]
     fn unshape(&mut self, cap: usize) {
-        if let Entries::Shaped(b) = &mut self.entries {
-            let sv = &mut **b;
-            let mut e = Vec::with_capacity(cap.max(sv.vals.len()));
-            for (k, v) in sv.shape.keys.iter().zip(sv.vals.iter_mut()) {
-                e.push((k.clone(), std::mem::take(v)));
-            }
-            self.entries = Entries::Small(e);
+        let (h, vals) = self.parts_mut();
+        if let Entries::Shaped { hint, shape } = &h.e {
+            let n = vals.len();
+            let keys = &shape.keys;
+            let slots = ThinRc::new(
+                (),
+                (0..cap.max(n)).map(|i| match (keys.get(i), vals.get_mut(i)) {
+                    (Some(k), Some(v)) => Some((k.clone(), std::mem::take(v))),
+                    _ => None,
+                }),
+            );
+            let e = Entries::Small { hint: hint.clone(), len: n as u8, slots: Some(slots) };
+            self.0 = ThinRc::with_release(Head { heap: h.heap, e }, std::iter::empty());
         }
+    }
+
+    /// Take every value out, leaving the map empty (its block unique first).
+    fn take_values(&mut self) -> Vec<Value> {
+        let (h, vals) = self.parts_mut();
+        take_values_of(h, vals)
     }
 
     /// Whether the map is in its small layout (tests).
     #[cfg(test)]
     fn is_small(&self) -> bool {
-        matches!(self.entries, Entries::Small(_))
+        matches!(self.head().e, Entries::Small { .. })
     }
 
     /// Whether the map is shaped (tests).
     #[cfg(test)]
     pub(crate) fn is_shaped(&self) -> bool {
-        matches!(self.entries, Entries::Shaped(_))
+        matches!(self.head().e, Entries::Shaped { .. })
     }
 
     #[inline(always)]
     pub fn len(&self) -> usize {
-        match &self.entries {
-            Entries::Small(v) => v.len(),
-            Entries::Big(m) => m.len(),
-            Entries::Shaped(b) => b.vals.len(),
+        match &self.head().e {
+            Entries::Small { len, .. } => *len as usize,
+            Entries::Big { m, .. } => m.len(),
+            Entries::Shaped { .. } => self.0.len(),
         }
     }
 
@@ -423,46 +572,51 @@ impl Map {
     /// Entries the map has room for (tests).
     #[cfg(test)]
     fn capacity(&self) -> usize {
-        match &self.entries {
-            Entries::Small(v) => v.capacity(),
-            Entries::Big(m) => m.capacity().max(m.len()),
-            Entries::Shaped(b) => b.vals.len(),
+        match &self.head().e {
+            Entries::Small { slots, .. } => slots.as_ref().map_or(0, |s| s.len()),
+            Entries::Big { m, .. } => m.capacity().max(m.len()),
+            Entries::Shaped { .. } => self.0.len(),
         }
     }
 
     /// Accounted size: a header and a size per unit of capacity, each layout its own
-    /// (`ACCT_SMALL_MAP_*`, `ACCT_MAP_*`), and the storage of the keys and values.
+    /// (`ACCT_SMALL_MAP_*`, `ACCT_MAP_*`, `ACCT_SHAPED_MAP_*`), and the storage of the
+    /// keys and values.
     #[inline]
     pub fn acct(&self) -> usize {
-        self.heap
-            + match &self.entries {
-                Entries::Small(v) => ACCT_SMALL_MAP_HEADER + v.capacity() * ACCT_SMALL_MAP_ENTRY,
-                Entries::Big(m) => ACCT_MAP_HEADER + m.capacity().max(m.len()) * ACCT_MAP_ENTRY,
-                Entries::Shaped(b) => ACCT_SHAPED_MAP_HEADER + b.vals.len() * ACCT_SHAPED_MAP_ENTRY,
+        let h = self.head();
+        h.heap
+            + match &h.e {
+                Entries::Small { slots, .. } => {
+                    ACCT_SMALL_MAP_HEADER + slots.as_ref().map_or(0, |s| s.len()) * ACCT_SMALL_MAP_ENTRY
+                }
+                Entries::Big { m, .. } => ACCT_MAP_HEADER + m.capacity().max(m.len()) * ACCT_MAP_ENTRY,
+                Entries::Shaped { .. } => ACCT_SHAPED_MAP_HEADER + self.0.len() * ACCT_SHAPED_MAP_ENTRY,
             }
     }
 
     #[inline(always)]
     pub fn get(&self, k: &[u8]) -> Option<&Value> {
         let (i, v) = self.find(k)?;
-        self.hint.set(i);
+        self.hint().set(i as u32);
         Some(v)
     }
 
     /// Where key `k` is and its value: one look at the layout (`get`, `num_of`).
     #[inline(always)]
     fn find(&self, k: &[u8]) -> Option<(usize, &Value)> {
-        match &self.entries {
-            Entries::Small(e) => {
+        match &self.head().e {
+            Entries::Small { slots, .. } => {
+                let e = slots_all(slots);
                 let i = find_small(e, k)?;
-                Some((i, &e[i].1))
+                Some((i, small_at(e, i)?.1))
             }
-            Entries::Big(m) => {
+            Entries::Big { m, .. } => {
                 // (not `get_full`: a call less, as `index_of` and `get_index` inline)
                 let i = m.get_index_of(k)?;
                 Some((i, m.get_index(i)?.1))
             }
-            Entries::Shaped(b) => b.find(k),
+            Entries::Shaped { shape, .. } => find_in_shape(shape, self.0.slice(), k),
         }
     }
 
@@ -470,7 +624,7 @@ impl Map {
     pub fn contains(&self, k: &[u8]) -> bool {
         match self.index_of(k) {
             Some(i) => {
-                self.hint.set(i);
+                self.hint().set(i as u32);
                 true
             }
             None => false,
@@ -478,11 +632,7 @@ impl Map {
     }
 
     pub fn iter(&self) -> MapIter<'_> {
-        MapIter(match &self.entries {
-            Entries::Small(v) => MapIterInner::Small(v.iter()),
-            Entries::Big(m) => MapIterInner::Big(m.iter()),
-            Entries::Shaped(b) => MapIterInner::Shaped(b.shape.keys.iter().zip(b.vals.iter())),
-        })
+        iter_of(&self.head().e, self.0.slice())
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
@@ -495,80 +645,70 @@ impl Map {
 
     #[inline(always)]
     pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Value)> {
-        match &self.entries {
-            Entries::Small(v) => v.get(i).map(|(k, v)| (&k.0, v)),
-            Entries::Big(m) => m.get_index(i).map(|(k, v)| (&k.0, v)),
-            Entries::Shaped(b) => b.at(i),
+        match &self.head().e {
+            Entries::Shaped { shape, .. } => Some((&shape.keys.get(i)?.0, self.0.slice().get(i)?)),
+            e => entry_at(e, &[], i),
         }
-    }
-
-    /// The value slot at index `i`, and whether its key is `k`.
-    #[inline(always)]
-    fn slot_at_if(&mut self, i: usize, k: &[u8]) -> Option<&mut Value> {
-        slot_at_if(&mut self.entries, i, k)
-    }
-}
-
-/// The value slot at index `i` of `e` if its key is `k` (one look at the layout).
-#[inline(always)]
-fn slot_at_if<'a>(e: &'a mut Entries, i: usize, k: &[u8]) -> Option<&'a mut Value> {
-    {
-        let (key, slot) = match e {
-            Entries::Small(v) => {
-                let (key, slot) = v.get_mut(i)?;
-                (&*key, slot)
-            }
-            Entries::Big(m) => m.get_index_mut(i)?,
-            Entries::Shaped(b) => b.at_mut(i)?,
-        };
-        (key.0.as_slice() == k).then_some(slot)
     }
 }
 
 impl Map {
     /// Insert or replace; returns the old value.
     pub fn insert(&mut self, k: Bytes, v: Value) -> Option<Value> {
-        self.heap += v.heap();
+        let hint = self.hint().get() as usize;
+        let (h, vals) = self.parts_mut();
+        h.heap += v.heap();
         // The key a `get` just found: replace its value without looking again.
-        if let Some(slot) = self.slot_at_if(self.hint.get(), k.as_slice()) {
+        if let Some(slot) = slot_at_if(&mut h.e, vals, hint, k.as_slice()) {
             let old = std::mem::replace(slot, v);
-            self.heap -= old.heap();
+            h.heap -= old.heap();
             return Some(old);
         }
-        if let Entries::Shaped(b) = &mut self.entries {
-            if let Some(i) = find_shaped(&b.shape.keys, &k) {
-                let old = std::mem::replace(&mut b.vals[i], v);
-                self.heap -= old.heap();
+        if let Entries::Shaped { shape, .. } = &h.e {
+            if let Some(i) = find_shaped(&shape.keys, &k) {
+                let old = std::mem::replace(&mut vals[i], v);
+                h.heap -= old.heap();
                 return Some(old);
             }
             // A new key: the map leaves its shape.
-            let n = b.vals.len();
+            let n = vals.len();
             self.unshape(n);
         }
-        if let Entries::Small(e) = &mut self.entries {
+        let (h, _) = self.parts_mut();
+        if let Entries::Small { hint, len, slots } = &mut h.e {
+            let e = small_of_mut(*len, slots);
             if let Some(i) = find_small(e, &k) {
-                let old = std::mem::replace(&mut e[i].1, v);
-                self.heap -= old.heap();
-                return Some(old);
+                if let Some((_, slot)) = small_at_mut(e, i) {
+                    let old = std::mem::replace(slot, v);
+                    h.heap -= old.heap();
+                    return Some(old);
+                }
             }
             let limit = GROW_MAP.load(Relaxed);
-            if e.len() < MAP_SMALL {
-                if e.len() == e.capacity() {
-                    let target = grown(e.capacity(), e.len() + 1, GROW_DOUBLE_ITEMS, 4, limit);
-                    e.reserve_exact(target - e.len());
+            let n = *len as usize;
+            let cap = slots.as_ref().map_or(0, |s| s.len());
+            if n < MAP_SMALL {
+                if n == cap {
+                    let target = grown(cap, n + 1, GROW_DOUBLE_ITEMS, 4, limit);
+                    *slots = slots_with(slots.take(), n, target);
                 }
                 let key = Key(k);
-                self.heap += key.acct();
-                e.push((key, v));
+                h.heap += key.acct();
+                if let Some(s) = slots {
+                    if let Some(slot) = ThinRc::make_mut(s).1.get_mut(n) {
+                        *slot = Some((key, v));
+                        *len += 1;
+                    }
+                }
                 return None;
             }
             // Past `MAP_SMALL`: move to the indexed layout, grown as the map would grow.
-            let target = grown(e.capacity(), e.len() + 1, GROW_DOUBLE_ITEMS, 4, limit);
+            let target = grown(cap, n + 1, GROW_DOUBLE_ITEMS, 4, limit);
             let mut m = MapInner::with_capacity_and_hasher(target, Default::default());
-            m.extend(e.drain(..));
-            self.entries = Entries::Big(Box::new(m));
+            m.extend(small_of_mut(*len, slots).iter_mut().filter_map(Option::take));
+            h.e = Entries::Big { hint: hint.clone(), m: Box::new(m) };
         }
-        let Entries::Big(m) = &mut self.entries else { unreachable!("a small map returned above") };
+        let Entries::Big { m, .. } = &mut h.e else { unreachable!("a small map returned above") };
         if m.len() == m.capacity() && !m.contains_key(k.as_slice()) {
             let cap = m.capacity();
             let target = grown(cap, m.len() + 1, GROW_DOUBLE_ITEMS, 4, GROW_MAP.load(Relaxed));
@@ -577,11 +717,11 @@ impl Map {
         match m.entry(Key(k)) {
             indexmap::map::Entry::Occupied(mut o) => {
                 let old = std::mem::replace(o.get_mut(), v);
-                self.heap -= old.heap();
+                h.heap -= old.heap();
                 Some(old)
             }
             indexmap::map::Entry::Vacant(e) => {
-                self.heap += e.key().acct();
+                h.heap += e.key().acct();
                 e.insert(v);
                 None
             }
@@ -590,31 +730,35 @@ impl Map {
 
     /// Remove `k`, keeping the order of the others (later entries move up one place).
     pub fn remove(&mut self, k: &[u8]) -> Option<Value> {
-        if let Entries::Shaped(b) = &self.entries {
-            find_shaped(&b.shape.keys, k)?;
-            let n = b.vals.len();
+        if let Entries::Shaped { shape, .. } = &self.head().e {
+            find_shaped(&shape.keys, k)?;
+            let n = self.0.len();
             self.unshape(n);
+        } else {
+            // (nothing to remove: the map is not copied)
+            self.index_of(k)?;
         }
-        let (key, v) = match &mut self.entries {
-            Entries::Small(e) => {
+        let (h, _) = self.parts_mut();
+        let (key, v) = match &mut h.e {
+            Entries::Small { len, slots, .. } => {
+                let e = small_of_mut(*len, slots);
                 let i = find_small(e, k)?;
-                e.remove(i)
+                e[i..].rotate_left(1);
+                let last = e.last_mut()?.take()?;
+                *len -= 1;
+                last
             }
-            Entries::Big(m) => m.shift_remove_entry(k)?,
-            Entries::Shaped(_) => return None,
+            Entries::Big { m, .. } => m.shift_remove_entry(k)?,
+            Entries::Shaped { .. } => return None,
         };
-        self.heap -= key.acct() + v.heap();
+        h.heap -= key.acct() + v.heap();
         Some(v)
     }
 
     /// Where key `k` is (its index, for `set_num_at`).
     #[inline(always)]
     pub fn index_of(&self, k: &[u8]) -> Option<usize> {
-        match &self.entries {
-            Entries::Small(e) => find_small(e, k),
-            Entries::Big(m) => m.get_index_of(k),
-            Entries::Shaped(b) => find_shaped(&b.shape.keys, k),
-        }
+        index_in(&self.head().e, k)
     }
 
     /// Where key `k` is and the number it holds (nothing when it holds another value):
@@ -638,7 +782,8 @@ impl Map {
     /// does not change). False, and nothing done, when it holds something else.
     #[inline(always)]
     pub fn set_num_at(&mut self, i: usize, n: f64) -> bool {
-        match slot_at(&mut self.entries, i) {
+        let (h, vals) = self.parts_mut();
+        match slot_at(&mut h.e, vals, i) {
             Some(Value::Num(x)) => {
                 *x = n;
                 true
@@ -655,13 +800,13 @@ impl Map {
         let i = site.get() as usize;
         if let Some((key, v)) = self.get_index(i) {
             if key.as_slice() == k {
-                self.hint.set(i);
+                self.hint().set(i as u32);
                 return Some(v);
             }
         }
         // The key this map's last look-up found (a `get` or `in` of the same key just
         // before): no hash either.
-        let h = self.hint.get();
+        let h = self.hint().get() as usize;
         if h != i {
             if let Some((key, v)) = self.get_index(h) {
                 if key.as_slice() == k {
@@ -671,7 +816,7 @@ impl Map {
             }
         }
         let i = self.index_of(k)?;
-        self.hint.set(i);
+        self.hint().set(i as u32);
         site.set(i as u32);
         self.value_at(i)
     }
@@ -680,40 +825,42 @@ impl Map {
     #[inline]
     pub fn with_value_cached<R>(&mut self, k: &[u8], site: &Cell<u32>, f: impl FnOnce(&mut Value) -> R) -> Option<R> {
         let guess = site.get() as usize;
-        let slot = match slot_at_if(&mut self.entries, guess, k) {
-            Some(slot) => slot,
-            None => {
-                // The key this map's last look-up found (`m[k] = get(m, k, 0) + 1`),
-                // then the hash.
-                let hint = self.hint.get();
-                let i = if hint != guess && matches!(self.get_index(hint), Some((key, _)) if key.as_slice() == k) {
-                    hint
-                } else {
-                    self.index_of(k)?
-                };
-                site.set(i as u32);
-                slot_at(&mut self.entries, i)?
-            }
+        let (h, vals) = self.parts_mut();
+        if let Some(slot) = slot_at_if(&mut h.e, vals, guess, k) {
+            return Some(changed(&mut h.heap, slot, f));
+        }
+        // The key this map's last look-up found (`m[k] = get(m, k, 0) + 1`), then the
+        // hash.
+        let hint = hint_of(&h.e).get() as usize;
+        let i = if hint != guess && matches!(entry_at(&h.e, vals, hint), Some((key, _)) if key.as_slice() == k) {
+            hint
+        } else {
+            index_in(&h.e, k)?
         };
-        Some(changed(&mut self.heap, slot, f))
+        site.set(i as u32);
+        let slot = slot_at(&mut h.e, vals, i)?;
+        Some(changed(&mut h.heap, slot, f))
     }
 
     /// `with_value`, looking for `k` first where this map's last look-up found a key
     /// (`m[k] = get(m, k, 0) + 1`: no hash the second time).
     #[inline(always)]
     pub fn with_value_hinted<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
-        let slot = match slot_at_if(&mut self.entries, self.hint.get(), k) {
-            Some(slot) => slot,
-            None => slot_of(&mut self.entries, k)?,
-        };
-        Some(changed(&mut self.heap, slot, f))
+        let (h, vals) = self.parts_mut();
+        let hint = hint_of(&h.e).get() as usize;
+        if let Some(slot) = slot_at_if(&mut h.e, vals, hint, k) {
+            return Some(changed(&mut h.heap, slot, f));
+        }
+        let slot = slot_of(&mut h.e, vals, k)?;
+        Some(changed(&mut h.heap, slot, f))
     }
 
     /// Change the value of `k` in place through `f`, keeping this map's accounting true.
     #[inline]
     pub fn with_value<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
-        let slot = slot_of(&mut self.entries, k)?;
-        Some(changed(&mut self.heap, slot, f))
+        let (h, vals) = self.parts_mut();
+        let slot = slot_of(&mut h.e, vals, k)?;
+        Some(changed(&mut h.heap, slot, f))
     }
 }
 

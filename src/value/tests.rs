@@ -58,7 +58,7 @@ fn accounting_follows_changes() {
     let before = m.acct();
     m.remove(b"k");
     assert!(m.acct() < before);
-    assert_eq!(m.heap, 0);
+    assert_eq!(m.heap(), 0);
 }
 
 #[test]

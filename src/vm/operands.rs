@@ -356,7 +356,7 @@ impl Got {
 pub(super) enum Heap {
     Str(Bytes),
     List(Rc<List>),
-    Map(Rc<Map>),
+    Map(Map),
 }
 
 impl Heap {
@@ -486,7 +486,7 @@ pub(super) fn num_in_place(
             if key.len() > KEY_FREE_BYTES {
                 return false;
             }
-            let Some(m) = Rc::get_mut(rc) else { return false };
+            let Some(m) = rc.unique() else { return false };
             m.with_value_cached(key.as_slice(), ic, |item| num_in_place(item, rest, ics, f)).unwrap_or(false)
         }
         _ => false,

@@ -361,7 +361,7 @@ fn set_plain_in_place(cell: &mut Value, key: &Value, site: Option<&Cell<u32>>, x
             },
             None => false,
         },
-        (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => match Rc::get_mut(m) {
+        (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => match m.unique() {
             Some(m) => match site {
                 Some(site) => m.with_value_cached(s, site, |item| put_plain(item, x)),
                 None => m.with_value_hinted(s, |item| put_plain(item, x)),

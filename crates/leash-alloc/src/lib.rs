@@ -57,7 +57,9 @@
 //! allocator's state after a fork; `sqlite_count` the counting of SQLite's allocations
 //! and page fetches; `text` the executable's code moved to huge pages for a process that
 //! forks workers ([`text_in_huge_pages`]: `mmap`, `madvise`, `mprotect`, `mremap` and
-//! the copy of the code are C calls and raw memory).
+//! the copy of the code are C calls and raw memory); `thin` a container for the
+//! interpreter's values, [`ThinRc`] (a one-word reference-counted pointer to a header and
+//! a slice in one block: the length is kept in the block, which safe Rust cannot say).
 
 mod arena;
 mod global;
@@ -66,6 +68,7 @@ mod sqlite_count;
 #[cfg(test)]
 mod tests;
 mod text;
+mod thin;
 
 pub use process::{
     close_inherited_descriptors, exit_now, fork, replace_environment, reserve_arena_for_forks, set_tcp_defer_accept,
@@ -73,6 +76,7 @@ pub use process::{
 };
 pub use sqlite_count::{count_sqlite_allocations, sqlite_allocated, sqlite_page_bytes};
 pub use text::text_in_huge_pages;
+pub use thin::{NoRelease, Release, ThinRc};
 
 use std::alloc::Layout;
 use std::cell::Cell;

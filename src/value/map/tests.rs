@@ -2,6 +2,7 @@
 //! records. Child of `value::map`.
 
 use super::*;
+use leash_alloc::ThinRc;
 
 mod map_tests {
     use super::*;
@@ -77,20 +78,36 @@ mod map_layout_tests {
 
     #[test]
     fn sizes_and_accounting_bound_both_layouts() {
-        // A map's shared box (two counts and the header) is one 64-byte chunk; an entry
-        // of the small layout is a key pointer and a value slot.
+        // A map is a one-word handle to its block: two counts and a 24-byte header (the
+        // accounted heap; the entries, their variant, hint and a small map's length in
+        // one word and a pointer in the other), one 48-byte chunk; a shaped map's values
+        // follow in the same block. An entry of the small layout is a key pointer and a
+        // value slot, its slot an `Option` of the same 24 bytes.
         assert_eq!(std::mem::size_of::<Value>(), 16);
+        assert_eq!(std::mem::size_of::<Map>(), 8);
         assert_eq!(std::mem::size_of::<(Key, Value)>(), 24);
-        assert!(std::mem::size_of::<Map>() <= 40, "{}", std::mem::size_of::<Map>());
-        let boxed = chunk(16 + std::mem::size_of::<Map>());
-        assert_eq!(boxed, 64);
-        // Small: the box and one vector of entries, below the accounted size.
+        assert_eq!(std::mem::size_of::<Option<(Key, Value)>>(), 24);
+        assert_eq!(std::mem::size_of::<Entries>(), 16);
+        assert_eq!(std::mem::size_of::<Head>(), 24);
+        let block = |n| chunk(ThinRc::<Head, Value>::block_size(n));
+        let slots = |cap| if cap == 0 { 0 } else { chunk(ThinRc::<(), Option<(Key, Value)>>::block_size(cap)) };
+        let boxed = block(0);
+        assert_eq!(boxed, 48);
+        // Small: the block and one block of entry slots, below the accounted size.
         for cap in 0..=MAP_SMALL {
-            let real = boxed + chunk(cap * 24);
+            let real = boxed + slots(cap);
             let m = Map::with_capacity(cap);
             assert!(m.is_small());
+            assert_eq!(m.capacity(), cap);
             assert_eq!(m.acct(), ACCT_SMALL_MAP_HEADER + cap * ACCT_SMALL_MAP_ENTRY);
             assert!(real <= m.acct(), "small, capacity {cap}: {real} held, {} accounted", m.acct());
+        }
+        // Grown key by key: the same bound at each capacity reached.
+        let mut m = Map::new();
+        for i in 0..MAP_SMALL {
+            m.insert(key(i), Value::Num(i as f64));
+            let real = boxed + slots(m.capacity());
+            assert!(real <= m.acct() - m.heap(), "small, {} entries: {real} held", i + 1);
         }
         // Indexed: the box, the boxed `IndexMap`, its entries (hash, key, value: 32
         // bytes) and its hash index (a bucket of 8 bytes and a control byte per bucket,
@@ -104,8 +121,9 @@ mod map_layout_tests {
             let real = boxed + chunk(std::mem::size_of::<MapInner>()) + chunk(cap * 32) + chunk(buckets * 9 + 16);
             assert!(real <= m.acct(), "indexed, capacity {cap}: {real} held, {} accounted", m.acct());
         }
-        // What a 6-field record's map holds in each layout (WORKLOG, issue 25).
-        assert_eq!(boxed + chunk(6 * 24), 224);
+        // What a 6-field record's map holds in the small layout (WORKLOG, issue 25):
+        // 224 bytes, as with the `Rc<Map>` box and a vector (64 + 160).
+        assert_eq!(boxed + slots(6), 224);
     }
 
     #[test]
@@ -141,7 +159,7 @@ mod map_layout_tests {
         for (i, k) in keys.iter().enumerate() {
             assert_eq!(m.index_of(k), Some(i));
         }
-        assert_eq!(m.heap, heap_of(&m));
+        assert_eq!(m.heap(), heap_of(&m));
     }
 
     #[test]
@@ -168,7 +186,7 @@ mod map_layout_tests {
         assert!(!m.is_small());
         assert_eq!(m.get_index(0).map(|(k, _)| k.to_vec()), Some(key(2).to_vec()));
         assert_eq!(m.get_index(MAP_SMALL).map(|(k, _)| k.to_vec()), Some(key(99).to_vec()));
-        assert_eq!(m.heap, heap_of(&m));
+        assert_eq!(m.heap(), heap_of(&m));
     }
 
     #[test]
@@ -195,7 +213,7 @@ mod map_layout_tests {
             // a string in place, through with_value: the accounting follows
             m.with_value(&key(0), |v| *v = Value::string("a string longer than the inline sixteen"));
             assert!(!m.set_num_at(0, 1.0));
-            assert_eq!(m.heap, heap_of(&m));
+            assert_eq!(m.heap(), heap_of(&m));
             assert!(m.with_value(b"missing", |_| ()).is_none());
         }
     }
@@ -254,7 +272,7 @@ mod map_layout_tests {
                 most = most.max(model.len());
                 assert_eq!(order(&m), model);
                 assert_eq!(m.len(), model.len());
-                assert_eq!(m.heap, heap_of(&m));
+                assert_eq!(m.heap(), heap_of(&m));
                 assert_eq!(m.is_small(), most <= MAP_SMALL);
                 assert!(m.capacity() >= m.len());
             }
@@ -330,24 +348,24 @@ mod shaped_map_tests {
 
     #[test]
     fn sizes_and_accounting_bound_the_shaped_layout() {
-        // The third layout keeps a map's header at 40 bytes (its box one 64-byte chunk).
-        assert!(std::mem::size_of::<Map>() <= 40, "{}", std::mem::size_of::<Map>());
-        let boxed = chunk(16 + std::mem::size_of::<Map>());
-        assert_eq!(boxed, 64);
+        // A shaped map is one block: two counts, the 24-byte header, its values.
+        assert_eq!(std::mem::size_of::<Map>(), 8);
+        let block = |n| chunk(ThinRc::<Head, Value>::block_size(n));
+        assert_eq!(ThinRc::<Head, Value>::block_size(6), 16 + 24 + 6 * 16);
         for n in 1..=MAP_SMALL {
             let shape = Shape::new(&keys(n)).unwrap();
             let m = shaped(&shape, 0.0);
             assert!(m.is_shaped());
-            // the box, and the values beside the shape pointer
-            let real = boxed + chunk(8 + n * 16);
-            assert_eq!(m.acct() - m.heap, ACCT_SHAPED_MAP_HEADER + n * ACCT_SHAPED_MAP_ENTRY);
-            assert!(real <= m.acct() - m.heap, "shaped, {n} entries: {real} held, {} accounted", m.acct() - m.heap);
+            let real = block(n);
+            assert_eq!(m.acct() - m.heap(), ACCT_SHAPED_MAP_HEADER + n * ACCT_SHAPED_MAP_ENTRY);
+            assert!(real <= m.acct() - m.heap(), "shaped, {n} entries: {real} held, {} accounted", m.acct() - m.heap());
             // never accounted more than the small layout of the same entries
-            assert!(m.acct() - m.heap <= ACCT_SMALL_MAP_HEADER + n * ACCT_SMALL_MAP_ENTRY);
-            assert_eq!(m.heap, heap_of(&m));
+            assert!(m.acct() - m.heap() <= ACCT_SMALL_MAP_HEADER + n * ACCT_SMALL_MAP_ENTRY);
+            assert_eq!(m.heap(), heap_of(&m));
         }
-        // A 6-field record's map (WORKLOG, issue 25): 176 bytes, was 224 small.
-        assert_eq!(boxed + chunk(8 + 6 * 16), 176);
+        // A 6-field record's map (WORKLOG, issue 25): one 144-byte chunk; 176 in two
+        // blocks (the `Rc<Map>` box and the values' box) before, 224 small.
+        assert_eq!(block(6), 144);
     }
 
     #[test]
@@ -375,7 +393,7 @@ mod shaped_map_tests {
         assert!(m.set_num_at(0, 7.0));
         m.with_value(b"field1", |v| *v = Value::string("a string longer than sixteen bytes"));
         assert!(m.is_shaped());
-        assert_eq!(m.heap, heap_of(&m));
+        assert_eq!(m.heap(), heap_of(&m));
         let site = Cell::new(0);
         assert!(m.get_cached(b"field4", &site).is_some());
         assert_eq!(site.get(), 4);
@@ -398,7 +416,7 @@ mod shaped_map_tests {
                 (b"field4".to_vec(), 1.0)
             ]
         );
-        assert_eq!(m.heap, heap_of(&m));
+        assert_eq!(m.heap(), heap_of(&m));
         // the other map of the shape did not change
         assert_eq!(
             order(&other),
@@ -409,7 +427,7 @@ mod shaped_map_tests {
         assert!(m.insert(bytes(b"new"), Value::Num(-1.0)).is_none());
         assert!(!m.is_small() && !m.is_shaped());
         assert_eq!(m.get_index(MAP_SMALL).map(|(k, _)| k.to_vec()), Some(b"new".to_vec()));
-        assert_eq!(m.heap, heap_of(&m));
+        assert_eq!(m.heap(), heap_of(&m));
         let mut m = shaped(&shape, 0.0);
         assert!(m.insert(bytes(b"new"), Value::Num(-1.0)).is_none());
         assert!(m.is_small());
@@ -420,10 +438,12 @@ mod shaped_map_tests {
     #[test]
     fn copies_of_shaped_maps_are_shaped_and_independent() {
         let shape = Shape::new(&keys(3)).unwrap();
-        let m = Rc::new(shaped(&shape, 0.0));
+        let m = shaped(&shape, 0.0);
         let mut v = Value::Map(m.clone());
         if let Value::Map(r) = &mut v {
-            Rc::make_mut(r).insert(bytes(b"field0"), Value::Num(5.0));
+            assert!(Map::ptr_eq(r, &m));
+            r.insert(bytes(b"field0"), Value::Num(5.0));
+            assert!(!Map::ptr_eq(r, &m));
             assert!(r.is_shaped());
             assert_eq!(r.acct(), m.acct());
         }
@@ -444,7 +464,7 @@ mod shaped_map_tests {
         let m = Map::shaped(&shape, (0..3).map(|i| Value::Num(i as f64)));
         assert!(m.is_small());
         assert_eq!(m.len(), 3);
-        assert_eq!(m.heap, heap_of(&m));
+        assert_eq!(m.heap(), heap_of(&m));
     }
 
     #[test]
@@ -538,7 +558,7 @@ mod shaped_map_tests {
                     }
                 }
                 assert_eq!(order(&m), model);
-                assert_eq!(m.heap, heap_of(&m));
+                assert_eq!(m.heap(), heap_of(&m));
                 assert_eq!(m.is_shaped(), !changed_keys);
                 let c = m.clone();
                 assert_eq!(order(&c), model);
