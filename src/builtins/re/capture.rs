@@ -443,7 +443,7 @@ impl Prog {
         e: usize,
         out: &mut [Option<NonMaxUsize>],
     ) -> Option<bool> {
-        if let Some(found) = self.quick(c, hay, s, e, true, out) {
+        if let Some(found) = self.quick(c, hay, s, e, true, out).0 {
             return Some(found);
         }
         self.thorough_captures(c, hay, s, e, out)
@@ -461,22 +461,10 @@ impl Prog {
     /// match from `s` ending by `e`, with its groups: the first path in priority order that
     /// reaches the end of the pattern is the match the PikeVM reports (leftmost-first is
     /// the order a backtracker tries paths in), and its groups are that path's; `out[1]`
-    /// is its end. Some(true) found, Some(false) none, None gave up.
+    /// is its end. Some(true) found, Some(false) none, None gave up; with the steps it
+    /// took (at most `quick_steps` of the span: all of them when it gave up), for a
+    /// caller that charges what the search did.
     pub fn quick(
-        &self,
-        c: &mut Cache,
-        hay: &[u8],
-        s: usize,
-        e: usize,
-        exact: bool,
-        out: &mut [Option<NonMaxUsize>],
-    ) -> Option<bool> {
-        self.quick_counted(c, hay, s, e, exact, out).0
-    }
-
-    /// `quick`, and the steps it took (at most `quick_steps` of the span: all of them
-    /// when it gave up), for a caller that charges what the search did.
-    pub fn quick_counted(
         &self,
         c: &mut Cache,
         hay: &[u8],

@@ -198,7 +198,7 @@ impl<'h> Run<'h> {
             caps.set_pattern(Some(regex_automata::PatternID::ZERO));
             let (found, steps) = {
                 let mut c = e.caches.borrow_mut();
-                p.quick_counted(&mut c.cap, self.hay, m.start(), m.end(), true, caps.slots_mut())
+                p.quick(&mut c.cap, self.hay, m.start(), m.end(), true, caps.slots_mut())
             };
             it.work(quick_work(steps))?;
             if found == Some(true) {
@@ -234,7 +234,7 @@ impl<'h> Run<'h> {
         let Some(p) = e.cap.as_ref().filter(|_| e.anchored) else { return Ok(None) };
         it.work(quick_charge(p, self.hay.len()))?;
         caps.set_pattern(Some(regex_automata::PatternID::ZERO));
-        let found = p.quick(&mut e.caches.borrow_mut().cap, self.hay, 0, self.hay.len(), false, caps.slots_mut());
+        let found = p.quick(&mut e.caches.borrow_mut().cap, self.hay, 0, self.hay.len(), false, caps.slots_mut()).0;
         Ok(found)
     }
 

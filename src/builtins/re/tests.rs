@@ -404,7 +404,7 @@ fn capture_engine_agrees_with_pikevm() {
             e.pike.search(&mut c, &Input::new(s.as_slice()), &mut want);
             let mut got = e.pike.create_captures();
             got.set_pattern(Some(regex_automata::PatternID::ZERO));
-            match prog.quick(&mut capture::Cache::default(), s, 0, s.len(), false, got.slots_mut()) {
+            match prog.quick(&mut capture::Cache::default(), s, 0, s.len(), false, got.slots_mut()).0 {
                 Some(true) => {
                     assert_eq!(format!("{got:?}"), format!("{want:?}"), "pattern ^(?:{p}) on {s:?}");
                     found += 1;
