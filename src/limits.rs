@@ -292,7 +292,7 @@ pub const WORK_INTERP_BYTE_X256: u32 = 192;
 /// `..` and interpolation, per operation (the allocation).
 pub const WORK_CONCAT_BASE: u64 = 20;
 /// `==`, `!=`, `in` on lists and maps (and `index_of`, `assert_eq`): per value visited.
-pub const WORK_EQ_ITEM_X256: u32 = 1152;
+pub const WORK_EQ_ITEM_X256: u32 = 980;
 /// ... and per string byte compared (memcmp).
 pub const WORK_EQ_BYTE_X256: u32 = 7;
 /// Hashing a map key (foldhash) and comparing it with the entry found, per byte past
@@ -315,7 +315,7 @@ pub const WORK_TEXT_BYTE_X256: u32 = 768;
 pub const WORK_COPY_ITEM_X256: u32 = 1150;
 /// A copy-on-write copy of a shared map, per entry (cloning keys and values, rebuilding
 /// the hash index).
-pub const WORK_COPY_ENTRY_X256: u32 = 8 * 256;
+pub const WORK_COPY_ENTRY_X256: u32 = 7 * 256;
 /// A copy-on-write copy of a shared string, per byte.
 pub const WORK_COPY_BYTE_X256: u32 = 32;
 /// One call of a user function, from the source or as a function argument of a

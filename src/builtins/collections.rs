@@ -768,7 +768,7 @@ fn lines(it: &mut Host, args: &mut [Value]) -> R<Value> {
 pub const TABLE: &[Builtin] = &[
     b("len", "len(v)", 1, 1, CONST, len).with_peek(len_peek),
     b("keys", "keys(map)", 1, 1, Cost::items(6.0), keys),
-    b("values", "values(map)", 1, 1, Cost::items(8.0), values),
+    b("values", "values(map)", 1, 1, Cost::items(7.0), values),
     b("get", "get(collection, key[, default])", 2, 3, CONST, get).with_peek(get_peek),
     place("push", "push(PLACE, v)", 2, 2, CONST, push),
     place("pop", "pop(PLACE)", 1, 1, CONST, pop),
