@@ -141,7 +141,7 @@ fn remove(it: &mut Host, target: &mut Value, args: &mut [Value]) -> R<Value> {
             if !m.contains(k) {
                 return Err(it.err(ErrKind::Key, format!("remove: key {} not found", crate::diag::quoted(k))));
             }
-            it.cow_map(m)?;
+            it.cow(m)?;
             Ok(m.remove(k).unwrap_or(Value::Nil))
         }
         other => Err(it.type_err("remove", 0, "a list or map", other)),

@@ -315,21 +315,12 @@ impl Host {
         )
     }
 
-    /// Charge the copy that a copy-on-write change of `rc` is about to make: nothing
+    /// Charge the copy that a copy-on-write change of `v` is about to make: nothing
     /// when it is not shared, else its items or bytes (the one place copies are charged).
     #[inline]
-    pub fn cow<T: CopyCost>(&mut self, rc: &Rc<T>) -> R<()> {
-        if Rc::strong_count(rc) > 1 {
-            return self.work(rc.copy_work());
-        }
-        Ok(())
-    }
-
-    /// `cow` for a map (a handle that shares its block until its first change).
-    #[inline]
-    pub fn cow_map(&mut self, m: &Map) -> R<()> {
-        if m.strong_count() > 1 {
-            return self.work(m.copy_work());
+    pub fn cow<S: Shared>(&mut self, v: &S) -> R<()> {
+        if v.is_shared() {
+            return self.work(v.copy_work());
         }
         Ok(())
     }
@@ -493,6 +484,33 @@ pub fn find_work(hay: usize, needle: usize) -> u64 {
 /// What a copy-on-write copy costs (SPEC 8.1: copies are charged when they happen).
 pub trait CopyCost {
     fn copy_work(&self) -> u64;
+}
+
+/// A handle whose change copies what it points to while that is shared: an `Rc` of a
+/// list or string, or a map (a handle to one block).
+pub trait Shared: CopyCost {
+    fn is_shared(&self) -> bool;
+}
+
+impl<T: CopyCost> CopyCost for Rc<T> {
+    #[inline]
+    fn copy_work(&self) -> u64 {
+        (**self).copy_work()
+    }
+}
+
+impl<T: CopyCost> Shared for Rc<T> {
+    #[inline]
+    fn is_shared(&self) -> bool {
+        Rc::strong_count(self) > 1
+    }
+}
+
+impl Shared for Map {
+    #[inline]
+    fn is_shared(&self) -> bool {
+        self.strong_count() > 1
+    }
 }
 
 impl CopyCost for List {

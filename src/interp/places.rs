@@ -77,7 +77,7 @@ impl<'p> Interp<'p> {
                 if !rc.contains(key) {
                     return Err(self.missing_key(key));
                 }
-                self.host.cow_map(rc)?;
+                self.host.cow(rc)?;
                 rc.with_value(key, |item| self.nav_mut(item, rest, leaf)).expect("key present")
             }
             other => Err(self.err(ErrKind::Type, format!("cannot index a {}", other.type_name()))),
@@ -132,7 +132,7 @@ impl<'p> Interp<'p> {
                             ),
                         ))
                     } else {
-                        self.host.cow_map(rc).map(|_| {
+                        self.host.cow(rc).map(|_| {
                             rc.insert(k, v);
                         })
                     }
@@ -175,7 +175,7 @@ impl<'p> Interp<'p> {
                         Value::Str(s) => s.clone(),
                         _ => unreachable!(),
                     };
-                    this.host.cow_map(rc)?;
+                    this.host.cow(rc)?;
                     rc.insert(key, v);
                 }
                 other => {
