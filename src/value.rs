@@ -590,6 +590,16 @@ impl List {
         r
     }
 
+    /// Item `i`'s number, to change in place (None: no such item, or not a number). A
+    /// number holds no storage, so the list's accounting stays true.
+    #[inline(always)]
+    pub fn num_mut(&mut self, i: usize) -> Option<&mut f64> {
+        match self.items.get_mut(i)? {
+            Value::Num(x) => Some(x),
+            _ => None,
+        }
+    }
+
     pub fn into_vec(mut self) -> Vec<Value> {
         std::mem::take(&mut self.items)
     }

@@ -355,7 +355,7 @@ pub enum Op<'p> {
     End,
 }
 
-/// `PLACE`: a variable and the registers holding its keys.
+/// `PLACE`: a variable and its keys' operands (`Code::pkeys[keys..keys + n]`).
 #[derive(Debug, Clone, Copy)]
 pub struct PathRef {
     pub root: Opd,
@@ -410,6 +410,9 @@ pub struct Code<'p> {
     /// The literal parts of interpolations (`Op::InterpLit`).
     pub lits: Vec<&'p [u8]>,
     pub paths: Vec<PathRef>,
+    /// The keys of places (`PathRef`), in order: operand and spot. A constant or a
+    /// variable is read where it is when the place is written (see `Compiler::path`).
+    pub pkeys: Vec<(Opd, Spot)>,
     pub pcalls: Vec<PlaceCall>,
     /// Inline caches: per map read site (a field, an index, a place's step), the index
     /// in the map where its key was found last (`Map::get_cached`). A guess checked

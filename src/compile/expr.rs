@@ -163,7 +163,7 @@ impl<'p> Compiler<'p> {
                 if b.cap.is_some() {
                     self.emit(Op::CapCheck(b), *sp, [0, 0]);
                 }
-                let path = self.path(place);
+                let path = self.path(place, args);
                 let path = self.code.paths[path as usize];
                 let at = self.args(args);
                 self.code.pcalls.push(PlaceCall { b, path, at, n: args.len() as u32 });

@@ -39,13 +39,13 @@ impl<'p> Compiler<'p> {
             StmtKind::Assign(place, e) => {
                 self.step(s.pos);
                 let v = self.operand_before(e, &place.path);
-                let path = self.path(place);
+                let path = self.path(place, &[]);
                 self.emit(Op::SetPath { path, v: v.o }, 0, [v.sp, 0]);
             }
             StmtKind::Compound(place, op, e) => {
                 self.step(s.pos);
                 let v = self.operand_before(e, &place.path);
-                let path = self.path(place);
+                let path = self.path(place, &[]);
                 self.emit(Op::UpdPath { op: *op, path, v: v.o }, 0, [v.sp, 0]);
             }
             StmtKind::Expr(e) => {
@@ -220,7 +220,7 @@ impl<'p> Compiler<'p> {
                     if p.path.is_empty() {
                         self.emit(Op::Move { dst: slot_opd(p.root), src: r }, 0, [0, 0]);
                     } else {
-                        let path = self.path(p);
+                        let path = self.path(p, &[]);
                         self.emit(Op::SetPath { path, v: r }, 0, [0, 0]);
                     }
                 }
@@ -240,15 +240,30 @@ impl<'p> Compiler<'p> {
         }
     }
 
-    /// The place `p`: its keys evaluated into registers, in order.
-    pub(super) fn path(&mut self, p: &'p Place) -> u32 {
-        let start = self.next;
-        let regs: Vec<Opd> = p.path.iter().map(|_| self.temp()).collect();
-        for (k, r) in p.path.iter().zip(regs) {
-            self.into(k, r);
+    /// The place `p`: its keys' operands, in order, for an instruction that runs once
+    /// they and `after` (a place builtin's other arguments) are evaluated. A constant
+    /// key is read where it is; so is a variable, when every key after it and every
+    /// expression of `after` is a constant or a variable too (nothing evaluated later
+    /// can change it, and an unset one is still the first error: the instruction
+    /// checks the keys in order); any other key is computed into a temporary.
+    pub(super) fn path(&mut self, p: &'p Place, after: &[Expr]) -> u32 {
+        let keys = self.code.pkeys.len() as u32;
+        let simple = |e: &Expr| matches!(e, Expr::Const(_) | Expr::Local(..) | Expr::Global(..));
+        for (i, k) in p.path.iter().enumerate() {
+            let o = match k {
+                Expr::Local(..) | Expr::Global(..)
+                    if !(p.path[i + 1..].iter().all(simple) && after.iter().all(simple)) =>
+                {
+                    let t = self.temp();
+                    self.into(k, t);
+                    O { o: t, sp: 0 }
+                }
+                _ => self.operand(k),
+            };
+            self.code.pkeys.push((o.o, o.sp));
         }
         let ic = self.ics(p.path.len());
-        self.code.paths.push(PathRef { root: slot_opd(p.root), keys: start, n: p.path.len() as u32, ic });
+        self.code.paths.push(PathRef { root: slot_opd(p.root), keys, n: p.path.len() as u32, ic });
         (self.code.paths.len() - 1) as u32
     }
 

@@ -458,37 +458,71 @@ pub(super) fn num_cmp(op: BinOp, x: f64, y: f64) -> bool {
     }
 }
 
+/// A key of a place read in place for `num_in_place`: a number, or a constant
+/// string of the code.
+#[derive(Clone, Copy)]
+pub(super) enum PKey<'c> {
+    Num(f64),
+    Str(&'c [u8]),
+}
+
 /// Follow `keys` through lists and maps that nothing else shares down to a number and
 /// replace it by `f(number)`; false (nothing changed) when any of that does not hold.
-/// A number replaced by a number changes no accounting.
+/// A number replaced by a number changes no accounting: the last step reaches the
+/// number itself (`List::num_mut`, `Map::num_cached`), the steps before it go through
+/// the containers' accounting (`with_item`, `with_value_cached`).
 pub(super) fn num_in_place(
     v: &mut Value,
-    keys: &[Value],
+    keys: &[PKey<'_>],
     ics: &[Cell<u32>],
     f: &mut dyn FnMut(f64) -> Option<f64>,
 ) -> bool {
-    let (Some((k, rest)), Some((ic, ics))) = (keys.split_first(), ics.split_first()) else {
-        if let Value::Num(x) = v {
-            if let Some(r) = f(*x) {
+    match (keys, ics) {
+        ([k], [ic]) => match num_at(v, *k, ic).map(|x| (f(*x), x)) {
+            Some((Some(r), x)) => {
                 *x = r;
-                return true;
+                true
             }
-        }
-        return false;
-    };
+            _ => false,
+        },
+        ([k, rest @ ..], [ic, ics @ ..]) => match (v, *k) {
+            (Value::List(rc), PKey::Num(n)) => {
+                let Some(l) = Rc::get_mut(rc) else { return false };
+                let Some(i) = list_at(n, l.len()) else { return false };
+                l.with_item(i, |item| num_in_place(item, rest, ics, f))
+            }
+            (Value::Map(rc), PKey::Str(key)) => {
+                if key.len() > KEY_FREE_BYTES {
+                    return false;
+                }
+                let Some(m) = rc.unique() else { return false };
+                m.with_value_cached(key, ic, |item| num_in_place(item, rest, ics, f)).unwrap_or(false)
+            }
+            _ => false,
+        },
+        _ => match v {
+            Value::Num(x) => match f(*x) {
+                Some(r) => {
+                    *x = r;
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        },
+    }
+}
+
+/// The number at key `k` of a list or map that nothing else shares, to change in place.
+#[inline(always)]
+pub(super) fn num_at<'a>(v: &'a mut Value, k: PKey<'_>, ic: &Cell<u32>) -> Option<&'a mut f64> {
     match (v, k) {
-        (Value::List(rc), Value::Num(n)) => {
-            let Some(l) = Rc::get_mut(rc) else { return false };
-            let Some(i) = list_at(*n, l.len()) else { return false };
-            l.with_item(i, |item| num_in_place(item, rest, ics, f))
+        (Value::List(rc), PKey::Num(n)) => {
+            let l = Rc::get_mut(rc)?;
+            let i = list_at(n, l.len())?;
+            l.num_mut(i)
         }
-        (Value::Map(rc), Value::Str(key)) => {
-            if key.len() > KEY_FREE_BYTES {
-                return false;
-            }
-            let Some(m) = rc.unique() else { return false };
-            m.with_value_cached(key.as_slice(), ic, |item| num_in_place(item, rest, ics, f)).unwrap_or(false)
-        }
-        _ => false,
+        (Value::Map(rc), PKey::Str(key)) if key.len() <= KEY_FREE_BYTES => rc.unique()?.num_cached(key, ic),
+        _ => None,
     }
 }

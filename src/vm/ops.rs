@@ -175,14 +175,54 @@ impl<'p> Interp<'p> {
         }
     }
 
-    pub(super) fn path_keys(&mut self, p: &PathRef) -> SmallVec<[Value; 4]> {
-        let b = self.base + p.keys as usize;
-        self.stack[b..b + p.n as usize].iter_mut().map(std::mem::take).collect()
+    /// The keys of place `p`, in order: a temporary moved out, a variable or constant
+    /// copied (an unset variable is the `name` error at its spot, the first key's
+    /// first).
+    pub(super) fn path_keys(&mut self, code: &Code<'p>, p: &PathRef) -> R<SmallVec<[Value; 4]>> {
+        let mut keys = SmallVec::new();
+        for &(o, sp) in &code.pkeys[p.keys as usize..(p.keys + p.n) as usize] {
+            keys.push(self.val(code, o, || sp)?);
+        }
+        Ok(keys)
+    }
+
+    /// The keys of place `p` into `ks` when each is a number or a constant string (at
+    /// most four): false, with nothing taken, for any other (an unset variable
+    /// included: `path_keys` reports it).
+    #[inline(always)]
+    fn plain_keys<'c>(&self, code: &'c Code<'p>, p: &PathRef, ks: &mut [PKey<'c>; 4]) -> bool {
+        let ops = &code.pkeys[p.keys as usize..(p.keys + p.n) as usize];
+        if ops.len() > ks.len() {
+            return false;
+        }
+        for (k, &(o, _)) in ks.iter_mut().zip(ops) {
+            match self.pkey(code, o) {
+                Some(pk) => *k = pk,
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Key operand `o` as a `PKey`: a number where it is, or a constant string.
+    #[inline(always)]
+    fn pkey<'c>(&self, code: &'c Code<'p>, o: Opd) -> Option<PKey<'c>> {
+        match o.tag() {
+            T_CONST => match &code.consts[o.idx()] {
+                Value::Num(n) => Some(PKey::Num(*n)),
+                Value::Str(s) => Some(PKey::Str(s.as_slice())),
+                _ => None,
+            },
+            _ => match self.rd(code, o) {
+                Value::Num(n) => Some(PKey::Num(*n)),
+                _ => None,
+            },
+        }
     }
 
     pub(super) fn vm_place_call(&mut self, code: &Code<'p>, pc: &PlaceCall) -> R<Value> {
         // (A variable itself, `push(xs, v)`: no keys to collect.)
-        let keys = if pc.path.n == 0 { SmallVec::new() } else { self.path_keys(&pc.path) };
+        let keys: SmallVec<[Value; 4]> = if pc.path.n == 0 { SmallVec::new() } else { self.path_keys(code, &pc.path)? };
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         for &(o, sp) in &code.args[pc.at as usize..(pc.at + pc.n) as usize] {
             vals.push(self.val(code, o, || sp)?);
@@ -225,17 +265,40 @@ impl<'p> Interp<'p> {
     pub(super) fn vm_set_path(&mut self, code: &Code<'p>, at: usize, path: u32, op: Option<BinOp>, v: Opd) -> R<()> {
         let p = code.paths[path as usize];
         let rhs = self.val(code, v, || code.ospot[at][0])?;
-        let keys = self.path_keys(&p);
         if let Value::Num(y) = rhs {
-            let root = self.cell(p.root);
-            let ics = &code.ic[p.ic as usize..(p.ic + p.n) as usize];
-            if num_in_place(root, &keys, ics, &mut |x| match op {
-                None => Some(y),
-                Some(op) => arith(op, x, y),
-            }) {
-                return Ok(());
+            // Keys that are numbers or constant strings are read where they are, with
+            // nothing collected (`bodies[i].vx += dt * ax`, `p.x = 0`); one key
+            // (`p.x`, `a[i]`) straight to its number.
+            if p.n == 1 {
+                let ko = code.pkeys[p.keys as usize].0;
+                if let Some(k) = self.pkey(code, ko) {
+                    let ic = &code.ic[p.ic as usize];
+                    if let Some(x) = num_at(self.cell(p.root), k, ic) {
+                        let r = match op {
+                            None => Some(y),
+                            Some(op) => arith(op, *x, y),
+                        };
+                        if let Some(r) = r {
+                            *x = r;
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            let mut ks = [PKey::Num(0.0); 4];
+            if p.n > 1 && self.plain_keys(code, &p, &mut ks) {
+                let root = self.cell(p.root);
+                let ics = &code.ic[p.ic as usize..(p.ic + p.n) as usize];
+                if num_in_place(root, &ks[..p.n as usize], ics, &mut |x| match op {
+                    None => Some(y),
+                    Some(op) => arith(op, x, y),
+                }) {
+                    // (A temporary key held a number: it may stay, see `consume`.)
+                    return Ok(());
+                }
             }
         }
+        let keys = self.path_keys(code, &p)?;
         match op {
             None => self.assign_keys(slot_of(p.root), &keys, rhs),
             Some(op) => self.compound_keys(slot_of(p.root), &keys, op, rhs),
