@@ -264,8 +264,8 @@ impl<'p> Interp<'p> {
     /// evaluator's place functions (which copy shared containers and charge).
     pub(super) fn vm_set_path(&mut self, code: &Code<'p>, at: usize, path: u32, op: Option<BinOp>, v: Opd) -> R<()> {
         let p = code.paths[path as usize];
-        let rhs = self.val(code, v, || code.ospot[at][0])?;
-        if let Value::Num(y) = rhs {
+        // A number is read where it is (a temporary holding one may stay, see `consume`).
+        if let Value::Num(y) = *self.rd(code, v) {
             // Keys that are numbers or constant strings are read where they are, with
             // nothing collected (`bodies[i].vx += dt * ax`, `p.x = 0`); one key
             // (`p.x`, `a[i]`) straight to its number.
@@ -298,6 +298,7 @@ impl<'p> Interp<'p> {
                 }
             }
         }
+        let rhs = self.val(code, v, || code.ospot[at][0])?;
         let keys = self.path_keys(code, &p)?;
         match op {
             None => self.assign_keys(slot_of(p.root), &keys, rhs),
