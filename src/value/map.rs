@@ -321,25 +321,7 @@ fn slot_at_if<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize, k: &[u8])
         Entries::Big { m, .. } => m.get_index_mut(i)?,
         Entries::Shaped { shape, .. } => (shape.keys.get(i)?, vals.get_mut(i)?),
     };
-    same_key(key.0.as_slice(), k).then_some(slot)
-}
-
-/// Whether a stored key is `k`: the check of an inline cache's guess. A short key
-/// (a field name) is compared byte by byte here, without the call into `memcmp` that
-/// slice equality makes.
-#[inline(always)]
-fn same_key(a: &[u8], k: &[u8]) -> bool {
-    if a.len() != k.len() {
-        return false;
-    }
-    if a.len() <= 16 {
-        let mut d = 0u8;
-        for (x, y) in a.iter().zip(k) {
-            d |= x ^ y;
-        }
-        return d == 0;
-    }
-    a == k
+    (key.0.as_slice() == k).then_some(slot)
 }
 
 /// The last-found hint of a map's entries.
@@ -817,7 +799,7 @@ impl Map {
     pub fn get_cached(&self, k: &[u8], site: &Cell<u32>) -> Option<&Value> {
         let i = site.get() as usize;
         if let Some((key, v)) = self.get_index(i) {
-            if same_key(key.as_slice(), k) {
+            if key.as_slice() == k {
                 self.hint().set(i as u32);
                 return Some(v);
             }
@@ -827,7 +809,7 @@ impl Map {
         let h = self.hint().get() as usize;
         if h != i {
             if let Some((key, v)) = self.get_index(h) {
-                if same_key(key.as_slice(), k) {
+                if key.as_slice() == k {
                     site.set(h as u32);
                     return Some(v);
                 }
@@ -850,8 +832,7 @@ impl Map {
         // The key this map's last look-up found (`m[k] = get(m, k, 0) + 1`), then the
         // hash.
         let hint = hint_of(&h.e).get() as usize;
-        let i = if hint != guess && matches!(entry_at(&h.e, vals, hint), Some((key, _)) if same_key(key.as_slice(), k))
-        {
+        let i = if hint != guess && matches!(entry_at(&h.e, vals, hint), Some((key, _)) if key.as_slice() == k) {
             hint
         } else {
             index_in(&h.e, k)?
@@ -868,7 +849,7 @@ impl Map {
     pub fn num_cached(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut f64> {
         let guess = site.get() as usize;
         let (h, vals) = self.parts_mut();
-        let at = |i: usize| matches!(entry_at(&h.e, vals, i), Some((key, _)) if same_key(key.as_slice(), k));
+        let at = |i: usize| matches!(entry_at(&h.e, vals, i), Some((key, _)) if key.as_slice() == k);
         let i = if at(guess) {
             guess
         } else {

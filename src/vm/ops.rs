@@ -298,8 +298,15 @@ impl<'p> Interp<'p> {
                 }
             }
         }
+        self.set_path_slow(code, at, &p, op, v)
+    }
+
+    /// `vm_set_path` past its number fast path: the value and the keys collected, then
+    /// the tree evaluator's place functions.
+    #[inline(never)]
+    fn set_path_slow(&mut self, code: &Code<'p>, at: usize, p: &PathRef, op: Option<BinOp>, v: Opd) -> R<()> {
         let rhs = self.val(code, v, || code.ospot[at][0])?;
-        let keys = self.path_keys(code, &p)?;
+        let keys = self.path_keys(code, p)?;
         match op {
             None => self.assign_keys(slot_of(p.root), &keys, rhs),
             Some(op) => self.compound_keys(slot_of(p.root), &keys, op, rhs),
