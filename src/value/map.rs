@@ -324,6 +324,22 @@ fn slot_at_if<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize, k: &[u8])
     (key.0.as_slice() == k).then_some(slot)
 }
 
+/// Where key `k` is: at index `site` (a write site's inline cache), else where the
+/// map's last look-up found a key (`m[k] = get(m, k, 0) + 1`), else by its hash; the
+/// site learns the index on a miss.
+#[inline(always)]
+fn cached_index(e: &Entries, vals: &[Value], k: &[u8], site: &Cell<u32>) -> Option<usize> {
+    let at = |i: usize| matches!(entry_at(e, vals, i), Some((key, _)) if key.as_slice() == k);
+    let guess = site.get() as usize;
+    if at(guess) {
+        return Some(guess);
+    }
+    let hint = hint_of(e).get() as usize;
+    let i = if hint != guess && at(hint) { hint } else { index_in(e, k)? };
+    site.set(i as u32);
+    Some(i)
+}
+
 /// The last-found hint of a map's entries.
 #[inline(always)]
 fn hint_of(e: &Entries) -> &Cell<u32> {
@@ -821,45 +837,23 @@ impl Map {
         self.value_at(i)
     }
 
-    /// `with_value`, looking for `k` first at index `site` (see `get_cached`).
+    /// `with_value`, looking for `k` as `cached_index` does.
     #[inline]
     pub fn with_value_cached<R>(&mut self, k: &[u8], site: &Cell<u32>, f: impl FnOnce(&mut Value) -> R) -> Option<R> {
-        let guess = site.get() as usize;
         let (h, vals) = self.parts_mut();
-        if let Some(slot) = slot_at_if(&mut h.e, vals, guess, k) {
-            return Some(changed(&mut h.heap, slot, f));
-        }
-        // The key this map's last look-up found (`m[k] = get(m, k, 0) + 1`), then the
-        // hash.
-        let hint = hint_of(&h.e).get() as usize;
-        let i = if hint != guess && matches!(entry_at(&h.e, vals, hint), Some((key, _)) if key.as_slice() == k) {
-            hint
-        } else {
-            index_in(&h.e, k)?
-        };
-        site.set(i as u32);
+        let i = cached_index(&h.e, vals, k, site)?;
         let slot = slot_at(&mut h.e, vals, i)?;
         Some(changed(&mut h.heap, slot, f))
     }
 
-    /// The number of key `k`, to change in place, looked for as `with_value_cached`
-    /// looks (None: no such key, or its value is not a number). A number holds no
-    /// storage, so the map's accounting stays true.
+    /// The number of key `k`, to change in place, looked for as `cached_index` does
+    /// (None: no such key, or its value is not a number). A number holds no storage,
+    /// so the map's accounting stays true.
     #[inline]
     pub fn num_cached(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut f64> {
-        let guess = site.get() as usize;
         let (h, vals) = self.parts_mut();
-        let at = |i: usize| matches!(entry_at(&h.e, vals, i), Some((key, _)) if key.as_slice() == k);
-        let i = if at(guess) {
-            guess
-        } else {
-            let hint = hint_of(&h.e).get() as usize;
-            let i = if hint != guess && at(hint) { hint } else { index_in(&h.e, k)? };
-            site.set(i as u32);
-            i
-        };
-        let slot = slot_at(&mut h.e, vals, i)?;
-        match slot {
+        let i = cached_index(&h.e, vals, k, site)?;
+        match slot_at(&mut h.e, vals, i)? {
             Value::Num(x) => Some(x),
             _ => None,
         }

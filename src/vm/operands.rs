@@ -500,16 +500,8 @@ pub(super) fn num_in_place(
             }
             _ => false,
         },
-        _ => match v {
-            Value::Num(x) => match f(*x) {
-                Some(r) => {
-                    *x = r;
-                    true
-                }
-                None => false,
-            },
-            _ => false,
-        },
+        // (No keys: a place has one at least.)
+        _ => false,
     }
 }
 
