@@ -810,7 +810,10 @@ impl Map {
 
     /// The value of `k`, looked for first at index `site` (a call site's guess: an
     /// inline cache, kept up to date here), then by hashing. One compare when the site
-    /// reads maps of one shape, as a field read in a loop does.
+    /// reads maps of one shape, as a field read in a loop does. (The same search as
+    /// `cached_index`, kept here because it returns the value it compared: through
+    /// `cached_index` and a second look at the index, nbody, bounce and list took 2 to
+    /// 3% more instructions.)
     #[inline]
     pub fn get_cached(&self, k: &[u8], site: &Cell<u32>) -> Option<&Value> {
         let i = site.get() as usize;
