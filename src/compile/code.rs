@@ -430,6 +430,18 @@ pub struct Code<'p> {
 }
 
 impl Code<'_> {
+    /// Place `p`'s keys: operand and spot of each, in order.
+    #[inline(always)]
+    pub fn place_keys(&self, p: &PathRef) -> &[(Opd, Spot)] {
+        &self.pkeys[p.keys as usize..(p.keys + p.n) as usize]
+    }
+
+    /// Place `p`'s inline caches, one a key.
+    #[inline(always)]
+    pub fn place_ics(&self, p: &PathRef) -> &[std::cell::Cell<u32>] {
+        &self.ic[p.ic as usize..(p.ic + p.n) as usize]
+    }
+
     /// The position of instruction `at`'s line.
     #[inline(always)]
     pub fn pos(&self, at: usize) -> Pos {

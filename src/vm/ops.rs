@@ -180,7 +180,7 @@ impl<'p> Interp<'p> {
     /// first).
     pub(super) fn path_keys(&mut self, code: &Code<'p>, p: &PathRef) -> R<SmallVec<[Value; 4]>> {
         let mut keys = SmallVec::new();
-        for &(o, sp) in &code.pkeys[p.keys as usize..(p.keys + p.n) as usize] {
+        for &(o, sp) in code.place_keys(p) {
             keys.push(self.val(code, o, || sp)?);
         }
         Ok(keys)
@@ -191,7 +191,7 @@ impl<'p> Interp<'p> {
     /// included: `path_keys` reports it).
     #[inline(always)]
     fn plain_keys<'c>(&self, code: &'c Code<'p>, p: &PathRef, ks: &mut [PKey<'c>; 4]) -> bool {
-        let ops = &code.pkeys[p.keys as usize..(p.keys + p.n) as usize];
+        let ops = code.place_keys(p);
         if ops.len() > ks.len() {
             return false;
         }
@@ -270,10 +270,10 @@ impl<'p> Interp<'p> {
             // nothing collected (`bodies[i].vx += dt * ax`, `p.x = 0`); one key
             // (`p.x`, `a[i]`) straight to its number.
             if p.n == 1 {
-                let ko = code.pkeys[p.keys as usize].0;
-                if let Some(k) = self.pkey(code, ko) {
-                    let ic = &code.ic[p.ic as usize];
-                    if let Some(x) = num_at(self.cell(p.root), k, ic) {
+                // (Indexed directly: through `place_keys`/`place_ics` this path took 44
+                // instructions more, the slices' bounds.)
+                if let Some(k) = self.pkey(code, code.pkeys[p.keys as usize].0) {
+                    if let Some(x) = num_at(self.cell(p.root), k, &code.ic[p.ic as usize]) {
                         let r = match op {
                             None => Some(y),
                             Some(op) => arith(op, *x, y),
@@ -288,7 +288,7 @@ impl<'p> Interp<'p> {
             let mut ks = [PKey::Num(0.0); 4];
             if p.n > 1 && self.plain_keys(code, &p, &mut ks) {
                 let root = self.cell(p.root);
-                let ics = &code.ic[p.ic as usize..(p.ic + p.n) as usize];
+                let ics = code.place_ics(&p);
                 if num_in_place(root, &ks[..p.n as usize], ics, &mut |x| match op {
                     None => Some(y),
                     Some(op) => arith(op, x, y),
