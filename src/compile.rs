@@ -82,6 +82,31 @@ fn count_forins(body: &[Stmt]) -> u32 {
         .sum()
 }
 
+/// Every body of a program compiled on its first use and kept for the program's life.
+/// The dispatch loop holds plain references into it, so a call or a return moves a
+/// pointer, not a reference count.
+pub struct Codes<'p> {
+    prog: &'p Program,
+    /// One per function, then main's.
+    cells: Box<[std::cell::OnceCell<Code<'p>>]>,
+}
+
+impl<'p> Codes<'p> {
+    pub fn new(prog: &'p Program) -> Self {
+        Codes { prog, cells: (0..=prog.funcs.len()).map(|_| std::cell::OnceCell::new()).collect() }
+    }
+
+    /// Function `fi`'s code, or main's for any index past the functions.
+    pub fn get(&self, fi: usize) -> &Code<'p> {
+        let prog = self.prog;
+        let i = fi.min(prog.funcs.len());
+        self.cells[i].get_or_init(|| match prog.funcs.get(i) {
+            Some(f) => compile(&f.body, f.slot_names.len()),
+            None => compile(&prog.main, 0),
+        })
+    }
+}
+
 /// Compile a function body (`nlocals` slots) or main's (0).
 pub fn compile<'p>(body: &'p [Stmt], nlocals: usize) -> Code<'p> {
     // Each `for ... in` has three registers of its own, after the locals and below every

@@ -117,8 +117,9 @@ pub struct Interp<'p> {
     /// evaluator runs every body (the default, and the differential oracle while both
     /// exist: the compiled core does not yet beat it; WORKLOG, issue 24).
     compiled: bool,
-    /// Each function's code, compiled on its first call, and main's.
-    codes: Vec<Option<Rc<crate::compile::Code<'p>>>>,
+    /// Each function's code, compiled on its first call, and main's (shared with the
+    /// runs of compiled code, which hold references into it).
+    codes: Rc<crate::compile::Codes<'p>>,
 }
 
 /// Whether this process runs compiled code: `LEASH_CORE=vm` selects it, anything else
@@ -159,7 +160,7 @@ impl<'p> Interp<'p> {
             host: Host::new(cfg),
             profile: None,
             compiled: cfg.compiled.unwrap_or_else(core_compiled),
-            codes: Vec::new(),
+            codes: Rc::new(crate::compile::Codes::new(prog)),
         }
     }
 
@@ -171,15 +172,16 @@ impl<'p> Interp<'p> {
         if !self.compiled {
             return self.exec_block(body);
         }
-        let code = self.code_for(fi)?;
-        self.run_code(code)
+        let codes = self.codes.clone();
+        let code = codes.get(fi);
+        self.frame_registers(code)?;
+        self.run_code(&codes, code)
     }
 
-    /// The compiled code of body `fi` (compiled on first use), with the current frame's
-    /// registers made on the stack and the heap looked at (a call is a check point).
+    /// Make the registers of compiled `code` on the stack for the current frame, and look
+    /// at the heap (a call is a check point).
     #[inline]
-    fn code_for(&mut self, fi: usize) -> R<Rc<crate::compile::Code<'p>>> {
-        let code = self.code_of(fi);
+    fn frame_registers(&mut self, code: &crate::compile::Code<'p>) -> R<()> {
         let need = self.base + code.nregs as usize;
         if self.stack.len() < need {
             self.stack.resize_with(need, Default::default);
@@ -190,41 +192,7 @@ impl<'p> Interp<'p> {
         for cell in &mut self.stack[b + code.nlocals as usize..b + code.nfixed as usize] {
             *cell = Value::Unset;
         }
-        self.host.check_memory()?;
-        Ok(code)
-    }
-
-    /// The code of function `fi` (`MAIN_FN`: main's), compiled on its first use.
-    #[inline]
-    pub(crate) fn code_of(&mut self, fi: usize) -> Rc<crate::compile::Code<'p>> {
-        let i = if fi == MAIN_FN { self.prog.funcs.len() } else { fi };
-        if let Some(Some(c)) = self.codes.get(i) {
-            return c.clone();
-        }
-        self.compile_code(fi)
-    }
-
-    #[inline(never)]
-    fn compile_code(&mut self, fi: usize) -> Rc<crate::compile::Code<'p>> {
-        let prog = self.prog;
-        let i = if fi == MAIN_FN { prog.funcs.len() } else { fi };
-        if self.codes.len() <= i {
-            self.codes.resize(prog.funcs.len() + 1, None);
-        }
-        let code = match &self.codes[i] {
-            Some(c) => c.clone(),
-            None => {
-                let (body, n): (&'p [Stmt], usize) = if fi == MAIN_FN {
-                    (&prog.main, 0)
-                } else {
-                    (&prog.funcs[fi].body, prog.funcs[fi].slot_names.len())
-                };
-                let c = Rc::new(crate::compile::compile(body, n));
-                self.codes[i] = Some(c.clone());
-                c
-            }
-        };
-        code
+        self.host.check_memory()
     }
 
     /// The interactive session's next entry: run `prog` (the session's functions and the
@@ -244,7 +212,7 @@ impl<'p> Interp<'p> {
             }
         }
         self.prog = prog;
-        self.codes.clear();
+        self.codes = Rc::new(crate::compile::Codes::new(prog));
         self.globals = g;
         self.host.meter.reset();
         self.func = MAIN_FN;
