@@ -335,9 +335,16 @@ def stdin_for(case):
 
 # Environment variables that change how an interpreter starts (search paths,
 # init code, buffering) are removed so that every language runs as installed.
+# `--core`: which Leash core runs the workloads (LEASH_CORE; None: the default).
+CORE = None
+
+
 def child_env():
     drop = ("PYTHON", "LUA_", "PERL5", "PERL_", "PERLLIB", "TCL", "LEASH")
-    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    if CORE:
+        env["LEASH_CORE"] = CORE
+    return env
 
 
 MEASURE_RE = re.compile(r"^@@measure (\d+) (\d+) (\d+) (\d+)$")
@@ -630,9 +637,13 @@ def main():
                     help="run only these languages (default: all)")
     ap.add_argument("--markdown", action="store_true",
                     help="print the tables as Markdown (for bench/README.md)")
+    ap.add_argument("--core", choices=["tree", "vm"],
+                    help="the Leash core to run (LEASH_CORE; default: the binary's default)")
     ap.add_argument("--leash", metavar="PATH",
                     help="use this leash binary instead of building target/release/leash")
     opts = ap.parse_args()
+    global CORE
+    CORE = opts.core
     if opts.reps < 1:
         ap.error("--reps must be at least 1")
     if opts.warmup < 0:
