@@ -315,20 +315,6 @@ impl<'p> Interp<'p> {
                             None => self.field_slow(code, at, dst, a, name),
                         }
                     }
-                    Op::Builtin { b, dst, at: args, n } => {
-                        let specs = &code.args[args as usize..(args + n) as usize];
-                        match b.peek.and_then(|p| self.peek_call(code, p, specs)) {
-                            Some(v) => self.peeked(b, dst, specs, v),
-                            None => self.call_vals(code, b, dst, specs),
-                        }
-                    }
-                    Op::Get { b, dst, at: args, n } => {
-                        let specs = &code.args[args as usize..(args + n) as usize];
-                        match self.get_fast(code, specs) {
-                            Some(g) => self.got_from(b, dst, specs, g),
-                            None => self.call_vals(code, b, dst, specs),
-                        }
-                    }
                     Op::SetIdx { var, k, v, ic } => self.vm_set_index(code, at, var, k, v, ic),
                     Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
                     Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
@@ -418,11 +404,11 @@ impl<'p> Interp<'p> {
         }
     }
 
-    /// The instructions `vm_exec` does not run itself: those that build values (lists,
-    /// maps, texts, anonymous functions), the `for ... in` loop's, `try`'s and the rarer
-    /// ones, out of line so that their code stays out of the loop's registers (all in
-    /// the one `match` measured a few percent slower: WORKLOG, twelfth session). The
-    /// index to go on with.
+    /// The instructions `vm_exec` does not run itself: builtin calls, those that build
+    /// values (lists, maps, texts, anonymous functions), the `for ... in` loop's, `try`'s
+    /// and the rarer ones, out of line so that their code stays out of the loop's
+    /// registers (WORKLOG, twelfth session: with the builtin calls inline, the release
+    /// build kept the instruction index in a stack slot). The index to go on with.
     #[inline(never)]
     fn vm_op(&mut self, code: &Code<'p>, at: usize) -> R<usize> {
         let ins = &code.ops[at];
@@ -560,6 +546,20 @@ impl<'p> Interp<'p> {
                 self.stack[b] = Value::Unset;
                 self.stack[b + 2] = Value::Nil;
                 self.charge(false, -cost)
+            }
+            Op::Builtin { b, dst, at: args, n } => {
+                let specs = &code.args[args as usize..(args + n) as usize];
+                match b.peek.and_then(|p| self.peek_call(code, p, specs)) {
+                    Some(v) => self.peeked(b, dst, specs, v),
+                    None => self.call_vals(code, b, dst, specs),
+                }
+            }
+            Op::Get { b, dst, at: args, n } => {
+                let specs = &code.args[args as usize..(args + n) as usize];
+                match self.get_fast(code, specs) {
+                    Some(g) => self.got_from(b, dst, specs, g),
+                    None => self.call_vals(code, b, dst, specs),
+                }
             }
             _ => unreachable!("vm_exec runs {:?} itself", ins.op),
         };
