@@ -333,12 +333,13 @@ def stdin_for(case):
     return os.path.join(INPUTS_DIR, name) if name else None
 
 
-# Environment variables that change how an interpreter starts (search paths,
-# init code, buffering) are removed so that every language runs as installed.
 # `--core`: which Leash core runs the workloads (LEASH_CORE; None: the default).
 CORE = None
 
 
+# Environment variables that change how an interpreter starts (search paths,
+# init code, buffering) are removed so that every language runs as installed; Leash's
+# core is then set again when `--core` chose one.
 def child_env():
     drop = ("PYTHON", "LUA_", "PERL5", "PERL_", "PERLLIB", "TCL", "LEASH")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
