@@ -268,17 +268,22 @@ impl<'p> Interp<'p> {
                         }
                         Err(e) => Err(e),
                     },
-                    Op::Ret(_) | Op::RetNil | Op::End => match self.vm_ret(code, at, frames) {
-                        Ok(Some((caller, to))) => {
-                            code = caller;
-                            pc = to;
-                            continue;
+                    Op::Ret(_) | Op::RetNil | Op::End => {
+                        let (ret, flow) = match ins.op {
+                            Op::Ret(o) => (Some(o), Flow::Return),
+                            Op::RetNil => (None, Flow::Return),
+                            _ => (None, Flow::Normal),
+                        };
+                        match self.vm_ret(code, at, frames, ret) {
+                            Ok(Some((caller, to))) => {
+                                code = caller;
+                                pc = to;
+                                continue;
+                            }
+                            Ok(None) => return Exit::Done(flow),
+                            Err(e) => Err(e),
                         }
-                        Ok(None) => {
-                            return Exit::Done(if matches!(ins.op, Op::End) { Flow::Normal } else { Flow::Return });
-                        }
-                        Err(e) => Err(e),
-                    },
+                    }
                     Op::Index { dst, a, k, ic } => {
                         // The site's cache for a constant key (a record's field), else
                         // the hash (a key that changes would miss the cache each time).
@@ -354,20 +359,22 @@ impl<'p> Interp<'p> {
         Ok(callee)
     }
 
-    /// A `return` (or the end of a body) at instruction `at` of `code`: to the compiled
-    /// caller's code and index, or None when `code` is the outermost (`self.ret` set).
+    /// A `return` of operand `ret` (None: nil, as `return` alone and the end of a body
+    /// give) at instruction `at` of `code`: to the compiled caller's code and index, or
+    /// None when `code` is the outermost (`self.ret` set).
     #[inline(never)]
     fn vm_ret<'c>(
         &mut self,
         code: &'c Code<'p>,
         at: usize,
         frames: &mut Frames<'c, 'p>,
+        ret: Option<Opd>,
     ) -> R<Option<(&'c Code<'p>, usize)>> {
-        match code.ops[at].op {
+        match ret {
             // A plain result goes by its payload straight to the call's
             // register (a `Got` made here and moved into the return went
             // through the stack: a store-forwarding stall on every return).
-            Op::Ret(o) => match Plain::of(self.rd(code, o)) {
+            Some(o) => match Plain::of(self.rd(code, o)) {
                 Some(p) => {
                     self.consume(o);
                     match frames.pop() {
@@ -389,18 +396,13 @@ impl<'p> Interp<'p> {
                     Err(e) => Err(e),
                 },
             },
-            Op::RetNil => match frames.pop() {
+            None => match frames.pop() {
                 None => {
                     self.ret = Value::Nil;
                     Ok(None)
                 }
                 Some(f) => self.vm_return(code, f, |this, dst| this.put_p(dst, Plain::Nil)).map(Some),
             },
-            Op::End => match frames.pop() {
-                None => Ok(None),
-                Some(f) => self.vm_return(code, f, |this, dst| this.put_p(dst, Plain::Nil)).map(Some),
-            },
-            _ => unreachable!("vm_ret runs a return"),
         }
     }
 
@@ -694,17 +696,9 @@ impl<'p> Interp<'p> {
         }
         let code = codes.get(fi);
         let saved = self.frame_enter(fi, f, n, new_base, arg_heap)?;
-        let need = new_base + code.nregs as usize;
-        if self.stack.len() < need {
-            self.stack.resize_with(need, Default::default);
-        }
-        // Its locals past the arguments, and its loops' registers, unset: the caller's
-        // dead temporaries may lie there.
-        for cell in &mut self.stack[new_base + n..new_base + code.nfixed as usize] {
-            *cell = Value::Unset;
-        }
-        if let Err(e) = self.host.check_memory() {
-            self.vm_leave(&code, saved);
+        // Its locals past the arguments and its loops' registers unset.
+        if let Err(e) = self.frame_registers(code, new_base, n) {
+            self.vm_leave(code, saved);
             return Err(e);
         }
         Ok((code, saved))
