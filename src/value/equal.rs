@@ -56,9 +56,10 @@ pub fn cmp_touched(a: &[u8], b: &[u8]) -> (std::cmp::Ordering, usize) {
     (a.len().cmp(&b.len()), n + 1)
 }
 
-/// Equality of two values that are not both lists, both maps or both strings.
+/// Equality of two values that are not both lists, both maps or both strings: one item
+/// compared, nothing walked.
 #[inline]
-fn equals_scalar(a: &Value, b: &Value) -> bool {
+pub fn equals_scalar(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Nil, Value::Nil) => true,
         (Value::Bool(x), Value::Bool(y)) => x == y,

@@ -108,6 +108,11 @@ impl<'p> Interp<'p> {
                 self.consume(b);
                 return self.put(dst, v);
             }
+        } else if let Some((t, w)) = cmp_in_place(op, self.rd(code, a), self.rd(code, b)) {
+            self.consume(a);
+            self.consume(b);
+            self.host.work(w)?;
+            return self.put_p(dst, Plain::Bool(t));
         }
         let [sa, sb] = code.ospot[at];
         // An unset operand's error carries its name's column or none, never the
@@ -122,6 +127,12 @@ impl<'p> Interp<'p> {
     /// tree evaluator's `cond_slow`), the rest through `binop`.
     #[inline(never)]
     pub(super) fn test_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, b: Opd) -> R<bool> {
+        if let Some((t, w)) = cmp_in_place(op, self.rd(code, a), self.rd(code, b)) {
+            self.consume(a);
+            self.consume(b);
+            self.host.work(w)?;
+            return Ok(t);
+        }
         let [sa, sb] = code.ospot[at];
         if matches!(op, BinOp::Eq | BinOp::Ne) {
             if let Value::Unset = self.rd(code, a) {
@@ -375,11 +386,13 @@ impl<'p> Interp<'p> {
     }
 
     /// The next item of a `for ... in` into its variables; false past the end.
+    /// (Out of line: called from the dispatch loop.)
     ///
     /// Each case writes its values where it makes them: a cloned item carried out of the
     /// match (as one tuple for all cases) went through a stack temporary written by two
     /// 8-byte stores and read back by one 16-byte load, a store-forwarding stall on every
     /// iteration.
+    #[inline(never)]
     pub(super) fn for_in_next(&mut self, first: Opd, second: Opd, base: u32) -> R<bool> {
         let b = self.base + base as usize;
         // (The index is a count this loop wrote: a signed conversion is exact and
@@ -416,6 +429,45 @@ impl<'p> Interp<'p> {
             }
             _ => Ok(false),
         }
+    }
+}
+
+/// A comparison of two values read in place that needs no walk: `==` and `!=` with a
+/// side that is nil, a boolean or a number (`e != nil`: equal only to its like), or of
+/// two strings (`c == "{"`); `<`, `<=`, `>`, `>=` of two strings (`c >= "0"`). Its
+/// outcome and its work, as `binop` counts them (`equals_counted`: one item, and the
+/// bytes of two strings of one length; an order: the bytes it touched). None: the
+/// general path (containers, an unset operand, a type error).
+#[inline(always)]
+fn cmp_in_place(op: BinOp, x: &Value, y: &Value) -> Option<(bool, u64)> {
+    use std::cmp::Ordering::*;
+    match op {
+        BinOp::Eq | BinOp::Ne => {
+            let (same, bytes) = match (x, y) {
+                (Value::Str(p), Value::Str(q)) => {
+                    (p.as_slice() == q.as_slice(), if p.len() == q.len() { p.len() as u64 } else { 0 })
+                }
+                // (An unset operand is a `name` error, on the general path.)
+                (Value::Unset, _) | (_, Value::Unset) => return None,
+                _ if is_plain(x) || is_plain(y) => (equals_scalar(x, y), 0),
+                _ => return None,
+            };
+            Some((same == (op == BinOp::Eq), EqCount { items: 1, bytes }.units()))
+        }
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => match (x, y) {
+            (Value::Str(p), Value::Str(q)) => {
+                let (o, touched) = cmp_touched(p, q);
+                let t = match op {
+                    BinOp::Lt => o == Less,
+                    BinOp::Le => o != Greater,
+                    BinOp::Gt => o == Greater,
+                    _ => o != Less,
+                };
+                Some((t, crate::meter::scaled(touched as u64, WORK_EQ_BYTE_X256)))
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 
