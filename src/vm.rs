@@ -321,39 +321,22 @@ impl<'p> Interp<'p> {
                         }
                     }
                     Op::SetIdx { var, k, v, ic } => self.vm_set_index(code, at, var, k, v, ic),
-                    // A `for ... in` loop's next item and `get`: out of line each in a
-                    // function of its own (through `vm_op` they paid its frame).
-                    Op::ForInNext { first, second, base, exit } => match self.for_in_next(first, second, base) {
-                        Ok(true) => Ok(()),
-                        Ok(false) => {
-                            std::hint::cold_path();
-                            pc = exit as usize;
-                            Ok(())
-                        }
-                        Err(e) => Err(e),
-                    },
-                    Op::Get { b, dst, at: args, n } => self.vm_get(code, b, dst, args, n),
                     Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
                     Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
                     // Every other instruction, out of line: its code kept out of this loop's
                     // registers.
-                    _ => self.vm_op(code, at),
+                    _ => match self.vm_op(code, at) {
+                        Ok(to) => {
+                            pc = to;
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    },
                 }
             };
             if let Err(e) = r {
                 return Exit::Fail(code, at, e);
             }
-        }
-    }
-
-    /// `get(m, k[, d])` (`Op::Get`): a string key of a map looked up in place, else
-    /// the builtin.
-    #[inline(never)]
-    fn vm_get(&mut self, code: &Code<'p>, b: &'static Builtin, dst: Opd, args: u32, n: u32) -> R<()> {
-        let specs = &code.args[args as usize..(args + n) as usize];
-        match self.get_fast(code, specs) {
-            Some(g) => self.got_from(b, dst, specs, g),
-            None => self.call_vals(code, b, dst, specs),
         }
     }
 
@@ -427,11 +410,12 @@ impl<'p> Interp<'p> {
     /// values (lists, maps, texts, anonymous functions), the `for ... in` loop's, `try`'s
     /// and the rarer ones, out of line so that their code stays out of the loop's
     /// registers (WORKLOG, twelfth session: with the builtin calls inline, the release
-    /// build kept the instruction index in a stack slot). None of them jumps.
+    /// build kept the instruction index in a stack slot). The index to go on with.
     #[inline(never)]
-    fn vm_op(&mut self, code: &Code<'p>, at: usize) -> R<()> {
+    fn vm_op(&mut self, code: &Code<'p>, at: usize) -> R<usize> {
         let ins = &code.ops[at];
-        match ins.op {
+        let mut pc = at + 1;
+        let r: R<()> = match ins.op {
             Op::CapCheck(b) => self.check_cap(b),
             Op::BuiltinPlace { dst, call } => {
                 let pcall = code.pcalls[call as usize];
@@ -547,6 +531,14 @@ impl<'p> Interp<'p> {
             }
             Op::ForPrep { base } => self.for_prep(base),
             Op::ForInPrep { base } => self.for_in_prep(base),
+            Op::ForInNext { first, second, base, exit } => match self.for_in_next(first, second, base) {
+                Ok(true) => Ok(()),
+                Ok(false) => {
+                    pc = exit as usize;
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
             Op::ForInEnd { base } => {
                 let b = self.base + base as usize;
                 let cost = match self.stack[b + 2] {
@@ -564,8 +556,16 @@ impl<'p> Interp<'p> {
                     None => self.call_vals(code, b, dst, specs),
                 }
             }
+            Op::Get { b, dst, at: args, n } => {
+                let specs = &code.args[args as usize..(args + n) as usize];
+                match self.get_fast(code, specs) {
+                    Some(g) => self.got_from(b, dst, specs, g),
+                    None => self.call_vals(code, b, dst, specs),
+                }
+            }
             _ => unreachable!("vm_exec runs {:?} itself", ins.op),
-        }
+        };
+        r.map(|()| pc)
     }
 
     /// Instruction `at` of `cur` failed with `e`: a `try` around it in this code catches

@@ -386,13 +386,11 @@ impl<'p> Interp<'p> {
     }
 
     /// The next item of a `for ... in` into its variables; false past the end.
-    /// (Out of line: called from the dispatch loop.)
     ///
     /// Each case writes its values where it makes them: a cloned item carried out of the
     /// match (as one tuple for all cases) went through a stack temporary written by two
     /// 8-byte stores and read back by one 16-byte load, a store-forwarding stall on every
     /// iteration.
-    #[inline(never)]
     pub(super) fn for_in_next(&mut self, first: Opd, second: Opd, base: u32) -> R<bool> {
         let b = self.base + base as usize;
         // (The index is a count this loop wrote: a signed conversion is exact and
