@@ -283,7 +283,8 @@ impl<'p> Interp<'p> {
             if p.n == 1 {
                 // (Indexed directly: through `place_keys`/`place_ics` this path took 44
                 // instructions more, the slices' bounds.)
-                if let Some(k) = self.pkey(code, code.pkeys[p.keys as usize].0) {
+                let ko = code.pkeys[p.keys as usize].0;
+                if let Some(k) = self.pkey(code, ko) {
                     if let Some(x) = num_at(self.cell(p.root), k, &code.ic[p.ic as usize]) {
                         let r = match op {
                             None => Some(y),
@@ -294,6 +295,10 @@ impl<'p> Interp<'p> {
                             return Ok(());
                         }
                     }
+                } else if self.num_at_str_key(code, p.root, ko, op, y) {
+                    // (`counts[w] += 1`: a string key in a variable or temporary.)
+                    self.consume(ko);
+                    return Ok(());
                 }
             }
             let mut ks = [PKey::Num(0.0); 4];
@@ -310,6 +315,33 @@ impl<'p> Interp<'p> {
             }
         }
         self.set_path_slow(code, at, &p, op, v)
+    }
+
+    /// `m[k] = y` or `m[k] op= y` on a map variable that nothing else shares, whose key
+    /// `k` is a string in a variable or temporary (read in place, beside the map) and
+    /// whose entry holds a number: changed in place, looked for first where the map's
+    /// last look-up found a key, then by its hash. False: nothing changed (the general
+    /// path does it, with its errors).
+    #[inline(always)]
+    fn num_at_str_key(&mut self, code: &Code<'p>, root: Opd, ko: Opd, op: Option<BinOp>, y: f64) -> bool {
+        let Some((Value::Map(rc), Value::Str(s))) = self.cell_and_key(code, root, ko) else {
+            return false;
+        };
+        if s.len() > KEY_FREE_BYTES {
+            return false;
+        }
+        let Some(m) = rc.unique() else { return false };
+        m.with_value_hinted(s, |item| match item {
+            Value::Num(x) => match op.map_or(Some(y), |op| arith(op, *x, y)) {
+                Some(r) => {
+                    *x = r;
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        })
+        .unwrap_or(false)
     }
 
     /// `vm_set_path` past its number fast path: the value and the keys collected, then
