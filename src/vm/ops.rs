@@ -417,6 +417,20 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// `for_in_next` for a list and one loop variable, when the list has a next item:
+    /// the item written to the variable (None: `for_in_next` does it, or ends the loop).
+    #[inline(always)]
+    pub(super) fn for_in_item(&mut self, first: Opd, base: u32) -> Option<R<()>> {
+        let b = self.base + base as usize;
+        let (Value::List(l), Value::Num(i)) = (self.stack.get(b)?, self.stack.get(b + 1)?) else {
+            return None;
+        };
+        let i = *i as i64 as usize;
+        let g = Got::of(l.items().get(i)?);
+        self.set_index_reg(b, i);
+        Some(self.put_got(first, g))
+    }
+
     /// The next item of a `for ... in` into its variables; false past the end.
     ///
     /// Each case writes its values where it makes them: a cloned item carried out of the
