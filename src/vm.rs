@@ -323,16 +323,18 @@ impl<'p> Interp<'p> {
                     Op::SetIdx { var, k, v, ic } => self.vm_set_index(code, at, var, k, v, ic),
                     // The next item of a list into the one loop variable, here; the
                     // rest (a map, two variables, the end) in `vm_op`.
-                    Op::ForInNext { first, second, base, .. } if second == NONE => match self.for_in_item(first, base) {
-                        Some(r) => r,
-                        None => match self.vm_op(code, at) {
-                            Ok(to) => {
-                                pc = to;
-                                Ok(())
-                            }
-                            Err(e) => Err(e),
-                        },
-                    },
+                    Op::ForInNext { first, second, base, .. } if second == NONE => {
+                        match self.for_in_item(first, base) {
+                            Some(r) => r,
+                            None => match self.vm_op(code, at) {
+                                Ok(to) => {
+                                    pc = to;
+                                    Ok(())
+                                }
+                                Err(e) => Err(e),
+                            },
+                        }
+                    }
                     Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
                     Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
                     // Every other instruction, out of line: its code kept out of this loop's

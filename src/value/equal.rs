@@ -56,6 +56,28 @@ pub fn cmp_touched(a: &[u8], b: &[u8]) -> (std::cmp::Ordering, usize) {
     (a.len().cmp(&b.len()), n + 1)
 }
 
+/// Equality of two byte strings, without a `memcmp` call for the short ones (map keys,
+/// words, field names): two overlapping 8-byte or 4-byte loads of each, or three bytes.
+#[inline(always)]
+pub fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n > 16 {
+        return a == b;
+    }
+    if n >= 8 {
+        let w = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or([0; 8]));
+        return w(a, 0) == w(b, 0) && w(a, n - 8) == w(b, n - 8);
+    }
+    if n >= 4 {
+        let w = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap_or([0; 4]));
+        return w(a, 0) == w(b, 0) && w(a, n - 4) == w(b, n - 4);
+    }
+    n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1])
+}
+
 /// Equality of two values that are not both lists, both maps or both strings: one item
 /// compared, nothing walked.
 #[inline]
@@ -142,6 +164,29 @@ pub fn equals_counted(a: &Value, b: &Value, n: &mut EqCount) -> bool {
                     stack.pop();
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bytes_eq;
+
+    /// `bytes_eq` against the slice comparison: every length up to 40, equal, and
+    /// differing in each one byte, and lengths that differ.
+    #[test]
+    fn bytes_eq_is_slice_equality() {
+        for n in 0..40usize {
+            let a: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
+            assert!(bytes_eq(&a, &a.clone()), "length {n}");
+            for i in 0..n {
+                let mut b = a.clone();
+                b[i] ^= 0x20;
+                assert!(!bytes_eq(&a, &b), "length {n}, byte {i}");
+            }
+            let mut longer = a.clone();
+            longer.push(0);
+            assert!(!bytes_eq(&a, &longer) && !bytes_eq(&longer, &a), "lengths {n} and {}", n + 1);
         }
     }
 }

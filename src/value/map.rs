@@ -256,6 +256,18 @@ fn slots_with(old: Option<Slots>, n: usize, cap: usize) -> Option<Slots> {
     Some(ThinRc::new((), (0..cap).map(|i| if i < n { from.get_mut(i).and_then(Option::take) } else { None })))
 }
 
+/// A key looked up in a big map by its bytes: hashed as `Key` hashes (the bytes as a
+/// slice), compared by `bytes_eq` (no `memcmp` call for a short key).
+#[derive(Hash)]
+struct KeyRef<'a>(&'a [u8]);
+
+impl indexmap::Equivalent<Key> for KeyRef<'_> {
+    #[inline(always)]
+    fn equivalent(&self, key: &Key) -> bool {
+        bytes_eq(self.0, key.0.as_slice())
+    }
+}
+
 /// Where key `k` is among small-map entries. A key of another length, or whose last
 /// byte differs, is passed over without a `memcmp` call; a key that is the very bytes
 /// of `k` (the same string) is found without one.
@@ -265,7 +277,7 @@ fn find_small(v: &[Option<(Key, Value)>], k: &[u8]) -> Option<usize> {
     v.iter().position(|e| match e {
         Some((key, _)) => {
             let b = key.0.as_slice();
-            b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && b == k))
+            b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && bytes_eq(b, k)))
         }
         None => false,
     })
@@ -277,7 +289,7 @@ fn find_shaped(keys: &[Key], k: &[u8]) -> Option<usize> {
     let last = k.last().copied();
     keys.iter().position(|key| {
         let b = key.0.as_slice();
-        b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && b == k))
+        b.len() == k.len() && (b.as_ptr() == k.as_ptr() || (b.last().copied() == last && bytes_eq(b, k)))
     })
 }
 
@@ -298,7 +310,7 @@ fn slot_of<'a>(e: &'a mut Entries, vals: &'a mut [Value], k: &[u8]) -> Option<&'
             let i = find_small(e, k)?;
             small_at_mut(e, i).map(|(_, v)| v)
         }
-        Entries::Big { m, .. } => m.get_mut(k),
+        Entries::Big { m, .. } => m.get_mut(&KeyRef(k)),
         Entries::Shaped { shape, .. } => vals.get_mut(find_shaped(&shape.keys, k)?),
     }
 }
@@ -321,7 +333,7 @@ fn slot_at_if<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize, k: &[u8])
         Entries::Big { m, .. } => m.get_index_mut(i)?,
         Entries::Shaped { shape, .. } => (shape.keys.get(i)?, vals.get_mut(i)?),
     };
-    (key.0.as_slice() == k).then_some(slot)
+    bytes_eq(key.0.as_slice(), k).then_some(slot)
 }
 
 /// Where key `k` is: at index `site` (a write site's inline cache), else where the
@@ -329,7 +341,7 @@ fn slot_at_if<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize, k: &[u8])
 /// site learns the index on a miss.
 #[inline(always)]
 fn cached_index(e: &Entries, vals: &[Value], k: &[u8], site: &Cell<u32>) -> Option<usize> {
-    let at = |i: usize| matches!(entry_at(e, vals, i), Some((key, _)) if key.as_slice() == k);
+    let at = |i: usize| matches!(entry_at(e, vals, i), Some((key, _)) if bytes_eq(key.as_slice(), k));
     let guess = site.get() as usize;
     if at(guess) {
         return Some(guess);
@@ -363,7 +375,7 @@ fn entry_at<'a>(e: &'a Entries, vals: &'a [Value], i: usize) -> Option<(&'a Byte
 fn index_in(e: &Entries, k: &[u8]) -> Option<usize> {
     match e {
         Entries::Small { slots, .. } => find_small(slots_all(slots), k),
-        Entries::Big { m, .. } => m.get_index_of(k),
+        Entries::Big { m, .. } => m.get_index_of(&KeyRef(k)),
         Entries::Shaped { shape, .. } => find_shaped(&shape.keys, k),
     }
 }
@@ -629,7 +641,7 @@ impl Map {
             }
             Entries::Big { m, .. } => {
                 // (not `get_full`: a call less, as `index_of` and `get_index` inline)
-                let i = m.get_index_of(k)?;
+                let i = m.get_index_of(&KeyRef(k))?;
                 Some((i, m.get_index(i)?.1))
             }
             Entries::Shaped { shape, .. } => find_in_shape(shape, self.0.slice(), k),
@@ -764,7 +776,7 @@ impl Map {
                 *len -= 1;
                 last
             }
-            Entries::Big { m, .. } => m.shift_remove_entry(k)?,
+            Entries::Big { m, .. } => m.shift_remove_entry(&KeyRef(k))?,
             Entries::Shaped { .. } => return None,
         };
         h.heap -= key.acct() + v.heap();
@@ -818,7 +830,7 @@ impl Map {
     pub fn get_cached(&self, k: &[u8], site: &Cell<u32>) -> Option<&Value> {
         let i = site.get() as usize;
         if let Some((key, v)) = self.get_index(i) {
-            if key.as_slice() == k {
+            if bytes_eq(key.as_slice(), k) {
                 self.hint().set(i as u32);
                 return Some(v);
             }
@@ -828,7 +840,7 @@ impl Map {
         let h = self.hint().get() as usize;
         if h != i {
             if let Some((key, v)) = self.get_index(h) {
-                if key.as_slice() == k {
+                if bytes_eq(key.as_slice(), k) {
                     site.set(h as u32);
                     return Some(v);
                 }
