@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differential run of the two evaluators (issue 24): every Leash program given (files or
 directories, searched for *.lsh) runs under LEASH_CORE=tree (the tree evaluator, the
-oracle, and the default) and LEASH_CORE=vm (the compiled core), and the two runs must agree on stdout,
+oracle) and LEASH_CORE=vm (the compiled core, the default), and the two runs must agree on stdout,
 stderr (diagnostics), exit status, and the steps and work of `--stats`.
 
     python3 scripts/core-diff.py [--leash BIN] [--stdin FILE] [--] PATH... [-- ARGS...]

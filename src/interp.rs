@@ -113,20 +113,20 @@ pub struct Interp<'p> {
 
     /// `--profile`: the profiler, fed from the meter's slow path and at calls.
     pub(crate) profile: Option<Box<crate::profile::Profile>>,
-    /// Run compiled code (`compile.rs`, `vm.rs`; `LEASH_CORE=vm`); false: the tree
-    /// evaluator runs every body (the default, and the differential oracle while both
-    /// exist: the compiled core does not yet beat it; WORKLOG, issue 24).
+    /// Run compiled code (`compile.rs`, `vm.rs`: the default since the thirteenth
+    /// session, WORKLOG); false: the tree evaluator runs every body (`LEASH_CORE=tree`,
+    /// the differential oracle while both exist).
     compiled: bool,
     /// Each function's code, compiled on its first call, and main's (shared with the
     /// runs of compiled code, which hold references into it).
     codes: Rc<crate::compile::Codes<'p>>,
 }
 
-/// Whether this process runs compiled code: `LEASH_CORE=vm` selects it, anything else
-/// (or nothing) the tree evaluator (read once).
+/// Whether this process runs compiled code: yes unless `LEASH_CORE=tree` selects the
+/// tree evaluator (read once).
 fn core_compiled() -> bool {
     static C: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *C.get_or_init(|| std::env::var_os("LEASH_CORE").is_some_and(|v| v == "vm"))
+    *C.get_or_init(|| std::env::var_os("LEASH_CORE").is_none_or(|v| v != "tree"))
 }
 
 /// `a + k * st` for a `for` loop whose `k * st` overflowed: computed at half scale and

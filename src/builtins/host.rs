@@ -53,7 +53,7 @@ pub struct RunConfig {
     /// `--profile`: feed a profiler (returned in the run's outcome).
     pub profile: bool,
     /// Which evaluator runs the program: Some(true) the compiled core, Some(false) the
-    /// tree evaluator, None as `LEASH_CORE` says (the tree unless it says `vm`). For
+    /// tree evaluator, None as `LEASH_CORE` says (the compiled core unless it says `tree`). For
     /// callers that compare the two in one process (the `core_diff` fuzz target).
     pub compiled: Option<bool>,
 }
