@@ -544,7 +544,7 @@ impl<'p> Interp<'p> {
                 }
             }
             Op::ForPrep { base } => self.for_prep(base),
-            Op::ForInPrep { base } => self.for_in_prep(base),
+            Op::ForInPrep { base, src } => self.for_in_prep(code, at, base, src),
             Op::ForInNext { first, second, base, exit } => match self.for_in_next(first, second, base) {
                 Ok(true) => Ok(()),
                 Ok(false) => {

@@ -336,10 +336,12 @@ pub enum Op<'p> {
         base: u32,
         to: u32,
     },
-    /// `for ... in`: register `base` holds the snapshot, `base + 1` the index,
-    /// `base + 2` the storage charged for the snapshot.
+    /// `for ... in`: register `base` holds the snapshot (the value of `src`, copied
+    /// there unless `src` is that register), `base + 1` the index, `base + 2` the
+    /// storage charged for the snapshot.
     ForInPrep {
         base: u32,
+        src: Opd,
     },
     ForInNext {
         first: Opd,

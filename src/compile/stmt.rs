@@ -128,14 +128,16 @@ impl<'p> Compiler<'p> {
                 self.forin_next += 3;
                 let regs = [0, 1, 2].map(|i| Opd::new(T_TEMP, (base + i) as usize));
                 // The cost register is a number only while the loop holds its snapshot
-                // (set by ForInPrep, cleared by ForInEnd): what a `try` left by an error
-                // releases (`Handler::forins`). The registers are the loop's alone.
-                let nil = self.konst(Value::Nil);
-                self.emit(Op::Move { dst: regs[2], src: nil }, 0, [0, 0]);
+                // (set by ForInPrep, cleared by ForInEnd, by a `catch` that the loop's
+                // error reached (`Handler::forins`), and unset at a call's entry with the
+                // other loop registers): what a `try` left by an error releases. The
+                // registers are the loop's alone, so it holds no number here.
                 self.code.forins.push(base);
-                self.into(&f.iter, regs[0]);
+                // A variable or constant is copied to the snapshot register by
+                // ForInPrep itself (no move of its own).
+                let src = self.operand_in(&f.iter, regs[0]);
                 self.pos = s.pos;
-                self.emit(Op::ForInPrep { base }, 0, [0, 0]);
+                self.emit(Op::ForInPrep { base, src: src.o }, 0, [src.sp, 0]);
                 let second = f.second.map(slot_opd).unwrap_or(NONE);
                 let top = self.emit(Op::ForInNext { first: slot_opd(f.first), second, base, exit: 0 }, 0, [0, 0]);
                 self.loops.push(Loop { brk: vec![top], cont: vec![] });

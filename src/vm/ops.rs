@@ -393,8 +393,12 @@ impl<'p> Interp<'p> {
         Ok(())
     }
 
-    pub(super) fn for_in_prep(&mut self, base: u32) -> R<()> {
+    pub(super) fn for_in_prep(&mut self, code: &Code<'p>, at: usize, base: u32, src: Opd) -> R<()> {
         let b = self.base + base as usize;
+        if src != Opd::new(T_TEMP, base as usize) {
+            let v = self.val(code, src, || code.ospot[at][0])?;
+            self.stack[b] = v;
+        }
         let snap = &self.stack[b];
         if !matches!(snap, Value::List(_) | Value::Map(_)) {
             return Err(self.err(ErrKind::Type, format!("for ... in needs a list or map, got {}", snap.type_name())));
