@@ -523,3 +523,22 @@ def test_profile_reads_into_inferno(tmp_path):
     for f in [prof, pathlib.Path(str(prof) + ".work")]:
         p = subprocess.run([tool, str(f)], capture_output=True, timeout=60)
         assert p.returncode == 0 and b"<svg" in p.stdout and b"build_text" in p.stdout
+
+
+# ----------------------------------------------------------------------------------------
+# bench/idioms.py: its shapes are programs that run
+# ----------------------------------------------------------------------------------------
+
+def test_bench_idioms_shapes_run(tmp_path):
+    """Every shape `bench/idioms.py` times is a program that runs to its end (a shape
+    that failed at once would be timed as its error path)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("idioms", ROOT / "bench" / "idioms.py")
+    idioms = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(idioms)
+    assert len(idioms.SHAPES) > 20 and idioms.SHAPES[0][0] == "base"
+    for name, setup, body in idioms.SHAPES:
+        p = tmp_path / f"{name}.lsh"
+        p.write_text(idioms.program(setup, body))
+        r = run(idioms.FLAGS + [str(p)])
+        assert r.status == 0, (name, r.err)
