@@ -545,24 +545,17 @@ impl<'p> Interp<'p> {
             }
             Op::ForPrep { base } => self.for_prep(base),
             Op::ForInPrep { base, src } => self.for_in_prep(code, at, base, src),
+            // Past the last item the loop's end is done here and its `ForInEnd` (at
+            // `exit`, where a `break` goes) passed over: one instruction less a loop.
             Op::ForInNext { first, second, base, exit } => match self.for_in_next(first, second, base) {
                 Ok(true) => Ok(()),
                 Ok(false) => {
-                    pc = exit as usize;
-                    Ok(())
+                    pc = exit as usize + 1;
+                    self.for_in_end(base)
                 }
                 Err(e) => Err(e),
             },
-            Op::ForInEnd { base } => {
-                let b = self.base + base as usize;
-                let cost = match self.stack[b + 2] {
-                    Value::Num(c) => c as isize,
-                    _ => 0,
-                };
-                self.stack[b] = Value::Unset;
-                self.stack[b + 2] = Value::Nil;
-                self.charge(false, -cost)
-            }
+            Op::ForInEnd { base } => self.for_in_end(base),
             Op::Builtin { b, dst, at: args, n } => {
                 let specs = &code.args[args as usize..(args + n) as usize];
                 match b.peek.and_then(|p| self.peek_call(code, p, specs)) {

@@ -421,6 +421,20 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// A `for ... in` loop's end: its snapshot let go and its charge released, the
+    /// charge register back to nil (see `ForInPrep`).
+    #[inline(always)]
+    pub(super) fn for_in_end(&mut self, base: u32) -> R<()> {
+        let b = self.base + base as usize;
+        let cost = match self.stack[b + 2] {
+            Value::Num(c) => c as isize,
+            _ => 0,
+        };
+        self.stack[b] = Value::Unset;
+        self.stack[b + 2] = Value::Nil;
+        self.charge(false, -cost)
+    }
+
     /// `for_in_next` for a list and one loop variable, when the list has a next item:
     /// the item written to the variable (None: `for_in_next` does it, or ends the loop).
     #[inline(always)]
