@@ -1,8 +1,9 @@
 //! The tree evaluator (`LEASH_CORE=tree`; the compiled core is the default since the
-//! thirteenth session, and this is its differential oracle while both exist): statements and expressions walked from the resolved
-//! tree, with the resolver's idiom nodes (`BinS`, `BinK`, `IncVar`, `MapGet`,
-//! `CountIndex`). Everything it shares with the compiled core (places, calls, operators,
-//! the charges) lives in the other parts of `interp`. Child of `interp`.
+//! thirteenth session, and this is its differential oracle while both exist):
+//! statements and expressions walked from the resolved tree, with the resolver's idiom
+//! nodes (`BinS`, `BinK`, `IncVar`, `MapGet`, `CountIndex`). Everything it shares with
+//! the compiled core (places, calls, operators, the charges) lives in the other parts of
+//! `interp`. Child of `interp`.
 
 use super::*;
 
