@@ -496,9 +496,11 @@ impl<'p> Interp<'p> {
 
 /// A comparison of two values read in place that needs no walk: `==` and `!=` with a
 /// side that is nil, a boolean or a number (`e != nil`: equal only to its like), or of
-/// two strings (`c == "{"`); `<`, `<=`, `>`, `>=` of two strings (`c >= "0"`). Its
+/// two strings (`c == "{"`); `<`, `<=`, `>`, `>=` of two strings (`c >= "0"`); `in` and
+/// `not in` of a string and a map (`k in m`). Its
 /// outcome and its work, as `binop` counts them (`equals_counted`: one item, and the
-/// bytes of two strings of one length; an order: the bytes it touched). None: the
+/// bytes of two strings of one length; an order: the bytes it touched; `in`: the key's
+/// bytes). None: the
 /// general path (containers, an unset operand, a type error).
 #[inline(always)]
 fn cmp_in_place(op: BinOp, x: &Value, y: &Value) -> Option<(bool, u64)> {
@@ -516,6 +518,14 @@ fn cmp_in_place(op: BinOp, x: &Value, y: &Value) -> Option<(bool, u64)> {
             };
             Some((same == (op == BinOp::Eq), EqCount { items: 1, bytes }.units()))
         }
+        // `k in m` for a string and a map: one look-up, charged by the key's bytes.
+        BinOp::In | BinOp::NotIn => match (x, y) {
+            (Value::Str(k), Value::Map(m)) => {
+                let found = m.contains(k);
+                Some((found == (op == BinOp::In), crate::meter::scaled(k.len() as u64, WORK_EQ_BYTE_X256)))
+            }
+            _ => None,
+        },
         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => match (x, y) {
             (Value::Str(p), Value::Str(q)) => {
                 let (o, touched) = cmp_touched(p, q);
