@@ -324,14 +324,8 @@ impl<'p> Interp<'p> {
     /// path does it, with its errors).
     #[inline(always)]
     fn num_at_str_key(&mut self, code: &Code<'p>, root: Opd, ko: Opd, op: Option<BinOp>, y: f64) -> bool {
-        let Some((Value::Map(rc), Value::Str(s))) = self.cell_and_key(code, root, ko) else {
-            return false;
-        };
-        if s.len() > KEY_FREE_BYTES {
-            return false;
-        }
-        let Some(m) = rc.unique() else { return false };
-        m.with_value_hinted(s, |item| match item {
+        let Some((cell, key)) = self.cell_and_key(code, root, ko) else { return false };
+        map_entry_in_place(cell, key, None, |item| match item {
             Value::Num(x) => match op.map_or(Some(y), |op| arith(op, *x, y)) {
                 Some(r) => {
                     *x = r;
@@ -341,7 +335,6 @@ impl<'p> Interp<'p> {
             },
             _ => false,
         })
-        .unwrap_or(false)
     }
 
     /// `vm_set_path` past its number fast path: the value and the keys collected, then
@@ -464,15 +457,14 @@ impl<'p> Interp<'p> {
             _ => 0,
         };
         match &self.stack[b] {
+            // (With one variable the dispatch loop takes a list's items itself through
+            // `for_in_item`; this arm does both kinds so that the function is whole.)
             Value::List(l) if i < l.len() => {
-                let item = &l.items()[i];
+                let g = Got::of(&l.items()[i]);
+                self.set_index_reg(b, i);
                 if second == NONE {
-                    let g = Got::of(item);
-                    self.set_index_reg(b, i);
                     self.put_got(first, g)?;
                 } else {
-                    let g = Got::of(item);
-                    self.set_index_reg(b, i);
                     self.put_p(first, Plain::Num(i as f64))?;
                     self.put_got(second, g)?;
                 }
@@ -548,22 +540,37 @@ fn cmp_in_place(op: BinOp, x: &Value, y: &Value) -> Option<(bool, u64)> {
 /// cache, for a constant key.
 #[inline(always)]
 fn set_plain_in_place(cell: &mut Value, key: &Value, site: Option<&Cell<u32>>, x: Plain) -> bool {
-    match (cell, key) {
-        (Value::List(l), Value::Num(i)) => match Rc::get_mut(l) {
+    if let (Value::List(l), Value::Num(i)) = (&mut *cell, key) {
+        return match Rc::get_mut(l) {
             Some(l) => match list_at(*i, l.len()) {
                 Some(j) => l.with_item(j, |item| put_plain(item, x)),
                 None => false,
             },
             None => false,
-        },
-        (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => match m.unique() {
-            Some(m) => match site {
-                Some(site) => m.with_value_cached(s, site, |item| put_plain(item, x)),
-                None => m.with_value_hinted(s, |item| put_plain(item, x)),
-            }
-            .unwrap_or(false),
-            None => false,
-        },
-        _ => false,
+        };
     }
+    map_entry_in_place(cell, key, site, |item| put_plain(item, x))
+}
+
+/// The entry of string key `key` (within `KEY_FREE_BYTES`) of the map `cell` holds
+/// alone, changed in place by `f`; false when `cell` and `key` are not such a map and
+/// key, the entry is missing or `f` declines. Looked for at `site` (a constant key's
+/// cache), else where the map's last look-up found a key, then by the hash.
+#[inline(always)]
+fn map_entry_in_place(
+    cell: &mut Value,
+    key: &Value,
+    site: Option<&Cell<u32>>,
+    f: impl FnOnce(&mut Value) -> bool,
+) -> bool {
+    let (Value::Map(m), Value::Str(s)) = (cell, key) else { return false };
+    if s.len() > KEY_FREE_BYTES {
+        return false;
+    }
+    let Some(m) = m.unique() else { return false };
+    match site {
+        Some(site) => m.with_value_cached(s, site, f),
+        None => m.with_value_hinted(s, f),
+    }
+    .unwrap_or(false)
 }
