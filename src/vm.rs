@@ -335,6 +335,51 @@ impl<'p> Interp<'p> {
                             },
                         }
                     }
+                    // `get(m, k[, d])` read in place here; any other operands in `vm_op`.
+                    Op::Get { b, dst, at: args, n } => {
+                        let specs = &code.args[args as usize..(args + n) as usize];
+                        match self.get_fast(code, specs) {
+                            Some(Value::Num(x)) => {
+                                let x = *x;
+                                match self.got_from(b, specs) {
+                                    Ok(()) => self.put_num(dst, x),
+                                    Err(e) => Err(e),
+                                }
+                            }
+                            Some(v) => {
+                                let g = Got::of(v);
+                                match self.got_from(b, specs) {
+                                    Ok(()) => self.put_got(dst, g),
+                                    Err(e) => Err(e),
+                                }
+                            }
+                            None => match self.vm_op(code, at) {
+                                Ok(to) => {
+                                    pc = to;
+                                    Ok(())
+                                }
+                                Err(e) => Err(e),
+                            },
+                        }
+                    }
+                    // The back edge: the step, then a list's next item into the one
+                    // loop variable here; the rest in `vm_op`.
+                    Op::ForInBack { first, second, base, to } => match self.step(ins.pos) {
+                        Ok(()) => match if second == NONE { self.for_in_item(first, base) } else { None } {
+                            Some(r) => {
+                                pc = to as usize;
+                                r
+                            }
+                            None => match self.vm_op(code, at) {
+                                Ok(to) => {
+                                    pc = to;
+                                    Ok(())
+                                }
+                                Err(e) => Err(e),
+                            },
+                        },
+                        Err(e) => Err(e),
+                    },
                     Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
                     Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
                     // Every other instruction, out of line: its code kept out of this loop's
@@ -555,6 +600,18 @@ impl<'p> Interp<'p> {
                 }
                 Err(e) => Err(e),
             },
+            // (The back edge's step was charged by `vm_exec`.)
+            Op::ForInBack { first, second, base, to } => match self.for_in_next(first, second, base) {
+                Ok(true) => {
+                    pc = to as usize;
+                    Ok(())
+                }
+                Ok(false) => {
+                    pc = at + 2;
+                    self.for_in_end(base)
+                }
+                Err(e) => Err(e),
+            },
             Op::ForInEnd { base } => self.for_in_end(base),
             Op::Builtin { b, dst, at: args, n } => {
                 let specs = &code.args[args as usize..(args + n) as usize];
@@ -565,10 +622,7 @@ impl<'p> Interp<'p> {
             }
             Op::Get { b, dst, at: args, n } => {
                 let specs = &code.args[args as usize..(args + n) as usize];
-                match self.get_fast(code, specs) {
-                    Some(g) => self.got_from(b, dst, specs, g),
-                    None => self.call_vals(code, b, dst, specs),
-                }
+                self.call_vals(code, b, dst, specs)
             }
             _ => unreachable!("vm_exec runs {:?} itself", ins.op),
         };

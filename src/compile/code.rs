@@ -349,6 +349,17 @@ pub enum Op<'p> {
         base: u32,
         exit: u32,
     },
+    /// A `for ... in` loop's back edge (the last instruction of its body, where a
+    /// `continue` goes): a step for the header, then the next item into the variables
+    /// and a jump back to `to` (the body's first instruction), or past the last item the
+    /// loop's end done and its `ForInEnd` (the next instruction, where a `break` goes)
+    /// passed over: one instruction per iteration, as `ForBack` for a `for` loop.
+    ForInBack {
+        first: Opd,
+        second: Opd,
+        base: u32,
+        to: u32,
+    },
     ForInEnd {
         base: u32,
     },

@@ -143,7 +143,8 @@ impl<'p> Compiler<'p> {
                 self.loops.push(Loop { brk: vec![top], cont: vec![] });
                 self.block(&f.body);
                 self.pos = s.pos;
-                let back = self.emit(Op::StepJump(top as u32), 0, [0, 0]);
+                let first = slot_opd(f.first);
+                let back = self.emit(Op::ForInBack { first, second, base, to: top as u32 + 1 }, 0, [0, 0]);
                 let end = self.emit(Op::ForInEnd { base }, 0, [0, 0]);
                 self.close_loop(back, end);
             }

@@ -124,9 +124,12 @@ impl<'p> Interp<'p> {
     }
 
     /// `get(m, k[, d])` read in place: a string key of a map, its value or the default
-    /// (None: other operands, or an unset variable, for the builtin's own path).
+    /// (nil without one) (None: other operands, or an unset variable, for the
+    /// builtin's own path). A reference, not a `Got`: a `Got` made on the three paths
+    /// (found, default, nil) was one value in a stack slot, written by parts and read
+    /// back whole, a store-forwarding stall on every `get` (wordfreq, fourteenth session).
     #[inline(always)]
-    pub(super) fn get_fast(&self, code: &Code<'p>, specs: &[(Opd, Spot)]) -> Option<Got> {
+    pub(super) fn get_fast<'a>(&'a self, code: &'a Code<'p>, specs: &[(Opd, Spot)]) -> Option<&'a Value> {
         let (&(mo, _), &(ko, _)) = (specs.first()?, specs.get(1)?);
         let (Value::Map(m), Value::Str(k)) = (self.rd(code, mo), self.rd(code, ko)) else { return None };
         if k.len() > KEY_FREE_BYTES {
@@ -134,28 +137,26 @@ impl<'p> Interp<'p> {
         }
         // (An unset default is the builtin's `name` error, found or not.)
         let d = match specs.get(2) {
-            None => None,
+            None => &Value::Nil,
             Some(&(d, _)) => match self.rd(code, d) {
                 Value::Unset => return None,
-                v => Some(v),
+                v => v,
             },
         };
-        Some(match m.get(k) {
-            Some(v) => Got::of(v),
-            None => d.map_or(Got::Plain(Plain::Nil), Got::of),
-        })
+        Some(m.get(k).unwrap_or(d))
     }
 
-    /// A builtin's result read in place (`get_fast`): charged as `peeked` charges it,
-    /// its temporaries let go, written to `dst`.
+    /// `get`'s call read in place (`get_fast`) ended: charged as `peeked` charges it, its
+    /// temporaries let go (the value was taken out before: a number as itself, else as a
+    /// `Got`), the value written by `put`.
     #[inline(always)]
-    pub(super) fn got_from(&mut self, b: &'static Builtin, dst: Opd, specs: &[(Opd, Spot)], g: Got) -> R<()> {
+    pub(super) fn got_from(&mut self, b: &'static Builtin, specs: &[(Opd, Spot)]) -> R<()> {
         self.host.work(b.cost.before(&[]))?;
         self.host.check_memory()?;
         for &(o, _) in specs {
             self.consume(o);
         }
-        self.put_got(dst, g)
+        Ok(())
     }
 
     /// A builtin call: its arguments copied out (up to four in an array on the native
