@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """A/B of Leash binaries and cores on the bench workloads, in CPU time.
 
-Usage: bench/ab.py N BIN@CORE [BIN@CORE ...]   (CORE: tree or vm; WL="fib map" limits
-the workloads). Each workload runs N rounds; a round runs every configuration once, in
+Usage: bench/ab.py N BIN[@CORE] [BIN[@CORE] ...]   (WL="fib map" limits the workloads;
+CORE, tree or vm, sets LEASH_CORE for a build from before the fourteenth session, which
+had the tree evaluator beside the compiled core; a newer build has one core). Each workload runs N rounds; a round runs every configuration once, in
 turn, so that the machine's drift falls on all alike; the cell is the minimum user+sys
 CPU ms over the rounds, then its ratio to the first configuration. Sizes are smaller
 than bench/run.py's, for quick comparisons while tuning (instruction counts miss stalls:
 see WORKLOG, 2026-12-04 sixth session). Example:
-  bench/ab.py 5 /tmp/old-leash@tree target/release/leash@tree target/release/leash@vm
+  bench/ab.py 5 /tmp/round2-leash /tmp/before-leash target/release/leash
 A binary older than `--limit all=max` (round 2's, 4e42571, the evaluator issue 24 was
 written against) gets each of its limits at its ceiling instead (read from its own
 `--limits`), and its `--max-steps` ceiling. With `--callgrind` (first argument) each
@@ -17,7 +18,7 @@ loaded machine; stalls do not show).
 import os, sys, subprocess, resource
 CG = len(sys.argv) > 1 and sys.argv[1] == "--callgrind"
 if CG: del sys.argv[1]
-n = int(sys.argv[1]); CF = [tuple(x.split("@")) for x in sys.argv[2:]]
+n = int(sys.argv[1]); CF = [tuple(x.split("@", 1)) if "@" in x else (x, "") for x in sys.argv[2:]]
 
 def flags(b, _cache={}):
     """The flags that lift a binary's limits: `--limit all=max`, or (a binary from before
@@ -52,7 +53,6 @@ W = [("fib", L+"/fib.lsh", [], None), ("loop", L+"/loop.lsh", [], None),
      ("logparse", L+"/logparse.lsh", [], I+"/access.log"), ("textops", L+"/textops.lsh", [], I+"/text.txt"),
      ("csvsum", L+"/csvsum.lsh", [I+"/rows.csv"], None)]
 only = os.environ.get("WL")
-tot = {"tree": 0, "vm": 0}
 import math
 lg = []
 for name, f, args, inp in W:
@@ -65,7 +65,7 @@ for name, f, args, inp in W:
             pre = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] if CG else []
             with open(inp or "/dev/null", "rb") as fi:
                 p = subprocess.run(pre + [b] + flags(b) + [f] + args,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=fi, env=dict(os.environ, LEASH_CORE=c))
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=fi, env=dict(os.environ, LEASH_CORE=c) if c else None)
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             if p.returncode != 0: print(name, c, "FAILED", p.stderr.decode()[-300:]); break
             if CG:

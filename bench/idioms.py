@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Instructions an iteration of common one-line shapes cost, in each Leash core.
+"""Instructions an iteration of common one-line shapes cost, in one or more Leash builds.
 
-Usage: bench/idioms.py [--leash BIN] [NAME ...]
+Usage: bench/idioms.py [--leash BIN[@CORE]]... [NAME ...]
 
 Each shape is a line (or a few) of ordinary script code (`s ..= "x"`, `push(xs, i)`,
 `for k, v in m`, `m[k] += 1`, ...) run 100,000 times in a function's `for` loop. Valgrind's
-callgrind counts the instructions of the whole run under `LEASH_CORE=tree` and
-`LEASH_CORE=vm`; the same loop with the body `x = i` is subtracted, and the difference
-is divided by the iterations. The table says which shapes one core runs with more work
-than the other (the shapes where the compiled core is behind are where to look next:
-WORKLOG, 2026-12-05, thirteenth session). Counts, not time: stalls do not show, so
-confirm a change with `bench/ab.py`.
+callgrind counts the instructions of the whole run under each build given (default:
+target/release/leash); the same loop with the body `x = i` is subtracted, and the
+difference is divided by the iterations. With two builds the last column is the ratio
+of the second to the first: which shapes a change made cheaper or dearer. `@CORE` sets
+`LEASH_CORE` for a build from before the fourteenth session, which had the tree
+evaluator beside the compiled core (`BIN@tree`, WORKLOG 2026-12-05, thirteenth session).
+Counts, not time: stalls do not show, so confirm a change with `bench/ab.py`.
 """
 import argparse, os, re, subprocess, sys, tempfile
 
@@ -58,19 +59,24 @@ def program(setup, body):
 
 
 def instructions(leash, path, core):
+    env = dict(os.environ)
+    if core:
+        env["LEASH_CORE"] = core
     r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", leash] + FLAGS + [path],
-                       capture_output=True, text=True, env=dict(os.environ, LEASH_CORE=core))
+                       capture_output=True, text=True, env=env)
     m = re.search(r"refs:\s+([\d,]+)", r.stderr)
     if r.returncode != 0 or not m:
-        sys.exit(f"{path} under {core}: exit {r.returncode}\n{r.stderr[-2000:]}")
+        sys.exit(f"{path} on {leash}: exit {r.returncode}\n{r.stderr[-2000:]}")
     return int(m.group(1).replace(",", ""))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--leash", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "release", "leash"))
+    ap.add_argument("--leash", action="append", default=[], help="a build, BIN or BIN@CORE (repeatable)")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
+    builds = a.leash or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "release", "leash")]
+    confs = [tuple(b.split("@", 1)) if "@" in b else (b, None) for b in builds]
     shapes = [s for s in SHAPES if s[0] == "base" or not a.names or s[0] in a.names]
     counts = {}
     with tempfile.TemporaryDirectory() as d:
@@ -78,16 +84,20 @@ def main():
             p = os.path.join(d, name + ".lsh")
             with open(p, "w") as f:
                 f.write(program(setup, body))
-            counts[name] = {c: instructions(a.leash, p, c) for c in ("tree", "vm")}
+            counts[name] = [instructions(b, p, c) for b, c in confs]
     base = counts["base"]
-    print("| shape | tree | vm | vm / tree |")
-    print("|---|---:|---:|---:|")
+    heads = [os.path.basename(b) + (f"@{c}" if c else "") for b, c in confs]
+    ratio = len(confs) == 2
+    print("| shape | " + " | ".join(heads) + (" | second / first |" if ratio else " |"))
+    print("|---|" + "---:|" * (len(confs) + ratio))
     for name, _, body in shapes:
         if name == "base":
             continue
-        t, v = ((counts[name][c] - base[c]) / 100000 for c in ("tree", "vm"))
+        per = [(counts[name][i] - base[i]) / 100000 for i in range(len(confs))]
         shown = body.replace("\n", "; ")
-        print(f"| {name} `{shown}` | {t:.0f} | {v:.0f} | {v / t if t > 0 else 0:.2f} |")
+        cells = " | ".join(f"{x:.0f}" for x in per)
+        extra = f" | {per[1] / per[0] if per[0] > 0 else 0:.2f}" if ratio else ""
+        print(f"| {name} `{shown}` | {cells}{extra} |")
 
 
 if __name__ == "__main__":

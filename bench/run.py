@@ -639,7 +639,8 @@ def main():
     ap.add_argument("--markdown", action="store_true",
                     help="print the tables as Markdown (for bench/README.md)")
     ap.add_argument("--core", choices=["tree", "vm"],
-                    help="the Leash core to run (LEASH_CORE; default: the binary's default)")
+                    help="the Leash core to run, for a build from before the fourteenth session "
+                         "that had two (LEASH_CORE; a newer build has one)")
     ap.add_argument("--leash", metavar="PATH",
                     help="use this leash binary instead of building target/release/leash")
     opts = ap.parse_args()

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS="load eval json json_stream csv url date re gateway cgi fmt layout fastcgi db pg_url core_diff"
+TARGETS="load eval json json_stream csv url date re gateway cgi fmt layout fastcgi db pg_url"
 BIN=fuzz/target/x86_64-unknown-linux-gnu/release
 # libFuzzer's own limits: one process, 10 s per input, 1 GiB resident. The smoke run
 # also closes the target's stderr (-close_fd_mask=2, quiet CI logs); a campaign run keeps
@@ -62,7 +62,6 @@ run_bin() {
   local extra=""
   # The generator needs bytes to write a program of some size: long inputs from the start.
   [ "$t" = eval ] && extra="-len_control=0"
-  [ "$t" = core_diff ] && extra="-len_control=0"
   # Leash's keywords, operators and builtin names for the loader.
   [ "$t" = load ] && extra="-dict=$PWD/fuzz/dict/load.dict"
   [ "$t" = layout ] && extra="-dict=$PWD/fuzz/dict/load.dict"

@@ -457,7 +457,6 @@ fn run_config(
         },
         heap: Some(heap),
         profile: cfg.profile.is_some(),
-        compiled: None,
     }
 }
 

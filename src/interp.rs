@@ -13,12 +13,13 @@
 //!   output, each area's state), never the evaluator; those that call user functions
 //!   get `Callbacks` (the host and `call_fn`), implemented here.
 //!
-//! Parts: `interp/tree.rs` (the tree evaluator), `interp/places.rs` (place writes),
+//! Parts: `interp/places.rs` (place writes),
 //! `interp/calls.rs` (frames, calls, builtin calls, capability checks), `interp/ops.rs`
-//! (operators), `vm.rs` (the compiled core's dispatch loop); this file keeps the
+//! (operators), `vm.rs` (the dispatch loop that runs every body, compiled by
+//! `compile.rs`: the only evaluator since the fourteenth session, when the tree
+//! evaluator that was its oracle was deleted, WORKLOG); this file keeps the
 //! interpreter's state, the step and storage charges, variables and errors.
 
-use smallvec::SmallVec;
 use std::rc::Rc;
 
 use crate::ast::{BinOp, Pos};
@@ -38,8 +39,6 @@ mod calls;
 mod ops;
 #[path = "interp/places.rs"]
 mod places;
-#[path = "interp/tree.rs"]
-mod tree;
 #[path = "vm.rs"]
 mod vm;
 
@@ -113,20 +112,9 @@ pub struct Interp<'p> {
 
     /// `--profile`: the profiler, fed from the meter's slow path and at calls.
     pub(crate) profile: Option<Box<crate::profile::Profile>>,
-    /// Run compiled code (`compile.rs`, `vm.rs`: the default since the thirteenth
-    /// session, WORKLOG); false: the tree evaluator runs every body (`LEASH_CORE=tree`,
-    /// the differential oracle while both exist).
-    compiled: bool,
     /// Each function's code, compiled on its first call, and main's (shared with the
     /// runs of compiled code, which hold references into it).
     codes: Rc<crate::compile::Codes<'p>>,
-}
-
-/// Whether this process runs compiled code: yes unless `LEASH_CORE=tree` selects the
-/// tree evaluator (read once).
-fn core_compiled() -> bool {
-    static C: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *C.get_or_init(|| std::env::var_os("LEASH_CORE").is_none_or(|v| v != "tree"))
 }
 
 /// `a + k * st` for a `for` loop whose `k * st` overflowed: computed at half scale and
@@ -159,19 +147,13 @@ impl<'p> Interp<'p> {
             peak_mem: 0,
             host: Host::new(cfg),
             profile: None,
-            compiled: cfg.compiled.unwrap_or_else(core_compiled),
             codes: Rc::new(crate::compile::Codes::new(prog)),
         }
     }
 
     /// Run body `fi` (a function, or main for `MAIN_FN`) on the current frame: its
-    /// compiled code (compiled on first use), or the tree evaluator.
+    /// compiled code (compiled on first use).
     fn run_body(&mut self, fi: usize) -> R<Flow> {
-        let prog = self.prog;
-        let body: &'p [Stmt] = if fi == MAIN_FN { &prog.main } else { &prog.funcs[fi].body };
-        if !self.compiled {
-            return self.exec_block(body);
-        }
         let codes = self.codes.clone();
         let code = codes.get(fi);
         self.frame_registers(code, self.base, code.nlocals as usize)?;
@@ -258,6 +240,12 @@ impl<'p> Interp<'p> {
     }
 
     /// Run main. The caller turns the result into an exit status.
+    /// Run main's statements of the current program as one REPL entry (its storage
+    /// base was charged with the session's first).
+    pub fn run_entry(&mut self) -> R<Flow> {
+        self.run_body(MAIN_FN)
+    }
+
     pub fn run_main(&mut self) -> R<()> {
         self.charge(true, self.prog.main_base_bytes as isize)?;
         self.run_body(MAIN_FN)?;
@@ -278,7 +266,8 @@ impl<'p> Interp<'p> {
     /// Call function `fi` without arguments, with a fresh step and work budget (`leash test`).
     pub fn call_test(&mut self, fi: usize) -> R<()> {
         self.host.meter.reset();
-        self.call(fi, &[])?;
+        let f = &self.prog.funcs[fi];
+        self.enter(fi, f, 0, self.stack.len(), 0)?;
         Ok(())
     }
 
@@ -345,7 +334,7 @@ impl<'p> Interp<'p> {
     // The step and work charges (the meter, meter.rs)
     // ------------------------------------------------------------------
 
-    /// Charge one step for the line at `pos`.
+    /// Charge one step for the line at `pos` and look at the heap (a loop's back edge).
     #[inline(always)]
     pub fn step(&mut self, pos: Pos) -> R<()> {
         self.host.pos = pos;
@@ -357,7 +346,7 @@ impl<'p> Interp<'p> {
 
     /// Charge one step for a line of compiled code: the heap is looked at on the back
     /// edges of loops, at calls and after every operation that builds a value, not on
-    /// every line (`step` does it for the tree evaluator).
+    /// every line (`step` does both).
     #[inline(always)]
     pub(crate) fn step_line(&mut self, pos: Pos) -> R<()> {
         self.host.pos = pos;

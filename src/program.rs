@@ -22,12 +22,28 @@ pub struct Place {
     pub path: Vec<Expr>,
 }
 
-/// A simple operand: read without recursion or copying.
-#[derive(Debug, Clone, Copy)]
-pub enum Opnd {
-    Local(u32),
-    Global(u32),
+/// An operand of a binary operator: a variable or a number constant held in the node
+/// itself (the operand modes the compiler gives the instruction, as `Opd` has them),
+/// anything else boxed. A chain like `x = a + b + 1 + ...` then takes one allocation per
+/// operator, not two (the 4 MiB source limit's densest programs within the default
+/// `--max-memory`, WORKLOG 2026-12-05, fourteenth session).
+#[derive(Debug, Clone)]
+pub enum Arg {
+    Local(u32, Spot),
+    Global(u32, Spot),
     Num(f64),
+    Expr(Box<Expr>),
+}
+
+impl Arg {
+    pub fn of(e: Expr) -> Arg {
+        match e {
+            Expr::Local(i, sp) => Arg::Local(i, sp),
+            Expr::Global(i, sp) => Arg::Global(i, sp),
+            Expr::Const(Value::Num(n)) => Arg::Num(n),
+            e => Arg::Expr(Box::new(e)),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -56,11 +72,7 @@ pub enum Expr {
     Interp(Box<[IPart]>),
     Neg(Box<Expr>, Spot),
     Not(Box<Expr>),
-    Bin(BinOp, Spot, Box<Expr>, Box<Expr>),
-    /// An arithmetic or comparison operator on two simple operands (`n < 2`, `i * i`).
-    BinS(BinOp, Spot, Opnd, Opnd),
-    /// An arithmetic or comparison operator with a constant number on the right.
-    BinK(BinOp, Spot, Box<Expr>, f64),
+    Bin(BinOp, Spot, Arg, Arg),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Index(Box<Expr>, Box<Expr>, Spot),
@@ -71,10 +83,6 @@ pub enum Expr {
     Builtin(&'static Builtin, Box<[Expr]>, Spot),
     /// A call of a builtin whose first argument is a place it changes in place.
     BuiltinPlace(Spot, &'static Builtin, Box<Place>, Box<[Expr]>),
-    /// `get(m, k[, d])` whose arguments are all variables or constants: a map and a
-    /// string key are looked up in place, without copying the arguments into a call
-    /// (`Interp::map_get`); anything else is the call `Builtin` makes, with its errors.
-    MapGet(&'static Builtin, Box<[Expr]>, Spot),
     /// `A if C else B`: (then, condition, else).
     Cond(Box<Expr>, Box<Expr>, Box<Expr>),
     /// An anonymous function at a builtin's function parameter: the synthetic user
@@ -109,18 +117,12 @@ pub enum StmtKind {
     SetGlobal(u32, Expr),
     /// `x[k] = e` or `x.k = e`: one step into a variable (kept apart for speed).
     SetIndex(Slot, Expr, Expr),
-    /// `x[k] = get(x, k, d) + n` (or `- n`), the counting idiom, with `k` a variable or a
-    /// constant: a `SetIndex` whose value the interpreter may compute and store with one
-    /// lookup when the key holds a number (`Interp::count_in_place`); the same fields.
-    CountIndex(Slot, Expr, Expr),
     /// `PLACE = e` with a longer path.
     Assign(Box<Place>, Expr),
     /// `PLACE op= e`.
     Compound(Box<Place>, BinOp, Expr),
     /// `x op= e` on a variable.
     CompoundVar(Slot, BinOp, Expr),
-    /// `x += k` / `x -= k` with a constant number (the operator is Add or Sub).
-    IncVar(Slot, BinOp, f64),
     /// `a, b = x, y` (values: one per target) or `a, b = e` (one value, unpacked).
     MultiAssign(Box<[Place]>, Box<[Expr]>),
     /// A call statement.

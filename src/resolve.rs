@@ -13,9 +13,9 @@
 //! Its parts: this file walks the tree (expressions, places, statements) with the scope
 //! of the function being resolved, and holds the driver (`resolve`); `resolve/calls.rs`
 //! resolves calls (user functions, builtins, function arguments, anonymous functions);
-//! `resolve/bindings.rs` finds the names a body binds, before it is resolved (SPEC 6);
-//! `resolve/idioms.rs` picks the specialized node a construct becomes when its operands
-//! allow one (`BinS`, `BinK`, `MapGet`, `IncVar`, `CountIndex`, ...).
+//! `resolve/bindings.rs` finds the names a body binds, before it is resolved (SPEC 6).
+//! The tree it makes has one node per construct (no node shaped like an idiom): the
+//! compiler picks an instruction by its operands' modes (`compile.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -30,10 +30,8 @@ use crate::value::{bytes, LStr, Value};
 
 mod bindings;
 mod calls;
-mod idioms;
 
 use bindings::collect_bindings;
-use idioms::{assign_node, specialize};
 
 struct FnCtx {
     locals: HashMap<String, u32>,
@@ -231,7 +229,7 @@ impl Resolver<'_> {
                 other => Expr::Neg(Box::new(other), *sp),
             },
             AExpr::Unary(UnOp::Not, x, _) => Expr::Not(Box::new(self.expr(x))),
-            AExpr::Binary(op, a, b, sp) => specialize(*op, self.expr(a), self.expr(b), *sp),
+            AExpr::Binary(op, a, b, sp) => Expr::Bin(*op, *sp, Arg::of(self.expr(a)), Arg::of(self.expr(b))),
             AExpr::And(a, b) => Expr::And(Box::new(self.expr(a)), Box::new(self.expr(b))),
             AExpr::Or(a, b) => Expr::Or(Box::new(self.expr(a)), Box::new(self.expr(b))),
             AExpr::Index(a, i, sp) => Expr::Index(Box::new(self.expr(a)), Box::new(self.expr(i)), *sp),
@@ -687,5 +685,21 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(kinds("x = json.parse\n"), vec![("syntax".into(), Some(1))]);
+    }
+}
+
+/// The node of an assignment to `place` (`op`: a compound assignment's operator) of the
+/// resolved value `v`.
+fn assign_node(op: Option<crate::ast::BinOp>, place: Place, v: Expr) -> StmtKind {
+    match (op, place.path.is_empty(), place.root) {
+        (None, true, Slot::Local(i)) => StmtKind::SetLocal(i, v),
+        (None, true, Slot::Global(i)) => StmtKind::SetGlobal(i, v),
+        (None, false, root) if place.path.len() == 1 => {
+            let key = place.path.into_iter().next().expect("one key");
+            StmtKind::SetIndex(root, key, v)
+        }
+        (None, false, _) => StmtKind::Assign(Box::new(place), v),
+        (Some(op), true, root) => StmtKind::CompoundVar(root, op, v),
+        (Some(op), false, _) => StmtKind::Compound(Box::new(place), op, v),
     }
 }

@@ -2,9 +2,9 @@
 //!
 //! One `match` over the instruction (`vm_exec`; the instructions whose fast paths are
 //! long in `vm_op`, out of line), operands read where they are (`Interp::rd`), the
-//! number fast paths inline and everything else in the same helpers the tree evaluator
-//! uses (`binop`, `index_value`, `set_index`, the builtin call), so an operator's meaning
-//! is written once. Steps, work and storage are charged by the same functions as in
+//! number fast paths inline and everything else in the helpers of `interp` (`binop`,
+//! `index_value`, `set_index`, the builtin call), so an operator's meaning is written
+//! once. Steps, work and storage are charged by the same functions as in
 //! `interp.rs` (`step`, `work`, `store`/`charge`). An error raised by an instruction is
 //! given its line and column from the code's side table (`fail_at`).
 //!
@@ -670,8 +670,7 @@ impl<'p> Interp<'p> {
     }
 
     /// An interpolation's text after a part: back on the buffer stack once the string
-    /// limit and the memory bound allow its length (checked after every part, as the
-    /// tree evaluator does).
+    /// limit and the memory bound allow its length (checked after every part).
     #[inline]
     fn interp_part(&mut self, out: Vec<u8>) -> R<()> {
         let n = out.len();

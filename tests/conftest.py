@@ -6,7 +6,6 @@ with `cargo build --release` on first use when missing.
 import json
 import os
 import pathlib
-import re
 import subprocess
 
 import pytest
@@ -96,76 +95,15 @@ class Result:
 
 
 def run(args, input=None, timeout=DEFAULT_TIMEOUT, cwd=None, env=None):
-    """Run leash with `args` (a list of str/bytes/paths); `input` is str or bytes.
-
-    With LEASH_DIFF=1 (tests/cases/README.md) a run without side effects is made under
-    LEASH_CORE=tree and LEASH_CORE=vm and must give the same status, stdout and stderr;
-    other runs use the vm core only, and runs given an `env` the default core."""
+    """Run leash with `args` (a list of str/bytes/paths); `input` is str or bytes."""
     if isinstance(input, str):
         input = input.encode()
     argv = [str(LEASH)] + [a if isinstance(a, bytes) else str(a) for a in args]
-
-    def once(core=None):
-        e = env
-        if core is not None:
-            e = dict(os.environ if env is None else env, LEASH_CORE=core)
-        return subprocess.run(
-            argv, input=input if input is not None else b"", capture_output=True, timeout=timeout, cwd=cwd, env=e
+    return Result(
+        subprocess.run(
+            argv, input=input if input is not None else b"", capture_output=True, timeout=timeout, cwd=cwd, env=env
         )
-
-    cores = _diff_cores()
-    if cores is None or env is not None:
-        # (a test that gives an exact environment gets exactly it, on the default core)
-        return Result(once())
-    if not _pure(argv[1:]):
-        return Result(once(cores[1]))
-    a, b = once(cores[0]), once(cores[1])
-    if _seen(a) != _seen(b) and _seen(a) == _seen(once(cores[0])):
-        # (a program whose two runs on one core differ, such as one printing the clock,
-        # is not compared)
-        raise AssertionError(
-            f"LEASH_CORE={cores[0]} and LEASH_CORE={cores[1]} differ for {argv[1:]}:\n"
-            f"--- {cores[0]}: status {a.returncode}\nstdout {a.stdout[:2000]!r}\nstderr {a.stderr[:2000]!r}\n"
-            f"--- {cores[1]}: status {b.returncode}\nstdout {b.stdout[:2000]!r}\nstderr {b.stderr[:2000]!r}"
-        )
-    return Result(b)
-
-
-def _diff_cores():
-    diff = os.environ.get("LEASH_DIFF", "")
-    if diff in ("", "0"):
-        return None
-    return ["tree", "vm"] if diff == "1" else [c.strip() for c in diff.split(",")][:2]
-
-
-# Runs that change files or the world, or that depend on the clock, run once (on the
-# second core) in the differential mode.
-_IMPURE = (b"--allow-", b"--audit", b"--profile", b"--report", b"--cgi", b"--max-time", b"--update-snapshots")
-
-
-def _pure(args):
-    raw = [a.encode() if isinstance(a, str) else a for a in args]
-    if raw and raw[0] in (b"fmt", b"test", b"repl", b"completions"):
-        return False
-    return not any(a.startswith(p) for a in raw for p in _IMPURE)
-
-
-def _seen(proc):
-    """What the differential mode compares: status, stdout, stderr without wall times,
-    work and memory figures (and without the core's name where a script prints its
-    environment)."""
-    core = rb'(LEASH_CORE\W{1,4})(tree|vm)\b'
-    out = re.sub(core, rb"\1CORE", proc.stdout)
-    # --stats: the steps and the I/O figures are compared; wall time, work and memory
-    # peaks are not (they vary between runs, and the new core may do less).
-    err = re.sub(rb'"(wall_ms|work|peak_memory_bytes|peak_frame_bytes)":\d+', rb'"\1":0', proc.stderr)
-    err = re.sub(core, rb"\1CORE", err)
-    return proc.returncode, out, err
-
-
-if _diff_cores():
-    # The result a test sees is the second core's run: its environment is this one's.
-    os.environ["LEASH_CORE"] = _diff_cores()[1]
+    )
 
 
 @pytest.fixture

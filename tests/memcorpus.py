@@ -58,11 +58,13 @@ def pending_args(n):
     )
 
 
-def dense_source():
-    """About 4 MiB of dense expression lines (the source limit), 1,024 tokens each."""
-    line = "x = " + "+".join(["1"] * 510) + "\n"
-    n = (4 * MIB - 64) // len(line)
-    return line * n
+def dense_source(term="1"):
+    """About 4 MiB of dense expression lines (the source limit), 1,024 tokens each: sums
+    of number constants, or of a variable (`term="a"`)."""
+    head = "a = 1\n" if term != "1" else ""
+    line = "x = " + "+".join([term] * 510) + "\n"
+    n = (4 * MIB - 64 - len(head)) // len(line)
+    return head + line * n
 
 
 CORPUS = {
@@ -99,6 +101,7 @@ CORPUS = {
         {0, 4},
     ),
     "dense 4 MiB source": (dense_source(), [], {0, 3, 4}),
+    "dense 4 MiB source of variables": (dense_source("a"), [], {0, 3, 4}),
     # Function arguments (issue 16): the most memory a callback builtin can build in one call.
     "map to 1 MiB strings": (S1M + 'fn big(x)\nreturn upper(s)\nend\nfor k = 1 to 20\nl = map(range(16384), big)\nend\n', [], {4}),
     "group_by with 1 MiB keys": (S1M + 'fn key(x)\nreturn slice(s, 0, 1000000) .. x\nend\ng = group_by(range(16384), key)\n', [], {4}),

@@ -9,31 +9,33 @@ The runner runs `leash --error-format json --report R [flags] NAME.lsh [args]` f
 case's own directory and compares stdout, the script's own stderr, the exit status, the
 diagnostics and (when asked) the step count with the expectations, all exactly.
 
+Each run is also held to what tests/oracle.json recorded for the case (its exit status,
+steps, diagnostics and output, recorded from the tree evaluator and the compiled core
+when both existed and agreed: scripts/oracle.py).
+
 Modes (environment variables):
-  LEASH_DIFF=1      differential: run every case under LEASH_CORE=tree and LEASH_CORE=vm
-                    and fail on any difference in stdout, stderr, exit status,
-                    diagnostics or steps (both sides shown); then check the expectations.
-                    LEASH_DIFF=A,B names the two cores (default tree,vm).
   LEASH_REGEN=1     rewrite the golden files (`# golden` cases) from this build's output;
                     review with `git diff tests/cases` before committing.
-  LEASH_CORE        passed through to leash unchanged outside the differential mode.
 """
 import json
 import os
 import re
 import shlex
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import LEASH
+from conftest import LEASH, ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import oracle  # noqa: E402  (scripts/oracle.py: the recorded verdicts)
 
 CASES = Path(__file__).resolve().parent / "cases"
 TIMEOUT = 60
 REGEN = os.environ.get("LEASH_REGEN") == "1"
-DIFF = os.environ.get("LEASH_DIFF", "")
 CLASSES = {"usage": 2, "load": 3, "runtime": 1, "limit": 4, "internal": 70}
 
 # `# expect: TEXT`, `# expect error: ...`, `# args: ...`: a directive is a comment, alone
@@ -160,19 +162,27 @@ class Case:
 
 
 class Run:
-    """One finished run of a case: what the differential mode compares."""
+    """One finished run of a case."""
 
-    def __init__(self, status, out, err, report, text=False):
+    def __init__(self, status, out, err, report, text=False, raw=(b"", b"")):
         self.text = text
         self.status = status
         self.out = out
         self.err = err
+        self.raw = raw
         self.report = report
         self.diags = report.get("diagnostics", []) if report else []
         self.steps = (report or {}).get("stats", {}).get("steps")
 
-    def key(self):
-        return (self.report is None, self.status, self.out, self.err, json.dumps(self.diags, sort_keys=True), self.steps)
+    def observed(self):
+        """What tests/oracle.json keeps of a run (`oracle.observe`)."""
+        obs = {"status": self.status, "stdout": oracle.digest(self.raw[0]), "stderr": oracle.digest(self.raw[1])}
+        if self.report is None:
+            obs["report"] = None
+        else:
+            obs["diagnostics"] = oracle.digest(json.dumps(self.diags, sort_keys=True))
+            obs["steps"] = self.steps
+        return obs
 
     def show(self):
         return (
@@ -181,14 +191,7 @@ class Run:
         )
 
 
-def environment(core):
-    env = dict(os.environ)
-    if core is not None:
-        env["LEASH_CORE"] = core
-    return env
-
-
-def run_case(case, core=None, text=False):
+def run_case(case, text=False):
     """Run the case; `text` runs it as a person would (text diagnostics, no report)."""
     stdin = "".join(case.stdin).encode()
     with tempfile.TemporaryDirectory() as tmp:
@@ -196,7 +199,7 @@ def run_case(case, core=None, text=False):
         opts = [] if text else ["--error-format", "json", "--report", str(report)]
         argv = [str(LEASH), *opts, *case.flags, case.path.name, *case.args]
         proc = subprocess.run(
-            argv, input=stdin, capture_output=True, timeout=TIMEOUT, cwd=case.path.parent, env=environment(core)
+            argv, input=stdin, capture_output=True, timeout=TIMEOUT, cwd=case.path.parent
         )
         data = None
         if not text and report.exists():
@@ -205,7 +208,7 @@ def run_case(case, core=None, text=False):
             except ValueError:
                 data = None
     out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
-    return Run(proc.returncode, out, err, data, text)
+    return Run(proc.returncode, out, err, data, text, (proc.stdout, proc.stderr))
 
 
 def stdout_mismatch(case, got):
@@ -302,8 +305,8 @@ def golden_text(case, r):
     return "\n".join(parts)
 
 
-def check_golden(case, core=None, regen=None):
-    r = run_case(case, core, text=True)
+def check_golden(case, regen=None):
+    r = run_case(case, text=True)
     got = golden_text(case, r)
     path = case.path.with_suffix(".golden")
     if REGEN if regen is None else regen:
@@ -324,73 +327,34 @@ def case_files():
     return sorted(CASES.rglob("*.lsh"))
 
 
-def cores_of(diff):
-    """The two cores LEASH_DIFF names: `1` is tree and vm, `A,B` names them."""
-    if diff in ("", "0"):
-        return None
-    if diff == "1":
-        return ["tree", "vm"]
-    names = [c.strip() for c in diff.split(",") if c.strip()]
-    assert len(names) == 2, f"LEASH_DIFF takes 1 or two core names A,B, got {diff!r}"
-    return names
+def check_oracle(case, r):
+    """The run against what tests/oracle.json recorded for the case."""
+    key = "case:" + case.path.relative_to(CASES).as_posix()
+    d = oracle.difference(key, r.observed(), ORACLE.get(key))
+    if d:
+        pytest.fail(f"{d}\n--- now\n{r.show()}", pytrace=False)
 
 
-def run_and_check(path, diff=DIFF, regen=None):
-    """The whole test of one case file: parse, run (twice in the differential mode), check."""
+ORACLE = oracle.load()
+
+
+def run_and_check(path, regen=None):
+    """The whole test of one case file: parse, run, check the expectations and the oracle."""
     try:
         case = Case(path)
     except CaseError as e:
         pytest.fail(str(e), pytrace=False)
-    cores = cores_of(diff)
-    if cores is None:
-        if case.golden:
-            check_golden(case, regen=regen)
-        check(case, run_case(case))
-        return
-    a, b = run_case(case, cores[0]), run_case(case, cores[1])
-    if a.key() != b.key():
-        pytest.fail(
-            f"{case.name}: LEASH_CORE={cores[0]} and LEASH_CORE={cores[1]} differ\n"
-            f"--- {cores[0]}\n{a.show()}\n--- {cores[1]}\n{b.show()}",
-            pytrace=False,
-        )
     if case.golden:
-        ga, gb = check_golden(case, cores[0], regen), check_golden(case, cores[1], regen)
-        if (ga.status, ga.out, ga.err) != (gb.status, gb.out, gb.err):
-            pytest.fail(
-                f"{case.name}: the text runs under LEASH_CORE={cores[0]} and {cores[1]} differ\n"
-                f"--- {cores[0]}\n{ga.show()}\n--- {cores[1]}\n{gb.show()}",
-                pytrace=False,
-            )
-    check(case, a)
+        check_golden(case, regen=regen)
+    r = run_case(case)
+    check(case, r)
+    if CASES in path.parents:
+        check_oracle(case, r)
 
 
 @pytest.mark.parametrize("path", case_files(), ids=lambda p: p.relative_to(CASES).with_suffix("").as_posix())
 def test_case(path):
     run_and_check(path)
-
-
-# In the differential mode the other Leash programs of the tree run on both cores too
-# (no expectations: only the two runs are compared): the examples and the stdlib's test
-# scripts (tests/lsh/stdlib, which test_stdlib.py runs on one core).
-ROOT = CASES.parent.parent
-PROGRAMS = sorted(ROOT.glob("examples/*.lsh")) + sorted(ROOT.glob("tests/lsh/stdlib/*_test.lsh"))
-
-if cores_of(DIFF):
-
-    @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.relative_to(ROOT).as_posix())
-    def test_program_on_both_cores(path, tmp_path):
-        copy = tmp_path / path.name
-        copy.write_bytes(path.read_bytes())
-        case = Case(copy)
-        cores = cores_of(DIFF)
-        a, b = run_case(case, cores[0]), run_case(case, cores[1])
-        if a.key() != b.key():
-            pytest.fail(
-                f"{path}: LEASH_CORE={cores[0]} and LEASH_CORE={cores[1]} differ\n"
-                f"--- {cores[0]}\n{a.show()}\n--- {cores[1]}\n{b.show()}",
-                pytrace=False,
-            )
 
 
 def test_cases_exist():

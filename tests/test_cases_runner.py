@@ -1,7 +1,6 @@
 """The case-file runner itself (tests/test_cases.py, tests/cases/README.md): it parses the
-directives, fails on each kind of difference, regenerates golden files, and in the
-differential mode reports a difference between two cores with both sides."""
-import json
+directives, fails on each kind of difference, regenerates golden files, and holds each
+case to what tests/oracle.json recorded for it (scripts/oracle.py)."""
 import stat
 import sys
 
@@ -119,81 +118,38 @@ def test_golden_is_regenerated_then_checked(tmp_path):
 
 
 @pytest.fixture
-def two_cores(tmp_path, monkeypatch):
-    """A stand-in for a leash with two cores: under LEASH_CORE=vm it adds a stdout line
-    when FAKE_OUT is set and a step when FAKE_STEPS is set; FAKE_CRASH makes every core
-    but the tree-walker exit 70 without a report."""
+def recorded(tmp_path, monkeypatch):
+    """The runner with tmp_path as its case tree and an empty record."""
+    monkeypatch.setattr(tc, "CASES", tmp_path)
+    monkeypatch.setattr(tc, "ORACLE", {})
+    return tc.ORACLE
+
+
+def test_a_case_is_held_to_its_record(tmp_path, recorded):
+    p = case_file(tmp_path, "x = 1\nprint(x)  # expect: 1\n")
+    assert "not in tests/oracle.json" in failure_of(p)
+    recorded["case:c.lsh"] = tc.run_case(tc.Case(p)).observed()
+    assert recorded["case:c.lsh"]["steps"] == 2
+    tc.run_and_check(p)
+    # Each kind of difference from the record fails, naming what changed.
+    for field, other in [("steps", 3), ("status", 1), ("stdout", "0"), ("diagnostics", "0")]:
+        recorded["case:c.lsh"] = dict(tc.run_case(tc.Case(p)).observed(), **{field: other})
+        msg = failure_of(p)
+        assert f"{field}: recorded {other!r}" in msg, msg
+
+
+def test_a_crash_without_report_differs_from_the_record(tmp_path, recorded, monkeypatch):
+    p = case_file(tmp_path, "print(1)  # expect: 1\n")
+    recorded["case:c.lsh"] = tc.run_case(tc.Case(p)).observed()
     fake = tmp_path / "fake-leash"
     fake.write_text(
         f"#!{sys.executable}\n"
-        "import json, os, subprocess, sys\n"
+        "import os, subprocess, sys\n"
         f"r = subprocess.run([{str(LEASH)!r}] + sys.argv[1:])\n"
-        "if os.environ.get('FAKE_CRASH') and os.environ.get('LEASH_CORE') != 'tree':\n"
-        "    path = sys.argv[sys.argv.index('--report') + 1]\n"
-        "    os.remove(path)\n"
-        "    sys.exit(70)\n"
-        "if os.environ.get('LEASH_CORE') == 'vm':\n"
-        "    if os.environ.get('FAKE_OUT'):\n"
-        "        print('extra', flush=True)\n"
-        "    if os.environ.get('FAKE_STEPS') and '--report' in sys.argv:\n"
-        "        path = sys.argv[sys.argv.index('--report') + 1]\n"
-        "        doc = json.load(open(path))\n"
-        "        doc['stats']['steps'] += 1\n"
-        "        json.dump(doc, open(path, 'w'))\n"
-        "sys.exit(r.returncode)\n"
+        "os.remove(sys.argv[sys.argv.index('--report') + 1])\n"
+        "sys.exit(70)\n"
     )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(tc, "LEASH", fake)
-    monkeypatch.delenv("LEASH_CORE", raising=False)  # (set by conftest in the differential mode)
-    return monkeypatch
-
-
-def test_differential_mode_passes_when_the_cores_agree(tmp_path, two_cores):
-    p = case_file(tmp_path, "print(1)  # expect: 1\n")
-    tc.run_and_check(p, diff="1")
-
-
-@pytest.mark.parametrize("what,needle", [("FAKE_OUT", "stdout: '1\\nextra\\n'"), ("FAKE_STEPS", "steps: 2")])
-def test_differential_mode_shows_both_sides(tmp_path, two_cores, what, needle):
-    two_cores.setenv(what, "1")
-    p = case_file(tmp_path, "print(1)  # expect: 1\n")
-    msg = failure_of(p, diff="1")
-    assert "LEASH_CORE=tree and LEASH_CORE=vm differ" in msg, msg
-    assert "--- tree" in msg and "--- vm" in msg and needle in msg, msg
-    # Outside the differential mode the same case passes (LEASH_CORE is not set).
-    tc.run_and_check(p, diff="")
-
-
-def test_differential_mode_compares_diagnostics_and_steps_not_work(tmp_path):
-    p = case_file(tmp_path, "x = [1, 2]\ny = x[5]  # expect error: index line 2\n")
-    a, b = tc.run_case(tc.Case(p), "tree"), tc.run_case(tc.Case(p), "vm")
-    assert a.key() == b.key() and a.steps == 2
-    assert json.loads(json.dumps(a.diags))[0]["kind"] == "index"
-
-
-def test_a_crash_without_report_is_a_difference(tmp_path, two_cores):
-    two_cores.setenv("FAKE_CRASH", "1")
-    p = case_file(tmp_path, "print(1)  # expect: 1\n")
-    msg = failure_of(p, diff="1")
-    assert "(no report written)" in msg and "exit status: 70" in msg, msg
-    assert "no --report document was written" in failure_of(p, diff="")
-
-
-def test_python_tests_runs_are_compared_in_the_differential_mode(tmp_path, two_cores):
-    """conftest.run under LEASH_DIFF: a run without side effects is made on both cores."""
-    import conftest
-
-    two_cores.setattr(conftest, "LEASH", tc.LEASH)
-    two_cores.setenv("LEASH_DIFF", "1")
-    p = case_file(tmp_path, "print(1)\n")
-    assert conftest.run([p]).out == "1\n"
-    two_cores.setenv("FAKE_OUT", "1")
-    with pytest.raises(AssertionError) as e:
-        conftest.run([p])
-    assert "LEASH_CORE=tree and LEASH_CORE=vm differ" in str(e.value) and "extra" in str(e.value)
-    # A run with side effects runs once, on the second core; one given an env, as given.
-    assert conftest.run(["--allow-read", p]).out == "1\nextra\n"
-    assert conftest.run([p], env={"PATH": "/usr/bin:/bin"}).out == "1\n"
-    # Outside the mode nothing is compared.
-    two_cores.setenv("LEASH_DIFF", "")
-    assert conftest.run([p]).out == "1\n"
+    msg = failure_of(p)
+    assert "no --report document was written" in msg and "exit status: expected 0, got 70" in msg, msg

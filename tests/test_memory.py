@@ -41,16 +41,19 @@ def test_dense_source_check_stays_within_its_bound(mode, tmp_path):
     assert 0 < rss < parse_bytes(mode or "256M") + OVERHEAD, (rss / MIB, err)
 
 
-def test_dense_source_loads_under_the_default_and_not_under_32m(tmp_path):
+@pytest.mark.parametrize("name", ["dense 4 MiB source", "dense 4 MiB source of variables"])
+def test_dense_source_loads_under_the_default_and_not_under_32m(name, tmp_path):
     # About 50 bytes of program per byte of source at worst (WORKLOG.md): the 4 MiB
-    # source limit fits the default --max-memory; 32 MiB is a load error of kind memory.
-    status, _, _, err = run_case(LEASH, "dense 4 MiB source", None, tmp=tmp_path)
+    # source limit fits the default --max-memory, with constants or variables for
+    # operands (a binary operator holds both in its node: `program::Arg`); 32 MiB is a
+    # load error of kind memory.
+    status, _, _, err = run_case(LEASH, name, None, tmp=tmp_path)
     assert status == 0, err
-    status, _, _, err = run_case(LEASH, "dense 4 MiB source", "32M", tmp=tmp_path)
+    status, _, _, err = run_case(LEASH, name, "32M", tmp=tmp_path)
     assert status == 3, err
     d = json.loads(err.splitlines()[0])
     assert d["error"] == "load" and d["kind"] == "memory" and "--max-memory" in d["message"], d
-    status, _, _, err = run_case(LEASH, "dense 4 MiB source", "32M", check=True, tmp=tmp_path)
+    status, _, _, err = run_case(LEASH, name, "32M", check=True, tmp=tmp_path)
     assert status == 3 and "load error [memory]" in err, err
 
 

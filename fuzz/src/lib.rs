@@ -11,7 +11,7 @@ pub mod gen;
 
 /// The program the generator (`gen.rs`) writes from fuzz input `data` (None when the
 /// input runs out first), printed to stderr when `LEASH_FUZZ_PRINT` is set (to see what
-/// a crash ran): the `eval` and `core_diff` targets' input.
+/// a crash ran): the `eval` target's input.
 pub fn generated(data: &[u8]) -> Option<String> {
     let mut u = arbitrary::Unstructured::new(data);
     let src = gen::program(&mut u).ok()?;
@@ -108,19 +108,6 @@ pub fn run_with(
     b: &Budgets,
     caps: Caps,
 ) -> leash::Outcome {
-    run_on(prog, heap, args, b, caps, None)
-}
-
-/// `run` on the evaluator chosen: Some(true) the compiled core, Some(false) the tree
-/// evaluator, None as `LEASH_CORE` says (the `core_diff` target runs both).
-pub fn run_on(
-    prog: &Program,
-    heap: leash::memory::Budget,
-    args: Vec<Vec<u8>>,
-    b: &Budgets,
-    caps: Caps,
-    compiled: Option<bool>,
-) -> leash::Outcome {
     no_growth();
     let started = Instant::now();
     let cfg = RunConfig {
@@ -133,7 +120,6 @@ pub fn run_on(
         cgi: true,
         heap: Some(heap),
         caps,
-        compiled,
         ..Default::default()
     };
     let out = leash::run(prog, &cfg);

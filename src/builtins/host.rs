@@ -52,10 +52,6 @@ pub struct RunConfig {
     pub heap: Option<crate::memory::Budget>,
     /// `--profile`: feed a profiler (returned in the run's outcome).
     pub profile: bool,
-    /// Which evaluator runs the program: Some(true) the compiled core, Some(false) the
-    /// tree evaluator, None as `LEASH_CORE` says (the compiled core unless it says `tree`). For
-    /// callers that compare the two in one process (the `core_diff` fuzz target).
-    pub compiled: Option<bool>,
 }
 
 impl Default for RunConfig {
@@ -75,7 +71,6 @@ impl Default for RunConfig {
             net: Default::default(),
             heap: None,
             profile: false,
-            compiled: None,
         }
     }
 }

@@ -9,14 +9,6 @@ impl<'p> Compiler<'p> {
     // Expressions
     // ------------------------------------------------------------------
 
-    pub(super) fn opnd(&mut self, o: Opnd) -> Opd {
-        match o {
-            Opnd::Local(i) => Opd::new(T_LOCAL, i as usize),
-            Opnd::Global(i) => Opd::new(T_GLOBAL, i as usize),
-            Opnd::Num(n) => self.konst(Value::Num(n)),
-        }
-    }
-
     /// The operand holding `e`'s value: a variable or constant where it is, or a fresh
     /// temporary it is computed into.
     pub(super) fn operand(&mut self, e: &'p Expr) -> O {
@@ -50,10 +42,36 @@ impl<'p> Compiler<'p> {
         }
     }
 
+    /// A binary operator's operand: a variable or number where it is, else `operand`.
+    pub(super) fn arg(&mut self, a: &'p Arg) -> O {
+        match a {
+            Arg::Local(i, sp) => O { o: Opd::new(T_LOCAL, *i as usize), sp: *sp },
+            Arg::Global(i, sp) => O { o: Opd::new(T_GLOBAL, *i as usize), sp: *sp },
+            Arg::Num(n) => O { o: self.konst(Value::Num(*n)), sp: 0 },
+            Arg::Expr(e) => self.operand(e),
+        }
+    }
+
+    /// The left operand of `a op b`: a variable copied into a temporary first when `b`
+    /// could change it (as `operand_before`), an expression computed into `dst` when
+    /// given (as `operand_in`), else `arg`.
+    pub(super) fn left_arg(&mut self, a: &'p Arg, b: &'p Arg, dst: Option<Opd>) -> O {
+        match (a, dst) {
+            (Arg::Local(..) | Arg::Global(..), _) if !pure_arg(b) => {
+                let s = self.arg(a);
+                let t = self.temp();
+                self.emit(Op::Move { dst: t, src: s.o }, 0, [s.sp, 0]);
+                O { o: t, sp: 0 }
+            }
+            (Arg::Expr(e), Some(d)) => self.operand_in(e, d),
+            _ => self.arg(a),
+        }
+    }
+
     /// `operand(e)` for a value read after `later` are evaluated: a variable is copied
     /// into a temporary first when one of them could change it (a call, or a builtin
-    /// that changes a place), so that the value is the one it held when `e` was reached,
-    /// as the tree evaluator reads it.
+    /// that changes a place), so that the value is the one it held when `e` was reached
+    /// (operands are evaluated left to right).
     pub(super) fn operand_before(&mut self, e: &'p Expr, later: &[Expr]) -> O {
         if matches!(e, Expr::Local(..) | Expr::Global(..)) && !later.iter().all(pure) {
             let t = self.temp();
@@ -70,31 +88,16 @@ impl<'p> Compiler<'p> {
                 let s = self.operand(e);
                 self.emit(Op::Move { dst, src: s.o }, 0, [s.sp, 0]);
             }
-            Expr::BinS(op, sp, a, Opnd::Num(k)) => {
-                let a = self.opnd(*a);
-                self.emit(bin_n_op(*op, dst, a, *k), *sp, [0, 0]);
-            }
-            Expr::BinS(op, sp, a, b) => {
-                let (a, b) = (self.opnd(*a), self.opnd(*b));
-                self.emit(bin_op(*op, dst, a, b), *sp, [0, 0]);
-            }
-            Expr::BinK(op, sp, a, k) => {
-                let a = self.operand_in(a, dst);
+            Expr::Bin(op, sp, a, Arg::Num(k)) => {
+                let a = match a {
+                    Arg::Expr(e) => self.operand_in(e, dst),
+                    a => self.arg(a),
+                };
                 self.emit(bin_n_op(*op, dst, a.o, *k), *sp, [a.sp, 0]);
             }
-            Expr::Bin(op, sp, a, b) if num_const(b).is_some() => {
-                let a = self.operand_in(a, dst);
-                let k = num_const(b).unwrap_or(0.0);
-                self.emit(bin_n_op(*op, dst, a.o, k), *sp, [a.sp, 0]);
-            }
             Expr::Bin(op, sp, a, b) => {
-                let a = match a.as_ref() {
-                    Expr::Const(_) | Expr::Local(..) | Expr::Global(..) => {
-                        self.operand_before(a, std::slice::from_ref(&**b))
-                    }
-                    _ => self.operand_in(a, dst),
-                };
-                let b = self.operand(b);
+                let a = self.left_arg(a, b, Some(dst));
+                let b = self.arg(b);
                 self.emit(bin_op(*op, dst, a.o, b.o), *sp, [a.sp, b.sp]);
             }
             Expr::Neg(a, sp) => {
@@ -144,10 +147,8 @@ impl<'p> Compiler<'p> {
                 }
                 self.emit(Op::Call { fi: *fi, dst, start, n: args.len() as u32 }, 0, [0, 0]);
             }
-            // `get(m, k, d)`: the tree evaluator reads the map in place (`MapGet`); here
-            // the builtin call is no copy either (its argument shares the map), and its
-            // charges are the same.
-            Expr::Builtin(b, args, sp) | Expr::MapGet(b, args, sp) => {
+            // (`get(m, k, d)` is its own instruction: read in place, as `Index` reads.)
+            Expr::Builtin(b, args, sp) => {
                 if b.cap.is_some() {
                     self.emit(Op::CapCheck(b), *sp, [0, 0]);
                 }
@@ -197,7 +198,6 @@ impl<'p> Compiler<'p> {
                     self.emit(Op::Move { dst, src: t }, 0, [0, 0]);
                 }
             }
-            // Interpolation is evaluated by the tree evaluator for now.
             // A call with anonymous functions among its arguments: they live in the
             // interpreter's table while it runs (`LamMark`, `LamRelease`).
             Expr::WithLambdas(call) => {
@@ -252,22 +252,30 @@ impl<'p> Compiler<'p> {
 /// Whether evaluating `e` can change no variable (no call of any kind in it).
 pub(super) fn pure(e: &Expr) -> bool {
     match e {
-        Expr::Const(_) | Expr::Local(..) | Expr::Global(..) | Expr::BinS(..) => true,
+        Expr::Const(_) | Expr::Local(..) | Expr::Global(..) => true,
         Expr::List(items) => items.iter().all(pure),
         Expr::Map(items) => items.iter().all(|(_, e)| pure(e)),
         Expr::Interp(parts) => parts.iter().all(|p| match p {
             IPart::Lit(_) => true,
             IPart::Expr(e) => pure(e),
         }),
-        Expr::Neg(a, _) | Expr::Not(a) | Expr::BinK(_, _, a, _) | Expr::Field(a, ..) => pure(a),
-        Expr::Bin(_, _, a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Index(a, b, _) => pure(a) && pure(b),
+        Expr::Neg(a, _) | Expr::Not(a) | Expr::Field(a, ..) => pure(a),
+        Expr::Bin(_, _, a, b) => pure_arg(a) && pure_arg(b),
+        Expr::And(a, b) | Expr::Or(a, b) | Expr::Index(a, b, _) => pure(a) && pure(b),
         Expr::Cond(a, c, b) => pure(a) && pure(c) && pure(b),
         Expr::Call(..)
         | Expr::Builtin(..)
         | Expr::BuiltinPlace(..)
-        | Expr::MapGet(..)
         | Expr::Lambda(..)
         | Expr::WithLambdas(_) => false,
+    }
+}
+
+/// Whether evaluating a binary operator's operand can change no variable.
+fn pure_arg(a: &Arg) -> bool {
+    match a {
+        Arg::Expr(e) => pure(e),
+        _ => true,
     }
 }
 

@@ -23,10 +23,6 @@ impl<'p> Compiler<'p> {
                 let ic = self.ics(1);
                 self.emit(Op::SetIdx { var: slot_opd(*slot), k: k.o, v: v.o, ic }, 0, [k.sp, v.sp]);
             }
-            StmtKind::IncVar(slot, op, k) => {
-                self.step(s.pos);
-                self.emit(upd_n_op(*op, slot_opd(*slot), *k), 0, [0, 0]);
-            }
             StmtKind::CompoundVar(slot, op, e) => {
                 self.step(s.pos);
                 if let Some(k) = num_const(e) {
@@ -195,14 +191,6 @@ impl<'p> Compiler<'p> {
                 let v = self.operand(e);
                 self.emit(Op::Throw(v.o), 0, [v.sp, 0]);
             }
-            // The counting idiom of the tree evaluator is an ordinary `x[k] = e` here.
-            StmtKind::CountIndex(slot, k, e) => {
-                self.step(s.pos);
-                let v = self.operand_before(e, std::slice::from_ref(k));
-                let k = self.operand(k);
-                let ic = self.ics(1);
-                self.emit(Op::SetIdx { var: slot_opd(*slot), k: k.o, v: v.o, ic }, 0, [k.sp, v.sp]);
-            }
             // Every value first (one list unpacked, or one value each), then each target
             // left to right, a target's keys evaluated when its turn comes.
             StmtKind::MultiAssign(places, values) => {
@@ -273,26 +261,13 @@ impl<'p> Compiler<'p> {
     /// Compile a condition; the returned jump (to be patched) is taken when it is false.
     pub(super) fn cond_jump(&mut self, e: &'p Expr) -> usize {
         match e {
-            Expr::BinS(op, sp, a, Opnd::Num(k)) if is_cmp(*op) => {
-                let a = self.opnd(*a);
-                self.emit(Op::TestN { op: *op, a, k: *k, to: 0 }, *sp, [0, 0])
-            }
-            Expr::BinS(op, sp, a, b) if is_cmp(*op) => {
-                let (a, b) = (self.opnd(*a), self.opnd(*b));
-                self.emit(Op::Test { op: *op, a, b, to: 0 }, *sp, [0, 0])
-            }
-            Expr::BinK(op, sp, a, k) if is_cmp(*op) => {
-                let a = self.operand(a);
+            Expr::Bin(op, sp, a, Arg::Num(k)) if is_cmp(*op) => {
+                let a = self.arg(a);
                 self.emit(Op::TestN { op: *op, a: a.o, k: *k, to: 0 }, *sp, [a.sp, 0])
             }
-            Expr::Bin(op, sp, a, b) if is_cmp(*op) && num_const(b).is_some() => {
-                let a = self.operand(a);
-                let k = num_const(b).unwrap_or(0.0);
-                self.emit(Op::TestN { op: *op, a: a.o, k, to: 0 }, *sp, [a.sp, 0])
-            }
             Expr::Bin(op, sp, a, b) if is_cmp(*op) => {
-                let a = self.operand_before(a, std::slice::from_ref(&**b));
-                let b = self.operand(b);
+                let a = self.left_arg(a, b, None);
+                let b = self.arg(b);
                 self.emit(Op::Test { op: *op, a: a.o, b: b.o, to: 0 }, *sp, [a.sp, b.sp])
             }
             _ => {

@@ -6,28 +6,6 @@
 use super::*;
 
 impl<'p> Interp<'p> {
-    /// Push one evaluated argument of a call of `f` into the new frame at `new_base`
-    /// (both evaluators): `call_args` is checked while collecting, so that no call holds
-    /// much past the limit; on a failure the arguments pushed so far are dropped.
-    #[inline(always)]
-    pub(crate) fn push_arg(&mut self, f: &Function, new_base: usize, arg_heap: &mut usize, v: R<Value>) -> R<()> {
-        match v {
-            Ok(v) => {
-                *arg_heap += v.heap();
-                self.stack.push(v);
-                if *arg_heap > self.host.lim.n(L::CallArgs) {
-                    self.stack.truncate(new_base);
-                    return Err(self.call_refused(f, *arg_heap));
-                }
-                Ok(())
-            }
-            Err(e) => {
-                self.stack.truncate(new_base);
-                Err(e)
-            }
-        }
-    }
-
     /// Call user function `fi` with `args` from a builtin (a function argument, SPEC 10):
     /// an ordinary call, through the same path as a call in the source (call depth,
     /// argument and frame storage, steps and work of its lines, the profile's stacks);
@@ -63,11 +41,32 @@ impl<'p> Interp<'p> {
         self.enter(fi, f, nargs, new_base, arg_heap)
     }
 
+    /// Run user function `fi` whose `nargs` arguments are on the stack from `new_base`
+    /// (a builtin's callback, `leash test`'s call of a test): its frame opened, its body
+    /// run, its frame closed; its return value.
+    pub(super) fn enter(
+        &mut self,
+        fi: usize,
+        f: &'p Function,
+        nargs: usize,
+        new_base: usize,
+        arg_heap: usize,
+    ) -> R<Value> {
+        let saved = self.frame_open(fi, f, nargs, new_base, arg_heap)?;
+        let r = self.run_body(fi);
+        self.frame_close(new_base, saved);
+        match r? {
+            Flow::Return => Ok(self.take_ret()),
+            _ => Ok(Value::Nil),
+        }
+    }
+
     /// The value of the `return` just carried out.
     #[inline(always)]
     pub(crate) fn take_ret(&mut self) -> Value {
         match self.ret {
-            // Rebuilt rather than moved: see `num_fast`.
+            // Rebuilt rather than moved: a number goes by its payload (a whole `Value`
+            // moved through memory stalls on store forwarding).
             Value::Num(n) => Value::Num(n),
             _ => std::mem::take(&mut self.ret),
         }
@@ -87,13 +86,7 @@ impl<'p> Interp<'p> {
         arg_heap: usize,
     ) -> R<Saved> {
         match self.frame_enter(fi, f, nargs, new_base, arg_heap) {
-            Ok(saved) => {
-                let nslots = f.slot_names.len();
-                if nslots > nargs && !self.compiled {
-                    self.stack.resize(new_base + nslots, Value::Unset);
-                }
-                Ok(saved)
-            }
+            Ok(saved) => Ok(saved),
             Err(e) => {
                 self.stack.truncate(new_base);
                 Err(e)

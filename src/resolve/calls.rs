@@ -9,7 +9,6 @@ use crate::diag::LoadKind;
 use crate::program::*;
 use crate::value::{Handle, HandleKind, Value};
 
-use super::idioms::builtin_node;
 use super::{frame_base_bytes, near, FnCtx, LambdaCtx, Resolver};
 
 impl Resolver<'_> {
@@ -258,4 +257,12 @@ impl Resolver<'_> {
         }
         self.fn_index.get(name).copied()
     }
+}
+
+/// The node of a call of builtin `b` with the resolved arguments `vals`.
+fn builtin_node(b: &'static Builtin, vals: Vec<Expr>, sp: Spot) -> Expr {
+    if vals.iter().any(|v| matches!(v, Expr::Lambda(..))) {
+        return Expr::WithLambdas(Box::new(Expr::Builtin(b, vals.into_boxed_slice(), sp)));
+    }
+    Expr::Builtin(b, vals.into_boxed_slice(), sp)
 }

@@ -210,7 +210,7 @@ fn run_entry(s: &mut Session, it: &mut Interp<'static>, entry: &str) -> Option<i
         s.fns.push((n, text));
     }
     it.switch_program(prog, &mut s.carry);
-    let r = it.exec_block(&prog.main);
+    let r = it.run_entry();
     // Every global with a value now (kept even when the entry failed part way).
     for n in &prog.global_names {
         if it.global(n).is_some() && n != "_" {

@@ -116,15 +116,15 @@ impl<'p> Interp<'p> {
         }
         let [sa, sb] = code.ospot[at];
         // An unset operand's error carries its name's column or none, never the
-        // operator's (as the tree evaluator reports it).
+        // operator's.
         let x = self.val(code, a, || sa).map_err(|e| located(e, code.pos(at)))?;
         let y = self.val(code, b, || sb).map_err(|e| located(e, code.pos(at)))?;
         let v = self.binop(op, x, y)?;
         self.put(dst, v)
     }
 
-    /// A comparison that is not of two numbers: `==` and `!=` compare in place (as the
-    /// tree evaluator's `cond_slow`), the rest through `binop`.
+    /// A comparison that is not of two numbers: `==` and `!=` compare in place, the rest
+    /// through `binop`.
     #[inline(never)]
     pub(super) fn test_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, b: Opd) -> R<bool> {
         if let Some((t, w)) = cmp_in_place(op, self.rd(code, a), self.rd(code, b)) {
@@ -150,7 +150,7 @@ impl<'p> Interp<'p> {
             return Ok(same == (op == BinOp::Eq));
         }
         // An unset operand's error carries its name's column or none, never the
-        // operator's (as the tree evaluator reports it).
+        // operator's.
         let x = self.val(code, a, || sa).map_err(|e| located(e, code.pos(at)))?;
         let y = self.val(code, b, || sb).map_err(|e| located(e, code.pos(at)))?;
         Ok(self.binop(op, x, y)?.truthy())
@@ -338,7 +338,7 @@ impl<'p> Interp<'p> {
     }
 
     /// `vm_set_path` past its number fast path: the value and the keys collected, then
-    /// the tree evaluator's place functions.
+    /// the place functions of `interp/places.rs`.
     #[inline(never)]
     fn set_path_slow(&mut self, code: &Code<'p>, at: usize, p: &PathRef, op: Option<BinOp>, v: Opd) -> R<()> {
         let rhs = self.val(code, v, || code.ospot[at][0])?;
