@@ -204,7 +204,8 @@ def main():
     ap.add_argument("--leash", default=str(ROOT / "target" / "release" / "leash"))
     ap.add_argument("--both", action="store_true",
                     help="run each program under LEASH_CORE=tree and =vm and record only when they agree "
-                         "(while the tree evaluator existed)")
+                         "(how the record was made; meaningful only for a build from before the fourteenth "
+                         "session, which had the tree evaluator)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("prefixes", nargs="*", help="only the keys starting with one of these")
     o = ap.parse_args()

@@ -166,6 +166,15 @@ impl Repr {
     fn inline(b: &[u8]) -> Repr {
         let mut buf = [0; STR_INLINE];
         let n = b.len().min(STR_INLINE);
+        fill(&mut buf, b, n);
+        Repr::Inline { len: inline_len(n), buf }
+    }
+}
+
+/// The first `n` bytes of `b` into `buf` (see `Repr::inline`).
+#[inline(always)]
+fn fill(buf: &mut [u8; STR_INLINE], b: &[u8], n: usize) {
+    {
         if n >= 8 {
             buf[..8].copy_from_slice(&b[..8]);
             if n > 16 {
@@ -180,8 +189,10 @@ impl Repr {
             buf[n / 2] = b[n / 2];
             buf[n - 1] = b[n - 1];
         }
-        Repr::Inline { len: inline_len(n), buf }
     }
+}
+
+impl Repr {
 
     #[inline(always)]
     fn capacity(&self) -> usize {
@@ -348,9 +359,20 @@ impl LStr {
 /// String bytes, shared copy-on-write.
 pub type Bytes = Rc<LStr>;
 
-/// A shared string from bytes.
+/// A shared string from bytes. A short one is written into its box in place: made on
+/// the stack by pieces and moved into the box whole, it was read back by wider loads
+/// than the stores that wrote it, a store-forwarding stall on every short string made
+/// (`split`'s words; WORKLOG 2026-12-05, fourteenth session).
 #[inline]
 pub fn bytes(b: &[u8]) -> Bytes {
+    if b.len() <= STR_INLINE {
+        let mut rc = Rc::new(LStr::default());
+        if let Some(LStr(Repr::Inline { len, buf })) = Rc::get_mut(&mut rc) {
+            fill(buf, b, b.len());
+            *len = inline_len(b.len());
+        }
+        return rc;
+    }
     Rc::new(LStr::from(b))
 }
 
@@ -622,13 +644,16 @@ impl Value {
     /// `Value::str(b.to_vec())` would allocate and free a vector besides.
     #[inline]
     pub fn str_from(b: &[u8]) -> Value {
-        Value::Str(Rc::new(LStr::from(b)))
+        Value::Str(bytes(b))
     }
 
     /// A string value. Spare capacity left by building it is given back when large, so
     /// that a string is accounted near its length (a 1 MiB string fits in a frame).
     #[inline]
     pub fn str(mut b: Vec<u8>) -> Value {
+        if b.len() <= STR_INLINE {
+            return Value::Str(bytes(&b));
+        }
         if b.capacity() - b.len() > 64 && b.capacity() - b.len() > b.len() / 8 {
             b.shrink_to_fit();
         }
