@@ -162,10 +162,12 @@ impl<'p> Interp<'p> {
 
     /// Make the registers of compiled `code` on the stack for the current frame, unset
     /// those from register `from` up to its loops' (`Code::nfixed`), and look at the heap
-    /// (a call is a check point). From a tree call (`run_body`) the locals are set
-    /// already and `from` is past them: the loops' registers may hold what an earlier
-    /// run of main left (the REPL runs one input after another). From a compiled call
-    /// `from` is past the arguments: the caller's dead temporaries may lie there.
+    /// (a call is a check point). From `run_body` `from` is past the locals: the stack
+    /// ends at the arguments (`enter`: a builtin's callback, a test; the locals past
+    /// them are made by the resize, unset) or main's registers are reused (the REPL runs
+    /// one input after another, and the loops' registers may hold what an earlier one
+    /// left). From a compiled call `from` is past the arguments: the caller's dead
+    /// temporaries may lie there.
     /// `b` is the frame's base (`self.base`, passed in: read back from `self` right
     /// after the call had stored it, it cost a compiled call 4% more instructions).
     #[inline(always)]
@@ -437,10 +439,10 @@ impl<'p> Interp<'p> {
     }
 
     // ------------------------------------------------------------------
-    // Thrown errors, unpacking and catch values (both cores)
+    // Thrown errors, unpacking and catch values
     // ------------------------------------------------------------------
 
-    /// The error `throw v` raises on the line at `pos` (both evaluators).
+    /// The error `throw v` raises on the line at `pos`.
     pub(crate) fn thrown(&self, v: Value, pos: Pos) -> Fail {
         let mut text = Vec::new();
         let message = match write_str(&v, &mut text, self.host.lim.n(L::String)) {

@@ -42,8 +42,10 @@ impl<'p> Interp<'p> {
     }
 
     /// Run user function `fi` whose `nargs` arguments are on the stack from `new_base`
-    /// (a builtin's callback, `leash test`'s call of a test): its frame opened, its body
-    /// run, its frame closed; its return value.
+    /// (a builtin's callback, `leash test`'s call of a test): its frame opened
+    /// (`frame_enter`; on a failure the arguments are dropped and nothing is left open),
+    /// its body run, its frame closed (its values dropped, the caller's frame back); its
+    /// return value.
     pub(super) fn enter(
         &mut self,
         fi: usize,
@@ -52,9 +54,16 @@ impl<'p> Interp<'p> {
         new_base: usize,
         arg_heap: usize,
     ) -> R<Value> {
-        let saved = self.frame_open(fi, f, nargs, new_base, arg_heap)?;
+        let saved = match self.frame_enter(fi, f, nargs, new_base, arg_heap) {
+            Ok(saved) => saved,
+            Err(e) => {
+                self.stack.truncate(new_base);
+                return Err(e);
+            }
+        };
         let r = self.run_body(fi);
-        self.frame_close(new_base, saved);
+        self.stack.truncate(new_base);
+        self.frame_leave(saved);
         match r? {
             Flow::Return => Ok(self.take_ret()),
             _ => Ok(Value::Nil),
@@ -72,38 +81,8 @@ impl<'p> Interp<'p> {
         }
     }
 
-    /// Open the frame of a call of user function `fi` whose arguments are on the stack
-    /// from `new_base` (`frame_enter`), its other slots unset. On failure nothing is
-    /// left open (the arguments are gone). The value returned is what `frame_close`
-    /// restores.
-    #[inline(always)]
-    pub(crate) fn frame_open(
-        &mut self,
-        fi: usize,
-        f: &'p Function,
-        nargs: usize,
-        new_base: usize,
-        arg_heap: usize,
-    ) -> R<Saved> {
-        match self.frame_enter(fi, f, nargs, new_base, arg_heap) {
-            Ok(saved) => Ok(saved),
-            Err(e) => {
-                self.stack.truncate(new_base);
-                Err(e)
-            }
-        }
-    }
-
-    /// Close the frame `frame_open` opened: its storage released, its values dropped,
-    /// the caller's frame back.
-    #[inline(always)]
-    pub(crate) fn frame_close(&mut self, new_base: usize, saved: Saved) {
-        self.stack.truncate(new_base);
-        self.frame_leave(saved);
-    }
-
     /// The accounting of a call of user function `fi` whose frame starts at `new_base`
-    /// (both evaluators; the values on the stack are the caller's business): the call's
+    /// (the values on the stack are the caller's business): the call's
     /// work, the argument and depth limits, the frame's storage, the profile. On failure
     /// nothing is changed but the work charged.
     #[inline(always)]

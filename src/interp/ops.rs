@@ -1,5 +1,5 @@
 //! Operators: the number fast paths (`arith`, `int_mod`), floored division, `binop` for
-//! every operator and operand type, and `index_value`. Written once for both cores.
+//! every operator and operand type, and `index_value`. Written once.
 //! Child of `interp`.
 
 use super::*;
