@@ -247,10 +247,14 @@ case "$FAKE" in
   abort) kill -ABRT $$ ;;
   vt) printf 'Content-Type: text/plain\r\nX-Note: a\013b\r\n\r\nbody' ;;
   show)
+    # The gateway pins the hard limits (prlimit) just after the spawn: wait for the
+    # CPU limit's, up to 2 s, so that a loaded machine does not race the reading.
+    i=0
+    while [ $i -lt 200 ] && grep -q '^Max cpu time .* unlimited ' /proc/$$/limits; do sleep 0.01; i=$((i+1)); done
     printf 'Content-Type: text/plain\r\n\r\n'
     echo "argv: $*"
     echo "cwd: $(pwd)"
-    cat /proc/self/limits
+    cat /proc/$$/limits
     env | grep -v '^PWD=\|^SHLVL=\|^_=' | sort
     ;;
 esac
