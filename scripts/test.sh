@@ -58,6 +58,13 @@ fi
 
 echo "== module cycles (scripts/module-cycles.py; fails only on a cycle not listed as allowed)"
 "$PY" scripts/module-cycles.py --check
+echo "== cargo fmt --check (the crate and the fuzz crate)"
+if cargo fmt --version >/dev/null 2>&1; then
+  cargo fmt --check
+  (cd fuzz && cargo fmt --check)
+else
+  echo "   (rustfmt is not installed; the format check is skipped)"
+fi
 echo "== cargo build --release"
 cargo build --release --locked
 echo "== cargo test (unit tests)"

@@ -169,30 +169,6 @@ impl Repr {
         fill(&mut buf, b, n);
         Repr::Inline { len: inline_len(n), buf }
     }
-}
-
-/// The first `n` bytes of `b` into `buf` (see `Repr::inline`).
-#[inline(always)]
-fn fill(buf: &mut [u8; STR_INLINE], b: &[u8], n: usize) {
-    {
-        if n >= 8 {
-            buf[..8].copy_from_slice(&b[..8]);
-            if n > 16 {
-                buf[8..16].copy_from_slice(&b[8..16]);
-            }
-            buf[n - 8..n].copy_from_slice(&b[n - 8..n]);
-        } else if n >= 4 {
-            buf[..4].copy_from_slice(&b[..4]);
-            buf[n - 4..n].copy_from_slice(&b[n - 4..n]);
-        } else if n > 0 {
-            buf[0] = b[0];
-            buf[n / 2] = b[n / 2];
-            buf[n - 1] = b[n - 1];
-        }
-    }
-}
-
-impl Repr {
 
     #[inline(always)]
     fn capacity(&self) -> usize {
@@ -234,6 +210,25 @@ impl Repr {
                 *hi = (m >> 32) as u16;
             }
         }
+    }
+}
+
+/// The first `n` bytes of `b` into `buf` (see `Repr::inline`).
+#[inline(always)]
+fn fill(buf: &mut [u8; STR_INLINE], b: &[u8], n: usize) {
+    if n >= 8 {
+        buf[..8].copy_from_slice(&b[..8]);
+        if n > 16 {
+            buf[8..16].copy_from_slice(&b[8..16]);
+        }
+        buf[n - 8..n].copy_from_slice(&b[n - 8..n]);
+    } else if n >= 4 {
+        buf[..4].copy_from_slice(&b[..4]);
+        buf[n - 4..n].copy_from_slice(&b[n - 4..n]);
+    } else if n > 0 {
+        buf[0] = b[0];
+        buf[n / 2] = b[n / 2];
+        buf[n - 1] = b[n - 1];
     }
 }
 

@@ -3,8 +3,8 @@
 //! the same program), and formatting is idempotent (formatting the result changes
 //! nothing). Text that does not parse is refused, never changed.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
 use leash::tools::fmt::{format_source, FmtError};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(src) = std::str::from_utf8(data) else { return };

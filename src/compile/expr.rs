@@ -263,11 +263,7 @@ pub(super) fn pure(e: &Expr) -> bool {
         Expr::Bin(_, _, a, b) => pure_arg(a) && pure_arg(b),
         Expr::And(a, b) | Expr::Or(a, b) | Expr::Index(a, b, _) => pure(a) && pure(b),
         Expr::Cond(a, c, b) => pure(a) && pure(c) && pure(b),
-        Expr::Call(..)
-        | Expr::Builtin(..)
-        | Expr::BuiltinPlace(..)
-        | Expr::Lambda(..)
-        | Expr::WithLambdas(_) => false,
+        Expr::Call(..) | Expr::Builtin(..) | Expr::BuiltinPlace(..) | Expr::Lambda(..) | Expr::WithLambdas(_) => false,
     }
 }
 
