@@ -18,7 +18,6 @@
 //! compiler picks an instruction by its operands' modes (`compile.rs`).
 
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
 
 use crate::ast::{Expr as AExpr, FnDef, InterpPart, Pos, Spot, Stmt as AStmt, StmtKind as AKind, UnOp};
 use crate::builtins;
@@ -26,7 +25,7 @@ use crate::diag::{LoadError, LoadErrors, LoadKind};
 use crate::limits::*;
 use crate::program::*;
 use crate::source::{Loaded, SourceMap};
-use crate::value::{bytes, LStr, Value};
+use crate::value::{bytes, Value};
 
 mod bindings;
 mod calls;
@@ -193,7 +192,7 @@ impl Resolver<'_> {
     fn expr(&mut self, e: &AExpr) -> Expr {
         match e {
             AExpr::Num(n) => Expr::Const(Value::Num(*n)),
-            AExpr::Str(s) => Expr::Const(Value::Str(Rc::new(LStr::from(s.as_slice())))),
+            AExpr::Str(s) => Expr::Const(Value::str_from(s.as_slice())),
             AExpr::Nil => Expr::Const(Value::Nil),
             AExpr::Bool(b) => Expr::Const(Value::Bool(*b)),
             AExpr::Name(n, sp) => {

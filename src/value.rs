@@ -371,6 +371,16 @@ pub fn bytes(b: &[u8]) -> Bytes {
     Rc::new(LStr::from(b))
 }
 
+/// A shared string from a built buffer: a short one written into its box in place (as
+/// `bytes`), a longer one keeping the buffer.
+#[inline]
+pub fn bytes_vec(b: Vec<u8>) -> Bytes {
+    if b.len() <= STR_INLINE {
+        return bytes(&b);
+    }
+    Rc::new(LStr::from(b))
+}
+
 /// The one-byte string `b`, shared: a string indexed (`s[i]`) or `chr` of an ASCII code
 /// makes no allocation, as CPython keeps its one-character strings. Each is made on its
 /// first use in this thread (one run's); a holder is charged for it as for any string.
@@ -646,13 +656,10 @@ impl Value {
     /// that a string is accounted near its length (a 1 MiB string fits in a frame).
     #[inline]
     pub fn str(mut b: Vec<u8>) -> Value {
-        if b.len() <= STR_INLINE {
-            return Value::Str(bytes(&b));
-        }
-        if b.capacity() - b.len() > 64 && b.capacity() - b.len() > b.len() / 8 {
+        if b.len() > STR_INLINE && b.capacity() - b.len() > 64 && b.capacity() - b.len() > b.len() / 8 {
             b.shrink_to_fit();
         }
-        Value::Str(Rc::new(LStr::from(b)))
+        Value::Str(bytes_vec(b))
     }
 
     pub fn string(s: &str) -> Value {

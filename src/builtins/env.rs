@@ -3,7 +3,6 @@
 //! never changed.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use super::Host;
 use super::{b, Builtin, Cost, CONST};
@@ -88,7 +87,7 @@ fn all(it: &mut Host, _: &mut [Value]) -> R<Value> {
     it.check_map_len(pairs.len())?;
     let mut m = Map::new();
     for (k, v) in pairs {
-        m.insert(Rc::new(LStr::from(k)), Value::str(v));
+        m.insert(bytes_vec(k), Value::str(v));
     }
     it.make_map(m)
 }

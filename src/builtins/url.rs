@@ -2,8 +2,6 @@
 //! (`url.parse_query`, `url.build_query`) and splitting a URL into its parts
 //! (`url.parse`, RFC 3986).
 
-use std::rc::Rc;
-
 use super::Host;
 use super::{b, Builtin, Cost};
 use crate::diag::ErrKind;
@@ -106,7 +104,7 @@ fn parse_query(it: &mut Host, args: &mut [Value]) -> R<Value> {
         };
         let key = form_text(decode(k, true));
         let val = form_text(decode(v, true));
-        m.insert(Rc::new(LStr::from(key)), Value::str(val));
+        m.insert(bytes_vec(key), Value::str(val));
         it.check_map_len(m.len())?;
     }
     it.make_map(m)

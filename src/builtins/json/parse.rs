@@ -4,7 +4,6 @@
 //! limits, the deadline and the heap bound are looked at while the value is built.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use super::limits::JsonLimits;
 use super::share::{list_own, ListCache, StrCache, INTERN_MAX, INTERN_MIN_TEXT};
@@ -503,7 +502,7 @@ impl<T: Text> Parser<T> {
             }
             j += 1;
         }
-        Ok(Rc::new(LStr::from(self.string()?)))
+        Ok(bytes_vec(self.string()?))
     }
 
     /// A string value: shared with an equal short string met lately (`intern`).
@@ -526,7 +525,7 @@ impl<T: Text> Parser<T> {
         if b.len() <= INTERN_MAX {
             Ok(self.intern.get(&b))
         } else {
-            Ok(Rc::new(LStr::from(b)))
+            Ok(bytes_vec(b))
         }
     }
 
