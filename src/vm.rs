@@ -125,6 +125,20 @@ impl<'p> Interp<'p> {
         mut pc: usize,
         frames: &mut Frames<'c, 'p>,
     ) -> Exit<'c, 'p> {
+        // Instruction `$at` run by `vm_op`, the index it returns next. A macro, not a
+        // helper: the same code at each place (a helper moved the loop's layout, WORKLOG
+        // thirteenth session).
+        macro_rules! out_of_line {
+            ($at:expr) => {
+                match self.vm_op(code, $at) {
+                    Ok(to) => {
+                        pc = to;
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            };
+        }
         loop {
             let at = pc;
             pc += 1;
@@ -326,13 +340,7 @@ impl<'p> Interp<'p> {
                     Op::ForInNext { first, second, base, .. } if second == NONE => {
                         match self.for_in_item(first, base) {
                             Some(r) => r,
-                            None => match self.vm_op(code, at) {
-                                Ok(to) => {
-                                    pc = to;
-                                    Ok(())
-                                }
-                                Err(e) => Err(e),
-                            },
+                            None => out_of_line!(at),
                         }
                     }
                     // `get(m, k[, d])` read in place here; any other operands in `vm_op`.
@@ -353,13 +361,7 @@ impl<'p> Interp<'p> {
                                     Err(e) => Err(e),
                                 }
                             }
-                            None => match self.vm_op(code, at) {
-                                Ok(to) => {
-                                    pc = to;
-                                    Ok(())
-                                }
-                                Err(e) => Err(e),
-                            },
+                            None => out_of_line!(at),
                         }
                     }
                     // The back edge: the step, then a list's next item into the one
@@ -370,13 +372,7 @@ impl<'p> Interp<'p> {
                                 pc = to as usize;
                                 r
                             }
-                            None => match self.vm_op(code, at) {
-                                Ok(to) => {
-                                    pc = to;
-                                    Ok(())
-                                }
-                                Err(e) => Err(e),
-                            },
+                            None => out_of_line!(at),
                         },
                         Err(e) => Err(e),
                     },
@@ -384,13 +380,7 @@ impl<'p> Interp<'p> {
                     Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
                     // Every other instruction, out of line: its code kept out of this loop's
                     // registers.
-                    _ => match self.vm_op(code, at) {
-                        Ok(to) => {
-                            pc = to;
-                            Ok(())
-                        }
-                        Err(e) => Err(e),
-                    },
+                    _ => out_of_line!(at),
                 }
             };
             if let Err(e) = r {
