@@ -348,8 +348,12 @@ pub const WORK_REGEX_PIKE_X256: u32 = 2048;
 /// searches, rescans included), per position scanned per pattern position, charged as it
 /// goes (about 2.5x faster than the PikeVM: it tracks where a match starts, not groups).
 /// (768, 3 a position, measured 0.48 ns per unit on an idle machine: then 2.5, measured
-/// 0.49 on 2026-12-05: now 1.75.)
-pub const WORK_REGEX_SIM_X256: u32 = 448;
+/// 0.49 on 2026-12-05: then 1.75. Set by its worst shape, a long bounded repetition on
+/// random text (`a[ab]{400}c`, bench/work.py row "re (PikeVM)", half the pattern's
+/// positions live at every byte): 1.75 measured 2.3 to 3 ns per unit on the Intel
+/// machine of 2026-12-05, so 3.5 since; the rescan row, fewer live positions, is its
+/// typical shape.)
+pub const WORK_REGEX_SIM_X256: u32 = 896;
 /// Regular expressions: the set-up of one capture-group search (the PikeVM on one match's
 /// span), on top of its bytes (150, then 60 until 2026-12-02; the capture engine of
 /// src/builtins/re/capture.rs made it cheaper).
