@@ -194,7 +194,7 @@ impl<'p> Interp<'p> {
                         Ok(()) => {
                             let t = match (self.rd(code, a), self.rd(code, b)) {
                                 (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
-                                _ => self.test_slow(code, at, op, a, b),
+                                _ => self.test_other(code, at, op, a, b),
                             };
                             branch_back(t, to, &mut pc)
                         }
@@ -206,7 +206,7 @@ impl<'p> Interp<'p> {
                     Op::Test { op, a, b, to } => {
                         let t = match (self.rd(code, a), self.rd(code, b)) {
                             (Value::Num(x), Value::Num(y)) => Ok(num_cmp(op, *x, *y)),
-                            _ => self.test_slow(code, at, op, a, b),
+                            _ => self.test_other(code, at, op, a, b),
                         };
                         branch(t, false, to, &mut pc)
                     }

@@ -625,27 +625,31 @@ fn range(it: &mut Host, args: &mut [Value]) -> R<Value> {
 }
 
 /// The numbers `min`, `max` take: one list, or two or more numbers.
-fn numbers(it: &Host, name: &str, args: &[Value]) -> R<Vec<f64>> {
-    let items: Vec<&Value> = if args.len() == 1 {
+/// The numbers `sum`, `min` and `max` take: one list's items, or the arguments
+/// themselves (read in place: no vector is built, a call of `max(x, y)` allocates nothing).
+fn numbers<'a>(it: &Host, name: &str, args: &'a [Value]) -> R<&'a [Value]> {
+    if args.len() == 1 {
         match &args[0] {
-            Value::List(l) => l.items().iter().collect(),
-            other => return Err(it.type_err(name, 0, "a list (or give two or more numbers)", other)),
+            Value::List(l) => Ok(l.items()),
+            other => Err(it.type_err(name, 0, "a list (or give two or more numbers)", other)),
         }
     } else {
-        args.iter().collect()
-    };
-    items
-        .into_iter()
-        .map(|v| match v {
-            Value::Num(n) => Ok(*n),
-            other => Err(it.err(ErrKind::Type, format!("{name}: takes numbers, got {}", other.type_name()))),
-        })
-        .collect()
+        Ok(args)
+    }
+}
+
+/// `v` as a number, else the error naming `name`.
+#[inline]
+fn number(it: &Host, name: &str, v: &Value) -> R<f64> {
+    match v {
+        Value::Num(n) => Ok(*n),
+        other => Err(it.err(ErrKind::Type, format!("{name}: takes numbers, got {}", other.type_name()))),
+    }
 }
 
 fn sum(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.arg_list("sum", args, 0)?;
-    let s: f64 = numbers(it, "sum", args)?.into_iter().sum();
+    let s: f64 = numbers(it, "sum", args)?.iter().map(|v| number(it, "sum", v)).sum::<R<f64>>()?;
     if !s.is_finite() {
         return Err(it.err(ErrKind::Arith, "sum: arithmetic overflow"));
     }
@@ -653,11 +657,18 @@ fn sum(it: &mut Host, args: &mut [Value]) -> R<Value> {
 }
 
 fn min_max(it: &Host, name: &str, args: &[Value], pick: fn(f64, f64) -> f64) -> R<Value> {
-    let ns = numbers(it, name, args)?;
-    let Some(first) = ns.first() else {
-        return Err(it.err(ErrKind::Value, format!("{name}: the list is empty")));
-    };
-    Ok(Value::Num(ns.iter().fold(*first, |a, &b| pick(a, b))))
+    let mut acc = None;
+    for v in numbers(it, name, args)? {
+        let n = number(it, name, v)?;
+        acc = Some(match acc {
+            None => n,
+            Some(a) => pick(a, n),
+        });
+    }
+    match acc {
+        Some(n) => Ok(Value::Num(n)),
+        None => Err(it.err(ErrKind::Value, format!("{name}: the list is empty"))),
+    }
 }
 
 fn min(it: &mut Host, args: &mut [Value]) -> R<Value> {

@@ -61,8 +61,10 @@ fn type_(_: &mut Host, args: &mut [Value]) -> R<Value> {
 }
 
 fn str_(it: &mut Host, args: &mut [Value]) -> R<Value> {
-    if let Value::Str(_) = &args[0] {
-        return Ok(std::mem::take(&mut args[0]));
+    match &args[0] {
+        Value::Str(_) => return Ok(std::mem::take(&mut args[0])),
+        Value::Num(x) => return Ok(num_str(*x)),
+        _ => {}
     }
     Ok(Value::str(it.to_text(&args[0], it.lim.n(L::String))?))
 }

@@ -6,6 +6,18 @@ use super::*;
 
 /// Write a number as Leash prints it: integers below 2^53 without a fraction, others in
 /// the shortest form that reads back exactly, laid out as JavaScript lays it out.
+/// `str(x)`: a number's text as a string value, an integer's digits written from a
+/// buffer on the stack straight into the string (no vector built and copied).
+pub fn num_str(x: f64) -> Value {
+    if x.abs() < 9_007_199_254_740_992.0 && (x as i64) as f64 == x {
+        let mut buf = itoa::Buffer::new();
+        return Value::str_from(buf.format(x as i64).as_bytes());
+    }
+    let mut out = Vec::with_capacity(32);
+    fmt_num(x, &mut out);
+    Value::str_from(&out)
+}
+
 pub fn fmt_num(x: f64, out: &mut Vec<u8>) {
     if x == 0.0 {
         out.push(b'0');

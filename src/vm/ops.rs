@@ -123,16 +123,28 @@ impl<'p> Interp<'p> {
         self.put(dst, v)
     }
 
-    /// A comparison that is not of two numbers: `==` and `!=` compare in place, the rest
-    /// through `binop`.
+    /// A comparison that is not of two numbers: those `cmp_in_place` makes here (a small
+    /// function: its entry saves few registers; `e != nil`, `c == "{"`), the rest in
+    /// `test_slow`.
+    /// (Inline in `vm_exec`, this made every other workload's loop 0.3 to 1.5% more
+    /// instructions, the dispatch loop's registers spilled differently.)
     #[inline(never)]
-    pub(super) fn test_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, b: Opd) -> R<bool> {
-        if let Some((t, w)) = cmp_in_place(op, self.rd(code, a), self.rd(code, b)) {
-            self.consume(a);
-            self.consume(b);
-            self.host.work(w)?;
-            return Ok(t);
+    pub(super) fn test_other(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, b: Opd) -> R<bool> {
+        match cmp_in_place(op, self.rd(code, a), self.rd(code, b)) {
+            Some((t, w)) => {
+                self.consume(a);
+                self.consume(b);
+                self.host.work(w)?;
+                Ok(t)
+            }
+            None => self.test_slow(code, at, op, a, b),
         }
+    }
+
+    /// The comparisons `cmp_in_place` does not make: `==` and `!=` walk both values, the
+    /// rest go through `binop`.
+    #[inline(never)]
+    fn test_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, b: Opd) -> R<bool> {
         let [sa, sb] = code.ospot[at];
         if matches!(op, BinOp::Eq | BinOp::Ne) {
             if let Value::Unset = self.rd(code, a) {
