@@ -525,12 +525,22 @@ impl<'p> Interp<'p> {
                 }
             }
             Op::MkMap { dst, map, start } => {
-                let keys = code.maps[map as usize];
+                // A literal's maps share its keys (`Map::shaped`: no key hashed or
+                // compared, 8 bytes an entry less); one whose keys a shape cannot take
+                // is built key by key (a key given twice keeps its last value).
+                let (keys, shape) = &code.maps[map as usize];
                 let b = self.base + start as usize;
-                let mut m = Map::with_capacity(keys.len());
-                for (i, (k, _)) in keys.iter().enumerate() {
-                    m.insert(k.clone(), std::mem::take(&mut self.stack[b + i]));
-                }
+                let vals = self.stack[b..b + keys.len()].iter_mut().map(std::mem::take);
+                let m = match shape {
+                    Some(shape) => Map::shaped(shape, vals),
+                    None => {
+                        let mut m = Map::with_capacity(keys.len());
+                        for ((k, _), v) in keys.iter().zip(vals) {
+                            m.insert(k.clone(), v);
+                        }
+                        m
+                    }
+                };
                 match self.host.make_map(m) {
                     Ok(v) => match self.host.check_memory() {
                         Ok(()) => self.put(dst, v),

@@ -5,6 +5,7 @@ use crate::ast::{BinOp, Pos, Spot};
 use crate::builtins::Builtin;
 use crate::program::*;
 use crate::value::{Bytes, Value};
+use std::rc::Rc;
 
 /// An operand or destination: a register (local or temporary), a global or a constant,
 /// with its index. See the module notes.
@@ -419,7 +420,9 @@ pub struct Code<'p> {
     pub consts: Vec<Value>,
     /// Call arguments: operand and spot.
     pub args: Vec<(Opd, Spot)>,
-    pub maps: Vec<&'p [(Bytes, Expr)]>,
+    /// Map literals: keys and value expressions, and the shape their maps share (none
+    /// for a literal with no key, more than `MAP_SMALL` or a key twice).
+    pub maps: Vec<(&'p [(Bytes, Expr)], Option<Rc<crate::value::Shape>>)>,
     /// The literal parts of interpolations (`Op::InterpLit`).
     pub lits: Vec<&'p [u8]>,
     pub paths: Vec<PathRef>,

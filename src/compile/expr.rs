@@ -133,7 +133,8 @@ impl<'p> Compiler<'p> {
                 for ((_, it), r) in items.iter().zip(regs) {
                     self.into(it, r);
                 }
-                self.code.maps.push(items);
+                let keys: Vec<crate::value::Bytes> = items.iter().map(|(k, _)| k.clone()).collect();
+                self.code.maps.push((items, crate::value::Shape::new(&keys)));
                 let map = (self.code.maps.len() - 1) as u32;
                 self.emit(Op::MkMap { dst, map, start }, 0, [0, 0]);
             }
