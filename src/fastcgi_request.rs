@@ -472,42 +472,45 @@ impl Run<'_> {
             body.flush();
             // The warm process's report on this job: its end (one message, after the
             // worker ended; nothing is sent while it runs).
-            while rep_ready {
-                let Some(s) = &rep_sock else { break };
-                let mut b = [0u8; 512];
-                let got = match rustix::net::recv(s, &mut b, RecvFlags::DONTWAIT) {
-                    Ok((0, _)) => None,
-                    Ok((n, _)) => Some(n.min(b.len())),
-                    Err(rustix::io::Errno::INTR) => continue,
-                    Err(rustix::io::Errno::AGAIN) => break,
-                    Err(_) => None,
-                };
-                let Some(n) = got else {
-                    // Closed without an end reported: the warm process died (or dropped the
-                    // job). Whatever the worker still writes is not wanted (its pipes closed:
-                    // a worker left running meets a closed stdout).
-                    rep_sock = None;
-                    if exited.is_none() {
-                        self.lost(&mut end, &mut exited, true, "the warm process died".into());
-                        (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
-                    }
-                    break;
-                };
-                match parse_report(&b[..n]) {
-                    Some(Report::Exited { code, signal, cache, how }) => {
-                        e.cache = (cfg.program_cache > 0 && !cfg.worker_exec).then_some(cache);
-                        e.worker = Some(how);
-                        exited = Some((code, signal));
+            // (Every way out of the loop is a `break` or a `return`.)
+            if rep_ready {
+                loop {
+                    let Some(s) = &rep_sock else { break };
+                    let mut b = [0u8; 512];
+                    let got = match rustix::net::recv(s, &mut b, RecvFlags::DONTWAIT) {
+                        Ok((0, _)) => None,
+                        Ok((n, _)) => Some(n.min(b.len())),
+                        Err(rustix::io::Errno::INTR) => continue,
+                        Err(rustix::io::Errno::AGAIN) => break,
+                        Err(_) => None,
+                    };
+                    let Some(n) = got else {
+                        // Closed without an end reported: the warm process died (or dropped the
+                        // job). Whatever the worker still writes is not wanted (its pipes closed:
+                        // a worker left running meets a closed stdout).
                         rep_sock = None;
+                        if exited.is_none() {
+                            self.lost(&mut end, &mut exited, true, "the warm process died".into());
+                            (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
+                        }
+                        break;
+                    };
+                    match parse_report(&b[..n]) {
+                        Some(Report::Exited { code, signal, cache, how }) => {
+                            e.cache = (cfg.program_cache > 0 && !cfg.worker_exec).then_some(cache);
+                            e.worker = Some(how);
+                            exited = Some((code, signal));
+                            rep_sock = None;
+                        }
+                        Some(Report::Failed(m)) => {
+                            // No worker was started: its pipes close with the job (or were
+                            // never given).
+                            self.lost(&mut end, &mut exited, false, m);
+                            rep_sock = None;
+                            (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
+                        }
+                        None => {}
                     }
-                    Some(Report::Failed(m)) => {
-                        // No worker was started: its pipes close with the job (or were
-                        // never given).
-                        self.lost(&mut end, &mut exited, false, m);
-                        rep_sock = None;
-                        (out_done, err_done, out_pipe, err_pipe) = (true, true, None, None);
-                    }
-                    None => {}
                 }
             }
             if out_ready {
