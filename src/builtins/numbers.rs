@@ -56,14 +56,10 @@ fn round_peek(args: &[&Value]) -> Option<Value> {
     peeked(round_digits(*x, 0))
 }
 
-fn atan2_peek(args: &[&Value]) -> Option<Value> {
-    let [Value::Num(y), Value::Num(x)] = args else { return None };
-    peeked(y.atan2(*x))
-}
-
-fn pow_peek(args: &[&Value]) -> Option<Value> {
+/// The peek of a builtin of two numbers computed by `f`.
+fn peek2(args: &[&Value], f: fn(f64, f64) -> f64) -> Option<Value> {
     let [Value::Num(x), Value::Num(y)] = args else { return None };
-    peeked(x.powf(*y))
+    peeked(f(*x, *y))
 }
 
 fn round(it: &mut Host, args: &mut [Value]) -> R<Value> {
@@ -135,9 +131,9 @@ pub const TABLE: &[Builtin] = &[
     b("math.sin", "math.sin(x)", 1, 1, CONST, sin).with_peek(sin_peek),
     b("math.cos", "math.cos(x)", 1, 1, CONST, cos).with_peek(cos_peek),
     b("math.tan", "math.tan(x)", 1, 1, CONST, tan).with_peek(tan_peek),
-    b("math.atan2", "math.atan2(y, x)", 2, 2, CONST, atan2).with_peek(atan2_peek),
+    b("math.atan2", "math.atan2(y, x)", 2, 2, CONST, atan2).with_peek(|a| peek2(a, f64::atan2)),
     b("math.log", "math.log(x)", 1, 1, CONST, log).with_peek(log_peek),
     b("math.log10", "math.log10(x)", 1, 1, CONST, log10).with_peek(log10_peek),
     b("math.exp", "math.exp(x)", 1, 1, CONST, exp).with_peek(exp_peek),
-    b("math.pow", "math.pow(x, y)", 2, 2, CONST, pow).with_peek(pow_peek),
+    b("math.pow", "math.pow(x, y)", 2, 2, CONST, pow).with_peek(|a| peek2(a, f64::powf)),
 ];
