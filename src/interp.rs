@@ -241,13 +241,13 @@ impl<'p> Interp<'p> {
         r.map_err(|e| located(e, pos))
     }
 
-    /// Run main. The caller turns the result into an exit status.
     /// Run main's statements of the current program as one REPL entry (its storage
     /// base was charged with the session's first).
     pub fn run_entry(&mut self) -> R<Flow> {
         self.run_body(MAIN_FN)
     }
 
+    /// Run main. The caller turns the result into an exit status.
     pub fn run_main(&mut self) -> R<()> {
         self.charge(true, self.prog.main_base_bytes as isize)?;
         self.run_body(MAIN_FN)?;

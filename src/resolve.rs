@@ -572,6 +572,22 @@ fn resolve_fn(r: &mut Resolver<'_>, f: FnDef) -> Function {
     }
 }
 
+/// The node of an assignment to `place` (`op`: a compound assignment's operator) of the
+/// resolved value `v`.
+fn assign_node(op: Option<crate::ast::BinOp>, place: Place, v: Expr) -> StmtKind {
+    match (op, place.path.is_empty(), place.root) {
+        (None, true, Slot::Local(i)) => StmtKind::SetLocal(i, v),
+        (None, true, Slot::Global(i)) => StmtKind::SetGlobal(i, v),
+        (None, false, root) if place.path.len() == 1 => {
+            let key = place.path.into_iter().next().expect("one key");
+            StmtKind::SetIndex(root, key, v)
+        }
+        (None, false, _) => StmtKind::Assign(Box::new(place), v),
+        (Some(op), true, root) => StmtKind::CompoundVar(root, op, v),
+        (Some(op), false, _) => StmtKind::Compound(Box::new(place), op, v),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::program::{Program, Slot, StmtKind};
@@ -684,21 +700,5 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(kinds("x = json.parse\n"), vec![("syntax".into(), Some(1))]);
-    }
-}
-
-/// The node of an assignment to `place` (`op`: a compound assignment's operator) of the
-/// resolved value `v`.
-fn assign_node(op: Option<crate::ast::BinOp>, place: Place, v: Expr) -> StmtKind {
-    match (op, place.path.is_empty(), place.root) {
-        (None, true, Slot::Local(i)) => StmtKind::SetLocal(i, v),
-        (None, true, Slot::Global(i)) => StmtKind::SetGlobal(i, v),
-        (None, false, root) if place.path.len() == 1 => {
-            let key = place.path.into_iter().next().expect("one key");
-            StmtKind::SetIndex(root, key, v)
-        }
-        (None, false, _) => StmtKind::Assign(Box::new(place), v),
-        (Some(op), true, root) => StmtKind::CompoundVar(root, op, v),
-        (Some(op), false, _) => StmtKind::Compound(Box::new(place), op, v),
     }
 }

@@ -47,7 +47,8 @@ pub const MAP_SMALL: usize = 8;
 
 /// The keys of maps built with one key sequence (`Map::shaped`): 1 to `MAP_SMALL`
 /// distinct keys in order, shared by every map of that shape (issue 25: a parsed record
-/// holds only its values, 16 bytes each, and a pointer to its shape).
+/// holds only its values, 16 bytes each, and a pointer to its shape; so does a map a
+/// literal makes, each literal's keys one shape made when its code is compiled).
 #[derive(Debug)]
 pub struct Shape {
     keys: Box<[Key]>,
