@@ -617,8 +617,19 @@ impl List {
         r
     }
 
-    /// Item `i`'s number, to change in place (None: no such item, or not a number). A
-    /// number holds no storage, so the list's accounting stays true.
+    /// Item `i` when it is plain (nil, a boolean, a number), to change in place into
+    /// another plain value (None: no such item, or not plain). A plain value holds no
+    /// storage, so the list's accounting stays true when the caller writes only plain
+    /// values there.
+    #[inline(always)]
+    pub fn plain_mut(&mut self, i: usize) -> Option<&mut Value> {
+        match self.items.get_mut(i)? {
+            x @ (Value::Num(_) | Value::Bool(_) | Value::Nil) => Some(x),
+            _ => None,
+        }
+    }
+
+    /// Item `i`'s number, to change in place (None: no such item, or not a number).
     #[inline(always)]
     pub fn num_mut(&mut self, i: usize) -> Option<&mut f64> {
         match self.items.get_mut(i)? {

@@ -862,14 +862,25 @@ impl Map {
         Some(changed(&mut h.heap, slot, f))
     }
 
-    /// The number of key `k`, to change in place, looked for as `cached_index` does
-    /// (None: no such key, or its value is not a number). A number holds no storage,
-    /// so the map's accounting stays true.
+    /// The value of key `k` when it is plain (nil, a boolean, a number), to change in
+    /// place into another plain value, looked for as `cached_index` does (None: no such
+    /// key, or its value is not plain). A plain value holds no storage, so the map's
+    /// accounting stays true when the caller writes only plain values there.
     #[inline]
-    pub fn num_cached(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut f64> {
+    pub fn plain_cached(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut Value> {
         let (h, vals) = self.parts_mut();
         let i = cached_index(&h.e, vals, k, site)?;
         match slot_at(&mut h.e, vals, i)? {
+            x @ (Value::Num(_) | Value::Bool(_) | Value::Nil) => Some(x),
+            _ => None,
+        }
+    }
+
+    /// The number of key `k`, to change in place, as `plain_cached` finds it (None: no
+    /// such key, or its value is not a number).
+    #[inline]
+    pub fn num_cached(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut f64> {
+        match self.plain_cached(k, site)? {
             Value::Num(x) => Some(x),
             _ => None,
         }

@@ -282,8 +282,9 @@ impl<'p> Interp<'p> {
         self.set_index(slot_of(var), key, val)
     }
 
-    /// `PLACE = v` and `PLACE op= v`: a number over a number along containers the
-    /// variable alone holds is written in place; anything else through the tree
+    /// `PLACE = v` and `PLACE op= v`: a number over a number, or any other plain value
+    /// over a plain value (`set_plain_path`), along containers the variable alone
+    /// holds is written in place; anything else through the tree
     /// evaluator's place functions (which copy shared containers and charge).
     pub(super) fn vm_set_path(&mut self, code: &Code<'p>, at: usize, path: u32, op: Option<BinOp>, v: Opd) -> R<()> {
         let p = code.paths[path as usize];
@@ -317,16 +318,45 @@ impl<'p> Interp<'p> {
             if p.n > 1 && self.plain_keys(code, &p, &mut ks) {
                 let root = self.cell(p.root);
                 let ics = code.place_ics(&p);
-                if num_in_place(root, &ks[..p.n as usize], ics, &mut |x| match op {
-                    None => Some(y),
-                    Some(op) => arith(op, x, y),
+                if in_place(root, &ks[..p.n as usize], ics, &mut |x: &mut f64| match op {
+                    None => {
+                        *x = y;
+                        true
+                    }
+                    Some(op) => match arith(op, *x, y) {
+                        Some(r) => {
+                            *x = r;
+                            true
+                        }
+                        None => false,
+                    },
                 }) {
                     // (A temporary key held a number: it may stay, see `consume`.)
                     return Ok(());
                 }
             }
+        } else if op.is_none() && is_plain(self.rd(code, v)) && self.set_plain_path(code, &p, v) {
+            return Ok(());
         }
         self.set_path_slow(code, at, &p, op, v)
+    }
+
+    /// `PLACE = y` for a plain `y` that is not a number (`t.done = true`, `a[i] =
+    /// nil`) over a plain value, along containers the variable alone holds, keys that
+    /// are numbers or constant strings: written in place (no storage changes). False:
+    /// nothing changed. (Out of `vm_set_path`, whose number path it made dearer inline.)
+    #[inline(never)]
+    fn set_plain_path(&mut self, code: &Code<'p>, p: &PathRef, v: Opd) -> bool {
+        let Some(y) = Plain::of(self.rd(code, v)) else { return false };
+        let mut ks = [PKey::Num(0.0); 4];
+        if !self.plain_keys(code, p, &mut ks) {
+            return false;
+        }
+        let root = self.cell(p.root);
+        in_place(root, &ks[..p.n as usize], code.place_ics(p), &mut |x: &mut Value| {
+            y.write(x);
+            true
+        })
     }
 
     /// `m[k] = y` or `m[k] op= y` on a map variable that nothing else shares, whose key
