@@ -204,6 +204,13 @@ impl<'p> Compiler<'p> {
     }
 
     /// Point the jump at `at` to `to`.
+    /// `patch` each of `jumps`.
+    fn patch_all(&mut self, jumps: Vec<usize>, to: usize) {
+        for j in jumps {
+            self.patch(j, to);
+        }
+    }
+
     fn patch(&mut self, at: usize, to: usize) {
         let to = to as u32;
         match &mut self.code.ops[at].op {

@@ -191,7 +191,7 @@ impl<'p> Compiler<'p> {
                 self.into(a, t);
                 let j = self.emit(Op::Jump(0), 0, [0, 0]);
                 let h = self.here();
-                self.patch(skip, h);
+                self.patch_all(skip, h);
                 self.into(b, t);
                 let h = self.here();
                 self.patch(j, h);

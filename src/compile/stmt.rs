@@ -59,7 +59,7 @@ impl<'p> Compiler<'p> {
                         ends.push(self.emit(Op::Jump(0), 0, [0, 0]));
                     }
                     let h = self.here();
-                    self.patch(skip, h);
+                    self.patch_all(skip, h);
                 }
                 if let Some(b) = else_body {
                     self.block(b);
@@ -74,9 +74,11 @@ impl<'p> Compiler<'p> {
                 // The back edge charges the header's later steps itself.
                 self.flush_step();
                 let top = self.here();
-                let exit = self.cond_jump(cond);
+                let exits = self.cond_jump(cond);
                 self.next = floor;
-                self.loops.push(Loop { brk: vec![exit], cont: vec![] });
+                // (One jump, the test at the top: repeated at the back edge below.)
+                let exit = if exits.len() == 1 { exits[0] } else { usize::MAX };
+                self.loops.push(Loop { brk: exits, cont: vec![] });
                 self.block(body);
                 self.pos = s.pos;
                 // A test that is one instruction is repeated at the back edge (its line
@@ -258,22 +260,63 @@ impl<'p> Compiler<'p> {
         (self.code.paths.len() - 1) as u32
     }
 
-    /// Compile a condition; the returned jump (to be patched) is taken when it is false.
-    pub(super) fn cond_jump(&mut self, e: &'p Expr) -> usize {
+    /// Compile a condition: the jumps (to be patched) taken when it is false; it goes
+    /// on past them when it is true. `and`, `or` and `not` become jumps, as Lua's
+    /// `luaK_goiftrue` makes them: nothing is computed into a temporary but the
+    /// operands themselves (`if t.pending and not t.holding`: two tests, no value made,
+    /// moved and tested again).
+    pub(super) fn cond_jump(&mut self, e: &'p Expr) -> Vec<usize> {
         match e {
+            Expr::And(a, b) => {
+                let mut f = self.cond_jump(a);
+                f.extend(self.cond_jump(b));
+                f
+            }
+            Expr::Or(a, b) => {
+                let t = self.cond_true(a);
+                let f = self.cond_jump(b);
+                let h = self.here();
+                self.patch_all(t, h);
+                f
+            }
+            Expr::Not(a) => self.cond_true(a),
             Expr::Bin(op, sp, a, Arg::Num(k)) if is_cmp(*op) => {
                 let a = self.arg(a);
-                self.emit(Op::TestN { op: *op, a: a.o, k: *k, to: 0 }, *sp, [a.sp, 0])
+                vec![self.emit(Op::TestN { op: *op, a: a.o, k: *k, to: 0 }, *sp, [a.sp, 0])]
             }
             Expr::Bin(op, sp, a, b) if is_cmp(*op) => {
                 let a = self.left_arg(a, b, None);
                 let b = self.arg(b);
-                self.emit(Op::Test { op: *op, a: a.o, b: b.o, to: 0 }, *sp, [a.sp, b.sp])
+                vec![self.emit(Op::Test { op: *op, a: a.o, b: b.o, to: 0 }, *sp, [a.sp, b.sp])]
             }
-            _ => {
-                let c = self.operand(e);
-                self.emit(Op::JumpIf { c: c.o, when: false, keep: false, to: 0 }, 0, [c.sp, 0])
-            }
+            _ => self.jump_if(e, false),
         }
+    }
+
+    /// `cond_jump`'s other half: the jumps taken when `e` is true. (A comparison is
+    /// computed and its value tested: the test instructions jump when false only.)
+    fn cond_true(&mut self, e: &'p Expr) -> Vec<usize> {
+        match e {
+            Expr::Or(a, b) => {
+                let mut t = self.cond_true(a);
+                t.extend(self.cond_true(b));
+                t
+            }
+            Expr::And(a, b) => {
+                let f = self.cond_jump(a);
+                let t = self.cond_true(b);
+                let h = self.here();
+                self.patch_all(f, h);
+                t
+            }
+            Expr::Not(a) => self.cond_jump(a),
+            _ => self.jump_if(e, true),
+        }
+    }
+
+    /// `e` computed and its truth tested: a jump taken when it comes out `when`.
+    fn jump_if(&mut self, e: &'p Expr, when: bool) -> Vec<usize> {
+        let c = self.operand(e);
+        vec![self.emit(Op::JumpIf { c: c.o, when, keep: false, to: 0 }, 0, [c.sp, 0])]
     }
 }
