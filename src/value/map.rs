@@ -862,28 +862,14 @@ impl Map {
         Some(changed(&mut h.heap, slot, f))
     }
 
-    /// The value of key `k` when it is plain (nil, a boolean, a number), to change in
-    /// place into another plain value, looked for as `cached_index` does (None: no such
-    /// key, or its value is not plain). A plain value holds no storage, so the map's
-    /// accounting stays true when the caller writes only plain values there.
+    /// The value of key `k`, looked for as `cached_index` does, changed in place by
+    /// the caller without this map's accounting: only `plain_leaf` (value.rs) calls
+    /// it, on its way to a plain value it replaces by a plain value.
     #[inline]
-    pub fn plain_cached(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut Value> {
+    pub(super) fn value_cached_mut(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut Value> {
         let (h, vals) = self.parts_mut();
         let i = cached_index(&h.e, vals, k, site)?;
-        match slot_at(&mut h.e, vals, i)? {
-            x @ (Value::Num(_) | Value::Bool(_) | Value::Nil) => Some(x),
-            _ => None,
-        }
-    }
-
-    /// The number of key `k`, to change in place, as `plain_cached` finds it (None: no
-    /// such key, or its value is not a number).
-    #[inline]
-    pub fn num_cached(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut f64> {
-        match self.plain_cached(k, site)? {
-            Value::Num(x) => Some(x),
-            _ => None,
-        }
+        slot_at(&mut h.e, vals, i)
     }
 
     /// `with_value`, looking for `k` first where this map's last look-up found a key

@@ -169,3 +169,46 @@ fn strings_behave_as_byte_vectors() {
         assert_eq!(s.into_vec(), model);
     }
 }
+
+#[test]
+fn list_at_takes_whole_numbers_in_range_only() {
+    assert_eq!(list_at(0.0, 3), Some(0));
+    assert_eq!(list_at(-0.0, 3), Some(0));
+    assert_eq!(list_at(2.0, 3), Some(2));
+    assert_eq!(list_at(-1.0, 3), Some(2));
+    assert_eq!(list_at(-3.0, 3), Some(0));
+    for n in
+        [3.0, -4.0, 0.5, -0.5, 2.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 9.223372036854776e18, -9.3e18, 1e300]
+    {
+        assert_eq!(list_at(n, 3), None, "{n}");
+    }
+    assert_eq!(list_at(0.0, 0), None);
+    assert_eq!(list_at(-0.0, 0), None);
+}
+
+#[test]
+fn plain_leaf_reaches_plain_values_of_unshared_containers_only() {
+    let ics = [Cell::new(0), Cell::new(0)];
+    let mut inner = Map::new();
+    inner.insert(bytes(b"x"), Value::Num(1.0));
+    inner.insert(bytes(b"s"), Value::string("t"));
+    let mut v = Value::list(vec![Value::map(inner)]);
+    let heap = v.heap();
+    match plain_leaf(&mut v, &[PathKey::Num(0.0), PathKey::Str(b"x")], &ics) {
+        Some(x) => *x = Value::Bool(true),
+        None => panic!("a number in an unshared map in an unshared list"),
+    }
+    assert_eq!(v.heap(), heap);
+    assert!(plain_leaf(&mut v, &[PathKey::Num(0.0), PathKey::Str(b"x")], &ics)
+        .is_some_and(|x| matches!(x, Value::Bool(true))));
+    // Not plain, missing, the wrong kind of key, out of range: none.
+    assert!(plain_leaf(&mut v, &[PathKey::Num(0.0), PathKey::Str(b"s")], &ics).is_none());
+    assert!(plain_leaf(&mut v, &[PathKey::Num(0.0), PathKey::Str(b"nope")], &ics).is_none());
+    assert!(plain_leaf(&mut v, &[PathKey::Str(b"x"), PathKey::Str(b"x")], &ics).is_none());
+    assert!(plain_leaf(&mut v, &[PathKey::Num(1.0), PathKey::Str(b"x")], &ics).is_none());
+    // A shared container: none (the general path copies it first).
+    let other = v.clone();
+    assert!(plain_leaf(&mut v, &[PathKey::Num(0.0), PathKey::Str(b"x")], &ics).is_none());
+    drop(other);
+    assert!(plain_leaf(&mut v, &[PathKey::Num(0.0), PathKey::Str(b"x")], &ics).is_some());
+}

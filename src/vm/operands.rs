@@ -3,8 +3,6 @@
 //! (`put` and its forms for plain values, values that hold storage and numbers), with
 //! the storage charges a write makes. Child of `vm`.
 
-use std::cell::Cell;
-
 use super::*;
 use crate::ast::Spot;
 use crate::builtins::{Builtin, PeekFn};
@@ -433,24 +431,6 @@ impl Plain {
     }
 }
 
-/// The item index a number names in a list of `len` items (negative from the end),
-/// when it is a whole number in range.
-#[inline(always)]
-pub(super) fn list_at(n: f64, len: usize) -> Option<usize> {
-    let i = if n < 0.0 { n + len as f64 } else { n };
-    // Converted first, then checked: a whole number converts back to itself (NaN,
-    // a fraction and anything out of `i64`'s range do not, saturated or truncated),
-    // and one unsigned compare takes a negative one out with the too large. (Range
-    // checks before an `as usize` left that conversion's saturation code on the path:
-    // 20 instructions, 4% of richards.)
-    let j = i as i64;
-    if j as f64 == i && (j as u64) < len as u64 {
-        Some(j as usize)
-    } else {
-        None
-    }
-}
-
 #[inline(always)]
 pub(super) fn num_cmp(op: BinOp, x: f64, y: f64) -> bool {
     match op {
@@ -460,124 +440,5 @@ pub(super) fn num_cmp(op: BinOp, x: f64, y: f64) -> bool {
         BinOp::Ge => x >= y,
         BinOp::Eq => x == y,
         _ => x != y,
-    }
-}
-
-/// A key of a place read in place for `in_place`: a number, or a constant
-/// string of the code.
-#[derive(Clone, Copy)]
-pub(super) enum PKey<'c> {
-    Num(f64),
-    Str(&'c [u8]),
-}
-
-/// Follow `keys` through lists and maps that nothing else shares down to the value at
-/// the last key as a `T` (`Leaf`: a number, or any plain value) and change it by `f`
-/// (which says whether it did); false (nothing changed) when any of that does not
-/// hold. A plain value replaced by a plain value changes no accounting: the last step
-/// reaches the value itself (`Leaf::at`), the steps before it go through the
-/// containers' accounting (`with_item`, `with_value_cached`).
-pub(super) fn in_place<T: Leaf + ?Sized>(
-    v: &mut Value,
-    keys: &[PKey<'_>],
-    ics: &[Cell<u32>],
-    f: &mut dyn FnMut(&mut T) -> bool,
-) -> bool {
-    match (keys, ics) {
-        ([k], [ic]) => match T::at(v, *k, ic) {
-            Some(x) => f(x),
-            None => false,
-        },
-        ([k, rest @ ..], [ic, ics @ ..]) => match (v, *k) {
-            (Value::List(rc), PKey::Num(n)) => {
-                let Some(l) = Rc::get_mut(rc) else { return false };
-                let Some(i) = list_at(n, l.len()) else { return false };
-                l.with_item(i, |item| in_place(item, rest, ics, f))
-            }
-            (Value::Map(rc), PKey::Str(key)) => {
-                if key.len() > KEY_FREE_BYTES {
-                    return false;
-                }
-                let Some(m) = rc.unique() else { return false };
-                m.with_value_cached(key, ic, |item| in_place(item, rest, ics, f)).unwrap_or(false)
-            }
-            _ => false,
-        },
-        // (No keys: a place has one at least.)
-        _ => false,
-    }
-}
-
-/// What `in_place` reaches at a place's last key: its number (`f64`), or its value
-/// when that is plain (`Value`: nil, a boolean, a number), to be replaced by the same.
-pub(super) trait Leaf {
-    /// The leaf at key `k` of a list or map that nothing else shares, to change in place.
-    fn at<'a>(v: &'a mut Value, k: PKey<'_>, ic: &Cell<u32>) -> Option<&'a mut Self>;
-}
-
-impl Leaf for f64 {
-    #[inline(always)]
-    fn at<'a>(v: &'a mut Value, k: PKey<'_>, ic: &Cell<u32>) -> Option<&'a mut f64> {
-        num_at(v, k, ic)
-    }
-}
-
-impl Leaf for Value {
-    #[inline(always)]
-    fn at<'a>(v: &'a mut Value, k: PKey<'_>, ic: &Cell<u32>) -> Option<&'a mut Value> {
-        match (v, k) {
-            (Value::List(rc), PKey::Num(n)) => {
-                let l = Rc::get_mut(rc)?;
-                let i = list_at(n, l.len())?;
-                l.plain_mut(i)
-            }
-            (Value::Map(rc), PKey::Str(key)) if key.len() <= KEY_FREE_BYTES => rc.unique()?.plain_cached(key, ic),
-            _ => None,
-        }
-    }
-}
-
-/// The number at key `k` of a list or map that nothing else shares, to change in place.
-#[inline(always)]
-pub(super) fn num_at<'a>(v: &'a mut Value, k: PKey<'_>, ic: &Cell<u32>) -> Option<&'a mut f64> {
-    match (v, k) {
-        (Value::List(rc), PKey::Num(n)) => {
-            let l = Rc::get_mut(rc)?;
-            let i = list_at(n, l.len())?;
-            l.num_mut(i)
-        }
-        (Value::Map(rc), PKey::Str(key)) if key.len() <= KEY_FREE_BYTES => rc.unique()?.num_cached(key, ic),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::list_at;
-
-    #[test]
-    fn list_at_takes_whole_numbers_in_range_only() {
-        assert_eq!(list_at(0.0, 3), Some(0));
-        assert_eq!(list_at(-0.0, 3), Some(0));
-        assert_eq!(list_at(2.0, 3), Some(2));
-        assert_eq!(list_at(-1.0, 3), Some(2));
-        assert_eq!(list_at(-3.0, 3), Some(0));
-        for n in [
-            3.0,
-            -4.0,
-            0.5,
-            -0.5,
-            2.5,
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            9.223372036854776e18,
-            -9.3e18,
-            1e300,
-        ] {
-            assert_eq!(list_at(n, 3), None, "{n}");
-        }
-        assert_eq!(list_at(0.0, 0), None);
-        assert_eq!(list_at(-0.0, 0), None);
     }
 }

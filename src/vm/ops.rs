@@ -213,7 +213,7 @@ impl<'p> Interp<'p> {
     /// most four): false, with nothing taken, for any other (an unset variable
     /// included: `path_keys` reports it).
     #[inline(always)]
-    fn plain_keys<'c>(&self, code: &'c Code<'p>, p: &PathRef, ks: &mut [PKey<'c>; 4]) -> bool {
+    fn plain_keys<'c>(&self, code: &'c Code<'p>, p: &PathRef, ks: &mut [PathKey<'c>; 4]) -> bool {
         let ops = code.place_keys(p);
         if ops.len() > ks.len() {
             return false;
@@ -227,17 +227,17 @@ impl<'p> Interp<'p> {
         true
     }
 
-    /// Key operand `o` as a `PKey`: a number where it is, or a constant string.
+    /// Key operand `o` as a `PathKey`: a number where it is, or a constant string.
     #[inline(always)]
-    fn pkey<'c>(&self, code: &'c Code<'p>, o: Opd) -> Option<PKey<'c>> {
+    fn pkey<'c>(&self, code: &'c Code<'p>, o: Opd) -> Option<PathKey<'c>> {
         match o.tag() {
             T_CONST => match &code.consts[o.idx()] {
-                Value::Num(n) => Some(PKey::Num(*n)),
-                Value::Str(s) => Some(PKey::Str(s.as_slice())),
+                Value::Num(n) => Some(PathKey::Num(*n)),
+                Value::Str(s) => Some(PathKey::Str(s.as_slice())),
                 _ => None,
             },
             _ => match self.rd(code, o) {
-                Value::Num(n) => Some(PKey::Num(*n)),
+                Value::Num(n) => Some(PathKey::Num(*n)),
                 _ => None,
             },
         }
@@ -282,101 +282,59 @@ impl<'p> Interp<'p> {
         self.set_index(slot_of(var), key, val)
     }
 
-    /// `PLACE = v` and `PLACE op= v`: a number over a number, or any other plain value
-    /// over a plain value (`set_plain_path`), along containers the variable alone
-    /// holds is written in place; anything else through the tree
-    /// evaluator's place functions (which copy shared containers and charge).
+    /// `PLACE = v` and `PLACE op= v`: a plain value (nil, a boolean, a number) over a
+    /// plain value, or a number changed by a number, along containers the variable
+    /// alone holds, is written in place (`plain_leaf`); anything else through the place
+    /// functions of `interp/places.rs` (which copy shared containers and charge).
     pub(super) fn vm_set_path(&mut self, code: &Code<'p>, at: usize, path: u32, op: Option<BinOp>, v: Opd) -> R<()> {
         let p = code.paths[path as usize];
-        // A number is read where it is (a temporary holding one may stay, see `consume`).
-        if let Value::Num(y) = *self.rd(code, v) {
+        // A plain value is read where it is (a temporary holding one may stay, see
+        // `consume`).
+        if let Some(y) = Plain::of(self.rd(code, v)) {
             // Keys that are numbers or constant strings are read where they are, with
-            // nothing collected (`bodies[i].vx += dt * ax`, `p.x = 0`); one key
-            // (`p.x`, `a[i]`) straight to its number.
+            // nothing collected (`bodies[i].vx += dt * ax`, `p.x = 0`, `t.done =
+            // true`).
             if p.n == 1 {
                 // (Indexed directly: through `place_keys`/`place_ics` this path took 44
                 // instructions more, the slices' bounds.)
                 let ko = code.pkeys[p.keys as usize].0;
                 if let Some(k) = self.pkey(code, ko) {
-                    if let Some(x) = num_at(self.cell(p.root), k, &code.ic[p.ic as usize]) {
-                        let r = match op {
-                            None => Some(y),
-                            Some(op) => arith(op, *x, y),
-                        };
-                        if let Some(r) = r {
-                            *x = r;
+                    let ic = std::slice::from_ref(&code.ic[p.ic as usize]);
+                    if let Some(x) = plain_leaf(self.cell(p.root), &[k], ic) {
+                        if plain_update(x, op, y) {
                             return Ok(());
                         }
                     }
-                } else if self.num_at_str_key(code, p.root, ko, op, y) {
+                } else if self.plain_at_str_key(code, p.root, ko, op, y) {
                     // (`counts[w] += 1`: a string key in a variable or temporary.)
                     self.consume(ko);
                     return Ok(());
                 }
-            }
-            let mut ks = [PKey::Num(0.0); 4];
-            if p.n > 1 && self.plain_keys(code, &p, &mut ks) {
-                let root = self.cell(p.root);
-                let ics = code.place_ics(&p);
-                if in_place(root, &ks[..p.n as usize], ics, &mut |x: &mut f64| match op {
-                    None => {
-                        *x = y;
-                        true
-                    }
-                    Some(op) => match arith(op, *x, y) {
-                        Some(r) => {
-                            *x = r;
-                            true
+            } else {
+                let mut ks = [PathKey::Num(0.0); 4];
+                if self.plain_keys(code, &p, &mut ks) {
+                    let ics = code.place_ics(&p);
+                    if let Some(x) = plain_leaf(self.cell(p.root), &ks[..p.n as usize], ics) {
+                        // (A temporary key held a number: it may stay, see `consume`.)
+                        if plain_update(x, op, y) {
+                            return Ok(());
                         }
-                        None => false,
-                    },
-                }) {
-                    // (A temporary key held a number: it may stay, see `consume`.)
-                    return Ok(());
+                    }
                 }
             }
-        } else if op.is_none() && is_plain(self.rd(code, v)) && self.set_plain_path(code, &p, v) {
-            return Ok(());
         }
         self.set_path_slow(code, at, &p, op, v)
     }
 
-    /// `PLACE = y` for a plain `y` that is not a number (`t.done = true`, `a[i] =
-    /// nil`) over a plain value, along containers the variable alone holds, keys that
-    /// are numbers or constant strings: written in place (no storage changes). False:
-    /// nothing changed. (Out of `vm_set_path`, whose number path it made dearer inline.)
-    #[inline(never)]
-    fn set_plain_path(&mut self, code: &Code<'p>, p: &PathRef, v: Opd) -> bool {
-        let Some(y) = Plain::of(self.rd(code, v)) else { return false };
-        let mut ks = [PKey::Num(0.0); 4];
-        if !self.plain_keys(code, p, &mut ks) {
-            return false;
-        }
-        let root = self.cell(p.root);
-        in_place(root, &ks[..p.n as usize], code.place_ics(p), &mut |x: &mut Value| {
-            y.write(x);
-            true
-        })
-    }
-
-    /// `m[k] = y` or `m[k] op= y` on a map variable that nothing else shares, whose key
-    /// `k` is a string in a variable or temporary (read in place, beside the map) and
-    /// whose entry holds a number: changed in place, looked for first where the map's
-    /// last look-up found a key, then by its hash. False: nothing changed (the general
-    /// path does it, with its errors).
+    /// `m[k] = y` or `m[k] op= y` (`y` plain) on a map variable that nothing else
+    /// shares, whose key `k` is a string in a variable or temporary (read in place,
+    /// beside the map) and whose entry holds a plain value: changed in place, looked
+    /// for first where the map's last look-up found a key, then by its hash. False:
+    /// nothing changed (the general path does it, with its errors).
     #[inline(always)]
-    fn num_at_str_key(&mut self, code: &Code<'p>, root: Opd, ko: Opd, op: Option<BinOp>, y: f64) -> bool {
+    fn plain_at_str_key(&mut self, code: &Code<'p>, root: Opd, ko: Opd, op: Option<BinOp>, y: Plain) -> bool {
         let Some((cell, key)) = self.cell_and_key(code, root, ko) else { return false };
-        map_entry_in_place(cell, key, None, |item| match item {
-            Value::Num(x) => match op.map_or(Some(y), |op| arith(op, *x, y)) {
-                Some(r) => {
-                    *x = r;
-                    true
-                }
-                None => false,
-            },
-            _ => false,
-        })
+        map_entry_in_place(cell, key, None, |item| is_plain(item) && plain_update(item, op, y))
     }
 
     /// `vm_set_path` past its number fast path: the value and the keys collected, then
@@ -584,8 +542,13 @@ fn cmp_in_place(op: BinOp, x: &Value, y: &Value) -> Option<(bool, u64)> {
 fn set_plain_in_place(cell: &mut Value, key: &Value, site: Option<&Cell<u32>>, x: Plain) -> bool {
     if let (Value::List(l), Value::Num(i)) = (&mut *cell, key) {
         return match Rc::get_mut(l) {
-            Some(l) => match list_at(*i, l.len()) {
-                Some(j) => l.with_item(j, |item| put_plain(item, x)),
+            // (No `with_item`: plain over plain changes no accounting, and its two
+            // looks at the item's storage were 5% of fannkuch.)
+            Some(l) => match list_at(*i, l.len()).and_then(|j| l.plain_mut(j)) {
+                Some(item) => {
+                    x.write(item);
+                    true
+                }
                 None => false,
             },
             None => false,
@@ -615,4 +578,26 @@ fn map_entry_in_place(
         None => m.with_value_hinted(s, f),
     }
     .unwrap_or(false)
+}
+
+/// Plain `x` (a place's value, reached in place) set to plain `y` (`op` None) or
+/// changed by `x op y` when both are numbers and the result is one (true); false,
+/// with `x` as it was, for anything else (the general path does it, with its errors).
+/// Plain over plain changes no accounting.
+#[inline(always)]
+fn plain_update(x: &mut Value, op: Option<BinOp>, y: Plain) -> bool {
+    match (op, x, y) {
+        (None, x, y) => {
+            y.write(x);
+            true
+        }
+        (Some(op), Value::Num(x), Plain::Num(y)) => match arith(op, *x, y) {
+            Some(r) => {
+                *x = r;
+                true
+            }
+            None => false,
+        },
+        _ => false,
+    }
 }
