@@ -827,7 +827,9 @@ impl Map {
     /// `cached_index`, kept here because it returns the value it compared: through
     /// `cached_index` and a second look at the index, nbody, bounce and list took 2 to
     /// 3% more instructions.)
-    #[inline]
+    /// The site's hit is checked inline where this is called (a field read's whole
+    /// cost when it hits); the rest is `get_missed`, out of line.
+    #[inline(always)]
     pub fn get_cached(&self, k: &[u8], site: &Cell<u32>) -> Option<&Value> {
         let i = site.get() as usize;
         if let Some((key, v)) = self.get_index(i) {
@@ -836,6 +838,14 @@ impl Map {
                 return Some(v);
             }
         }
+        self.get_missed(k, site)
+    }
+
+    /// `get_cached` past a miss at the site: the map's own last-found index, then the
+    /// hash.
+    #[inline(never)]
+    fn get_missed(&self, k: &[u8], site: &Cell<u32>) -> Option<&Value> {
+        let i = site.get() as usize;
         // The key this map's last look-up found (a `get` or `in` of the same key just
         // before): no hash either.
         let h = self.hint().get() as usize;
