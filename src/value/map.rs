@@ -875,8 +875,22 @@ impl Map {
     /// The value of key `k`, looked for as `cached_index` does, changed in place by
     /// the caller without this map's accounting: only `plain_leaf` (value.rs) calls
     /// it, on its way to a plain value it replaces by a plain value.
-    #[inline]
+    ///
+    /// The site's hit is checked inline where this is called (looked at, then taken:
+    /// one look cannot both return its slot and go on to the miss); the rest is
+    /// `value_missed_mut`, out of line. (nbody: 2.7% fewer instructions.)
+    #[inline(always)]
     pub(super) fn value_cached_mut(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut Value> {
+        let i = site.get() as usize;
+        if matches!(self.get_index(i), Some((key, _)) if bytes_eq(key.as_slice(), k)) {
+            let (h, vals) = self.parts_mut();
+            return slot_at(&mut h.e, vals, i);
+        }
+        self.value_missed_mut(k, site)
+    }
+
+    #[inline(never)]
+    fn value_missed_mut(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut Value> {
         let (h, vals) = self.parts_mut();
         let i = cached_index(&h.e, vals, k, site)?;
         slot_at(&mut h.e, vals, i)
