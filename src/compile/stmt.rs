@@ -266,51 +266,40 @@ impl<'p> Compiler<'p> {
     /// operands themselves (`if t.pending and not t.holding`: two tests, no value made,
     /// moved and tested again).
     pub(super) fn cond_jump(&mut self, e: &'p Expr) -> Vec<usize> {
+        self.cond(e, false)
+    }
+
+    /// The jumps taken when `e`'s truth comes out `when`.
+    fn cond(&mut self, e: &'p Expr, when: bool) -> Vec<usize> {
         match e {
-            Expr::And(a, b) => {
-                let mut f = self.cond_jump(a);
-                f.extend(self.cond_jump(b));
-                f
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                if matches!(e, Expr::Or(..)) == when {
+                    // Either side decides it (`a or b` true, `a and b` false).
+                    let mut j = self.cond(a, when);
+                    j.extend(self.cond(b, when));
+                    j
+                } else {
+                    // Both sides must: the first's other outcome goes past the second.
+                    let past = self.cond(a, !when);
+                    let j = self.cond(b, when);
+                    let h = self.here();
+                    self.patch_all(past, h);
+                    j
+                }
             }
-            Expr::Or(a, b) => {
-                let t = self.cond_true(a);
-                let f = self.cond_jump(b);
-                let h = self.here();
-                self.patch_all(t, h);
-                f
-            }
-            Expr::Not(a) => self.cond_true(a),
-            Expr::Bin(op, sp, a, Arg::Num(k)) if is_cmp(*op) => {
+            Expr::Not(a) => self.cond(a, !when),
+            // (The test instructions jump when false only: a comparison whose true
+            // jumps is computed and its value tested.)
+            Expr::Bin(op, sp, a, Arg::Num(k)) if is_cmp(*op) && !when => {
                 let a = self.arg(a);
                 vec![self.emit(Op::TestN { op: *op, a: a.o, k: *k, to: 0 }, *sp, [a.sp, 0])]
             }
-            Expr::Bin(op, sp, a, b) if is_cmp(*op) => {
+            Expr::Bin(op, sp, a, b) if is_cmp(*op) && !when => {
                 let a = self.left_arg(a, b, None);
                 let b = self.arg(b);
                 vec![self.emit(Op::Test { op: *op, a: a.o, b: b.o, to: 0 }, *sp, [a.sp, b.sp])]
             }
-            _ => self.jump_if(e, false),
-        }
-    }
-
-    /// `cond_jump`'s other half: the jumps taken when `e` is true. (A comparison is
-    /// computed and its value tested: the test instructions jump when false only.)
-    fn cond_true(&mut self, e: &'p Expr) -> Vec<usize> {
-        match e {
-            Expr::Or(a, b) => {
-                let mut t = self.cond_true(a);
-                t.extend(self.cond_true(b));
-                t
-            }
-            Expr::And(a, b) => {
-                let f = self.cond_jump(a);
-                let t = self.cond_true(b);
-                let h = self.here();
-                self.patch_all(f, h);
-                t
-            }
-            Expr::Not(a) => self.cond_jump(a),
-            _ => self.jump_if(e, true),
+            _ => self.jump_if(e, when),
         }
     }
 
