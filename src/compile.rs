@@ -203,7 +203,6 @@ impl<'p> Compiler<'p> {
         Opd::new(T_CONST, self.code.consts.len() - 1)
     }
 
-    /// Point the jump at `at` to `to`.
     /// `patch` each of `jumps`.
     fn patch_all(&mut self, jumps: Vec<usize>, to: usize) {
         for j in jumps {
@@ -211,6 +210,7 @@ impl<'p> Compiler<'p> {
         }
     }
 
+    /// Point the jump at `at` to `to`.
     fn patch(&mut self, at: usize, to: usize) {
         let to = to as u32;
         match &mut self.code.ops[at].op {

@@ -827,6 +827,7 @@ impl Map {
     /// `cached_index`, kept here because it returns the value it compared: through
     /// `cached_index` and a second look at the index, nbody, bounce and list took 2 to
     /// 3% more instructions.)
+    ///
     /// The site's hit is checked inline where this is called (a field read's whole
     /// cost when it hits); the rest is `get_missed`, out of line.
     #[inline(always)]

@@ -348,7 +348,7 @@ impl<'p> Interp<'p> {
         map_entry_in_place(cell, key, None, |item| is_plain(item) && plain_update(item, op, y))
     }
 
-    /// `vm_set_path` past its number fast path: the value and the keys collected, then
+    /// `vm_set_path` past its plain fast path: the value and the keys collected, then
     /// the place functions of `interp/places.rs`.
     #[inline(never)]
     fn set_path_slow(&mut self, code: &Code<'p>, at: usize, p: &PathRef, op: Option<BinOp>, v: Opd) -> R<()> {
