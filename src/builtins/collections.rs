@@ -624,7 +624,6 @@ fn range(it: &mut Host, args: &mut [Value]) -> R<Value> {
     it.make_list(items)
 }
 
-/// The numbers `min`, `max` take: one list, or two or more numbers.
 /// The numbers `sum`, `min` and `max` take: one list's items, or the arguments
 /// themselves (read in place: no vector is built, a call of `max(x, y)` allocates nothing).
 fn numbers<'a>(it: &Host, name: &str, args: &'a [Value]) -> R<&'a [Value]> {

@@ -24,36 +24,30 @@ fn peeked(r: f64) -> Option<Value> {
 }
 
 macro_rules! unary {
-    ($fname:ident, $peek:ident, $name:expr, $op:expr) => {
+    ($fname:ident, $name:expr, $op:expr) => {
         fn $fname(it: &mut Host, args: &mut [Value]) -> R<Value> {
             let x = it.arg_num($name, args, 0)?;
             let f: fn(f64) -> f64 = $op;
             finite(it, $name, f(x))
         }
-
-        fn $peek(args: &[&Value]) -> Option<Value> {
-            let [Value::Num(x)] = args else { return None };
-            let f: fn(f64) -> f64 = $op;
-            peeked(f(*x))
-        }
     };
 }
 
-unary!(abs, abs_peek, "abs", f64::abs);
-unary!(floor, floor_peek, "floor", f64::floor);
-unary!(ceil, ceil_peek, "ceil", f64::ceil);
-unary!(sqrt, sqrt_peek, "sqrt", f64::sqrt);
-unary!(sin, sin_peek, "math.sin", f64::sin);
-unary!(cos, cos_peek, "math.cos", f64::cos);
-unary!(tan, tan_peek, "math.tan", f64::tan);
-unary!(log, log_peek, "math.log", f64::ln);
-unary!(log10, log10_peek, "math.log10", f64::log10);
-unary!(exp, exp_peek, "math.exp", f64::exp);
+unary!(abs, "abs", f64::abs);
+unary!(floor, "floor", f64::floor);
+unary!(ceil, "ceil", f64::ceil);
+unary!(sqrt, "sqrt", f64::sqrt);
+unary!(sin, "math.sin", f64::sin);
+unary!(cos, "math.cos", f64::cos);
+unary!(tan, "math.tan", f64::tan);
+unary!(log, "math.log", f64::ln);
+unary!(log10, "math.log10", f64::log10);
+unary!(exp, "math.exp", f64::exp);
 
-/// `round(x)` of a number (with digits: the call).
-fn round_peek(args: &[&Value]) -> Option<Value> {
+/// The peek of a builtin of one number computed by `f`.
+fn peek1(args: &[&Value], f: fn(f64) -> f64) -> Option<Value> {
     let [Value::Num(x)] = args else { return None };
-    peeked(round_digits(*x, 0))
+    peeked(f(*x))
 }
 
 /// The peek of a builtin of two numbers computed by `f`.
@@ -123,17 +117,17 @@ fn pow(it: &mut Host, args: &mut [Value]) -> R<Value> {
 }
 
 pub const TABLE: &[Builtin] = &[
-    b("abs", "abs(x)", 1, 1, CONST, abs).with_peek(abs_peek),
-    b("floor", "floor(x)", 1, 1, CONST, floor).with_peek(floor_peek),
-    b("ceil", "ceil(x)", 1, 1, CONST, ceil).with_peek(ceil_peek),
-    b("round", "round(x[, digits])", 1, 2, CONST, round).with_peek(round_peek),
-    b("sqrt", "sqrt(x)", 1, 1, CONST, sqrt).with_peek(sqrt_peek),
-    b("math.sin", "math.sin(x)", 1, 1, CONST, sin).with_peek(sin_peek),
-    b("math.cos", "math.cos(x)", 1, 1, CONST, cos).with_peek(cos_peek),
-    b("math.tan", "math.tan(x)", 1, 1, CONST, tan).with_peek(tan_peek),
+    b("abs", "abs(x)", 1, 1, CONST, abs).with_peek(|a| peek1(a, f64::abs)),
+    b("floor", "floor(x)", 1, 1, CONST, floor).with_peek(|a| peek1(a, f64::floor)),
+    b("ceil", "ceil(x)", 1, 1, CONST, ceil).with_peek(|a| peek1(a, f64::ceil)),
+    b("round", "round(x[, digits])", 1, 2, CONST, round).with_peek(|a| peek1(a, |x| round_digits(x, 0))),
+    b("sqrt", "sqrt(x)", 1, 1, CONST, sqrt).with_peek(|a| peek1(a, f64::sqrt)),
+    b("math.sin", "math.sin(x)", 1, 1, CONST, sin).with_peek(|a| peek1(a, f64::sin)),
+    b("math.cos", "math.cos(x)", 1, 1, CONST, cos).with_peek(|a| peek1(a, f64::cos)),
+    b("math.tan", "math.tan(x)", 1, 1, CONST, tan).with_peek(|a| peek1(a, f64::tan)),
     b("math.atan2", "math.atan2(y, x)", 2, 2, CONST, atan2).with_peek(|a| peek2(a, f64::atan2)),
-    b("math.log", "math.log(x)", 1, 1, CONST, log).with_peek(log_peek),
-    b("math.log10", "math.log10(x)", 1, 1, CONST, log10).with_peek(log10_peek),
-    b("math.exp", "math.exp(x)", 1, 1, CONST, exp).with_peek(exp_peek),
+    b("math.log", "math.log(x)", 1, 1, CONST, log).with_peek(|a| peek1(a, f64::ln)),
+    b("math.log10", "math.log10(x)", 1, 1, CONST, log10).with_peek(|a| peek1(a, f64::log10)),
+    b("math.exp", "math.exp(x)", 1, 1, CONST, exp).with_peek(|a| peek1(a, f64::exp)),
     b("math.pow", "math.pow(x, y)", 2, 2, CONST, pow).with_peek(|a| peek2(a, f64::powf)),
 ];

@@ -4,8 +4,6 @@
 
 use super::*;
 
-/// Write a number as Leash prints it: integers below 2^53 without a fraction, others in
-/// the shortest form that reads back exactly, laid out as JavaScript lays it out.
 /// `str(x)`: a number's text as a string value, an integer's digits written from a
 /// buffer on the stack straight into the string (no vector built and copied).
 pub fn num_str(x: f64) -> Value {
@@ -18,6 +16,8 @@ pub fn num_str(x: f64) -> Value {
     Value::str_from(&out)
 }
 
+/// Write a number as Leash prints it: integers below 2^53 without a fraction, others in
+/// the shortest form that reads back exactly, laid out as JavaScript lays it out.
 pub fn fmt_num(x: f64, out: &mut Vec<u8>) {
     if x == 0.0 {
         out.push(b'0');

@@ -130,17 +130,6 @@ impl<'p> Interp<'p> {
     /// instructions, the dispatch loop's registers spilled differently.)
     #[inline(never)]
     pub(super) fn test_other(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, b: Opd) -> R<bool> {
-        // `e != nil`, `t[0] == nil` (the right operand nil, as a comparison with the
-        // literal is written): a type test, charged as `cmp_in_place` charges it.
-        if let (BinOp::Eq | BinOp::Ne, x, Value::Nil) = (op, self.rd(code, a), self.rd(code, b)) {
-            if !matches!(x, Value::Unset) {
-                let t = matches!(x, Value::Nil) == (op == BinOp::Eq);
-                self.consume(a);
-                self.consume(b);
-                self.host.work(EqCount { items: 1, bytes: 0 }.units())?;
-                return Ok(t);
-            }
-        }
         match cmp_in_place(op, self.rd(code, a), self.rd(code, b)) {
             Some((t, w)) => {
                 self.consume(a);
@@ -511,6 +500,9 @@ fn cmp_in_place(op: BinOp, x: &Value, y: &Value) -> Option<(bool, u64)> {
     match op {
         BinOp::Eq | BinOp::Ne => {
             let (same, bytes) = match (x, y) {
+                // `e != nil`, `t[0] == nil` (the right operand nil, as a comparison with
+                // the literal is written) first: a type test.
+                (x, Value::Nil) if !matches!(x, Value::Unset) => (matches!(x, Value::Nil), 0),
                 (Value::Str(p), Value::Str(q)) => {
                     (p.as_slice() == q.as_slice(), if p.len() == q.len() { p.len() as u64 } else { 0 })
                 }
