@@ -215,7 +215,9 @@ impl<'p> Compiler<'p> {
         let to = to as u32;
         match &mut self.code.ops[at].op {
             Op::Jump(t) | Op::StepJump(t) => *t = to,
-            Op::JumpIf { to: t, .. } | Op::Test { to: t, .. } | Op::TestN { to: t, .. } => *t = to,
+            Op::JumpIf { to: t, .. } | Op::Test { to: t, .. } | Op::TestN { to: t, .. } | Op::TestK { to: t, .. } => {
+                *t = to
+            }
             Op::ForNext { exit, .. } | Op::ForInNext { exit, .. } => *exit = to,
             _ => unreachable!("not a jump"),
         }

@@ -281,7 +281,7 @@ pub const DB_BUSY_MAX_SLEEP_MS: u64 = 10;
 /// `n * rate / 256`, rounded up: a charge at a rate given in 1/256 units per item
 /// (here, beside the rates, so that what values charge needs nothing of the meter).
 #[inline(always)]
-pub fn scaled(n: u64, rate_x256: u32) -> u64 {
+pub const fn scaled(n: u64, rate_x256: u32) -> u64 {
     (n.saturating_mul(rate_x256 as u64)).saturating_add(255) >> 8
 }
 

@@ -378,6 +378,17 @@ impl<'p> Interp<'p> {
                     },
                     Op::SetPath { path, v } => self.vm_set_path(code, at, path, None, v),
                     Op::UpdPath { op, path, v } => self.vm_set_path(code, at, path, Some(op), v),
+                    Op::TestK { op, a, k, to } => {
+                        let t = self.test_k(code, at, op, a, k);
+                        branch(t, false, to, &mut pc)
+                    }
+                    Op::TestKBack { op, a, k, to } => match self.step(ins.pos) {
+                        Ok(()) => {
+                            let t = self.test_k(code, at, op, a, k);
+                            branch_back(t, to, &mut pc)
+                        }
+                        Err(e) => Err(e),
+                    },
                     // Every other instruction, out of line: its code kept out of this loop's
                     // registers.
                     _ => out_of_line!(at),
@@ -466,6 +477,7 @@ impl<'p> Interp<'p> {
         let mut pc = at + 1;
         let r: R<()> = match ins.op {
             Op::CapCheck(b) => self.check_cap(b),
+
             Op::BuiltinPlace { dst, call } => {
                 let pcall = code.pcalls[call as usize];
                 match self.vm_place_call(code, &pcall) {
@@ -790,6 +802,27 @@ fn catcher(code: &Code<'_>, at: usize, e: &Fail) -> Option<Handler> {
     }
     let at = at as u32;
     code.handlers.iter().find(|h| h.start <= at && at < h.end).copied()
+}
+
+/// The work of an equality test of two plain values (one item compared), as
+/// `cmp_in_place` charges it.
+const WORK_EQ_PLAIN: u64 = scaled(1, WORK_EQ_ITEM_X256);
+
+impl<'p> Interp<'p> {
+    /// `TestK`'s test: `a == k` or `a != k` for a nil or boolean constant `k`, a type
+    /// test in place; an unset `a` goes to the general path (its `name` error).
+    #[inline(always)]
+    fn test_k(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, k: Opd) -> R<bool> {
+        let same = match (self.rd(code, a), &code.consts[k.idx()]) {
+            (Value::Unset, _) => return self.test_other(code, at, op, a, k),
+            (Value::Nil, Value::Nil) => true,
+            (Value::Bool(p), Value::Bool(q)) => p == q,
+            _ => false,
+        };
+        self.consume(a);
+        self.host.work(WORK_EQ_PLAIN)?;
+        Ok(same == (op == BinOp::Eq))
+    }
 }
 
 /// A forward test's outcome: on to `to` when it came out `when`, else the next

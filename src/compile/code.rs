@@ -167,6 +167,16 @@ pub enum Op<'p> {
         k: f64,
         to: u32,
     },
+    /// `Test` of equality (`==`, `!=`) against a nil or boolean constant `k` (`e != nil`,
+    /// `done == false`): the operand mode of a constant that is not a number, as Lua's
+    /// `OP_EQK`. Its fast path is a type test; anything else goes to `Test`'s general
+    /// path with the same charges.
+    TestK {
+        op: BinOp,
+        a: Opd,
+        k: Opd,
+        to: u32,
+    },
     /// A `while` loop's back edge when its test is one `Test` (loop inversion, as
     /// compilers rotate loops): the header's step and the heap check, then the test
     /// again, on to `to` (the body) when it holds, else out of the loop: one dispatch
@@ -182,6 +192,13 @@ pub enum Op<'p> {
         op: BinOp,
         a: Opd,
         k: f64,
+        to: u32,
+    },
+    /// `TestBack` against a nil or boolean constant (`TestK`).
+    TestKBack {
+        op: BinOp,
+        a: Opd,
+        k: Opd,
         to: u32,
     },
     /// `a[k]`; `ic` is the inline cache of a map read (`Code::ic`).

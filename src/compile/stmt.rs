@@ -87,6 +87,7 @@ impl<'p> Compiler<'p> {
                 let inverted = match self.code.ops[top].op {
                     Op::TestN { op, a, k, .. } if exit == top => Some(Op::TestNBack { op, a, k, to: top as u32 + 1 }),
                     Op::Test { op, a, b, .. } if exit == top => Some(Op::TestBack { op, a, b, to: top as u32 + 1 }),
+                    Op::TestK { op, a, k, .. } if exit == top => Some(Op::TestKBack { op, a, k, to: top as u32 + 1 }),
                     _ => None,
                 };
                 let back = match inverted {
@@ -293,6 +294,15 @@ impl<'p> Compiler<'p> {
             Expr::Bin(op, sp, a, Arg::Num(k)) if is_cmp(*op) && !when => {
                 let a = self.arg(a);
                 vec![self.emit(Op::TestN { op: *op, a: a.o, k: *k, to: 0 }, *sp, [a.sp, 0])]
+            }
+            // `==`/`!=` against nil or a boolean: the constant's own test.
+            Expr::Bin(op @ (BinOp::Eq | BinOp::Ne), sp, a, Arg::Expr(k))
+                if !when && matches!(**k, Expr::Const(Value::Nil | Value::Bool(_))) =>
+            {
+                let Expr::Const(kv) = &**k else { unreachable!() };
+                let a = self.arg(a);
+                let k = self.konst(kv.clone());
+                vec![self.emit(Op::TestK { op: *op, a: a.o, k, to: 0 }, *sp, [a.sp, 0])]
             }
             Expr::Bin(op, sp, a, b) if is_cmp(*op) && !when => {
                 let a = self.left_arg(a, b, None);
