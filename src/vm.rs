@@ -334,6 +334,7 @@ impl<'p> Interp<'p> {
                             None => self.field_slow(code, at, dst, a, name),
                         }
                     }
+                    Op::GetPath { dst, path } => self.get_path(code, dst, path),
                     Op::SetIdx { var, k, v, ic } => self.vm_set_index(code, at, var, k, v, ic),
                     // The next item of a list into the one loop variable, here; the
                     // rest (a map, two variables, the end) in `vm_op`.

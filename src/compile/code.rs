@@ -208,6 +208,14 @@ pub enum Op<'p> {
         k: Opd,
         ic: u32,
     },
+    /// A chain of reads (`bodies[i].x`, `t.pos.y`, `grid[y][x]`): `rpaths[path]`, walked
+    /// in place from its root to the value written to `dst`, nothing between copied
+    /// (as `Index` and `Field` one after the other would copy each step's value into a
+    /// temporary and drop it again).
+    GetPath {
+        dst: Opd,
+        path: u32,
+    },
     /// `a.name`; `ic` is the read's inline cache (`Code::ic`).
     Field {
         dst: Opd,
@@ -396,6 +404,35 @@ pub struct PathRef {
     pub ic: u32,
 }
 
+/// A chain of reads (`Op::GetPath`): its root operand and its spot (an unset
+/// variable's error), its steps `Code::rsteps[at..at + n]`, innermost first.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadPath {
+    pub root: Opd,
+    pub rsp: Spot,
+    pub at: u32,
+    pub n: u32,
+}
+
+/// One step of a `ReadPath`: `[key]` or `.name`, its inline cache (`Code::ic`), its own
+/// spot (a failed read's error, as the `Index` or `Field` it stands for has) and its
+/// key's (an unset variable's error).
+#[derive(Debug, Clone, Copy)]
+pub struct RStep<'p> {
+    pub key: RKey<'p>,
+    pub ic: u32,
+    pub sp: Spot,
+    pub ksp: Spot,
+}
+
+/// A `ReadPath` step's key: a field name, or an index that is a constant or a variable
+/// (read where it is; a key computed by an expression ends the chain).
+#[derive(Debug, Clone, Copy)]
+pub enum RKey<'p> {
+    Field(&'p Bytes),
+    Index(Opd),
+}
+
 /// A `try`'s handler: an error raised by an instruction in `start..end` of this code
 /// (the body; a call's callee included) is caught here, innermost first.
 #[derive(Debug, Clone, Copy)]
@@ -447,6 +484,9 @@ pub struct Code<'p> {
     /// variable is read where it is when the place is written (see `Compiler::path`).
     pub pkeys: Vec<(Opd, Spot)>,
     pub pcalls: Vec<PlaceCall>,
+    /// Chains of reads (`Op::GetPath`) and their steps.
+    pub rpaths: Vec<ReadPath>,
+    pub rsteps: Vec<RStep<'p>>,
     /// Inline caches: per map read site (a field, an index, a place's step), the index
     /// in the map where its key was found last (`Map::get_cached`). A guess checked
     /// against the key before use, so a wrong one costs one compare.

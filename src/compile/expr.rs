@@ -108,6 +108,27 @@ impl<'p> Compiler<'p> {
                 let a = self.operand(a);
                 self.emit(Op::Not { dst, a: a.o }, 0, [a.sp, 0]);
             }
+            Expr::Index(..) | Expr::Field(..) if read_chain(e).is_some() => {
+                let Some((root, steps)) = read_chain(e) else { unreachable!() };
+                let r = self.operand(root);
+                let at = self.code.rsteps.len() as u32;
+                for s in &steps {
+                    let ic = self.ics(1);
+                    let step = match s {
+                        Expr::Field(_, name, sp) => RStep { key: RKey::Field(name), ic, sp: *sp, ksp: 0 },
+                        Expr::Index(_, k, sp) => {
+                            let k = self.operand(k);
+                            RStep { key: RKey::Index(k.o), ic, sp: *sp, ksp: k.sp }
+                        }
+                        _ => unreachable!("a read chain's step is an index or a field"),
+                    };
+                    self.code.rsteps.push(step);
+                }
+                self.code.rpaths.push(ReadPath { root: r.o, rsp: r.sp, at, n: steps.len() as u32 });
+                let path = (self.code.rpaths.len() - 1) as u32;
+                let last = self.code.rsteps[self.code.rsteps.len() - 1].sp;
+                self.emit(Op::GetPath { dst, path }, last, [r.sp, 0]);
+            }
             Expr::Index(a, k, sp) => {
                 let a = self.operand_before(a, std::slice::from_ref(&**k));
                 let k = self.operand(k);
@@ -248,6 +269,34 @@ impl<'p> Compiler<'p> {
         self.code.args.extend(os.iter().map(|o| (o.o, o.sp)));
         at
     }
+}
+
+/// `e` as a chain of two or more reads (`bodies[i].x`, `t.pos.y`, `grid[y][x]`) whose
+/// index keys are constants or variables: the expression it starts from and its steps,
+/// innermost first. Nothing runs between the steps (a key is read where it is), so
+/// they can be walked in place, in one instruction; an index computed by an expression
+/// ends the chain (its own `Index` is the root).
+pub(super) fn read_chain(e: &Expr) -> Option<(&Expr, Vec<&Expr>)> {
+    let mut steps = Vec::new();
+    let mut cur = e;
+    loop {
+        match cur {
+            Expr::Field(a, ..) => {
+                steps.push(cur);
+                cur = a;
+            }
+            Expr::Index(a, k, _) if matches!(**k, Expr::Const(_) | Expr::Local(..) | Expr::Global(..)) => {
+                steps.push(cur);
+                cur = a;
+            }
+            _ => break,
+        }
+    }
+    if steps.len() < 2 {
+        return None;
+    }
+    steps.reverse();
+    Some((cur, steps))
 }
 
 /// Whether evaluating `e` can change no variable (no call of any kind in it).

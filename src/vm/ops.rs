@@ -173,22 +173,30 @@ impl<'p> Interp<'p> {
         let [sa, sk] = code.ospot[at];
         let x = self.val(code, a, || sa)?;
         let key = self.val(code, k, || sk)?;
-        if let (Value::Map(_), Value::Str(s)) = (&x, &key) {
+        let v = self.read_index(&x, &key)?;
+        self.put(dst, v)
+    }
+
+    /// `x[key]` past `Index`'s fast path: a map's string key charged by its bytes.
+    fn read_index(&mut self, x: &Value, key: &Value) -> R<Value> {
+        if let (Value::Map(_), Value::Str(s)) = (x, key) {
             self.host.work(key_work(s.len()))?;
         }
-        let v = self.index_value(&x, &key)?;
-        self.put(dst, v)
+        self.index_value(x, key)
     }
 
     #[inline(never)]
     pub(super) fn field_slow(&mut self, code: &Code<'p>, at: usize, dst: Opd, a: Opd, name: &Bytes) -> R<()> {
         let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos(at)))?;
-        match &x {
+        let v = self.read_field(&x, name)?;
+        self.put(dst, v)
+    }
+
+    /// `x.name` past `Field`'s fast path (a map without the field, or not a map).
+    fn read_field(&mut self, x: &Value, name: &Bytes) -> R<Value> {
+        match x {
             Value::Map(m) => match m.get(name) {
-                Some(v) => {
-                    let v = v.clone();
-                    self.put(dst, v)
-                }
+                Some(v) => Ok(v.clone()),
                 None => Err(self.missing_field(name, m)),
             },
             other => Err(self.err(
@@ -196,6 +204,73 @@ impl<'p> Interp<'p> {
                 format!("cannot read field `{}` of a {}", String::from_utf8_lossy(name), other.type_name()),
             )),
         }
+    }
+
+    /// A chain of reads (`Op::GetPath`) walked in place: each step a list item by a
+    /// number or a map entry by a field or a short string key, as `Index` and `Field`
+    /// read them without charge, and the value at its end written to `dst` (the only
+    /// copy made). Any other step goes to `get_path_slow`.
+    #[inline(never)]
+    pub(super) fn get_path(&mut self, code: &Code<'p>, dst: Opd, path: u32) -> R<()> {
+        let p = code.rpaths[path as usize];
+        let steps = &code.rsteps[p.at as usize..(p.at + p.n) as usize];
+        let fast = 'walk: {
+            let mut cur = self.rd(code, p.root);
+            for s in steps {
+                let ic = &code.ic[s.ic as usize];
+                let next = match (cur, s.key) {
+                    (Value::Map(m), RKey::Field(name)) => m.get_cached(name, ic),
+                    (Value::List(l), RKey::Index(k)) => match self.rd(code, k) {
+                        Value::Num(n) => list_at(*n, l.len()).map(|i| &l.items()[i]),
+                        _ => None,
+                    },
+                    (Value::Map(m), RKey::Index(k)) => match self.rd(code, k) {
+                        Value::Str(key) if key.len() <= KEY_FREE_BYTES => {
+                            if k.tag() == T_CONST {
+                                m.get_cached(key, ic)
+                            } else {
+                                m.get(key)
+                            }
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match next {
+                    Some(v) => cur = v,
+                    None => break 'walk None,
+                }
+            }
+            Some(Got::of(cur))
+        };
+        match fast {
+            Some(g) => {
+                self.consume(p.root);
+                self.put_got(dst, g)
+            }
+            None => self.get_path_slow(code, dst, p, steps),
+        }
+    }
+
+    /// `get_path` step by step, each as its `Index` or `Field` would be made: the same
+    /// work, errors and spots (a string's byte, a long key, a missing field, an unset
+    /// variable).
+    #[inline(never)]
+    fn get_path_slow(&mut self, code: &Code<'p>, dst: Opd, p: ReadPath, steps: &[RStep<'p>]) -> R<()> {
+        let mut x = self.val(code, p.root, || p.rsp)?;
+        for s in steps {
+            x = match s.key {
+                RKey::Field(name) => self.read_field(&x, name).map_err(|e| spotted(e, s.sp))?,
+                RKey::Index(k) => {
+                    let key = self.val(code, k, || s.ksp)?;
+                    match index_in_place(&x, &key) {
+                        Some(v) => v,
+                        None => self.read_index(&x, &key).map_err(|e| spotted(e, s.sp))?,
+                    }
+                }
+            };
+        }
+        self.put(dst, x)
     }
 
     /// The keys of place `p`, in order: a temporary moved out, a variable or constant
@@ -534,6 +609,17 @@ fn cmp_in_place(op: BinOp, x: &Value, y: &Value) -> Option<(bool, u64)> {
             }
             _ => None,
         },
+        _ => None,
+    }
+}
+
+/// `x[key]` as `Index`'s fast path reads it, without charge: a list's item or a
+/// string's byte by a number in range, a map's entry by a short string key it holds.
+fn index_in_place(x: &Value, key: &Value) -> Option<Value> {
+    match (x, key) {
+        (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| l.items()[i].clone()),
+        (Value::Map(m), Value::Str(k)) if k.len() <= KEY_FREE_BYTES => m.get(k).cloned(),
+        (Value::Str(s), Value::Num(n)) => list_at(*n, s.len()).map(|i| Value::Str(crate::value::byte_str(s[i]))),
         _ => None,
     }
 }
