@@ -659,6 +659,16 @@ pub enum PathKey<'c> {
     Str(&'c [u8]),
 }
 
+impl PathKey<'_> {
+    /// The key as a value (for the place functions, which take values).
+    pub fn value(&self) -> Value {
+        match *self {
+            PathKey::Num(n) => Value::Num(n),
+            PathKey::Str(s) => Value::str_from(s),
+        }
+    }
+}
+
 /// The value at the end of `keys` (one at least) from `v`, through lists and maps that
 /// nothing else shares, when it is plain (nil, a boolean, a number): to be replaced in
 /// place by another plain value. Each map key is looked for through its site's inline
@@ -687,6 +697,34 @@ pub fn plain_leaf<'a>(mut v: &'a mut Value, keys: &[PathKey<'_>], ics: &[Cell<u3
     }
     match v {
         Value::Num(_) | Value::Bool(_) | Value::Nil => Some(v),
+        _ => None,
+    }
+}
+
+/// The value at `keys` in `v` changed by `leaf` (a place builtin: `push(piles[i], d)`,
+/// `pop(m.items)`), along containers `v` alone holds: a list's item by a number in
+/// range, a map's entry by a string key it has (through the step's cache). Each
+/// container's accounting is kept on the way back (`with_item`, `with_value_cached`).
+/// None, with nothing changed, at a shared container or a step that does not resolve:
+/// the place functions then copy it or report the error.
+pub fn in_place<T>(
+    v: &mut Value,
+    keys: &[PathKey<'_>],
+    ics: &[Cell<u32>],
+    leaf: &mut dyn FnMut(&mut Value) -> T,
+) -> Option<T> {
+    let (Some((k, rest)), Some((ic, ics))) = (keys.split_first(), ics.split_first()) else {
+        return Some(leaf(v));
+    };
+    match (v, *k) {
+        (Value::List(rc), PathKey::Num(n)) => {
+            let l = Rc::get_mut(rc)?;
+            let i = list_at(n, l.items.len())?;
+            l.with_item(i, |item| in_place(item, rest, ics, leaf))
+        }
+        (Value::Map(rc), PathKey::Str(key)) => {
+            rc.unique()?.with_value_cached(key, ic, |item| in_place(item, rest, ics, leaf))?
+        }
         _ => None,
     }
 }

@@ -4,6 +4,7 @@
 //! cores call through here. Child of `interp`.
 
 use super::*;
+use smallvec::SmallVec;
 
 impl<'p> Interp<'p> {
     /// Call user function `fi` with `args` from a builtin (a function argument, SPEC 10):
@@ -250,19 +251,53 @@ impl<'p> Interp<'p> {
         keys: &[Value],
         vals: &mut [Value],
     ) -> R<Value> {
-        let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
-        let cost = b.cost;
-        self.host.work(cost.before(vals))?;
-        let mut leaf = |this: &mut Self, target: &mut Value| {
-            if cost.measures_target() {
-                this.host.work(cost.target(target))?;
-            }
-            f(&mut this.host, target, vals)
-        };
+        self.host.work(b.cost.before(vals))?;
+        let mut leaf = |this: &mut Self, target: &mut Value| this.place_leaf(b, target, vals);
         let r = if keys.is_empty() { self.modify_var(root, leaf) } else { self.modify_place(root, keys, &mut leaf) };
-        if cost.measures_result() {
+        self.place_end(b, r)
+    }
+
+    /// `place_builtin_vals` with keys that are numbers or constant strings, read where
+    /// they are (`push(piles[i], d)`): the place walked in place when it can be
+    /// (`value::in_place`), else as any place, its keys made values.
+    #[inline(never)]
+    pub(super) fn place_builtin_at(
+        &mut self,
+        b: &'static Builtin,
+        root: Slot,
+        ks: &[PathKey<'_>],
+        ics: &[std::cell::Cell<u32>],
+        vals: &mut [Value],
+    ) -> R<Value> {
+        self.host.work(b.cost.before(vals))?;
+        let mut leaf = |this: &mut Self, target: &mut Value| this.place_leaf(b, target, vals);
+        let r = self.modify_var(root, |this, v| match crate::value::in_place(v, ks, ics, &mut |t| leaf(this, t)) {
+            Some(r) => r,
+            None => {
+                let keys: SmallVec<[Value; 4]> = ks.iter().map(|k| k.value()).collect();
+                this.nav_mut(v, &keys, &mut leaf)
+            }
+        });
+        self.place_end(b, r)
+    }
+
+    /// A place builtin at its place: the work of the value it changes (its cost rule),
+    /// then the change.
+    #[inline(always)]
+    fn place_leaf(&mut self, b: &'static Builtin, target: &mut Value, vals: &mut [Value]) -> R<Value> {
+        let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
+        if b.cost.measures_target() {
+            self.host.work(b.cost.target(target))?;
+        }
+        f(&mut self.host, target, vals)
+    }
+
+    /// A place builtin's end: the work of its result (its cost rule), the heap check.
+    #[inline(always)]
+    fn place_end(&mut self, b: &'static Builtin, r: R<Value>) -> R<Value> {
+        if b.cost.measures_result() {
             if let Ok(v) = &r {
-                self.host.work(cost.after(v))?;
+                self.host.work(b.cost.after(v))?;
             }
         }
         self.host.check_memory()?;

@@ -212,3 +212,42 @@ fn plain_leaf_reaches_plain_values_of_unshared_containers_only() {
     drop(other);
     assert!(plain_leaf(&mut v, &[PathKey::Num(0.0), PathKey::Str(b"x")], &ics).is_some());
 }
+
+#[test]
+fn in_place_changes_unshared_containers_and_keeps_their_accounting() {
+    let inner = Value::list(vec![Value::Num(1.0)]);
+    let mut m = Map::new();
+    m.insert(bytes(b"items"), inner);
+    let mut v = Value::list(vec![Value::map(m)]);
+    let ics = [Cell::new(0), Cell::new(0)];
+    let keys = [PathKey::Num(0.0), PathKey::Str(b"items")];
+    let push = |t: &mut Value| match t {
+        Value::List(l) => {
+            Rc::make_mut(l).push(Value::string("a string of some length"));
+            true
+        }
+        _ => false,
+    };
+    // Every container on the way grows by what the list at the end grew (the same
+    // change made to a list of its own measures it).
+    let mut alone = Value::list(vec![Value::Num(1.0)]);
+    let (alone_before, v_before) = (alone.heap(), v.heap());
+    assert!(push(&mut alone));
+    assert_eq!(in_place(&mut v, &keys, &ics, &mut { push }), Some(true));
+    assert_eq!(v.heap(), v_before + (alone.heap() - alone_before));
+    assert!(alone.heap() > alone_before);
+    // A step that does not resolve, or a container shared on the way: nothing changed.
+    let before = v.heap();
+    assert!(in_place(&mut v, &[PathKey::Num(1.0), PathKey::Str(b"items")], &ics, &mut { push }).is_none());
+    assert!(in_place(&mut v, &[PathKey::Num(0.0), PathKey::Str(b"nope")], &ics, &mut { push }).is_none());
+    assert!(in_place(&mut v, &[PathKey::Str(b"x"), PathKey::Str(b"items")], &ics, &mut { push }).is_none());
+    let shared = match &v {
+        Value::List(l) => l.items()[0].clone(),
+        _ => unreachable!(),
+    };
+    assert!(in_place(&mut v, &keys, &ics, &mut { push }).is_none());
+    assert_eq!(v.heap(), before);
+    drop(shared);
+    assert_eq!(in_place(&mut v, &keys, &ics, &mut { push }), Some(true));
+    assert!(v.heap() > before);
+}

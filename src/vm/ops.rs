@@ -318,7 +318,17 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// A place builtin's call (`push(piles[i], d)`): keys that are numbers or constant
+    /// strings are read where they are, nothing collected, and the place is walked in
+    /// place (`value::in_place`); any other keys are collected (`path_keys`) for the
+    /// place functions.
     pub(super) fn vm_place_call(&mut self, code: &Code<'p>, pc: &PlaceCall) -> R<Value> {
+        if pc.path.n > 0 {
+            let mut ks = [PathKey::Num(0.0); 4];
+            if self.plain_keys(code, &pc.path, &mut ks) {
+                return self.vm_place_call_at(code, pc, &ks[..pc.path.n as usize]);
+            }
+        }
         // (A variable itself, `push(xs, v)`: no keys to collect.)
         let keys: SmallVec<[Value; 4]> = if pc.path.n == 0 { SmallVec::new() } else { self.path_keys(code, &pc.path)? };
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
@@ -326,6 +336,17 @@ impl<'p> Interp<'p> {
             vals.push(self.val(code, o, || sp)?);
         }
         self.place_builtin_vals(pc.b, slot_of(pc.path.root), &keys, &mut vals)
+    }
+
+    /// `vm_place_call` with keys that are numbers or constant strings (`ks`), read
+    /// where they are.
+    #[inline(never)]
+    fn vm_place_call_at(&mut self, code: &Code<'p>, pc: &PlaceCall, ks: &[PathKey<'_>]) -> R<Value> {
+        let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
+        for &(o, sp) in &code.args[pc.at as usize..(pc.at + pc.n) as usize] {
+            vals.push(self.val(code, o, || sp)?);
+        }
+        self.place_builtin_at(pc.b, slot_of(pc.path.root), ks, code.place_ics(&pc.path), &mut vals)
     }
 
     /// `x[k] = v`: a plain value (nil, a boolean, a number) over a plain value in a list
