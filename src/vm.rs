@@ -153,11 +153,10 @@ impl<'p> Interp<'p> {
                         pc = to as usize;
                         self.step(ins.pos)
                     }
+                    // (A plain value read needs no `consume`: it refers to nothing, and
+                    // a temporary holding one may stay.)
                     Op::Move { dst, src } => match Plain::of(self.rd(code, src)) {
-                        Some(p) => {
-                            self.consume(src);
-                            self.put_p(dst, p)
-                        }
+                        Some(p) => self.put_p(dst, p),
                         None => match self.val(code, src, || code.ospot[at][0]) {
                             Ok(v) => self.put(dst, v),
                             Err(e) => Err(e),
@@ -435,17 +434,15 @@ impl<'p> Interp<'p> {
             // A plain result goes by its payload straight to the call's
             // register (a `Got` made here and moved into the return went
             // through the stack: a store-forwarding stall on every return).
+            // (No `consume` of a plain value, as `Move`.)
             Some(o) => match Plain::of(self.rd(code, o)) {
-                Some(p) => {
-                    self.consume(o);
-                    match frames.pop() {
-                        None => {
-                            self.ret = p.value();
-                            Ok(None)
-                        }
-                        Some(f) => self.vm_return(code, f, |this, dst| this.put_p(dst, p)).map(Some),
+                Some(p) => match frames.pop() {
+                    None => {
+                        self.ret = p.value();
+                        Ok(None)
                     }
-                }
+                    Some(f) => self.vm_return(code, f, |this, dst| this.put_p(dst, p)).map(Some),
+                },
                 None => match self.ret_val(code, o, || code.ospot[at][0]) {
                     Ok(g) => match frames.pop() {
                         None => {
