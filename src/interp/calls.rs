@@ -251,8 +251,17 @@ impl<'p> Interp<'p> {
         keys: &[Value],
         vals: &mut [Value],
     ) -> R<Value> {
-        self.host.work(b.cost.before(vals))?;
-        let mut leaf = |this: &mut Self, target: &mut Value| this.place_leaf(b, target, vals);
+        let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
+        let cost = b.cost;
+        self.host.work(cost.before(vals))?;
+        // (Written out rather than through `place_leaf`: the two closures were
+        // identical code, merged into one out of line, and `push(xs, v)` paid a call.)
+        let mut leaf = |this: &mut Self, target: &mut Value| {
+            if cost.measures_target() {
+                this.host.work(cost.target(target))?;
+            }
+            f(&mut this.host, target, vals)
+        };
         let r = if keys.is_empty() { self.modify_var(root, leaf) } else { self.modify_place(root, keys, &mut leaf) };
         self.place_end(b, r)
     }
