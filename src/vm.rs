@@ -475,7 +475,6 @@ impl<'p> Interp<'p> {
         let mut pc = at + 1;
         let r: R<()> = match ins.op {
             Op::CapCheck(b) => self.check_cap(b),
-
             Op::BuiltinPlace { dst, call } => {
                 let pcall = code.pcalls[call as usize];
                 match self.vm_place_call(code, &pcall) {
