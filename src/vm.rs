@@ -806,19 +806,27 @@ fn catcher(code: &Code<'_>, at: usize, e: &Fail) -> Option<Handler> {
 const WORK_EQ_PLAIN: u64 = scaled(1, WORK_EQ_ITEM_X256);
 
 impl<'p> Interp<'p> {
-    /// `TestK`'s test: `a == k` or `a != k` for a nil or boolean constant `k`, a type
-    /// test in place; an unset `a` goes to the general path (its `name` error).
+    /// `TestK`'s test: `a == k` or `a != k` for the nil or boolean constant `k` (None:
+    /// nil), a type test in place.
     #[inline(always)]
-    fn test_k(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, k: Opd) -> R<bool> {
-        let same = match (self.rd(code, a), &code.consts[k.idx()]) {
-            (Value::Unset, _) => return self.test_other(code, at, op, a, k),
-            (Value::Nil, Value::Nil) => true,
-            (Value::Bool(p), Value::Bool(q)) => p == q,
+    fn test_k(&mut self, code: &Code<'p>, at: usize, op: BinOp, a: Opd, k: Option<bool>) -> R<bool> {
+        let same = match (self.rd(code, a), k) {
+            (Value::Nil, None) => true,
+            (Value::Bool(p), Some(q)) => *p == q,
+            (Value::Unset, _) => return Err(self.unset_operand(code, at, a)),
             _ => false,
         };
         self.consume(a);
         self.host.work(WORK_EQ_PLAIN)?;
         Ok(same == (op == BinOp::Eq))
+    }
+
+    /// Operand `a` of instruction `at` is an unset variable: its `name` error, at its
+    /// spot, on the instruction's line (as a comparison reports it).
+    #[cold]
+    #[inline(never)]
+    fn unset_operand(&self, code: &Code<'p>, at: usize, a: Opd) -> Fail {
+        located(self.unset_at(slot_of(a), code.ospot[at][0]), code.pos(at))
     }
 }
 

@@ -167,14 +167,14 @@ pub enum Op<'p> {
         k: f64,
         to: u32,
     },
-    /// `Test` of equality (`==`, `!=`) against a nil or boolean constant `k` (`e != nil`,
-    /// `done == false`): the operand mode of a constant that is not a number, as Lua's
-    /// `OP_EQK`. Its fast path is a type test; anything else goes to `Test`'s general
-    /// path with the same charges.
+    /// `Test` of equality (`==`, `!=`) against a nil or boolean constant in the
+    /// instruction (`k`: None for nil, else the boolean; `e != nil`, `done == false`):
+    /// the operand mode of a constant that is not a number, as Lua's `OP_EQK`. A type
+    /// test, charged as `cmp_in_place` charges it; an unset `a` is its `name` error.
     TestK {
         op: BinOp,
         a: Opd,
-        k: Opd,
+        k: Option<bool>,
         to: u32,
     },
     /// A `while` loop's back edge when its test is one `Test` (loop inversion, as
@@ -198,7 +198,7 @@ pub enum Op<'p> {
     TestKBack {
         op: BinOp,
         a: Opd,
-        k: Opd,
+        k: Option<bool>,
         to: u32,
     },
     /// `a[k]`; `ic` is the inline cache of a map read (`Code::ic`).

@@ -299,9 +299,11 @@ impl<'p> Compiler<'p> {
             Expr::Bin(op @ (BinOp::Eq | BinOp::Ne), sp, a, Arg::Expr(k))
                 if !when && matches!(**k, Expr::Const(Value::Nil | Value::Bool(_))) =>
             {
-                let Expr::Const(kv) = &**k else { unreachable!() };
+                let k = match **k {
+                    Expr::Const(Value::Bool(b)) => Some(b),
+                    _ => None,
+                };
                 let a = self.arg(a);
-                let k = self.konst(kv.clone());
                 vec![self.emit(Op::TestK { op: *op, a: a.o, k, to: 0 }, *sp, [a.sp, 0])]
             }
             Expr::Bin(op, sp, a, b) if is_cmp(*op) && !when => {
