@@ -20,7 +20,7 @@ pub struct EqCount {
 
 impl EqCount {
     /// The work units this comparison costs.
-    pub fn units(&self) -> u64 {
+    pub const fn units(&self) -> u64 {
         crate::limits::scaled(self.items, WORK_EQ_ITEM_X256)
             .saturating_add(crate::limits::scaled(self.bytes, WORK_EQ_BYTE_X256))
     }

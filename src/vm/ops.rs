@@ -148,10 +148,10 @@ impl<'p> Interp<'p> {
         let [sa, sb] = code.ospot[at];
         if matches!(op, BinOp::Eq | BinOp::Ne) {
             if let Value::Unset = self.rd(code, a) {
-                return Err(located(self.unset_at(slot_of(a), sa), code.pos(at)));
+                return Err(self.unset_operand(code, at, a, sa));
             }
             if let Value::Unset = self.rd(code, b) {
-                return Err(located(self.unset_at(slot_of(b), sb), code.pos(at)));
+                return Err(self.unset_operand(code, at, b, sb));
             }
             let mut n = EqCount::default();
             let same = equals_counted(self.rd(code, a), self.rd(code, b), &mut n);
@@ -634,8 +634,9 @@ fn cmp_in_place(op: BinOp, x: &Value, y: &Value) -> Option<(bool, u64)> {
     }
 }
 
-/// `x[key]` as `Index`'s fast path reads it, without charge: a list's item or a
-/// string's byte by a number in range, a map's entry by a short string key it holds.
+/// `x[key]` as `Index`'s fast path reads it (vm.rs; keep the two in step), without
+/// charge: a list's item or a string's byte by a number in range, a map's entry by a
+/// short string key it holds.
 fn index_in_place(x: &Value, key: &Value) -> Option<Value> {
     match (x, key) {
         (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| l.items()[i].clone()),
