@@ -16,8 +16,18 @@ thread_local! {
 const STASH_MIN: usize = 32;
 const STASH_MAX: usize = 160;
 pub(super) const STASH_CLASSES: usize = (STASH_MAX - STASH_MIN) / 16 + 1;
-/// Blocks kept per chunk size.
-const STASH_DEPTH: u32 = 128;
+/// Bytes kept per chunk size (the blocks of a size: this over the chunk size).
+const STASH_CLASS_BYTES: usize = 512 * 1024;
+/// Blocks kept per chunk size: `STASH_CLASS_BYTES` of each.
+pub(super) const STASH_DEPTH: [u32; STASH_CLASSES] = {
+    let mut d = [0; STASH_CLASSES];
+    let mut i = 0;
+    while i < STASH_CLASSES {
+        d[i] = (STASH_CLASS_BYTES / (STASH_MIN + 16 * i)) as u32;
+        i += 1;
+    }
+    d
+};
 
 /// Freed blocks kept for reuse, one list per chunk size, linked through their first
 /// word. Only blocks that came from `malloc` are kept (alignment at most 16 and not
@@ -118,7 +128,7 @@ unsafe impl GlobalAlloc for Counting {
         if let Some(i) = stash_class(l, c) {
             if OWNER.get() {
                 let kept = STASH.with(|st| {
-                    if st.len[i].get() >= STASH_DEPTH {
+                    if st.len[i].get() >= STASH_DEPTH[i] {
                         return false;
                     }
                     // SAFETY: the caller gives the block up (the `dealloc` contract); it

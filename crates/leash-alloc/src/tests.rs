@@ -19,8 +19,8 @@ fn the_stash_serves_freed_blocks_again_and_counts_them() {
     std::thread::spawn(|| {
         count_here();
         let before = MINE.load(Relaxed);
-        // A burst bigger than the stash, of several sizes, freed and made again: every
-        // block keeps its own bytes, and the count comes back to where it was.
+        // A burst of 150 sizes (nine chunk sizes), freed and made again, three times:
+        // every block keeps its own bytes, and the count comes back to where it was.
         for round in 0..3u8 {
             let mut v: Vec<Box<[u8]>> = Vec::new();
             for i in 0..1000usize {
@@ -40,6 +40,28 @@ fn the_stash_serves_freed_blocks_again_and_counts_them() {
         let b = Box::new([9u64; 4]);
         assert_eq!(&*b as *const _ as usize, p, "a freed block is served again");
         assert_eq!(*b, [9u64; 4]);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn the_stash_holds_at_most_its_bytes_of_a_size() {
+    std::thread::spawn(|| {
+        count_here();
+        let before = MINE.load(Relaxed);
+        // More blocks of one chunk size (32: 24 bytes asked) than the stash keeps: the
+        // stash fills to its bound and the rest go back to malloc; all of them count as
+        // freed, and the stash serves its blocks again.
+        let depth = global::STASH_DEPTH[0] as usize;
+        assert_eq!(depth * 32, 512 * 1024);
+        for round in 0..2u8 {
+            let v: Vec<Box<[u8; 24]>> = (0..depth + 5000).map(|i| Box::new([round ^ i as u8; 24])).collect();
+            assert!(v.iter().enumerate().all(|(i, b)| b.iter().all(|&x| x == round ^ i as u8)));
+            drop(v);
+            assert_eq!(MINE.load(Relaxed), before);
+            assert_eq!(global::STASH.with(|st| st.len[0].get()) as usize, depth);
+        }
     })
     .join()
     .unwrap();
