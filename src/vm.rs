@@ -26,14 +26,15 @@ use operands::*;
 /// A compiled caller waiting for its callee (calls between compiled functions run in
 /// the same loop, without a native call each).
 ///
-/// Every field is a whole word, and the register the result goes to is read from the
-/// call instruction itself (as Lua's `OP_RETURN` does): a frame built on the native
-/// stack by narrower stores and copied with wider loads made every call stall on the
-/// CPU's store forwarding.
+/// Every field is a whole word: a frame built on the native stack by narrower stores
+/// and copied with wider loads made every call stall on the CPU's store forwarding.
 struct VmFrame<'c, 'p> {
     code: &'c Code<'p>,
     /// Where the caller goes on (its call instruction is at `pc - 1`).
     pc: usize,
+    /// The call's destination operand (`Opd`'s word, widened), kept here so that the
+    /// return does not read the call instruction again.
+    dst: u64,
     saved: Saved,
 }
 
@@ -49,27 +50,29 @@ struct Frames<'c, 'p> {
 
 impl<'c, 'p> Frames<'c, 'p> {
     #[inline(always)]
-    fn push(&mut self, code: &'c Code<'p>, pc: usize, saved: Saved) {
+    fn push(&mut self, code: &'c Code<'p>, pc: usize, dst: Opd, saved: Saved) {
+        let dst = u64::from(dst.0);
         match self.v.get_mut(self.depth) {
             Some(f) => {
                 f.code = code;
                 f.pc = pc;
+                f.dst = dst;
                 f.saved.0 = saved.0;
                 f.saved.1 = saved.1;
                 f.saved.2 = saved.2;
                 f.saved.3 = saved.3;
             }
-            None => self.v.push(VmFrame { code, pc, saved }),
+            None => self.v.push(VmFrame { code, pc, dst, saved }),
         }
         self.depth += 1;
     }
 
     /// The innermost frame, taken off.
     #[inline(always)]
-    fn pop(&mut self) -> Option<(&'c Code<'p>, usize, Saved)> {
+    fn pop(&mut self) -> Option<(&'c Code<'p>, usize, Opd, Saved)> {
         self.depth = self.depth.checked_sub(1)?;
         let f = &self.v[self.depth];
-        Some((f.code, f.pc, f.saved))
+        Some((f.code, f.pc, Opd(f.dst as u32), f.saved))
     }
 }
 
@@ -273,7 +276,7 @@ impl<'p> Interp<'p> {
                         },
                         Err(e) => Err(e),
                     },
-                    Op::Call { fi, start, n, .. } => match self.vm_call(codes, code, pc, frames, fi, start, n) {
+                    Op::Call { fi, start, n, dst } => match self.vm_call(codes, code, pc, frames, fi, start, n, dst) {
                         Ok(callee) => {
                             code = callee;
                             pc = 0;
@@ -416,9 +419,10 @@ impl<'p> Interp<'p> {
         fi: u32,
         start: u32,
         n: u32,
+        dst: Opd,
     ) -> R<&'c Code<'p>> {
         let (callee, saved) = self.vm_call_open(codes, fi as usize, start, n)?;
-        frames.push(cur, pc, saved);
+        frames.push(cur, pc, dst, saved);
         Ok(callee)
     }
 
@@ -442,7 +446,7 @@ impl<'p> Interp<'p> {
                 Some(p) => match frames.pop() {
                     None => {
                         self.ret = p.value();
-                        Ok(None)
+                        return Ok(None);
                     }
                     Some(f) => self.vm_return(code, f, |this, dst| this.put_p(dst, p)).map(Some),
                 },
@@ -450,7 +454,7 @@ impl<'p> Interp<'p> {
                     Ok(g) => match frames.pop() {
                         None => {
                             self.ret = g.value();
-                            Ok(None)
+                            return Ok(None);
                         }
                         Some(f) => self.vm_return(code, f, |this, dst| this.put_got(dst, g)).map(Some),
                     },
@@ -460,7 +464,7 @@ impl<'p> Interp<'p> {
             None => match frames.pop() {
                 None => {
                     self.ret = Value::Nil;
-                    Ok(None)
+                    return Ok(None);
                 }
                 Some(f) => self.vm_return(code, f, |this, dst| this.put_p(dst, Plain::Nil)).map(Some),
             },
@@ -671,7 +675,7 @@ impl<'p> Interp<'p> {
             }
             match frames.pop() {
                 None => return Err(e),
-                Some((fcode, fpc, saved)) => {
+                Some((fcode, fpc, _, saved)) => {
                     self.vm_leave(&here, saved);
                     at = fpc - 1;
                     e = located(spotted(e, fcode.spot[at]), fcode.pos(at));
@@ -725,25 +729,23 @@ impl<'p> Interp<'p> {
     }
 
     /// A compiled callee returns to its compiled caller `f`: its frame closed, its value
-    /// written to the call's destination by `write`, the caller's code next. A failure of
-    /// that write is the caller's call instruction's. The caller's code and where it goes on.
+    /// written to the call's destination by `write`. A failure of that write is the
+    /// caller's call instruction's. The caller's code and where it goes on.
     #[inline]
     fn vm_return<'c>(
         &mut self,
         code: &Code<'p>,
-        (fcode, fpc, saved): (&'c Code<'p>, usize, Saved),
+        (fcode, fpc, dst, saved): (&'c Code<'p>, usize, Opd, Saved),
         write: impl FnOnce(&mut Self, Opd) -> R<()>,
     ) -> R<(&'c Code<'p>, usize)> {
         self.vm_leave(code, saved);
-        let call = fpc - 1;
-        let dst = match fcode.ops[call].op {
-            Op::Call { dst, .. } => dst,
-            _ => unreachable!("a frame returns to a call instruction"),
-        };
         let r = write(self, dst);
         match r {
             Ok(()) => Ok((fcode, fpc)),
-            Err(e) => Err(located(spotted(e, fcode.spot[call]), fcode.pos(call))),
+            Err(e) => {
+                let call = fpc - 1;
+                Err(located(spotted(e, fcode.spot[call]), fcode.pos(call)))
+            }
         }
     }
 
