@@ -329,13 +329,20 @@ impl<'p> Interp<'p> {
                 return self.vm_place_call_at(code, pc, &ks[..pc.path.n as usize]);
             }
         }
-        // (A variable itself, `push(xs, v)`: no keys to collect.)
-        let keys: SmallVec<[Value; 4]> = if pc.path.n == 0 { SmallVec::new() } else { self.path_keys(code, &pc.path)? };
+        // (A variable itself, `push(xs, v)`: no keys to collect, and no vector of them
+        // to drop.)
+        let collected: SmallVec<[Value; 4]>;
+        let keys: &[Value] = if pc.path.n == 0 {
+            &[]
+        } else {
+            collected = self.path_keys(code, &pc.path)?;
+            &collected
+        };
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         for &(o, sp) in &code.args[pc.at as usize..(pc.at + pc.n) as usize] {
             vals.push(self.val(code, o, || sp)?);
         }
-        self.place_builtin_vals(pc.b, slot_of(pc.path.root), &keys, &mut vals)
+        self.place_builtin_vals(pc.b, slot_of(pc.path.root), keys, &mut vals)
     }
 
     /// `vm_place_call` with keys that are numbers or constant strings (`ks`), read
