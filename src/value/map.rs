@@ -14,13 +14,19 @@ struct Drain;
 impl Release<Head, Value> for Drain {
     fn release(h: &mut Head, vals: &mut [Value]) {
         if iter_of(&h.e, vals).any(|(_, v)| matches!(v, Value::List(_) | Value::Map(_))) {
-            drain_nested(take_values_of(h, vals));
+            let mut work = Vec::new();
+            take_values_into(h, vals, &mut work);
+            drain_nested(work);
         }
     }
 }
 
 /// Free `work` and every list and map only it holds, from the work list: a container
 /// freed last (no other reference) gives its items to the list before it goes.
+///
+/// A map's values go straight onto the list (gathered in a vector of their own first,
+/// json took 2.5% more instructions); a list's items by `append` (one by one through
+/// `drain`, binarytrees took 3% more).
 pub(super) fn drain_nested(mut work: Vec<Value>) {
     while let Some(v) = work.pop() {
         match v {
@@ -29,7 +35,10 @@ pub(super) fn drain_nested(mut work: Vec<Value>) {
                     work.append(&mut l.items);
                 }
             }
-            Value::Map(mut m) if ThinRc::is_unique(&m.0) => work.extend(m.take_values()),
+            Value::Map(mut m) if ThinRc::is_unique(&m.0) => {
+                let (h, vals) = m.parts_mut();
+                take_values_into(h, vals, &mut work);
+            }
             _ => {}
         }
     }
@@ -428,16 +437,15 @@ fn iter_of<'a>(e: &'a Entries, vals: &'a [Value]) -> MapIter<'a> {
     })
 }
 
-/// Take every value out of a map's header and values, leaving it empty.
-fn take_values_of(h: &mut Head, vals: &mut [Value]) -> Vec<Value> {
+/// Take every value out of a map's header and values onto `out`, leaving it empty.
+fn take_values_into(h: &mut Head, vals: &mut [Value], out: &mut Vec<Value>) {
     match &mut h.e {
         Entries::Small { len, slots, .. } => {
-            let out = small_of_mut(*len, slots).iter_mut().filter_map(|e| e.take().map(|(_, v)| v)).collect();
+            out.extend(small_of_mut(*len, slots).iter_mut().filter_map(|e| e.take().map(|(_, v)| v)));
             *len = 0;
-            out
         }
-        Entries::Big { m, .. } => m.drain(..).map(|(_, v)| v).collect(),
-        Entries::Shaped { .. } => vals.iter_mut().map(std::mem::take).collect(),
+        Entries::Big { m, .. } => out.extend(m.drain(..).map(|(_, v)| v)),
+        Entries::Shaped { .. } => out.extend(vals.iter_mut().map(std::mem::take)),
     }
 }
 
@@ -564,12 +572,6 @@ impl Map {
             let e = Entries::Small { hint: hint.clone(), len: n as u8, slots: Some(slots) };
             self.0 = ThinRc::with_release(Head { heap: h.heap, e }, std::iter::empty());
         }
-    }
-
-    /// Take every value out, leaving the map empty (its block unique first).
-    fn take_values(&mut self) -> Vec<Value> {
-        let (h, vals) = self.parts_mut();
-        take_values_of(h, vals)
     }
 
     /// Whether the map is in its small layout (tests).
