@@ -242,18 +242,25 @@ impl Host {
     // ------------------------------------------------------------------
 
     /// Refuse to build a value whose accounted size exceeds one frame.
+    #[inline]
     pub fn check_value(&self, v: &Value) -> R<()> {
         if v.acct() > self.lim.n(L::FrameStorage) {
-            return Err(self.limit(
-                LimitKind::FrameStorage,
-                format!(
-                    "a value of {} accounted bytes exceeds the frame limit of {max_frame_bytes}",
-                    v.acct(),
-                    max_frame_bytes = self.lim.n(L::FrameStorage)
-                ),
-            ));
+            return Err(self.value_refused(v));
         }
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn value_refused(&self, v: &Value) -> Fail {
+        self.limit(
+            LimitKind::FrameStorage,
+            format!(
+                "a value of {} accounted bytes exceeds the frame limit of {max_frame_bytes}",
+                v.acct(),
+                max_frame_bytes = self.lim.n(L::FrameStorage)
+            ),
+        )
     }
 
     pub fn check_list_len(&self, n: usize) -> R<()> {
@@ -321,6 +328,7 @@ impl Host {
     }
 
     /// Build a list value from items, within the list and frame limits.
+    #[inline]
     pub fn make_list(&self, items: Vec<Value>) -> R<Value> {
         self.check_list_len(items.len())?;
         let v = Value::list(items);
