@@ -421,9 +421,18 @@ impl<'p> Interp<'p> {
         n: u32,
         dst: Opd,
     ) -> R<&'c Code<'p>> {
-        let (callee, saved) = self.vm_call_open(codes, fi as usize, start, n)?;
+        // The caller's frame first, with what the return restores (read before the call
+        // changes it, as `frame_enter` reads it): the caller's code, index and
+        // destination need no register through the call's accounting.
+        let saved = self.saved();
         frames.push(cur, pc, dst, saved);
-        Ok(callee)
+        match self.vm_call_open(codes, fi as usize, start, n, saved) {
+            Ok(callee) => Ok(callee),
+            Err(e) => {
+                frames.depth -= 1;
+                Err(e)
+            }
+        }
     }
 
     /// A `return` of operand `ret` (None: nil, as `return` alone and the end of a body
@@ -756,8 +765,16 @@ impl<'p> Interp<'p> {
     /// A call of user function `fi` whose `n` arguments are in this frame's registers
     /// from `start`: its frame opened there (`frame_enter`: the call's work, the
     /// argument and depth limits, the frame's storage), its other locals unset, its
-    /// registers on the stack, the heap looked at. Its code and what the return restores.
-    fn vm_call_open<'c>(&mut self, codes: &'c Codes<'p>, fi: usize, start: u32, n: u32) -> R<(&'c Code<'p>, Saved)> {
+    /// registers on the stack, the heap looked at (`saved`: what the return restores,
+    /// taken before). Its code.
+    fn vm_call_open<'c>(
+        &mut self,
+        codes: &'c Codes<'p>,
+        fi: usize,
+        start: u32,
+        n: u32,
+        saved: Saved,
+    ) -> R<&'c Code<'p>> {
         let prog = self.prog;
         let f = &prog.funcs[fi];
         let new_base = self.base + start as usize;
@@ -769,13 +786,13 @@ impl<'p> Interp<'p> {
             }
         }
         let code = codes.get(fi);
-        let saved = self.frame_enter(fi, f, n, new_base, arg_heap)?;
+        self.frame_enter(fi, f, n, new_base, arg_heap, saved)?;
         // Its locals past the arguments and its loops' registers unset.
         if let Err(e) = self.frame_registers(code, new_base, n) {
             self.vm_leave(code, saved);
             return Err(e);
         }
-        Ok((code, saved))
+        Ok(code)
     }
 
     /// Close the frame of compiled `code` (the current one): its registers emptied (the

@@ -55,13 +55,11 @@ impl<'p> Interp<'p> {
         new_base: usize,
         arg_heap: usize,
     ) -> R<Value> {
-        let saved = match self.frame_enter(fi, f, nargs, new_base, arg_heap) {
-            Ok(saved) => saved,
-            Err(e) => {
-                self.stack.truncate(new_base);
-                return Err(e);
-            }
-        };
+        let saved = self.saved();
+        if let Err(e) = self.frame_enter(fi, f, nargs, new_base, arg_heap, saved) {
+            self.stack.truncate(new_base);
+            return Err(e);
+        }
         let r = self.run_body(fi);
         self.stack.truncate(new_base);
         self.frame_leave(saved);
@@ -82,10 +80,18 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// What a call changes and its return restores: the caller's frame base, storage,
+    /// function and position (taken before `frame_enter`).
+    #[inline(always)]
+    pub(crate) fn saved(&self) -> Saved {
+        (self.base, self.fbytes, self.func, self.host.pos as u64)
+    }
+
     /// The accounting of a call of user function `fi` whose frame starts at `new_base`
     /// (the values on the stack are the caller's business): the call's
     /// work, the argument and depth limits, the frame's storage, the profile. On failure
-    /// nothing is changed but the work charged.
+    /// nothing is changed but the work charged (the caller's frame back from `saved`,
+    /// `self.saved()` taken just before).
     #[inline(always)]
     pub(crate) fn frame_enter(
         &mut self,
@@ -94,14 +100,14 @@ impl<'p> Interp<'p> {
         nargs: usize,
         new_base: usize,
         arg_heap: usize,
-    ) -> R<Saved> {
+        saved: Saved,
+    ) -> R<()> {
         // Every call is charged a little work, from the source or from a builtin alike: a
         // line of many calls to an empty function is one step, but not free.
         self.host.work(WORK_CALLBACK)?;
         if arg_heap + nargs * ACCT_SLOT > self.host.lim.n(L::CallArgs) || self.depth >= self.host.lim.n(L::CallDepth) {
             return Err(self.call_refused(f, arg_heap + nargs * ACCT_SLOT));
         }
-        let saved = (self.base, self.fbytes, self.func, self.host.pos as u64);
         if let Some(p) = self.profile.as_deref_mut() {
             p.enter(fi, self.host.meter.steps, self.host.meter.work);
         }
@@ -131,7 +137,7 @@ impl<'p> Interp<'p> {
         if self.mem > self.peak_mem {
             self.peak_mem = self.mem;
         }
-        Ok(saved)
+        Ok(())
     }
 
     /// Undo `frame_enter`: the frame's storage released, the caller's frame back.
