@@ -446,37 +446,32 @@ impl<'p> Interp<'p> {
         frames: &mut Frames<'c, 'p>,
         ret: Option<Opd>,
     ) -> R<Option<(&'c Code<'p>, usize)>> {
+        let outermost = frames.depth == 0;
         match ret {
             // A plain result goes by its payload straight to the call's
             // register (a `Got` made here and moved into the return went
             // through the stack: a store-forwarding stall on every return).
             // (No `consume` of a plain value, as `Move`.)
             Some(o) => match Plain::of(self.rd(code, o)) {
-                Some(p) => match frames.pop() {
-                    None => {
-                        self.ret = p.value();
-                        return Ok(None);
-                    }
-                    Some(f) => self.vm_return(code, f, |this, dst| this.put_p(dst, p)).map(Some),
-                },
+                Some(p) if outermost => {
+                    self.ret = p.value();
+                    Ok(None)
+                }
+                Some(p) => self.vm_return(code, frames, |this, dst| this.put_p(dst, p)).map(Some),
                 None => match self.ret_val(code, o, || code.ospot[at][0]) {
-                    Ok(g) => match frames.pop() {
-                        None => {
-                            self.ret = g.value();
-                            return Ok(None);
-                        }
-                        Some(f) => self.vm_return(code, f, |this, dst| this.put_got(dst, g)).map(Some),
-                    },
+                    Ok(g) if outermost => {
+                        self.ret = g.value();
+                        Ok(None)
+                    }
+                    Ok(g) => self.vm_return(code, frames, |this, dst| this.put_got(dst, g)).map(Some),
                     Err(e) => Err(e),
                 },
             },
-            None => match frames.pop() {
-                None => {
-                    self.ret = Value::Nil;
-                    return Ok(None);
-                }
-                Some(f) => self.vm_return(code, f, |this, dst| this.put_p(dst, Plain::Nil)).map(Some),
-            },
+            None if outermost => {
+                self.ret = Value::Nil;
+                Ok(None)
+            }
+            None => self.vm_return(code, frames, |this, dst| this.put_p(dst, Plain::Nil)).map(Some),
         }
     }
 
@@ -740,14 +735,19 @@ impl<'p> Interp<'p> {
     /// A compiled callee returns to its compiled caller `f`: its frame closed, its value
     /// written to the call's destination by `write`. A failure of that write is the
     /// caller's call instruction's. The caller's code and where it goes on.
+    ///
+    /// The registers are emptied before the caller's frame is taken off (`frames` holds
+    /// one): what it restores is not kept live through that loop.
     #[inline]
     fn vm_return<'c>(
         &mut self,
         code: &Code<'p>,
-        (fcode, fpc, dst, saved): (&'c Code<'p>, usize, Opd, Saved),
+        frames: &mut Frames<'c, 'p>,
         write: impl FnOnce(&mut Self, Opd) -> R<()>,
     ) -> R<(&'c Code<'p>, usize)> {
-        self.vm_leave(code, saved);
+        self.clear_registers(code);
+        let Some((fcode, fpc, dst, saved)) = frames.pop() else { unreachable!("a return to a caller has its frame") };
+        self.frame_leave(saved);
         let r = write(self, dst);
         match r {
             Ok(()) => Ok((fcode, fpc)),
@@ -799,6 +799,14 @@ impl<'p> Interp<'p> {
     /// stack keeps its length: the next call reuses them), its accounting undone.
     #[inline(always)]
     fn vm_leave(&mut self, code: &Code<'p>, saved: Saved) {
+        self.clear_registers(code);
+        self.frame_leave(saved);
+    }
+
+    /// The registers of compiled `code`'s frame (the current one) emptied of values
+    /// that hold storage.
+    #[inline(always)]
+    fn clear_registers(&mut self, code: &Code<'p>) {
         // A value that holds storage is dropped; a plain one may stay (a call's entry
         // unsets the locals and loop registers, and a temporary is written before it is
         // read), which saves the clearing of most registers.
@@ -808,7 +816,6 @@ impl<'p> Interp<'p> {
                 *cell = Value::Unset;
             }
         }
-        self.frame_leave(saved);
     }
 }
 
