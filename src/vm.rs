@@ -732,8 +732,8 @@ impl<'p> Interp<'p> {
         self.put(h.var, m)
     }
 
-    /// A compiled callee returns to its compiled caller `f`: its frame closed, its value
-    /// written to the call's destination by `write`. A failure of that write is the
+    /// A compiled callee returns to its compiled caller (the frame on top of `frames`):
+    /// its frame closed, its value written to the call's destination by `write`. A failure of that write is the
     /// caller's call instruction's. The caller's code and where it goes on.
     ///
     /// The registers are emptied before the caller's frame is taken off (`frames` holds
