@@ -152,6 +152,12 @@ unsafe impl GlobalAlloc for Counting {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, l: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller guarantees that `new_size` with `l`'s alignment is a valid
+        // layout (the `GlobalAlloc::realloc` contract).
+        let nl = Layout::from_size_align_unchecked(new_size, l.align());
+        if let Some(q) = self.stash_realloc(ptr, l, nl) {
+            return q;
+        }
         let p = if arena::holds(ptr) {
             // A block of the arena: kept when the new size fits its chunk, else moved
             // (to the arena or to malloc) and given back.
@@ -198,6 +204,44 @@ unsafe impl GlobalAlloc for Counting {
             }
         }
         p
+    }
+}
+
+impl Counting {
+    /// `realloc` of a malloc block of a stashed size to another stashed size, on the
+    /// script's thread, while the stash holds a block of the new size: that block, the
+    /// bytes copied (at most 152), the old block freed (to the stash when it has room).
+    /// A list growing from 4 to 8 items (a 64-byte buffer to a 128-byte one) then takes
+    /// a block a freed list left, where glibc's `realloc` went through its slower paths.
+    /// None for anything else (`realloc` goes on as before).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` and `l` as `GlobalAlloc::realloc` takes them; `nl` a valid layout of `l`'s
+    /// alignment.
+    #[inline(always)]
+    unsafe fn stash_realloc(&self, ptr: *mut u8, l: Layout, nl: Layout) -> Option<*mut u8> {
+        let (c, nc) = (chunk(l), chunk(nl));
+        let j = stash_class(nl, nc)?;
+        stash_class(l, c)?;
+        if c == nc || !OWNER.get() || arena::holds(ptr) || arena::parents(ptr) {
+            return None;
+        }
+        if STASH.with(|st| st.head[j].get().is_null()) {
+            return None;
+        }
+        // SAFETY: `nl` is a valid layout of a stashed size, and the stash holds a block
+        // of it (checked above on this thread, which is the stash's only user).
+        let q = self.alloc(nl);
+        if q.is_null() {
+            return Some(q);
+        }
+        // SAFETY: `ptr` holds at least `l.size()` bytes and `q` at least `nl.size()`;
+        // they are two live blocks, so they do not overlap.
+        std::ptr::copy_nonoverlapping(ptr, q, l.size().min(nl.size()));
+        // SAFETY: the caller gives `ptr` (of layout `l`) up: `realloc` succeeded.
+        self.dealloc(ptr, l);
+        Some(q)
     }
 }
 

@@ -67,6 +67,35 @@ fn the_stash_holds_at_most_its_bytes_of_a_size() {
     .unwrap();
 }
 
+#[test]
+fn a_small_block_resized_takes_a_stashed_block() {
+    std::thread::spawn(|| {
+        count_here();
+        let before = MINE.load(Relaxed);
+        // A freed block of 100 bytes (chunk 112) waits in the stash; a vector of 24
+        // bytes (chunk 32) grown to 100 takes it, its bytes copied, and its old block
+        // goes to the stash.
+        let b = Box::new([0u8; 100]);
+        let p = &*b as *const _ as usize;
+        drop(b);
+        let mut v: Vec<u8> = Vec::with_capacity(24);
+        v.extend(0..24u8);
+        let old = v.as_ptr() as usize;
+        v.reserve_exact(76);
+        assert_eq!(v.as_ptr() as usize, p, "the stashed block serves the grown vector");
+        assert_eq!(v, (0..24u8).collect::<Vec<_>>());
+        v.extend(24..100u8);
+        assert_eq!(v, (0..100u8).collect::<Vec<_>>());
+        let c = Box::new([7u8; 24]);
+        assert_eq!(&*c as *const _ as usize, old, "the vector's old block went to the stash");
+        drop(c);
+        drop(v);
+        assert_eq!(MINE.load(Relaxed), before);
+    })
+    .join()
+    .unwrap();
+}
+
 /// The arena's region is one per process (as a child has one thread that uses it):
 /// the tests that start it take turns.
 static ARENA_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
