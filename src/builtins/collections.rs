@@ -98,7 +98,12 @@ fn push(it: &mut Host, target: &mut Value, args: &mut [Value]) -> R<Value> {
     it.check_list_len(l.len() + 1)?;
     let v = std::mem::take(&mut args[0]);
     it.cow(l)?;
-    Rc::make_mut(l).push(v);
+    // (An unshared list changed where it is inline; `Rc::make_mut`, out of line, for a
+    // shared one.)
+    match Rc::get_mut(l) {
+        Some(l) => l.push(v),
+        None => Rc::make_mut(l).push(v),
+    }
     Ok(Value::Nil)
 }
 
@@ -108,7 +113,11 @@ fn pop(it: &mut Host, target: &mut Value, _: &mut [Value]) -> R<Value> {
         return Err(it.err(ErrKind::Index, "pop: the list is empty"));
     }
     it.cow(l)?;
-    Ok(Rc::make_mut(l).pop().unwrap_or(Value::Nil))
+    let x = match Rc::get_mut(l) {
+        Some(l) => l.pop(),
+        None => Rc::make_mut(l).pop(),
+    };
+    Ok(x.unwrap_or(Value::Nil))
 }
 
 fn insert(it: &mut Host, target: &mut Value, args: &mut [Value]) -> R<Value> {
