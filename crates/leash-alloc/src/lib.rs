@@ -38,7 +38,8 @@
 //! 160; 4.5 MiB at most over the nine sizes, well inside the resident-size slack of
 //! leash's `RSS_SLACK`), and serves them back in a few instructions: a tree of small
 //! lists or a document's parsed values freed and built again come back from it, not
-//! from malloc's slower paths. Stashed blocks count as freed.
+//! from malloc's slower paths; so does a small block resized to another stashed size
+//! (a list's buffer growing from 4 to 8 items). Stashed blocks count as freed.
 //!
 //! In a process made by [`fork`] (a `leash-cgi --fastcgi` worker), the thread that
 //! forked takes its blocks of up to 64 KiB from an arena mapped after the fork instead of
