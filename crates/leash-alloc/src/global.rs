@@ -74,16 +74,7 @@ unsafe impl GlobalAlloc for Counting {
         let c = chunk(l);
         if let Some(i) = stash_class(l, c) {
             if OWNER.get() {
-                let p = STASH.with(|st| {
-                    let p = st.head[i].get();
-                    if !p.is_null() {
-                        // SAFETY: a stashed block is a live malloc block of chunk size
-                        // `c`, owned by the stash, whose first word links the next.
-                        st.head[i].set(*(p as *mut *mut u8));
-                        st.len[i].set(st.len[i].get() - 1);
-                    }
-                    p
-                });
+                let p = stash_take(i);
                 if !p.is_null() {
                     add(c);
                     return p;
@@ -209,8 +200,9 @@ unsafe impl GlobalAlloc for Counting {
 
 impl Counting {
     /// `realloc` of a malloc block of a stashed size to another stashed size, on the
-    /// script's thread, while the stash holds a block of the new size: that block, the
-    /// bytes copied (at most 152), the old block freed (to the stash when it has room).
+    /// script's thread, when the stash holds a block of the new size: that block (taken
+    /// and counted as `alloc` takes it), the bytes copied (at most 152), the old block
+    /// freed (to the stash when it has room).
     /// A list growing from 4 to 8 items (a 64-byte buffer to a 128-byte one) then takes
     /// a block a freed list left, where glibc's `realloc` went through its slower paths.
     /// None for anything else (`realloc` goes on as before).
@@ -227,15 +219,12 @@ impl Counting {
         if c == nc || !OWNER.get() || arena::holds(ptr) || arena::parents(ptr) {
             return None;
         }
-        if STASH.with(|st| st.head[j].get().is_null()) {
+        // (As `alloc` serves `nl` from the stash.)
+        let q = stash_take(j);
+        if q.is_null() {
             return None;
         }
-        // SAFETY: `nl` is a valid layout of a stashed size, and the stash holds a block
-        // of it (checked above on this thread, which is the stash's only user).
-        let q = self.alloc(nl);
-        if q.is_null() {
-            return Some(q);
-        }
+        add(nc);
         // SAFETY: `ptr` holds at least `l.size()` bytes and `q` at least `nl.size()`;
         // they are two live blocks, so they do not overlap.
         std::ptr::copy_nonoverlapping(ptr, q, l.size().min(nl.size()));
@@ -243,6 +232,22 @@ impl Counting {
         self.dealloc(ptr, l);
         Some(q)
     }
+}
+
+/// A block of stash list `i` taken off it, or null when the list is empty (the
+/// script's thread only: the caller checked `OWNER`).
+#[inline(always)]
+fn stash_take(i: usize) -> *mut u8 {
+    STASH.with(|st| {
+        let p = st.head[i].get();
+        if !p.is_null() {
+            // SAFETY: a stashed block is a live malloc block of its list's chunk size,
+            // owned by the stash, whose first word links the next.
+            st.head[i].set(unsafe { *(p as *mut *mut u8) });
+            st.len[i].set(st.len[i].get() - 1);
+        }
+        p
+    })
 }
 
 /// A block for layout `l` of chunk size `c` from the arena of a forked process, if `l`

@@ -14,11 +14,20 @@ fn chunks_are_what_glibc_uses() {
     assert_eq!(c(1000), 1008);
 }
 
-#[test]
-fn the_stash_serves_freed_blocks_again_and_counts_them() {
+/// `f` on a thread of its own that counts as the script's (`count_here`: the stash's
+/// thread), given the live count it started with.
+fn on_script_thread(f: impl FnOnce(usize) + Send + 'static) {
     std::thread::spawn(|| {
         count_here();
-        let before = MINE.load(Relaxed);
+        f(MINE.load(Relaxed));
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn the_stash_serves_freed_blocks_again_and_counts_them() {
+    on_script_thread(|before| {
         // A burst of 150 sizes (nine chunk sizes), freed and made again, three times:
         // every block keeps its own bytes, and the count comes back to where it was.
         for round in 0..3u8 {
@@ -40,16 +49,12 @@ fn the_stash_serves_freed_blocks_again_and_counts_them() {
         let b = Box::new([9u64; 4]);
         assert_eq!(&*b as *const _ as usize, p, "a freed block is served again");
         assert_eq!(*b, [9u64; 4]);
-    })
-    .join()
-    .unwrap();
+    });
 }
 
 #[test]
 fn the_stash_holds_at_most_its_bytes_of_a_size() {
-    std::thread::spawn(|| {
-        count_here();
-        let before = MINE.load(Relaxed);
+    on_script_thread(|before| {
         // More blocks of one chunk size (32: 24 bytes asked) than the stash keeps: the
         // stash fills to its bound and the rest go back to malloc; all of them count as
         // freed, and the stash serves its blocks again.
@@ -62,16 +67,12 @@ fn the_stash_holds_at_most_its_bytes_of_a_size() {
             assert_eq!(MINE.load(Relaxed), before);
             assert_eq!(global::STASH.with(|st| st.len[0].get()) as usize, depth);
         }
-    })
-    .join()
-    .unwrap();
+    });
 }
 
 #[test]
 fn a_small_block_resized_takes_a_stashed_block() {
-    std::thread::spawn(|| {
-        count_here();
-        let before = MINE.load(Relaxed);
+    on_script_thread(|before| {
         // A freed block of 100 bytes (chunk 112) waits in the stash; a vector of 24
         // bytes (chunk 32) grown to 100 takes it, its bytes copied, and its old block
         // goes to the stash.
@@ -91,9 +92,7 @@ fn a_small_block_resized_takes_a_stashed_block() {
         drop(c);
         drop(v);
         assert_eq!(MINE.load(Relaxed), before);
-    })
-    .join()
-    .unwrap();
+    });
 }
 
 /// The arena's region is one per process (as a child has one thread that uses it):
@@ -246,17 +245,13 @@ fn fork_refuses_a_threaded_process() {
 #[test]
 fn counts_live_bytes() {
     // Other test threads allocate too, but only this one writes `MINE`.
-    std::thread::spawn(|| {
-        count_here();
-        let before = MINE.load(Relaxed);
+    on_script_thread(|before| {
         // (black_box: an allocation nothing reads may be elided by the optimiser.)
         let v: Vec<u8> = std::hint::black_box(Vec::with_capacity(1 << 20));
         assert_eq!(MINE.load(Relaxed).wrapping_sub(before), (1 << 20) + 16);
         drop(v);
         assert_eq!(MINE.load(Relaxed), before);
-    })
-    .join()
-    .unwrap();
+    });
 }
 
 #[test]
