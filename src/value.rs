@@ -331,6 +331,24 @@ impl LStr {
         self.extend_from_slice(&[b])
     }
 
+    /// `b` appended when a heap buffer has room for it (true); false, with nothing
+    /// changed, when the string is inline or its buffer would have to grow. (An
+    /// append that changes no storage: `s ..= t` in a loop, most times round.)
+    #[inline(always)]
+    pub fn append_within(&mut self, b: &[u8]) -> bool {
+        if let Repr::Heap { buf, lo, hi } = &mut self.0 {
+            let n = *lo as usize | (*hi as usize) << 32;
+            let m = n + b.len();
+            if let Some(room) = buf.get_mut(n..m) {
+                room.copy_from_slice(b);
+                *lo = m as u32;
+                *hi = (m >> 32) as u16;
+                return true;
+            }
+        }
+        false
+    }
+
     /// Room for `n` more bytes: a buffer of exactly the length needed when there is not.
     pub fn reserve_exact(&mut self, n: usize) {
         let need = self.len() + n;

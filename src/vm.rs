@@ -249,10 +249,7 @@ impl<'p> Interp<'p> {
                         if done {
                             Ok(())
                         } else {
-                            match self.val(code, v, || code.ospot[at][0]) {
-                                Ok(rhs) => self.compound_var(slot_of(var), op, rhs),
-                                Err(e) => Err(e),
-                            }
+                            self.upd_slow(code, at, op, var, v)
                         }
                     }
                     Op::ForNext { var, base, exit } => match self.for_value(base, 0.0) {

@@ -68,6 +68,37 @@ impl<'p> Interp<'p> {
     // Slow paths
     // ------------------------------------------------------------------
 
+    /// `var op= v` past `Upd`'s two numbers. `s ..= t`, a string onto a string that
+    /// nothing else holds, is appended where it is: the general path
+    /// (`compound_var`) takes the string out of its variable and puts it back, and
+    /// looks at the right side's type twice on the way. The same work, limits and
+    /// storage: a string that is shared, would pass the `string` limit or is not a
+    /// string goes the general way.
+    #[inline(never)]
+    pub(super) fn upd_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, var: Opd, v: Opd) -> R<()> {
+        let rhs = self.val(code, v, || code.ospot[at][0])?;
+        if let (BinOp::Concat, Value::Str(t)) = (op, &rhs) {
+            let limit = self.host.lim.n(L::String);
+            let cell = if var.is_reg() { &mut self.stack[self.base + var.idx()] } else { &mut self.globals[var.idx()] };
+            if let Value::Str(rc) = cell {
+                if let Some(s) = Rc::get_mut(rc) {
+                    if s.len() + t.len() <= limit {
+                        self.host.work(concat_work(t.len()))?;
+                        if s.append_within(t) {
+                            return Ok(());
+                        }
+                        let before = str_heap(s);
+                        reserve_str(s, t.len());
+                        s.extend_from_slice(t);
+                        let grown = str_heap(s) - before;
+                        return self.charge(!var.is_reg(), grown as isize);
+                    }
+                }
+            }
+        }
+        self.compound_var(slot_of(var), op, rhs)
+    }
+
     #[inline(never)]
     pub(super) fn bin_n_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, dst: Opd, a: Opd, k: f64) -> R<()> {
         let x = self.val(code, a, || code.ospot[at][0]).map_err(|e| located(e, code.pos(at)))?;
