@@ -655,15 +655,19 @@ impl List {
 /// when it is a whole number in range.
 #[inline(always)]
 pub fn list_at(n: f64, len: usize) -> Option<usize> {
-    let i = if n < 0.0 { n + len as f64 } else { n };
     // Converted first, then checked: a whole number converts back to itself (NaN,
-    // a fraction and anything out of `i64`'s range do not, saturated or truncated),
-    // and one unsigned compare takes a negative one out with the too large. (Range
-    // checks before an `as usize` left that conversion's saturation code on the path:
-    // 20 instructions, 4% of richards.)
-    let j = i as i64;
-    if j as f64 == i && (j as u64) < len as u64 {
-        Some(j as usize)
+    // a fraction and anything out of `i64`'s range do not, saturated or truncated);
+    // a negative one counts from the end, and one unsigned compare takes out what is
+    // still negative with the too large. (Range checks before an `as usize` left that
+    // conversion's saturation code on the path: 20 instructions, 4% of richards; the
+    // end added to the number before its conversion took 7 more on every index.)
+    let j = n as i64;
+    if j as f64 != n {
+        return None;
+    }
+    let k = if j < 0 { j.wrapping_add(len as i64) } else { j };
+    if (k as u64) < len as u64 {
+        Some(k as usize)
     } else {
         None
     }
