@@ -27,6 +27,8 @@
 //! tables), `compile/stmt.rs` (statements, steps, conditions as jumps) and
 //! `compile/expr.rs` (expressions, operators by operand modes, calls).
 
+use std::rc::Rc;
+
 use crate::ast::{BinOp, Pos, Spot};
 use crate::program::*;
 use crate::value::Value;
@@ -63,6 +65,23 @@ struct Compiler<'p> {
     step_pending: bool,
     /// The next of the registers set apart for `for ... in` loops (three each).
     forin_next: u32,
+    /// The program's map literal shapes (`Codes::shapes`), lent for this body.
+    shapes: LiteralShapes,
+}
+
+/// The shapes of a program's map literals, one for each sequence of keys: literals with
+/// the same keys in the same order, in any function, build maps of one shape (the
+/// bodies of n-body, the records a program makes in several places), so that a site
+/// reading a field of any of them is served by its cache's one shape (`value::Site`).
+#[derive(Default)]
+pub struct LiteralShapes(std::collections::HashMap<Vec<Vec<u8>>, Option<Rc<crate::value::Shape>>>);
+
+impl LiteralShapes {
+    /// The shape of a literal with `keys` (none for keys a shaped map cannot take).
+    fn shape(&mut self, keys: &[crate::value::Bytes]) -> Option<Rc<crate::value::Shape>> {
+        let k: Vec<Vec<u8>> = keys.iter().map(|k| k.as_slice().to_vec()).collect();
+        self.0.entry(k).or_insert_with(|| crate::value::Shape::new(keys)).clone()
+    }
 }
 
 /// How many `for ... in` loops a body holds, nested ones included (not those of
@@ -89,26 +108,41 @@ pub struct Codes<'p> {
     prog: &'p Program,
     /// One per function, then main's.
     cells: Box<[std::cell::OnceCell<Code<'p>>]>,
+    shapes: std::cell::RefCell<LiteralShapes>,
 }
 
 impl<'p> Codes<'p> {
     pub fn new(prog: &'p Program) -> Self {
-        Codes { prog, cells: (0..=prog.funcs.len()).map(|_| std::cell::OnceCell::new()).collect() }
+        Codes {
+            prog,
+            cells: (0..=prog.funcs.len()).map(|_| std::cell::OnceCell::new()).collect(),
+            shapes: Default::default(),
+        }
     }
 
     /// Function `fi`'s code, or main's for any index past the functions.
     pub fn get(&self, fi: usize) -> &Code<'p> {
         let prog = self.prog;
         let i = fi.min(prog.funcs.len());
-        self.cells[i].get_or_init(|| match prog.funcs.get(i) {
-            Some(f) => compile(&f.body, f.slot_names.len()),
-            None => compile(&prog.main, 0),
-        })
+        self.cells[i].get_or_init(|| self.compile_body(i))
+    }
+
+    /// Function `i`'s code compiled (main's for `i` past the functions): once each, off
+    /// the call's path.
+    #[cold]
+    #[inline(never)]
+    fn compile_body(&self, i: usize) -> Code<'p> {
+        let prog = self.prog;
+        let shapes = &mut self.shapes.borrow_mut();
+        match prog.funcs.get(i) {
+            Some(f) => compile(&f.body, f.slot_names.len(), shapes),
+            None => compile(&prog.main, 0, shapes),
+        }
     }
 }
 
 /// Compile a function body (`nlocals` slots) or main's (0).
-pub fn compile<'p>(body: &'p [Stmt], nlocals: usize) -> Code<'p> {
+pub fn compile<'p>(body: &'p [Stmt], nlocals: usize, shapes: &mut LiteralShapes) -> Code<'p> {
     // Each `for ... in` has three registers of its own, after the locals and below every
     // temporary, that nothing else writes: its cost register is a number exactly while
     // it holds its snapshot, which is what a catch reads (`Handler::forins`); a
@@ -121,9 +155,11 @@ pub fn compile<'p>(body: &'p [Stmt], nlocals: usize) -> Code<'p> {
         loops: Vec::new(),
         step_pending: false,
         forin_next: nlocals as u32,
+        shapes: std::mem::take(shapes),
     };
     c.block(body);
     c.emit(Op::End, 0, [0, 0]);
+    *shapes = c.shapes;
     c.code
 }
 

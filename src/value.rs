@@ -703,7 +703,7 @@ impl PathKey<'_> {
 /// out, and why the walk needs no `with_item`-style bookkeeping at each step (one loop,
 /// no closures: through them nbody's field updates took twice the instructions).
 #[inline(always)]
-pub fn plain_leaf<'a>(mut v: &'a mut Value, keys: &[PathKey<'_>], ics: &[Cell<u32>]) -> Option<&'a mut Value> {
+pub fn plain_leaf<'a>(mut v: &'a mut Value, keys: &[PathKey<'_>], ics: &[Site]) -> Option<&'a mut Value> {
     for (k, ic) in keys.iter().zip(ics) {
         v = match (v, *k) {
             (Value::List(rc), PathKey::Num(n)) => {
@@ -732,7 +732,7 @@ pub fn plain_leaf<'a>(mut v: &'a mut Value, keys: &[PathKey<'_>], ics: &[Cell<u3
 pub fn in_place<T>(
     v: &mut Value,
     keys: &[PathKey<'_>],
-    ics: &[Cell<u32>],
+    ics: &[Site],
     leaf: &mut dyn FnMut(&mut Value) -> T,
 ) -> Option<T> {
     let (Some((k, rest)), Some((ic, ics))) = (keys.split_first(), ics.split_first()) else {

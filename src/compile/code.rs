@@ -490,7 +490,7 @@ pub struct Code<'p> {
     /// Inline caches: per map read site (a field, an index, a place's step), the index
     /// in the map where its key was found last (`Map::get_cached`). A guess checked
     /// against the key before use, so a wrong one costs one compare.
-    pub ic: Vec<std::cell::Cell<u32>>,
+    pub ic: Vec<crate::value::Site>,
     /// `try` handlers, innermost first (`Handler`), and the for-in bases they list.
     pub handlers: Vec<Handler>,
     pub forins: Vec<u32>,
@@ -511,7 +511,7 @@ impl Code<'_> {
 
     /// Place `p`'s inline caches, one a key.
     #[inline(always)]
-    pub fn place_ics(&self, p: &PathRef) -> &[std::cell::Cell<u32>] {
+    pub fn place_ics(&self, p: &PathRef) -> &[crate::value::Site] {
         &self.ic[p.ic as usize..(p.ic + p.n) as usize]
     }
 

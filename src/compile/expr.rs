@@ -155,7 +155,8 @@ impl<'p> Compiler<'p> {
                     self.into(it, r);
                 }
                 let keys: Vec<crate::value::Bytes> = items.iter().map(|(k, _)| k.clone()).collect();
-                self.code.maps.push((items, crate::value::Shape::new(&keys)));
+                let shape = self.shapes.shape(&keys);
+                self.code.maps.push((items, shape));
                 let map = (self.code.maps.len() - 1) as u32;
                 self.emit(Op::MkMap { dst, map, start }, 0, [0, 0]);
             }

@@ -281,7 +281,7 @@ impl<'p> Interp<'p> {
         b: &'static Builtin,
         root: Slot,
         ks: &[PathKey<'_>],
-        ics: &[std::cell::Cell<u32>],
+        ics: &[crate::value::Site],
         vals: &mut [Value],
     ) -> R<Value> {
         self.host.work(b.cost.before(vals))?;

@@ -60,8 +60,27 @@ pub const MAP_SMALL: usize = 8;
 /// literal makes, each literal's keys one shape made when its code is compiled).
 #[derive(Debug)]
 pub struct Shape {
+    /// `SITE_SHAPED` and this shape's number (`id << 8`): what a site's cache holds,
+    /// with the key's index in the low byte, after a look-up in a map of this shape.
+    site: u64,
     keys: Box<[Key]>,
 }
+
+/// A site's inline cache (an instruction's, for its constant key): the index where the
+/// key was last found, and for a shaped map the shape it was found in (`Shape::site`).
+/// A key's index in a map of the same shape is the same, so a shaped map is read at its
+/// site by one compare of the shape's number: no key bytes compared (hidden classes,
+/// as JavaScript engines and Luau cache a field's slot). Only a site whose key is one
+/// constant may use one (every instruction that has a site).
+pub type Site = Cell<u64>;
+
+/// The flag of a site that holds a shape (`Shape::site`) and its index's mask.
+const SITE_SHAPED: u64 = 1 << 63;
+const SITE_INDEX: u64 = 0xff;
+
+/// Shape numbers, one a shape made, never reused (2^55 of them: at one a nanosecond,
+/// over a year), so that a site's cache cannot take a new shape for an old one.
+static SHAPES_MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Shape {
     /// The shape of maps with these keys in this order; nothing for a key list a shaped
@@ -75,7 +94,8 @@ impl Shape {
                 return None;
             }
         }
-        Some(Rc::new(Shape { keys: keys.iter().map(|k| Key(k.clone())).collect() }))
+        let id = SHAPES_MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(Rc::new(Shape { site: SITE_SHAPED | id << 8, keys: keys.iter().map(|k| Key(k.clone())).collect() }))
     }
 
     pub fn len(&self) -> usize {
@@ -350,16 +370,40 @@ fn slot_at_if<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize, k: &[u8])
 /// map's last look-up found a key (`m[k] = get(m, k, 0) + 1`), else by its hash; the
 /// site learns the index on a miss.
 #[inline(always)]
-fn cached_index(e: &Entries, vals: &[Value], k: &[u8], site: &Cell<u32>) -> Option<usize> {
+fn cached_index(e: &Entries, vals: &[Value], k: &[u8], site: &Site) -> Option<usize> {
+    let c = site.get();
+    if let Entries::Shaped { shape, .. } = e {
+        if c & !SITE_INDEX == shape.site {
+            return Some((c & SITE_INDEX) as usize);
+        }
+    }
     let at = |i: usize| matches!(entry_at(e, vals, i), Some((key, _)) if bytes_eq(key.as_slice(), k));
-    let guess = site.get() as usize;
+    let guess = site_index(c);
     if at(guess) {
         return Some(guess);
     }
     let hint = hint_of(e).get() as usize;
     let i = if hint != guess && at(hint) { hint } else { index_in(e, k)? };
-    site.set(i as u32);
+    learn(e, site, i);
     Some(i)
+}
+
+/// The index a site's cache holds, with or without a shape: a map of another shape (or
+/// none) with the same keys in the same order has its key there too (the bodies of
+/// n-body, each its own literal), which one compare of the key's bytes tells.
+#[inline(always)]
+fn site_index(c: u64) -> usize {
+    (if c & SITE_SHAPED != 0 { c & SITE_INDEX } else { c }) as usize
+}
+
+/// Site `site` learns that its key is at index `i` of a map with entries `e` (with the
+/// shape, for a shaped map).
+#[inline]
+fn learn(e: &Entries, site: &Site, i: usize) {
+    site.set(match e {
+        Entries::Shaped { shape, .. } => shape.site | i as u64,
+        _ => i as u64,
+    });
 }
 
 /// The last-found hint of a map's entries.
@@ -833,8 +877,18 @@ impl Map {
     /// The site's hit is checked inline where this is called (a field read's whole
     /// cost when it hits); the rest is `get_missed`, out of line.
     #[inline(always)]
-    pub fn get_cached(&self, k: &[u8], site: &Cell<u32>) -> Option<&Value> {
-        let i = site.get() as usize;
+    pub fn get_cached(&self, k: &[u8], site: &Site) -> Option<&Value> {
+        let c = site.get();
+        if let Entries::Shaped { shape, .. } = &self.head().e {
+            if c & !SITE_INDEX == shape.site {
+                debug_assert_eq!(shape.keys.get((c & SITE_INDEX) as usize).map(|k| k.0.as_slice()), Some(k));
+                // (The index is the shape's: always in range.)
+                if let Some(v) = self.0.slice().get((c & SITE_INDEX) as usize) {
+                    return Some(v);
+                }
+            }
+        }
+        let i = site_index(c);
         if let Some((key, v)) = self.get_index(i) {
             if bytes_eq(key.as_slice(), k) {
                 self.hint().set(i as u32);
@@ -847,28 +901,29 @@ impl Map {
     /// `get_cached` past a miss at the site: the map's own last-found index, then the
     /// hash.
     #[inline(never)]
-    fn get_missed(&self, k: &[u8], site: &Cell<u32>) -> Option<&Value> {
-        let i = site.get() as usize;
+    fn get_missed(&self, k: &[u8], site: &Site) -> Option<&Value> {
+        let i = site_index(site.get());
+        let e = &self.head().e;
         // The key this map's last look-up found (a `get` or `in` of the same key just
         // before): no hash either.
         let h = self.hint().get() as usize;
         if h != i {
             if let Some((key, v)) = self.get_index(h) {
                 if bytes_eq(key.as_slice(), k) {
-                    site.set(h as u32);
+                    learn(e, site, h);
                     return Some(v);
                 }
             }
         }
         let i = self.index_of(k)?;
         self.hint().set(i as u32);
-        site.set(i as u32);
+        learn(e, site, i);
         self.value_at(i)
     }
 
     /// `with_value`, looking for `k` as `cached_index` does.
     #[inline]
-    pub fn with_value_cached<R>(&mut self, k: &[u8], site: &Cell<u32>, f: impl FnOnce(&mut Value) -> R) -> Option<R> {
+    pub fn with_value_cached<R>(&mut self, k: &[u8], site: &Site, f: impl FnOnce(&mut Value) -> R) -> Option<R> {
         let (h, vals) = self.parts_mut();
         let i = cached_index(&h.e, vals, k, site)?;
         let slot = slot_at(&mut h.e, vals, i)?;
@@ -883,8 +938,15 @@ impl Map {
     /// one look cannot both return its slot and go on to the miss); the rest is
     /// `value_missed_mut`, out of line. (nbody: 2.7% fewer instructions.)
     #[inline(always)]
-    pub(super) fn value_cached_mut(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut Value> {
-        let i = site.get() as usize;
+    pub(super) fn value_cached_mut(&mut self, k: &[u8], site: &Site) -> Option<&mut Value> {
+        let c = site.get();
+        if let Entries::Shaped { shape, .. } = &self.head().e {
+            if c & !SITE_INDEX == shape.site {
+                debug_assert_eq!(shape.keys.get((c & SITE_INDEX) as usize).map(|k| k.0.as_slice()), Some(k));
+                return self.parts_mut().1.get_mut((c & SITE_INDEX) as usize);
+            }
+        }
+        let i = site_index(c);
         if matches!(self.get_index(i), Some((key, _)) if bytes_eq(key.as_slice(), k)) {
             let (h, vals) = self.parts_mut();
             return slot_at(&mut h.e, vals, i);
@@ -893,7 +955,7 @@ impl Map {
     }
 
     #[inline(never)]
-    fn value_missed_mut(&mut self, k: &[u8], site: &Cell<u32>) -> Option<&mut Value> {
+    fn value_missed_mut(&mut self, k: &[u8], site: &Site) -> Option<&mut Value> {
         let (h, vals) = self.parts_mut();
         let i = cached_index(&h.e, vals, k, site)?;
         slot_at(&mut h.e, vals, i)

@@ -3,8 +3,6 @@
 //! place writes, builtin calls with their arguments, and the `for` loops' registers.
 //! Child of `vm`.
 
-use std::cell::Cell;
-
 use smallvec::SmallVec;
 
 use super::*;
@@ -688,7 +686,7 @@ fn index_in_place(x: &Value, key: &Value) -> Option<Value> {
 /// held by `cell` alone (false: the general path must do it). `site`: the instruction's
 /// cache, for a constant key.
 #[inline(always)]
-fn set_plain_in_place(cell: &mut Value, key: &Value, site: Option<&Cell<u32>>, x: Plain) -> bool {
+fn set_plain_in_place(cell: &mut Value, key: &Value, site: Option<&Site>, x: Plain) -> bool {
     if let (Value::List(l), Value::Num(i)) = (&mut *cell, key) {
         return match Rc::get_mut(l) {
             // (No `with_item`: plain over plain changes no accounting, and its two
@@ -711,12 +709,7 @@ fn set_plain_in_place(cell: &mut Value, key: &Value, site: Option<&Cell<u32>>, x
 /// key, the entry is missing or `f` declines. Looked for at `site` (a constant key's
 /// cache), else where the map's last look-up found a key, then by the hash.
 #[inline(always)]
-fn map_entry_in_place(
-    cell: &mut Value,
-    key: &Value,
-    site: Option<&Cell<u32>>,
-    f: impl FnOnce(&mut Value) -> bool,
-) -> bool {
+fn map_entry_in_place(cell: &mut Value, key: &Value, site: Option<&Site>, f: impl FnOnce(&mut Value) -> bool) -> bool {
     let (Value::Map(m), Value::Str(s)) = (cell, key) else { return false };
     if s.len() > KEY_FREE_BYTES {
         return false;

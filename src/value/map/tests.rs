@@ -396,7 +396,8 @@ mod shaped_map_tests {
         assert_eq!(m.heap(), heap_of(&m));
         let site = Cell::new(0);
         assert!(m.get_cached(b"field4", &site).is_some());
-        assert_eq!(site.get(), 4);
+        assert_eq!(site.get(), shape.site | 4);
+        assert_eq!(site_index(site.get()), 4);
         assert_eq!(
             m.with_value_cached(b"field4", &site, |v| std::mem::replace(v, Value::Num(1.0))).map(|v| v.heap()),
             Some(0)
@@ -433,6 +434,65 @@ mod shaped_map_tests {
         assert!(m.is_small());
         assert_eq!(m.len(), 6);
         assert_eq!(m.get_index(5).map(|(k, _)| k.to_vec()), Some(b"new".to_vec()));
+    }
+
+    /// One site (one constant key) read and written in maps of every layout, of one
+    /// shape, of another shape with the same keys, of the keys in another order: always
+    /// the key's own value, whatever the site held from the map before.
+    #[test]
+    fn a_site_finds_its_key_in_maps_of_any_shape_or_layout() {
+        let k = keys(5);
+        let (a, b) = (Shape::new(&k).unwrap(), Shape::new(&k).unwrap());
+        assert_ne!(a.site, b.site);
+        let rev: Vec<Bytes> = k.iter().rev().cloned().collect();
+        let r = Shape::new(&rev).unwrap();
+        let mut maps = vec![shaped(&a, 0.0), shaped(&a, 100.0), shaped(&b, 200.0)];
+        maps.push(Map::shaped(&r, (0..5).map(|i| Value::Num(300.0 + (4 - i) as f64))));
+        let mut small = Map::new();
+        for (i, key) in k.iter().enumerate().rev() {
+            small.insert(key.clone(), Value::Num(400.0 + i as f64));
+        }
+        maps.push(small);
+        let mut big = Map::new();
+        for i in (0..20).rev() {
+            big.insert(bytes(format!("field{i}").as_bytes()), Value::Num(500.0 + i as f64));
+        }
+        maps.push(big);
+        let mut left = shaped(&a, 600.0);
+        left.insert(bytes(b"other"), Value::Nil);
+        assert!(!left.is_shaped());
+        maps.push(left);
+        let base = |m: &Map| match m.get(b"field0") {
+            Some(Value::Num(n)) => *n,
+            _ => unreachable!(),
+        };
+        // A site per key, as each instruction has one for its constant key.
+        let sites = [Cell::new(0), Cell::new(0), Cell::new(0), Cell::new(0), Cell::new(0)];
+        let missing = Cell::new(0);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for step in 0..3000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let m = &mut maps[(seed % 7) as usize];
+            let f = (seed >> 8) % 5;
+            let key = format!("field{f}");
+            let site = &sites[f as usize];
+            let want = base(m) + f as f64;
+            assert!(matches!(m.get_cached(key.as_bytes(), site), Some(Value::Num(n)) if *n == want), "{step}");
+            match (seed >> 16) % 3 {
+                0 => {
+                    let v = m.value_cached_mut(key.as_bytes(), site).unwrap();
+                    assert!(matches!(v, Value::Num(n) if *n == want));
+                    *v = Value::Num(want);
+                }
+                1 => {
+                    let got = m.with_value_cached(key.as_bytes(), site, |v| v.clone());
+                    assert!(matches!(got, Some(Value::Num(n)) if n == want));
+                }
+                _ => assert!(m.get_cached(b"missing", &missing).is_none()),
+            }
+        }
     }
 
     #[test]
