@@ -877,18 +877,20 @@ impl Map {
     /// The site's hit is checked inline where this is called (a field read's whole
     /// cost when it hits); the rest is `get_missed`, out of line.
     #[inline(always)]
-    pub fn get_cached(&self, k: &[u8], site: &Site) -> Option<&Value> {
+    pub fn get_cached(&self, k: &LStr, site: &Site) -> Option<&Value> {
         let c = site.get();
         if let Entries::Shaped { shape, .. } = &self.head().e {
             if c & !SITE_INDEX == shape.site {
-                debug_assert_eq!(shape.keys.get((c & SITE_INDEX) as usize).map(|k| k.0.as_slice()), Some(k));
-                // (The index is the shape's: always in range.)
+                debug_assert_eq!(shape.keys.get((c & SITE_INDEX) as usize).map(|k| k.0.as_slice()), Some(k.as_slice()));
+                // (The index is the shape's: always in range. The key's bytes are not
+                // looked at: a string's bytes are behind a test of its layout.)
                 if let Some(v) = self.0.slice().get((c & SITE_INDEX) as usize) {
                     return Some(v);
                 }
             }
         }
         let i = site_index(c);
+        let k = k.as_slice();
         if let Some((key, v)) = self.get_index(i) {
             if bytes_eq(key.as_slice(), k) {
                 self.hint().set(i as u32);

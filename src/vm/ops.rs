@@ -270,6 +270,13 @@ impl<'p> Interp<'p> {
                     None => break 'walk None,
                 }
             }
+            // A number (a record's field, mostly) is written as one, not through
+            // `Got`'s dispatch on the kind of value.
+            if let Value::Num(x) = cur {
+                let x = *x;
+                self.consume(p.root);
+                return self.put_num(dst, x);
+            }
             Some(Got::of(cur))
         };
         match fast {

@@ -395,7 +395,7 @@ mod shaped_map_tests {
         assert!(m.is_shaped());
         assert_eq!(m.heap(), heap_of(&m));
         let site = Cell::new(0);
-        assert!(m.get_cached(b"field4", &site).is_some());
+        assert!(m.get_cached(&LStr::from(&b"field4"[..]), &site).is_some());
         assert_eq!(site.get(), shape.site | 4);
         assert_eq!(site_index(site.get()), 4);
         assert_eq!(
@@ -479,7 +479,10 @@ mod shaped_map_tests {
             let key = format!("field{f}");
             let site = &sites[f as usize];
             let want = base(m) + f as f64;
-            assert!(matches!(m.get_cached(key.as_bytes(), site), Some(Value::Num(n)) if *n == want), "{step}");
+            assert!(
+                matches!(m.get_cached(&LStr::from(key.as_bytes()), site), Some(Value::Num(n)) if *n == want),
+                "{step}"
+            );
             match (seed >> 16) % 3 {
                 0 => {
                     let v = m.value_cached_mut(key.as_bytes(), site).unwrap();
@@ -490,7 +493,7 @@ mod shaped_map_tests {
                     let got = m.with_value_cached(key.as_bytes(), site, |v| v.clone());
                     assert!(matches!(got, Some(Value::Num(n)) if n == want));
                 }
-                _ => assert!(m.get_cached(b"missing", &missing).is_none()),
+                _ => assert!(m.get_cached(&LStr::from(&b"missing"[..]), &missing).is_none()),
             }
         }
     }
