@@ -325,7 +325,11 @@ impl<'p> Interp<'p> {
                     }
                     Op::Field { dst, a, ic, name } => {
                         let fast = match self.rd(code, a) {
-                            Value::Map(m) => m.get_cached(name, &code.ic[ic as usize]).map(Got::of),
+                            Value::Map(m) => match m.get_cached(name, &code.ic[ic as usize]) {
+                                // (A number as one, not through `Got`'s dispatch.)
+                                Some(Value::Num(x)) => Some(Got::Plain(Plain::Num(*x))),
+                                v => v.map(Got::of),
+                            },
                             _ => None,
                         };
                         match fast {
