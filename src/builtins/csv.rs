@@ -124,7 +124,7 @@ fn unclosed_quote(s: &[u8], delimiter: u8, quote: u8) -> Option<usize> {
 pub struct RowBuilder {
     header_mode: bool,
     header: Option<Vec<Bytes>>,
-    /// The header's shape (at most `MAP_SMALL` columns): every row's map shares its keys.
+    /// The header's shape (at most `MAP_SHAPED` columns): every row's map shares its keys.
     shape: Option<std::rc::Rc<Shape>>,
     width: Option<usize>,
     /// Equal short fields share one string (`csv.parse` of a large text).

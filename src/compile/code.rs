@@ -475,7 +475,7 @@ pub struct Code<'p> {
     /// Call arguments: operand and spot.
     pub args: Vec<(Opd, Spot)>,
     /// Map literals: keys and value expressions, and the shape their maps share (none
-    /// for a literal with no key, more than `MAP_SMALL` or a key twice).
+    /// for a literal with no key, more than `MAP_SHAPED` or a key twice).
     pub maps: Vec<(&'p [(Bytes, Expr)], Option<Rc<crate::value::Shape>>)>,
     /// The literal parts of interpolations (`Op::InterpLit`).
     pub lits: Vec<&'p [u8]>,

@@ -54,6 +54,13 @@ pub type MapInner = IndexMap<Key, Value, foldhash::fast::RandomState>;
 /// the indexed layout (`MapInner`), where it stays.
 pub const MAP_SMALL: usize = 8;
 
+/// Shapes hold up to this many keys: a record of 9 to 16 fields (a wide literal, a
+/// parsed row) holds its values and its shape's pointer (80 + 24 bytes a field
+/// accounted) where the indexed layout held 96 + 64 a slot, and its fields are read at
+/// their sites' shape (nineteenth session). A map of more keys than `MAP_SMALL` that
+/// leaves its shape moves to the indexed layout.
+pub const MAP_SHAPED: usize = 16;
+
 /// The keys of maps built with one key sequence (`Map::shaped`): 1 to `MAP_SMALL`
 /// distinct keys in order, shared by every map of that shape (issue 25: a parsed record
 /// holds only its values, 16 bytes each, and a pointer to its shape; so does a map a
@@ -84,9 +91,9 @@ static SHAPES_MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64:
 
 impl Shape {
     /// The shape of maps with these keys in this order; nothing for a key list a shaped
-    /// map cannot take (empty, more than `MAP_SMALL` keys, a key twice).
+    /// map cannot take (empty, more than `MAP_SHAPED` keys, a key twice).
     pub fn new(keys: &[Bytes]) -> Option<Rc<Shape>> {
-        if keys.is_empty() || keys.len() > MAP_SMALL {
+        if keys.is_empty() || keys.len() > MAP_SHAPED {
             return None;
         }
         for (i, k) in keys.iter().enumerate() {
@@ -148,7 +155,7 @@ impl ShapeCache {
     where
         I: ExactSizeIterator<Item = &'a Bytes> + Clone,
     {
-        if keys.len() == 0 || keys.len() > MAP_SMALL {
+        if keys.len() == 0 || keys.len() > MAP_SHAPED {
             return None;
         }
         let mut h: u64 = keys.len() as u64;
@@ -597,15 +604,22 @@ impl Map {
         Map(b)
     }
 
-    /// A shaped map moves to the small layout (with room for `cap` entries), keeping its
-    /// entries, their order and its accounted heap, in a block of its own without values;
-    /// other layouts stay.
+    /// A shaped map moves to the small layout (with room for `cap` entries), or to the
+    /// indexed one past `MAP_SMALL` entries, keeping its entries, their order and its
+    /// accounted heap, in a block of its own without values; other layouts stay.
     #[cold]
     fn unshape(&mut self, cap: usize) {
         let (h, vals) = self.parts_mut();
         if let Entries::Shaped { hint, shape } = &h.e {
             let n = vals.len();
             let keys = &shape.keys;
+            if n > MAP_SMALL {
+                let mut m = MapInner::with_capacity_and_hasher(cap.max(n), Default::default());
+                m.extend(keys.iter().cloned().zip(vals.iter_mut().map(std::mem::take)));
+                let e = Entries::Big { hint: hint.clone(), m: Box::new(m) };
+                self.0 = ThinRc::with_release(Head { heap: h.heap, e }, std::iter::empty());
+                return;
+            }
             let slots = ThinRc::new(
                 (),
                 (0..cap.max(n)).map(|i| match (keys.get(i), vals.get_mut(i)) {

@@ -352,15 +352,20 @@ mod shaped_map_tests {
         assert_eq!(std::mem::size_of::<Map>(), 8);
         let block = |n| chunk(ThinRc::<Head, Value>::block_size(n));
         assert_eq!(ThinRc::<Head, Value>::block_size(6), 16 + 24 + 6 * 16);
-        for n in 1..=MAP_SMALL {
+        for n in 1..=MAP_SHAPED {
             let shape = Shape::new(&keys(n)).unwrap();
             let m = shaped(&shape, 0.0);
             assert!(m.is_shaped());
             let real = block(n);
             assert_eq!(m.acct() - m.heap(), ACCT_SHAPED_MAP_HEADER + n * ACCT_SHAPED_MAP_ENTRY);
             assert!(real <= m.acct() - m.heap(), "shaped, {n} entries: {real} held, {} accounted", m.acct() - m.heap());
-            // never accounted more than the small layout of the same entries
-            assert!(m.acct() - m.heap() <= ACCT_SMALL_MAP_HEADER + n * ACCT_SMALL_MAP_ENTRY);
+            // never accounted more than the small or indexed layout of the same entries
+            let other = if n <= MAP_SMALL {
+                ACCT_SMALL_MAP_HEADER + n * ACCT_SMALL_MAP_ENTRY
+            } else {
+                ACCT_MAP_HEADER + n * ACCT_MAP_ENTRY
+            };
+            assert!(m.acct() - m.heap() <= other);
             assert_eq!(m.heap(), heap_of(&m));
         }
         // A 6-field record's map (WORKLOG, issue 25): one 144-byte chunk; 176 in two
@@ -371,11 +376,11 @@ mod shaped_map_tests {
     #[test]
     fn shapes_refuse_what_a_shaped_map_cannot_take() {
         assert!(Shape::new(&[]).is_none());
-        assert!(Shape::new(&keys(MAP_SMALL + 1)).is_none());
+        assert!(Shape::new(&keys(MAP_SHAPED + 1)).is_none());
         let mut k = keys(3);
         k.push(bytes(b"field1"));
         assert!(Shape::new(&k).is_none());
-        assert_eq!(Shape::new(&keys(MAP_SMALL)).unwrap().len(), MAP_SMALL);
+        assert_eq!(Shape::new(&keys(MAP_SHAPED)).unwrap().len(), MAP_SHAPED);
     }
 
     #[test]
@@ -434,6 +439,24 @@ mod shaped_map_tests {
         assert!(m.is_small());
         assert_eq!(m.len(), 6);
         assert_eq!(m.get_index(5).map(|(k, _)| k.to_vec()), Some(b"new".to_vec()));
+        // a shape of more keys than a small map takes: indexed on a new key or a
+        // removal, in order, the accounting true
+        let wide = Shape::new(&keys(12)).unwrap();
+        let mut m = shaped(&wide, 0.0);
+        m.with_value(b"field3", |v| *v = Value::string("a string longer than sixteen bytes"));
+        assert!(m.insert(bytes(b"new"), Value::Num(-1.0)).is_none());
+        assert!(!m.is_small() && !m.is_shaped());
+        assert_eq!(m.len(), 13);
+        assert_eq!(m.get_index(12).map(|(k, _)| k.to_vec()), Some(b"new".to_vec()));
+        assert_eq!(m.heap(), heap_of(&m));
+        let mut m = shaped(&wide, 0.0);
+        assert!(matches!(m.remove(b"field4"), Some(Value::Num(n)) if n == 4.0));
+        assert!(!m.is_small() && !m.is_shaped());
+        assert_eq!(
+            order(&m).iter().map(|(_, v)| *v).collect::<Vec<_>>(),
+            [0., 1., 2., 3., 5., 6., 7., 8., 9., 10., 11.]
+        );
+        assert_eq!(m.heap(), heap_of(&m));
     }
 
     /// One site (one constant key) read and written in maps of every layout, of one
@@ -549,7 +572,7 @@ mod shaped_map_tests {
         let twice = [k[0].clone(), k[0].clone()];
         assert!(c.get(twice.iter()).is_none() && c.get(twice.iter()).is_none());
         assert!(c.get([].iter()).is_none());
-        let many = keys(MAP_SMALL + 1);
+        let many = keys(MAP_SHAPED + 1);
         assert!(c.get(many.iter()).is_none() && c.get(many.iter()).is_none());
         // many sequences in turn: each found again after its first two, or missed (a
         // collision), never a wrong shape
@@ -574,7 +597,7 @@ mod shaped_map_tests {
             seed
         };
         for round in 0..200 {
-            let n = 1 + round % MAP_SMALL;
+            let n = 1 + round % MAP_SHAPED;
             let shape = Shape::new(&keys(n)).unwrap();
             let mut m = shaped(&shape, 0.0);
             let mut model: Vec<(Vec<u8>, f64)> = (0..n).map(|i| (format!("field{i}").into_bytes(), i as f64)).collect();
