@@ -61,7 +61,7 @@ pub const MAP_SMALL: usize = 8;
 /// leaves its shape moves to the indexed layout.
 pub const MAP_SHAPED: usize = 16;
 
-/// The keys of maps built with one key sequence (`Map::shaped`): 1 to `MAP_SMALL`
+/// The keys of maps built with one key sequence (`Map::shaped`): 1 to `MAP_SHAPED`
 /// distinct keys in order, shared by every map of that shape (issue 25: a parsed record
 /// holds only its values, 16 bytes each, and a pointer to its shape; so does a map a
 /// literal makes, each literal's keys one shape made when its code is compiled).
