@@ -213,14 +213,16 @@ fn mutations_never_panic_and_round_trip() {
 #[test]
 fn objects_of_one_key_sequence_share_a_shape_in_large_documents() {
     // records of two sequences in turn, nested ones, one with a key twice (the last
-    // value wins, as before), one of nine keys, empty ones
+    // value wins, as before), ones of nine keys (shaped from the second) and of
+    // seventeen (past `MAP_SHAPED`: never shaped), empty ones
     let mut parts = Vec::new();
     for i in 0..3000 {
         parts.push(match i % 5 {
             0 => format!(r#"{{"a":{i},"b":{{"x":1,"y":[{i}]}}}}"#),
             1 => format!(r#"{{"b":{i},"a":"s"}}"#),
             2 => format!(r#"{{"a":{i},"a":2}}"#),
-            3 => r#"{"1":1,"2":2,"3":3,"4":4,"5":5,"6":6,"7":7,"8":8,"9":9}"#.to_string(),
+            3 if i % 10 == 3 => r#"{"1":1,"2":2,"3":3,"4":4,"5":5,"6":6,"7":7,"8":8,"9":9}"#.to_string(),
+            3 => format!("{{{}}}", (1..=17).map(|k| format!(r#""{k}":{k}"#)).collect::<Vec<_>>().join(",")),
             _ => "{}".to_string(),
         });
     }
@@ -232,7 +234,7 @@ fn objects_of_one_key_sequence_share_a_shape_in_large_documents() {
         Value::Map(m) => m.clone(),
         _ => panic!(),
     };
-    for i in [0, 1, 2, 3, 4, 2995, 2996, 2997, 2998, 2999] {
+    for i in [0, 1, 2, 3, 4, 13, 2995, 2996, 2997, 2998, 2999] {
         let r = m(i);
         let keys: Vec<Vec<u8>> = r.keys().map(|k| k.to_vec()).collect();
         match i % 5 {
@@ -252,9 +254,15 @@ fn objects_of_one_key_sequence_share_a_shape_in_large_documents() {
                 assert!(matches!(r.get(b"a"), Some(Value::Num(n)) if *n == 2.0));
                 assert!(!r.is_shaped());
             }
-            3 => {
+            3 if i % 10 == 3 => {
                 assert_eq!(r.len(), 9);
+                assert_eq!(r.is_shaped(), i > 3);
+                assert!(matches!(r.get(b"9"), Some(Value::Num(n)) if *n == 9.0));
+            }
+            3 => {
+                assert_eq!(r.len(), 17);
                 assert!(!r.is_shaped());
+                assert!(matches!(r.get(b"17"), Some(Value::Num(n)) if *n == 17.0));
             }
             _ => assert!(r.is_empty() && !r.is_shaped()),
         }
