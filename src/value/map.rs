@@ -379,10 +379,8 @@ fn slot_at_if<'a>(e: &'a mut Entries, vals: &'a mut [Value], i: usize, k: &[u8])
 #[inline(always)]
 fn cached_index(e: &Entries, vals: &[Value], k: &[u8], site: &Site) -> Option<usize> {
     let c = site.get();
-    if let Entries::Shaped { shape, .. } = e {
-        if c & !SITE_INDEX == shape.site {
-            return Some((c & SITE_INDEX) as usize);
-        }
+    if let Some(i) = shaped_hit(e, c, || k) {
+        return Some(i);
     }
     let at = |i: usize| matches!(entry_at(e, vals, i), Some((key, _)) if bytes_eq(key.as_slice(), k));
     let guess = site_index(c);
@@ -393,6 +391,21 @@ fn cached_index(e: &Entries, vals: &[Value], k: &[u8], site: &Site) -> Option<us
     let i = if hint != guess && at(hint) { hint } else { index_in(e, k)? };
     learn(e, site, i);
     Some(i)
+}
+
+/// The index of its key that site cache `c` holds for a shaped map `e` of the shape it
+/// read before (no key bytes looked at: the same shape has its key at the same index);
+/// None for any other map.
+#[inline(always)]
+fn shaped_hit<'k>(e: &Entries, c: u64, k: impl FnOnce() -> &'k [u8]) -> Option<usize> {
+    match e {
+        Entries::Shaped { shape, .. } if c & !SITE_INDEX == shape.site => {
+            let i = (c & SITE_INDEX) as usize;
+            debug_assert_eq!(shape.keys.get(i).map(|key| key.0.as_slice()), Some(k()));
+            Some(i)
+        }
+        _ => None,
+    }
 }
 
 /// The index a site's cache holds, with or without a shape: a map of another shape (or
@@ -893,14 +906,12 @@ impl Map {
     #[inline(always)]
     pub fn get_cached(&self, k: &LStr, site: &Site) -> Option<&Value> {
         let c = site.get();
-        if let Entries::Shaped { shape, .. } = &self.head().e {
-            if c & !SITE_INDEX == shape.site {
-                debug_assert_eq!(shape.keys.get((c & SITE_INDEX) as usize).map(|k| k.0.as_slice()), Some(k.as_slice()));
-                // (The index is the shape's: always in range. The key's bytes are not
-                // looked at: a string's bytes are behind a test of its layout.)
-                if let Some(v) = self.0.slice().get((c & SITE_INDEX) as usize) {
-                    return Some(v);
-                }
+        // (The key's bytes are not read on a hit: a string's bytes are behind a test of
+        // its layout; only a debug build's check reads them.)
+        if let Some(i) = shaped_hit(&self.head().e, c, || k.as_slice()) {
+            // (The index is the shape's: always in range.)
+            if let Some(v) = self.0.slice().get(i) {
+                return Some(v);
             }
         }
         let i = site_index(c);
@@ -956,11 +967,8 @@ impl Map {
     #[inline(always)]
     pub(super) fn value_cached_mut(&mut self, k: &[u8], site: &Site) -> Option<&mut Value> {
         let c = site.get();
-        if let Entries::Shaped { shape, .. } = &self.head().e {
-            if c & !SITE_INDEX == shape.site {
-                debug_assert_eq!(shape.keys.get((c & SITE_INDEX) as usize).map(|k| k.0.as_slice()), Some(k));
-                return self.parts_mut().1.get_mut((c & SITE_INDEX) as usize);
-            }
+        if let Some(i) = shaped_hit(&self.head().e, c, || k) {
+            return self.parts_mut().1.get_mut(i);
         }
         let i = site_index(c);
         if matches!(self.get_index(i), Some((key, _)) if bytes_eq(key.as_slice(), k)) {
