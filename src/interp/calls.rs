@@ -274,8 +274,10 @@ impl<'p> Interp<'p> {
 
     /// `place_builtin_vals` with keys that are numbers or constant strings, read where
     /// they are (`push(piles[i], d)`): the place walked in place when it can be
-    /// (`value::in_place`), else as any place, its keys made values.
-    #[inline(never)]
+    /// (`value::in_place`: the variable changed where it is, by one difference of
+    /// storage charged), else as any place, its keys made values. (Inline in
+    /// `vm_place_call_at`, its one caller.)
+    #[inline(always)]
     pub(super) fn place_builtin_at(
         &mut self,
         b: &'static Builtin,
@@ -284,16 +286,47 @@ impl<'p> Interp<'p> {
         ics: &[crate::value::Site],
         vals: &mut [Value],
     ) -> R<Value> {
-        self.host.work(b.cost.before(vals))?;
-        let mut leaf = |this: &mut Self, target: &mut Value| this.place_leaf(b, target, vals);
-        let r = self.modify_var(root, |this, v| match crate::value::in_place(v, ks, ics, &mut |t| leaf(this, t)) {
-            Some(r) => r,
-            None => {
-                let keys: SmallVec<[Value; 4]> = ks.iter().map(|k| k.value()).collect();
-                this.nav_mut(v, &keys, &mut leaf)
+        let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
+        let cost = b.cost;
+        // (The variable's cell and the host are the frame's separate parts, borrowed
+        // apart: the builtin changes the value where it is.)
+        let cell = match root {
+            Slot::Local(i) => &mut self.stack[self.base + i as usize],
+            Slot::Global(i) => &mut self.globals[i as usize],
+        };
+        let host = &mut self.host;
+        let walked = crate::value::in_place(cell, ks, ics, |target| {
+            host.work(cost.before(vals))?;
+            if cost.measures_target() {
+                host.work(cost.target(target))?;
             }
+            f(host, target, vals)
         });
+        let r = match walked {
+            Some((r, d)) => {
+                self.charge(matches!(root, Slot::Global(_)), d)?;
+                r
+            }
+            None => self.place_builtin_keys(b, root, ks, vals),
+        };
         self.place_end(b, r)
+    }
+
+    /// `place_builtin_at`'s place as any place (shared containers copied, errors
+    /// reported), its keys made values.
+    #[cold]
+    #[inline(never)]
+    fn place_builtin_keys(
+        &mut self,
+        b: &'static Builtin,
+        root: Slot,
+        ks: &[PathKey<'_>],
+        vals: &mut [Value],
+    ) -> R<Value> {
+        self.host.work(b.cost.before(vals))?;
+        let keys: SmallVec<[Value; 4]> = ks.iter().map(|k| k.value()).collect();
+        let mut leaf = |this: &mut Self, target: &mut Value| this.place_leaf(b, target, vals);
+        self.modify_place(root, &keys, &mut leaf)
     }
 
     /// A place builtin at its place: the work of the value it changes (its cost rule),

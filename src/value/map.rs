@@ -957,6 +957,18 @@ impl Map {
         Some(changed(&mut h.heap, slot, f))
     }
 
+    /// The value of key `k`, looked for as `cached_index` does, with this map's
+    /// accounted storage of its values: the caller changes the value in place and adds
+    /// the change of its storage to that count itself (`value::in_place`, which walks
+    /// a place down and back without a closure at each step).
+    #[inline(always)]
+    pub(crate) fn value_and_heap_cached(&mut self, k: &[u8], site: &Site) -> Option<(&mut Value, &mut usize)> {
+        let (h, vals) = self.parts_mut();
+        let i = cached_index(&h.e, vals, k, site)?;
+        let Head { heap, e } = h;
+        Some((slot_at(e, vals, i)?, heap))
+    }
+
     /// The value of key `k`, looked for as `cached_index` does, changed in place by
     /// the caller without this map's accounting: only `plain_leaf` (value.rs) calls
     /// it, on its way to a plain value it replaces by a plain value.
