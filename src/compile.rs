@@ -135,8 +135,8 @@ impl<'p> Codes<'p> {
         let prog = self.prog;
         let shapes = &mut self.shapes.borrow_mut();
         match prog.funcs.get(i) {
-            Some(f) => compile(&f.body, f.slot_names.len(), shapes),
-            None => compile(&prog.main, 0, shapes),
+            Some(f) => Code { base_bytes: f.base_bytes, ..compile(&f.body, f.slot_names.len(), shapes) },
+            None => Code { base_bytes: prog.main_base_bytes, ..compile(&prog.main, 0, shapes) },
         }
     }
 }

@@ -273,7 +273,7 @@ impl<'p> Interp<'p> {
                         },
                         Err(e) => Err(e),
                     },
-                    Op::Call { fi, start, n, dst } => match self.vm_call(codes, code, pc, frames, fi, start, n, dst) {
+                    Op::Call { .. } => match self.vm_call(codes, code, pc, frames, ins) {
                         Ok(callee) => {
                             code = callee;
                             pc = 0;
@@ -409,19 +409,18 @@ impl<'p> Interp<'p> {
 
     /// A call of user function `fi` at the instruction before `pc` of `cur`: its frame
     /// opened (`vm_call_open`), the caller's frame kept, the callee's code.
+    /// (The call instruction `ins` is passed whole: its four fields as arguments took
+    /// three of them through the native stack.)
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
     fn vm_call<'c>(
         &mut self,
         codes: &'c Codes<'p>,
         cur: &'c Code<'p>,
         pc: usize,
         frames: &mut Frames<'c, 'p>,
-        fi: u32,
-        start: u32,
-        n: u32,
-        dst: Opd,
+        ins: &Ins<'p>,
     ) -> R<&'c Code<'p>> {
+        let Op::Call { fi, start, n, dst } = ins.op else { unreachable!("vm_call runs a call") };
         // The caller's frame first, with what the return restores (read before the call
         // changes it, as `frame_enter` reads it): the caller's code, index and
         // destination need no register through the call's accounting.
@@ -776,8 +775,6 @@ impl<'p> Interp<'p> {
         n: u32,
         saved: Saved,
     ) -> R<&'c Code<'p>> {
-        let prog = self.prog;
-        let f = &prog.funcs[fi];
         let new_base = self.base + start as usize;
         let n = n as usize;
         let mut arg_heap = 0usize;
@@ -787,7 +784,7 @@ impl<'p> Interp<'p> {
             }
         }
         let code = codes.get(fi);
-        self.frame_enter(fi, f, n, new_base, arg_heap, saved)?;
+        self.frame_enter(fi, code.base_bytes, n, new_base, arg_heap, saved)?;
         // Its locals past the arguments and its loops' registers unset.
         if let Err(e) = self.frame_registers(code, new_base, n) {
             self.vm_leave(code, saved);

@@ -500,6 +500,10 @@ pub struct Code<'p> {
     /// The locals and the `for ... in` loops' registers: what a call's entry makes
     /// unset (a temporary is always written before it is read; these are not).
     pub nfixed: u32,
+    /// The storage of the frame that runs this code, before its arguments: its names
+    /// and slots (`Function::base_bytes`), read by a call here rather than from the
+    /// program's function.
+    pub base_bytes: usize,
 }
 
 impl Code<'_> {

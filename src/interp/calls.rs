@@ -37,7 +37,7 @@ impl<'p> Interp<'p> {
         let f = &prog.funcs[fi];
         if arg_heap > self.host.lim.n(L::CallArgs) {
             self.stack.truncate(new_base);
-            return Err(self.call_refused(f, arg_heap));
+            return Err(self.call_refused(fi, arg_heap));
         }
         self.enter(fi, f, nargs, new_base, arg_heap)
     }
@@ -56,7 +56,7 @@ impl<'p> Interp<'p> {
         arg_heap: usize,
     ) -> R<Value> {
         let saved = self.saved();
-        if let Err(e) = self.frame_enter(fi, f, nargs, new_base, arg_heap, saved) {
+        if let Err(e) = self.frame_enter(fi, f.base_bytes, nargs, new_base, arg_heap, saved) {
             self.stack.truncate(new_base);
             return Err(e);
         }
@@ -96,7 +96,7 @@ impl<'p> Interp<'p> {
     pub(crate) fn frame_enter(
         &mut self,
         fi: usize,
-        f: &'p Function,
+        base_bytes: usize,
         nargs: usize,
         new_base: usize,
         arg_heap: usize,
@@ -106,7 +106,7 @@ impl<'p> Interp<'p> {
         // line of many calls to an empty function is one step, but not free.
         self.host.work(WORK_CALLBACK)?;
         if arg_heap + nargs * ACCT_SLOT > self.host.lim.n(L::CallArgs) || self.depth >= self.host.lim.n(L::CallDepth) {
-            return Err(self.call_refused(f, arg_heap + nargs * ACCT_SLOT));
+            return Err(self.call_refused(fi, arg_heap + nargs * ACCT_SLOT));
         }
         if let Some(p) = self.profile.as_deref_mut() {
             p.enter(fi, self.host.meter.steps, self.host.meter.work);
@@ -118,7 +118,7 @@ impl<'p> Interp<'p> {
             self.max_depth = self.depth;
         }
         // The new frame's storage: its names and slots, and the arguments it holds.
-        let fb = f.base_bytes + arg_heap;
+        let fb = base_bytes + arg_heap;
         self.fbytes = fb;
         self.mem += fb;
         if fb > self.host.lim.n(L::FrameStorage) || self.mem > self.host.max_mem {
@@ -154,7 +154,8 @@ impl<'p> Interp<'p> {
     }
 
     #[cold]
-    pub(super) fn call_refused(&self, f: &Function, arg_bytes: usize) -> Fail {
+    pub(super) fn call_refused(&self, fi: usize, arg_bytes: usize) -> Fail {
+        let f = &self.prog.funcs[fi];
         if arg_bytes > self.host.lim.n(L::CallArgs) {
             self.limit(
                 LimitKind::CallArgs,
