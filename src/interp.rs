@@ -81,11 +81,17 @@ const MAIN_FN: usize = usize::MAX;
 /// word: see `vm::VmFrame`).
 pub(crate) type Saved = (usize, usize, usize, u64);
 
+// (`repr(C)`, the frame's base first: at the interpreter's own address, where the
+// dispatch loop reads it with no field address of its own. Laid out by the compiler,
+// the loop kept the addresses of `base` and of the stack's fields in stack slots and
+// reloaded them for every operand: 1 to 3% more instructions on every benchmark,
+// WORKLOG twentieth session.)
+#[repr(C)]
 pub struct Interp<'p> {
-    pub(crate) prog: &'p Program,
-    pub(crate) stack: Vec<Value>,
     base: usize,
+    pub(crate) stack: Vec<Value>,
     pub(crate) globals: Vec<Value>,
+    pub(crate) prog: &'p Program,
     /// The function running now (`MAIN_FN` in main), for naming variables in errors.
     func: usize,
     depth: usize,
