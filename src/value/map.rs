@@ -684,7 +684,7 @@ impl Map {
     /// Accounted size: a header and a size per unit of capacity, each layout its own
     /// (`ACCT_SMALL_MAP_*`, `ACCT_MAP_*`, `ACCT_SHAPED_MAP_*`), and the storage of the
     /// keys and values.
-    #[inline]
+    #[inline(always)]
     pub fn acct(&self) -> usize {
         let h = self.head();
         h.heap

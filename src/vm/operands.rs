@@ -268,8 +268,26 @@ impl<'p> Interp<'p> {
             drop(old);
             return Ok(());
         }
-        let oh = if is_plain(&old) { 0 } else { old.heap() };
-        drop(old);
+        // (The old value measured and dropped by its kind, here: through `Value::heap`
+        // and the drop glue of `Value`, two calls more on every `x = x.next`.)
+        let oh = match old {
+            Value::Map(m) => {
+                let h = m.acct();
+                drop(m);
+                h
+            }
+            Value::List(l) => {
+                let h = l.acct();
+                drop(l);
+                h
+            }
+            old if is_plain(&old) => 0,
+            old => {
+                let h = old.heap();
+                drop(old);
+                h
+            }
+        };
         if nh != oh {
             self.charge(dst.tag() == T_GLOBAL, nh as isize - oh as isize)?;
         }
