@@ -269,8 +269,14 @@ impl<'p> Interp<'p> {
             return Ok(());
         }
         // (The old value measured and dropped by its kind, here: through `Value::heap`
-        // and the drop glue of `Value`, two calls more on every `x = x.next`.)
+        // and the drop glue of `Value`, two calls more on every `x = x.next` and every
+        // `for w in words`.)
         let oh = match old {
+            Value::Str(s) => {
+                let h = crate::value::str_heap(&s);
+                drop(s);
+                h
+            }
             Value::Map(m) => {
                 let h = m.acct();
                 drop(m);
