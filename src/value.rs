@@ -786,7 +786,7 @@ fn in_place_step<'a>(v: &'a mut Value, k: PathKey<'_>, ic: &Site) -> Option<(&'a
 
 /// `leaf` run on `v`, and the change of `v`'s storage it made.
 #[inline(always)]
-fn measured<T>(v: &mut Value, leaf: impl FnOnce(&mut Value) -> T) -> (T, isize) {
+pub(crate) fn measured<T>(v: &mut Value, leaf: impl FnOnce(&mut Value) -> T) -> (T, isize) {
     let before = v.heap();
     let r = leaf(v);
     (r, v.heap() as isize - before as isize)

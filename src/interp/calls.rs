@@ -261,6 +261,27 @@ impl<'p> Interp<'p> {
         let Imp::Place(f) = b.imp else { unreachable!("plain builtins are called through Builtin") };
         let cost = b.cost;
         self.host.work(cost.before(vals))?;
+        if keys.is_empty() {
+            // A variable itself (`push(xs, v)`): changed where it is, as
+            // `place_builtin_at` changes a place (its cell and the host borrowed
+            // apart), not taken out of its cell and put back. An unset one goes on
+            // to its `name` error.
+            let cell = match root {
+                Slot::Local(i) => &mut self.stack[self.base + i as usize],
+                Slot::Global(i) => &mut self.globals[i as usize],
+            };
+            if !matches!(cell, Value::Unset) {
+                let host = &mut self.host;
+                let (r, d) = crate::value::measured(cell, |target| {
+                    if cost.measures_target() {
+                        host.work(cost.target(target))?;
+                    }
+                    f(host, target, vals)
+                });
+                self.charge(matches!(root, Slot::Global(_)), d)?;
+                return self.place_end(b, r);
+            }
+        }
         // (Written out rather than through `place_leaf`: the two closures were
         // identical code, merged into one out of line, and `push(xs, v)` paid a call.)
         let mut leaf = |this: &mut Self, target: &mut Value| {
