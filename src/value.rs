@@ -673,6 +673,17 @@ pub fn list_at(n: f64, len: usize) -> Option<usize> {
     }
 }
 
+/// `list_at` for a whole number known when the code was compiled (`Op::IndexN`).
+#[inline(always)]
+pub fn list_at_int(i: i32, len: usize) -> Option<usize> {
+    let k = if i < 0 { i64::from(i).wrapping_add(len as i64) } else { i64::from(i) };
+    if (k as u64) < len as u64 {
+        Some(k as usize)
+    } else {
+        None
+    }
+}
+
 /// A key of a path walked in place (`plain_leaf`): a number (a list's item) or a
 /// string (a map's key).
 #[derive(Clone, Copy, Debug)]

@@ -208,6 +208,15 @@ pub enum Op<'p> {
         k: Opd,
         ic: u32,
     },
+    /// `a[i]` for a whole-number constant index `i` (`k`, the constant's operand, for
+    /// every other case than a list's item): the item read without decoding the key's
+    /// operand and converting a number (`t[0]`, `pair[1]`, `xs[-1]`).
+    IndexN {
+        dst: Opd,
+        a: Opd,
+        k: Opd,
+        i: i32,
+    },
     /// A chain of reads (`bodies[i].x`, `t.pos.y`, `grid[y][x]`): `rpaths[path]`, walked
     /// in place from its root to the value written to `dst`, nothing between copied
     /// (as `Index` and `Field` one after the other would copy each step's value into a

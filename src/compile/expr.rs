@@ -131,9 +131,17 @@ impl<'p> Compiler<'p> {
             }
             Expr::Index(a, k, sp) => {
                 let a = self.operand_before(a, std::slice::from_ref(&**k));
+                let i = num_const(k).filter(|n| n.fract() == 0.0 && n.abs() <= f64::from(i32::MAX));
                 let k = self.operand(k);
-                let ic = self.ics(1);
-                self.emit(Op::Index { dst, a: a.o, k: k.o, ic }, *sp, [a.sp, k.sp]);
+                match i {
+                    Some(i) => {
+                        self.emit(Op::IndexN { dst, a: a.o, k: k.o, i: i as i32 }, *sp, [a.sp, k.sp]);
+                    }
+                    None => {
+                        let ic = self.ics(1);
+                        self.emit(Op::Index { dst, a: a.o, k: k.o, ic }, *sp, [a.sp, k.sp]);
+                    }
+                }
             }
             Expr::Field(a, name, sp) => {
                 let a = self.operand(a);
