@@ -334,11 +334,18 @@ impl<'p> Interp<'p> {
                             None => self.index_slow(code, at, dst, a, k),
                         }
                     }
-                    Op::Field { dst, a, ic, name } => {
+                    Op::Field { dst, a, ic, name } => 'op: {
                         let fast = match self.rd(code, a) {
                             Value::Map(m) => match m.get_cached(name, &code.ic[ic as usize]) {
                                 // (A number as one, not through `Got`'s dispatch.)
                                 Some(Value::Num(x)) => Some(Got::Plain(Plain::Num(*x))),
+                                // (A record into its variable, `x = x.next`, written
+                                // here: through `Got` it went by the native stack.)
+                                Some(Value::Map(v)) => {
+                                    let v = v.clone();
+                                    self.consume(a);
+                                    break 'op self.put_heap(dst, Heap::Map(v));
+                                }
                                 v => v.map(Got::of),
                             },
                             _ => None,
