@@ -307,23 +307,26 @@ impl<'p> Interp<'p> {
                         // operand's decode and conversion; the two share the write (a
                         // copy of it for each made the loop keep its index in a stack
                         // slot: loop +3%).
-                        let fast = match ins.op {
-                            Op::IndexN { i, .. } => match self.rd(code, a) {
-                                Value::List(l) => list_at_int(i, l.len()).map(|j| Got::of(&l.items()[j])),
-                                _ => None,
-                            },
-                            Op::Index { ic, .. } => match (self.rd(code, a), self.rd(code, k)) {
+                        let fast = match (ins.op, self.rd(code, a)) {
+                            (Op::IndexN { i, .. }, Value::List(l)) => {
+                                list_at_int(i, l.len()).map(|j| Got::of(&l.items()[j]))
+                            }
+                            // (`IndexN` on anything else reads its constant as `Index`
+                            // does: a string's byte stays on this path.)
+                            (op, x) => match (x, self.rd(code, k)) {
                                 (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| Got::of(&l.items()[i])),
-                                (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => {
-                                    if k.tag() == T_CONST { m.get_cached(s, &code.ic[ic as usize]) } else { m.get(s) }
-                                        .map(Got::of)
+                                (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => match op {
+                                    Op::Index { ic, .. } if k.tag() == T_CONST => {
+                                        m.get_cached(s, &code.ic[ic as usize])
+                                    }
+                                    _ => m.get(s),
                                 }
+                                .map(Got::of),
                                 (Value::Str(s), Value::Num(n)) => {
                                     list_at(*n, s.len()).map(|i| Got::Heap(Heap::Str(crate::value::byte_str(s[i]))))
                                 }
                                 _ => None,
                             },
-                            _ => unreachable!("an index instruction"),
                         };
                         match fast {
                             Some(g) => {

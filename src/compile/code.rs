@@ -209,8 +209,8 @@ pub enum Op<'p> {
         ic: u32,
     },
     /// `a[i]` for a whole-number constant index `i` (`k`, the constant's operand, for
-    /// every other case than a list's item): the item read without decoding the key's
-    /// operand and converting a number (`t[0]`, `pair[1]`, `xs[-1]`).
+    /// every case but a list's item and a string's byte): read without decoding the
+    /// key's operand and converting a number (`t[0]`, `pair[1]`, `xs[-1]`, `line[0]`).
     IndexN {
         dst: Opd,
         a: Opd,
