@@ -283,9 +283,9 @@ impl<'p> Interp<'p> {
                     },
                     Op::Ret(_) | Op::RetNil | Op::End => {
                         let (ret, flow) = match ins.op {
-                            Op::Ret(o) => (Some(o), Flow::Return),
-                            Op::RetNil => (None, Flow::Return),
-                            _ => (None, Flow::Normal),
+                            Op::Ret(o) => (o, Flow::Return),
+                            Op::RetNil => (NONE, Flow::Return),
+                            _ => (NONE, Flow::Normal),
                         };
                         match self.vm_ret(code, at, frames, ret) {
                             Ok(Some((caller, to))) => {
@@ -477,19 +477,20 @@ impl<'p> Interp<'p> {
         }
     }
 
-    /// A `return` of operand `ret` (None: nil, as `return` alone and the end of a body
-    /// give) at instruction `at` of `code`: to the compiled caller's code and index, or
-    /// None when `code` is the outermost (`self.ret` set).
+    /// A `return` of operand `ret` (`NONE`: nil, as `return` alone and the end of a
+    /// body give) at instruction `at` of `code`: to the compiled caller's code and
+    /// index, or None when `code` is the outermost (`self.ret` set). (`NONE` rather
+    /// than an `Option`: the option's operand went through the native stack.)
     #[inline(never)]
     fn vm_ret<'c>(
         &mut self,
         code: &'c Code<'p>,
         at: usize,
         frames: &mut Frames<'c, 'p>,
-        ret: Option<Opd>,
+        ret: Opd,
     ) -> R<Option<(&'c Code<'p>, usize)>> {
         let outermost = frames.depth == 0;
-        match ret {
+        match (ret != NONE).then_some(ret) {
             // A plain result goes by its payload straight to the call's
             // register (a `Got` made here and moved into the return went
             // through the stack: a store-forwarding stall on every return).
