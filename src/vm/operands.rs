@@ -219,7 +219,10 @@ impl<'p> Interp<'p> {
         match dst.tag() {
             T_TEMP => {
                 if dst != DISCARD {
-                    self.stack[self.base + dst.idx()] = v;
+                    let old = std::mem::replace(&mut self.stack[self.base + dst.idx()], v);
+                    drop_held(old);
+                } else {
+                    drop_held(v);
                 }
                 Ok(())
             }
@@ -320,6 +323,17 @@ pub(super) fn slot_of(o: Opd) -> Slot {
     match o.tag() {
         T_GLOBAL => Slot::Global(o.idx() as u32),
         _ => Slot::Local(o.idx() as u32),
+    }
+}
+
+/// Drop `v`, calling its drop glue only when it may hold something (the glue is out
+/// of line: a call for every discarded result and every temporary written over).
+#[inline(always)]
+pub(super) fn drop_held(v: Value) {
+    if is_plain(&v) || matches!(v, Value::Unset) {
+        std::mem::forget(v);
+    } else {
+        drop(v);
     }
 }
 
