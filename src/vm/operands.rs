@@ -268,7 +268,7 @@ impl<'p> Interp<'p> {
         let cell = self.cell(dst);
         let old = h.replace(cell);
         if temp {
-            drop(old);
+            drop_held(old);
             return Ok(());
         }
         // (The old value measured and dropped by its kind, here: through `Value::heap`
