@@ -429,7 +429,7 @@ impl<'p> Interp<'p> {
             Slot::Global(i) => (std::mem::replace(&mut self.globals[i as usize], v), true),
         };
         let oh = old.heap();
-        drop(old);
+        vm::drop_held(old);
         if nh != oh {
             self.charge(global, nh as isize - oh as isize)?;
         }

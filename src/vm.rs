@@ -21,6 +21,7 @@ mod operands;
 #[path = "vm/ops.rs"]
 mod ops;
 
+pub(super) use operands::drop_held;
 use operands::*;
 
 /// A compiled caller waiting for its callee (calls between compiled functions run in

@@ -196,7 +196,7 @@ impl<'p> Interp<'p> {
             // A plain value refers to nothing, so it may stay (a temporary is written
             // before it is read): no store at all on numeric paths.
             let cell = &mut self.stack[self.base + o.idx()];
-            if !is_plain(cell) {
+            if holds(cell) {
                 *cell = Value::Unset;
             }
         }
@@ -329,12 +329,19 @@ pub(super) fn slot_of(o: Opd) -> Slot {
 /// Drop `v`, calling its drop glue only when it may hold something (the glue is out
 /// of line: a call for every discarded result and every temporary written over).
 #[inline(always)]
-pub(super) fn drop_held(v: Value) {
-    if is_plain(&v) || matches!(v, Value::Unset) {
-        std::mem::forget(v);
-    } else {
+pub(crate) fn drop_held(v: Value) {
+    if holds(&v) {
         drop(v);
+    } else {
+        std::mem::forget(v);
     }
+}
+
+/// A value that may hold storage (a string, a list, a map, a handle): one that needs
+/// its drop glue. (Not plain and not unset: one compare of the kind.)
+#[inline(always)]
+pub(crate) fn holds(v: &Value) -> bool {
+    !matches!(v, Value::Unset | Value::Nil | Value::Bool(_) | Value::Num(_))
 }
 
 /// A value that holds no storage and needs no drop: nil, a boolean, a number.
