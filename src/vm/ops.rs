@@ -392,10 +392,13 @@ impl<'p> Interp<'p> {
             vals.push(self.val(code, o, || sp)?);
         }
         let root = slot_of(pc.path.root);
-        if keys.is_empty() {
-            return self.place_builtin_var(pc.b, root, &mut vals);
-        }
-        self.place_builtin_vals(pc.b, root, keys, &mut vals)
+        let r = if keys.is_empty() {
+            self.place_builtin_var(pc.b, root, &mut vals)
+        } else {
+            self.place_builtin_vals(pc.b, root, keys, &mut vals)
+        };
+        drop_args(vals);
+        r
     }
 
     /// `vm_place_call` with keys that are numbers or constant strings (`ks`), read
@@ -406,7 +409,9 @@ impl<'p> Interp<'p> {
         for &(o, sp) in &code.args[pc.at as usize..(pc.at + pc.n) as usize] {
             vals.push(self.val(code, o, || sp)?);
         }
-        self.place_builtin_at(pc.b, slot_of(pc.path.root), ks, code.place_ics(&pc.path), &mut vals)
+        let r = self.place_builtin_at(pc.b, slot_of(pc.path.root), ks, code.place_ics(&pc.path), &mut vals);
+        drop_args(vals);
+        r
     }
 
     /// `x[k] = v`: a plain value (nil, a boolean, a number) over a plain value in a list
@@ -779,5 +784,17 @@ fn plain_update(x: &mut Value, op: Option<BinOp>, y: Plain) -> bool {
             None => false,
         },
         _ => false,
+    }
+}
+
+/// A place builtin's arguments dropped after its call: through their drop glue (a call)
+/// only when one may still hold something or they spilled to the heap (the builtin
+/// mostly took its value: `push(xs, v)` leaves an unset cell).
+#[inline(always)]
+fn drop_args(vals: SmallVec<[Value; 4]>) {
+    if !vals.spilled() && !vals.iter().any(holds) {
+        std::mem::forget(vals);
+    } else {
+        drop(vals);
     }
 }
