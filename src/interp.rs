@@ -231,7 +231,7 @@ impl<'p> Interp<'p> {
 
     /// The profile, with everything counted up to now attributed.
     pub fn take_profile(&mut self) -> Option<Box<crate::profile::Profile>> {
-        let (steps, work) = (self.host.meter.steps, self.host.meter.work);
+        let (steps, work) = (self.host.meter.steps(), self.host.meter.work);
         let mut p = self.profile.take()?;
         p.sync(steps, work);
         Some(p)
@@ -242,7 +242,7 @@ impl<'p> Interp<'p> {
     fn step_slow(&mut self, pos: Pos) -> R<()> {
         let r = self.host.meter.step_slow();
         if let Some(p) = self.profile.as_deref_mut() {
-            p.step(pos, self.host.meter.steps, self.host.meter.work);
+            p.step(pos, self.host.meter.steps(), self.host.meter.work);
         }
         r.map_err(|e| located(e, pos))
     }
@@ -281,7 +281,7 @@ impl<'p> Interp<'p> {
 
     pub fn stats(&self) -> Stats {
         Stats {
-            steps: self.host.meter.steps,
+            steps: self.host.meter.steps(),
             work: self.host.meter.work,
             max_call_depth: self.max_depth,
             peak_frame_bytes: self.peak_frame,

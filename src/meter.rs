@@ -29,9 +29,12 @@ use crate::limits::*;
 
 #[derive(Debug, Clone)]
 pub struct Meter {
-    pub steps: u64,
+    /// The steps taken are `step_check - left` (`steps()`): a step counts down, one
+    /// decrement and a sign test, with no compare against a limit read from memory.
+    /// Negative once the check point is passed, where `step_slow` looks.
+    left: i64,
     pub max_steps: u64,
-    /// When `steps` passes this, `step_slow` looks at the step limit and the clock.
+    /// When the steps pass this, `step_slow` looks at the step limit and the clock.
     step_check: u64,
     pub work: u64,
     pub max_work: u64,
@@ -82,7 +85,7 @@ fn limit(kind: LimitKind, message: String) -> Fail {
 impl Meter {
     pub fn new(max_steps: u64, max_work: u64, deadline: Option<Instant>) -> Self {
         let mut m = Meter {
-            steps: 0,
+            left: 0,
             max_steps,
             step_check: 0,
             work: 0,
@@ -98,14 +101,28 @@ impl Meter {
 
     /// Start a fresh step and work budget (each test of `leash test`).
     pub fn reset(&mut self) {
-        self.steps = 0;
+        self.set_steps(0);
         self.work = 0;
         self.rearm();
     }
 
     fn rearm(&mut self) {
+        let steps = self.steps();
         self.step_check = self.next_step_check();
+        self.set_steps(steps);
         self.work_check = self.next_work_check();
+    }
+
+    /// The steps taken.
+    #[inline(always)]
+    pub fn steps(&self) -> u64 {
+        (i128::from(self.step_check) - i128::from(self.left)) as u64
+    }
+
+    /// Set the steps taken (against the current check point).
+    fn set_steps(&mut self, steps: u64) {
+        let left = i128::from(self.step_check) - i128::from(steps);
+        self.left = left.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
     }
 
     /// Turn the profiler's feed on (see `profiling`).
@@ -115,11 +132,13 @@ impl Meter {
     }
 
     fn next_step_check(&self) -> u64 {
+        let steps = self.steps();
         if self.profiling {
-            return self.steps.min(self.max_steps);
+            return steps.min(self.max_steps);
         }
-        let t = if self.deadline.is_some() { self.steps + TIME_CHECK_INTERVAL } else { u64::MAX };
-        t.min(self.max_steps)
+        let t = if self.deadline.is_some() { steps + TIME_CHECK_INTERVAL } else { u64::MAX };
+        // (At most `i64::MAX`: the countdown `left` is signed.)
+        t.min(self.max_steps).min(i64::MAX as u64)
     }
 
     fn next_work_check(&self) -> u64 {
@@ -134,8 +153,7 @@ impl Meter {
     /// Charge one step.
     #[inline(always)]
     pub fn step(&mut self) -> R<()> {
-        self.steps += 1;
-        if self.steps > self.step_check {
+        if self.step_due() {
             return self.step_slow();
         }
         Ok(())
@@ -145,15 +163,15 @@ impl Meter {
     /// The same add and compare as [`Meter::step`], for a caller with its own slow path.
     #[inline(always)]
     pub fn step_due(&mut self) -> bool {
-        self.steps += 1;
-        self.steps > self.step_check
+        self.left -= 1;
+        self.left < 0
     }
 
     /// Charge `n` steps at once, for work done outside the evaluator (SQLite's virtual
     /// machine, metered by its progress handler).
     pub fn steps_n(&mut self, n: u64) -> R<()> {
-        self.steps = self.steps.saturating_add(n);
-        if self.steps > self.step_check {
+        self.set_steps(self.steps().saturating_add(n));
+        if self.left < 0 {
             return self.step_slow();
         }
         Ok(())
@@ -161,18 +179,20 @@ impl Meter {
 
     #[cold]
     pub fn step_slow(&mut self) -> R<()> {
-        if self.steps > self.max_steps {
-            self.steps = self.max_steps;
+        let steps = self.steps();
+        if steps > self.max_steps {
+            self.set_steps(self.max_steps);
             return Err(limit(LimitKind::Steps, format!("step limit of {} reached", self.max_steps)));
         }
         self.check_time()?;
         self.step_check = self.next_step_check();
+        self.set_steps(steps);
         Ok(())
     }
 
     /// Steps left before the `steps` limit.
     pub fn steps_left(&self) -> u64 {
-        self.max_steps.saturating_sub(self.steps)
+        self.max_steps.saturating_sub(self.steps())
     }
 
     // ------------------------------------------------------------------
@@ -357,7 +377,7 @@ mod tests {
             assert_eq!(kind(m.step()), None);
         }
         assert_eq!(kind(m.step()), Some("steps"));
-        assert_eq!(m.steps, 3);
+        assert_eq!(m.steps(), 3);
     }
 
     #[test]
