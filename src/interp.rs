@@ -231,7 +231,7 @@ impl<'p> Interp<'p> {
 
     /// The profile, with everything counted up to now attributed.
     pub fn take_profile(&mut self) -> Option<Box<crate::profile::Profile>> {
-        let (steps, work) = (self.host.meter.steps(), self.host.meter.work);
+        let (steps, work) = (self.host.meter.steps(), self.host.meter.worked());
         let mut p = self.profile.take()?;
         p.sync(steps, work);
         Some(p)
@@ -242,7 +242,7 @@ impl<'p> Interp<'p> {
     fn step_slow(&mut self, pos: Pos) -> R<()> {
         let r = self.host.meter.step_slow();
         if let Some(p) = self.profile.as_deref_mut() {
-            p.step(pos, self.host.meter.steps(), self.host.meter.work);
+            p.step(pos, self.host.meter.steps(), self.host.meter.worked());
         }
         r.map_err(|e| located(e, pos))
     }
@@ -282,7 +282,7 @@ impl<'p> Interp<'p> {
     pub fn stats(&self) -> Stats {
         Stats {
             steps: self.host.meter.steps(),
-            work: self.host.meter.work,
+            work: self.host.meter.worked(),
             max_call_depth: self.max_depth,
             peak_frame_bytes: self.peak_frame,
             peak_memory_bytes: self.peak_mem.max(self.host.heap.peak()),

@@ -36,9 +36,11 @@ pub struct Meter {
     pub max_steps: u64,
     /// When the steps pass this, `step_slow` looks at the step limit and the clock.
     step_check: u64,
-    pub work: u64,
+    /// The work done is `work_check - wleft` (`worked()`): a charge that fits is one
+    /// compare and a subtraction, with no saturating add.
+    wleft: u64,
     pub max_work: u64,
-    /// When `work` passes this, `work_slow` looks at the work limit and the clock.
+    /// When the work passes this, `work_slow` looks at the work limit and the clock.
     work_check: u64,
     pub deadline: Option<Instant>,
     /// When the run started (`clock()`).
@@ -88,7 +90,7 @@ impl Meter {
             left: 0,
             max_steps,
             step_check: 0,
-            work: 0,
+            wleft: 0,
             max_work,
             work_check: 0,
             deadline,
@@ -102,7 +104,7 @@ impl Meter {
     /// Start a fresh step and work budget (each test of `leash test`).
     pub fn reset(&mut self) {
         self.set_steps(0);
-        self.work = 0;
+        self.set_work(0);
         self.rearm();
     }
 
@@ -110,7 +112,20 @@ impl Meter {
         let steps = self.steps();
         self.step_check = self.next_step_check();
         self.set_steps(steps);
+        let work = self.worked();
         self.work_check = self.next_work_check();
+        self.set_work(work);
+    }
+
+    /// The work done.
+    #[inline(always)]
+    pub fn worked(&self) -> u64 {
+        self.work_check - self.wleft
+    }
+
+    /// Set the work done (at most the current check point).
+    fn set_work(&mut self, work: u64) {
+        self.wleft = self.work_check.saturating_sub(work);
     }
 
     /// The steps taken.
@@ -142,7 +157,7 @@ impl Meter {
     }
 
     fn next_work_check(&self) -> u64 {
-        let t = if self.deadline.is_some() { self.work.saturating_add(WORK_TIME_CHECK) } else { u64::MAX };
+        let t = if self.deadline.is_some() { self.worked().saturating_add(WORK_TIME_CHECK) } else { u64::MAX };
         t.min(self.max_work)
     }
 
@@ -204,29 +219,34 @@ impl Meter {
     /// for is not done when the charge comes first).
     #[inline(always)]
     pub fn work(&mut self, n: u64) -> R<()> {
-        let w = self.work.saturating_add(n);
-        if w > self.work_check {
-            return self.work_slow(w);
+        if n > self.wleft {
+            return self.work_slow(n);
         }
-        self.work = w;
+        self.wleft -= n;
         Ok(())
     }
 
+    /// A charge past the check point: the limit, else the clock and the next check
+    /// point. (The work done is held as the check point itself where it passes it.)
     #[cold]
-    fn work_slow(&mut self, w: u64) -> R<()> {
+    fn work_slow(&mut self, n: u64) -> R<()> {
+        let w = self.worked().saturating_add(n);
         if w > self.max_work {
-            self.work = self.max_work;
+            self.work_check = self.max_work;
+            self.wleft = 0;
             return Err(limit(LimitKind::Work, format!("work limit of {} reached (--max-work)", self.max_work)));
         }
-        self.work = w;
+        self.work_check = w;
+        self.wleft = 0;
         self.check_time()?;
         self.work_check = self.next_work_check();
+        self.set_work(w);
         Ok(())
     }
 
     /// Work left before the `work` limit.
     pub fn work_left(&self) -> u64 {
-        self.max_work.saturating_sub(self.work)
+        self.max_work.saturating_sub(self.worked())
     }
 
     // ------------------------------------------------------------------
@@ -362,11 +382,11 @@ mod tests {
         let mut m = Meter::new(10, 100, None);
         assert_eq!(kind(m.work(60)), None);
         assert_eq!(kind(m.work(40)), None);
-        assert_eq!(m.work, 100);
+        assert_eq!(m.worked(), 100);
         assert_eq!(kind(m.work(1)), Some("work"));
-        assert_eq!(m.work, 100);
+        assert_eq!(m.worked(), 100);
         m.reset();
-        assert_eq!(m.work, 0);
+        assert_eq!(m.worked(), 0);
         assert_eq!(kind(m.work(u64::MAX)), Some("work"));
     }
 

@@ -240,7 +240,7 @@ pub fn run_file(
         let msg = d.as_ref().map(|d| d.message.clone()).unwrap_or_else(|| "exit during the top level".into());
         let msg = format!("top level: {msg}");
         summary.failed += 1;
-        let (steps, work) = (Some(it.host.meter.steps()), Some(it.host.meter.work));
+        let (steps, work) = (Some(it.host.meter.steps()), Some(it.host.meter.worked()));
         // Written once, on stdout, with where it happened (SPEC 11, round 3).
         let at = place(d.as_ref());
         let o = Outcome { file: &shown, name: None, ok: false, message: Some(&msg), steps, work, ms: None, at };
@@ -285,7 +285,7 @@ pub fn run_file(
         let t0 = std::time::Instant::now();
         let r = it.call_test(fi);
         let ms = Some(t0.elapsed().as_secs_f64() * 1000.0);
-        let (steps, work) = (Some(it.host.meter.steps()), Some(it.host.meter.work));
+        let (steps, work) = (Some(it.host.meter.steps()), Some(it.host.meter.worked()));
         match r {
             Ok(()) => {
                 summary.passed += 1;

@@ -109,7 +109,7 @@ impl<'p> Interp<'p> {
             return Err(self.call_refused(fi, arg_heap + nargs * ACCT_SLOT));
         }
         if let Some(p) = self.profile.as_deref_mut() {
-            p.enter(fi, self.host.meter.steps(), self.host.meter.work);
+            p.enter(fi, self.host.meter.steps(), self.host.meter.worked());
         }
         self.base = new_base;
         self.func = fi;
@@ -149,7 +149,7 @@ impl<'p> Interp<'p> {
         (self.base, self.fbytes, self.func, pos) = saved;
         self.host.pos = pos as Pos;
         if let Some(p) = self.profile.as_deref_mut() {
-            p.leave(self.host.meter.steps(), self.host.meter.work);
+            p.leave(self.host.meter.steps(), self.host.meter.worked());
         }
     }
 
