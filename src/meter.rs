@@ -11,8 +11,11 @@
 //!   `WORK_TIME_CHECK` units of work, so a long builtin that charges as it goes looks at
 //!   the clock too.
 //!
-//! Both counters are a plain add and compare on the hot path; the limits and the clock
-//! are looked at only when a counter passes its next check point.
+//! Both counters are held as what is left before their next check point, so the hot
+//! path is a decrement and a sign test for a step, a compare and a subtraction for a
+//! charge of work (with the steps and work done as the check point less what is left:
+//! `steps()`, `worked()`); the limits and the clock are looked at only when a counter
+//! passes its next check point.
 //!
 //! The clock is read here and nowhere else in a run ([`now`], [`wall`]): builtins that
 //! wait (sockets, HTTP, SQLite's busy handler, PostgreSQL, stdin, `sleep`) or check the
@@ -175,7 +178,7 @@ impl Meter {
     }
 
     /// Count one step; true when the slow path ([`Meter::step_slow`]) must look at it.
-    /// The same add and compare as [`Meter::step`], for a caller with its own slow path.
+    /// The same countdown as [`Meter::step`], for a caller with its own slow path.
     #[inline(always)]
     pub fn step_due(&mut self) -> bool {
         self.left -= 1;
