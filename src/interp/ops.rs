@@ -219,12 +219,14 @@ pub fn floor_div(a: f64, b: f64) -> f64 {
 #[inline(always)]
 fn int_mod(a: f64, b: f64) -> Option<f64> {
     const LIM: f64 = 9_007_199_254_740_992.0;
-    if a.abs() < LIM && b.abs() < LIM && b != 0.0 {
+    if a.abs() < LIM && b.abs() < LIM {
         let (x, y) = (a as i64, b as i64);
-        if x as f64 != a || y as f64 != b {
+        // (`y == 0` tested on the integer: the remainder's own check of it folds away;
+        // `wrapping_rem` has no overflow check, and within 2^53 there is none to make.)
+        if y == 0 || x as f64 != a || y as f64 != b {
             return None;
         }
-        let mut r = x % y;
+        let mut r = x.wrapping_rem(y);
         if r != 0 && ((r < 0) != (y < 0)) {
             r += y;
         }
