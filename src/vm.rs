@@ -854,7 +854,7 @@ impl<'p> Interp<'p> {
         // read), which saves the clearing of most registers.
         let b = self.base;
         for cell in &mut self.stack[b..b + code.nregs as usize] {
-            if !is_plain(cell) && !matches!(cell, Value::Unset) {
+            if holds(cell) {
                 *cell = Value::Unset;
             }
         }
