@@ -789,7 +789,7 @@ impl<'p> Interp<'p> {
         frames: &mut Frames<'c, 'p>,
         write: impl FnOnce(&mut Self, Opd) -> R<()>,
     ) -> R<(&'c Code<'p>, usize)> {
-        self.clear_registers(code);
+        self.clear_fixed(code);
         let Some((fcode, fpc, dst, saved)) = frames.pop() else { unreachable!("a return to a caller has its frame") };
         self.frame_leave(saved);
         let r = write(self, dst);
@@ -843,6 +843,27 @@ impl<'p> Interp<'p> {
     fn vm_leave(&mut self, code: &Code<'p>, saved: Saved) {
         self.clear_registers(code);
         self.frame_leave(saved);
+    }
+
+    /// The registers of compiled `code`'s frame (the current one) emptied at a return:
+    /// its locals and its loops' registers. Its temporaries hold nothing to drop there:
+    /// an instruction takes what it reads from a temporary (`consume`, `val`), and a
+    /// catch clears the temporaries of the statement it cuts short (`vm_catch`), so at a
+    /// statement's end they are unset or plain (debug builds check it; the test suite
+    /// runs every program through such a build). A failure that leaves the frame
+    /// (`vm_leave`) clears them all.
+    #[inline(always)]
+    fn clear_fixed(&mut self, code: &Code<'p>) {
+        let b = self.base;
+        debug_assert!(
+            self.stack[b + code.nfixed as usize..b + code.nregs as usize].iter().all(|v| !holds(v)),
+            "a temporary holds a value at a return"
+        );
+        for cell in &mut self.stack[b..b + code.nfixed as usize] {
+            if holds(cell) {
+                *cell = Value::Unset;
+            }
+        }
     }
 
     /// The registers of compiled `code`'s frame (the current one) emptied of values
