@@ -849,9 +849,11 @@ impl<'p> Interp<'p> {
     /// its locals and its loops' registers. Its temporaries hold nothing to drop there:
     /// an instruction takes what it reads from a temporary (`consume`, `val`), and a
     /// catch clears the temporaries of the statement it cuts short (`vm_catch`), so at a
-    /// statement's end they are unset or plain (debug builds check it; the test suite
-    /// runs every program through such a build). A failure that leaves the frame
-    /// (`vm_leave`) clears them all.
+    /// statement's end they are unset or plain. Debug builds check it: the fuzz
+    /// targets are built so (the `eval` target runs generated programs), and the whole
+    /// pytest suite passed on such a build (`CARGO_PROFILE_QUICK_DEBUG_ASSERTIONS=true`,
+    /// WORKLOG twenty-third session). A failure that leaves the frame (`vm_leave`)
+    /// clears them all.
     #[inline(always)]
     fn clear_fixed(&mut self, code: &Code<'p>) {
         let b = self.base;
