@@ -716,18 +716,45 @@ impl PathKey<'_> {
 #[inline(always)]
 pub fn plain_leaf<'a>(mut v: &'a mut Value, keys: &[PathKey<'_>], ics: &[Site]) -> Option<&'a mut Value> {
     for (k, ic) in keys.iter().zip(ics) {
-        v = match (v, *k) {
-            (Value::List(rc), PathKey::Num(n)) => {
-                let l = Rc::get_mut(rc)?;
-                let i = list_at(n, l.items.len())?;
-                &mut l.items[i]
-            }
-            (Value::Map(rc), PathKey::Str(key)) if key.len() <= KEY_FREE_BYTES => {
-                rc.unique()?.value_cached_mut(key, ic)?
-            }
-            _ => return None,
-        };
+        v = plain_step(v, *k, ic)?;
     }
+    plain_end(v)
+}
+
+/// `plain_leaf` for two keys (`bodies[i].vx`, `tasks[t].state`, `grid[y][x]`), the
+/// most common chain: the keys stay in registers (through the slice and its loop they
+/// went by the native stack).
+#[inline(always)]
+pub fn plain_leaf2<'a>(
+    v: &'a mut Value,
+    k0: PathKey<'_>,
+    ic0: &Site,
+    k1: PathKey<'_>,
+    ic1: &Site,
+) -> Option<&'a mut Value> {
+    let v = plain_step(v, k0, ic0)?;
+    let v = plain_step(v, k1, ic1)?;
+    plain_end(v)
+}
+
+/// One step of `plain_leaf`: a list's item by a number in range, a map's entry by a
+/// short string key, in a container nothing else shares.
+#[inline(always)]
+fn plain_step<'a>(v: &'a mut Value, k: PathKey<'_>, ic: &Site) -> Option<&'a mut Value> {
+    match (v, k) {
+        (Value::List(rc), PathKey::Num(n)) => {
+            let l = Rc::get_mut(rc)?;
+            let i = list_at(n, l.items.len())?;
+            Some(&mut l.items[i])
+        }
+        (Value::Map(rc), PathKey::Str(key)) if key.len() <= KEY_FREE_BYTES => rc.unique()?.value_cached_mut(key, ic),
+        _ => None,
+    }
+}
+
+/// The end of `plain_leaf`'s walk: a plain value.
+#[inline(always)]
+fn plain_end(v: &mut Value) -> Option<&mut Value> {
     match v {
         Value::Num(_) | Value::Bool(_) | Value::Nil => Some(v),
         _ => None,

@@ -478,8 +478,8 @@ impl<'p> Interp<'p> {
                 let at = p.keys as usize;
                 let (o0, o1) = (code.pkeys[at].0, code.pkeys[at + 1].0);
                 if let (Some(k0), Some(k1)) = (self.pkey(code, o0), self.pkey(code, o1)) {
-                    let ics = &code.ic[p.ic as usize..p.ic as usize + 2];
-                    if let Some(x) = plain_leaf(self.cell(p.root), &[k0, k1], ics) {
+                    let (ic0, ic1) = (&code.ic[p.ic as usize], &code.ic[p.ic as usize + 1]);
+                    if let Some(x) = plain_leaf2(self.cell(p.root), k0, ic0, k1, ic1) {
                         if plain_update(x, op, y) {
                             return Ok(());
                         }
