@@ -861,22 +861,24 @@ impl<'p> Interp<'p> {
             self.stack[b + code.nfixed as usize..b + code.nregs as usize].iter().all(|v| !holds(v)),
             "a temporary holds a value at a return"
         );
-        for cell in &mut self.stack[b..b + code.nfixed as usize] {
-            if holds(cell) {
-                *cell = Value::Unset;
-            }
-        }
+        self.clear_first(code.nfixed);
     }
 
     /// The registers of compiled `code`'s frame (the current one) emptied of values
-    /// that hold storage.
+    /// that hold storage, all of them.
     #[inline(always)]
     fn clear_registers(&mut self, code: &Code<'p>) {
+        self.clear_first(code.nregs);
+    }
+
+    /// The current frame's first `n` registers emptied of values that hold storage.
+    #[inline(always)]
+    fn clear_first(&mut self, n: u32) {
         // A value that holds storage is dropped; a plain one may stay (a call's entry
         // unsets the locals and loop registers, and a temporary is written before it is
         // read), which saves the clearing of most registers.
         let b = self.base;
-        for cell in &mut self.stack[b..b + code.nregs as usize] {
+        for cell in &mut self.stack[b..b + n as usize] {
             if holds(cell) {
                 *cell = Value::Unset;
             }
