@@ -280,9 +280,10 @@ impl<'p> Interp<'p> {
     /// place.
     #[inline(always)]
     fn read_step<'a>(&'a self, code: &'a Code<'p>, cur: &'a Value, s: &RStep<'p>) -> Option<&'a Value> {
-        let ic = &code.ic[s.ic as usize];
+        // (The site's cache looked up only where a map is read: a list's item needs none.)
+        let ic = || &code.ic[s.ic as usize];
         match (cur, s.key) {
-            (Value::Map(m), RKey::Field(name)) => m.get_cached(name, ic),
+            (Value::Map(m), RKey::Field(name)) => m.get_cached(name, ic()),
             (Value::List(l), RKey::Index(k)) => match self.rd(code, k) {
                 Value::Num(n) => list_at(*n, l.len()).map(|i| &l.items()[i]),
                 _ => None,
@@ -290,7 +291,7 @@ impl<'p> Interp<'p> {
             (Value::Map(m), RKey::Index(k)) => match self.rd(code, k) {
                 Value::Str(key) if key.len() <= KEY_FREE_BYTES => {
                     if k.tag() == T_CONST {
-                        m.get_cached(key, ic)
+                        m.get_cached(key, ic())
                     } else {
                         m.get(key)
                     }
