@@ -364,6 +364,7 @@ impl<'p> Interp<'p> {
                     }
                     Op::GetPath { dst, path } => self.get_path(code, dst, path),
                     Op::MkList { dst, start, n } => self.mk_list(dst, start, n),
+                    Op::MkMap { dst, map, start } => self.mk_map(code, dst, map, start),
                     Op::SetIdx { var, k, v, ic } => self.vm_set_index(code, at, var, k, v, ic),
                     // The next item of a list into the one loop variable, here; the
                     // rest (a map, two variables, the end) in `vm_op`.
@@ -424,7 +425,6 @@ impl<'p> Interp<'p> {
                     // needs no range check of the kind.)
                     Op::Neg { .. }
                     | Op::Not { .. }
-                    | Op::MkMap { .. }
                     | Op::CapCheck(_)
                     | Op::Builtin { .. }
                     | Op::BuiltinPlace { .. }
@@ -577,31 +577,6 @@ impl<'p> Interp<'p> {
                     Err(e) => Err(e),
                 }
             }
-            Op::MkMap { dst, map, start } => {
-                // A literal's maps share its keys (`Map::shaped`: no key hashed or
-                // compared, 8 bytes an entry less); one whose keys a shape cannot take
-                // is built key by key (a key given twice keeps its last value).
-                let (keys, shape) = &code.maps[map as usize];
-                let b = self.base + start as usize;
-                let vals = self.stack[b..b + keys.len()].iter_mut().map(std::mem::take);
-                let m = match shape {
-                    Some(shape) => Map::shaped(shape, vals),
-                    None => {
-                        let mut m = Map::with_capacity(keys.len());
-                        for ((k, _), v) in keys.iter().zip(vals) {
-                            m.insert(k.clone(), v);
-                        }
-                        m
-                    }
-                };
-                match self.host.make_map(m) {
-                    Ok(v) => match self.host.check_memory() {
-                        Ok(()) => self.put(dst, v),
-                        Err(e) => Err(e),
-                    },
-                    Err(e) => Err(e),
-                }
-            }
             Op::Neg { dst, a } => match self.val(code, a, || code.ospot[at][0]) {
                 Ok(Value::Num(n)) => self.put_num(dst, -n),
                 Ok(other) => Err(self.err(ErrKind::Type, format!("cannot negate a {}", other.type_name()))),
@@ -692,6 +667,32 @@ impl<'p> Interp<'p> {
         let l = self.host.make_list(items)?;
         self.host.check_memory()?;
         self.put(dst, l)
+    }
+
+    /// `Op::MkMap`: map literal `map` of `code` (its keys, and their shape when one can
+    /// take them) with the values in this frame's registers from `start`, moved out of
+    /// them, into `dst`. (Called from `vm_exec` directly, as `mk_list`.)
+    #[inline(never)]
+    fn mk_map(&mut self, code: &Code<'p>, dst: Opd, map: u32, start: u32) -> R<()> {
+        // A literal's maps share its keys (`Map::shaped`: no key hashed or compared, 8
+        // bytes an entry less); one whose keys a shape cannot take is built key by key
+        // (a key given twice keeps its last value).
+        let (keys, shape) = &code.maps[map as usize];
+        let b = self.base + start as usize;
+        let vals = self.stack[b..b + keys.len()].iter_mut().map(std::mem::take);
+        let m = match shape {
+            Some(shape) => Map::shaped(shape, vals),
+            None => {
+                let mut m = Map::with_capacity(keys.len());
+                for ((k, _), v) in keys.iter().zip(vals) {
+                    m.insert(k.clone(), v);
+                }
+                m
+            }
+        };
+        let v = self.host.make_map(m)?;
+        self.host.check_memory()?;
+        self.put(dst, v)
     }
 
     /// Instruction `at` of `cur` failed with `e`: a `try` around it in this code catches
