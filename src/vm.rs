@@ -520,8 +520,9 @@ impl<'p> Interp<'p> {
     }
 
     /// The instructions `vm_exec` does not run itself: builtin calls, those that build
-    /// values (lists, maps, texts, anonymous functions), the `for ... in` loop's, `try`'s
-    /// and the rarer ones, out of line so that their code stays out of the loop's
+    /// texts and anonymous functions (a list or map literal has its own function,
+    /// `mk_list`/`mk_map`), the `for ... in` loop's, `try`'s and the rarer ones, out of
+    /// line so that their code stays out of the loop's
     /// registers (WORKLOG, twelfth session: with the builtin calls inline, the release
     /// build kept the instruction index in a stack slot). The index to go on with.
     #[inline(never)]
