@@ -522,9 +522,9 @@ impl<'p> Interp<'p> {
     /// The instructions `vm_exec` does not run itself: builtin calls, those that build
     /// texts and anonymous functions (a list or map literal has its own function,
     /// `mk_list`/`mk_map`), the `for ... in` loop's, `try`'s and the rarer ones, out of
-    /// line so that their code stays out of the loop's
-    /// registers (WORKLOG, twelfth session: with the builtin calls inline, the release
-    /// build kept the instruction index in a stack slot). The index to go on with.
+    /// line so that their code stays out of the loop's registers (WORKLOG, twelfth
+    /// session: with the builtin calls inline, the release build kept the instruction
+    /// index in a stack slot). The index to go on with.
     #[inline(never)]
     fn vm_op(&mut self, code: &Code<'p>, at: usize) -> R<usize> {
         let ins = &code.ops[at];
