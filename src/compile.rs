@@ -187,9 +187,19 @@ fn bin_n_op(op: BinOp, dst: Opd, a: Opd, k: f64) -> Op<'static> {
         BinOp::Add => Op::AddN { dst, a, k },
         BinOp::Sub => Op::SubN { dst, a, k },
         BinOp::Mul => Op::MulN { dst, a, k },
-        BinOp::Mod => Op::ModN { dst, a, k },
+        BinOp::Mod => match whole_i32(k).and_then(std::num::NonZeroI32::new) {
+            Some(k) => Op::ModN { dst, a, k },
+            None => Op::BinN { op, dst, a, k },
+        },
         op => Op::BinN { op, dst, a, k },
     }
+}
+
+/// `k` as an `i32` when it is one exactly (a whole number in range; not -0, which
+/// is a float's own).
+fn whole_i32(k: f64) -> Option<i32> {
+    let i = k as i32;
+    (f64::from(i) == k && !(k == 0.0 && k.is_sign_negative())).then_some(i)
 }
 
 /// `x op= k`, as its own instruction for `+` and `-` (see `Op::IncN`).

@@ -42,7 +42,7 @@ mod places;
 #[path = "vm.rs"]
 mod vm;
 
-use ops::arith;
+use ops::{arith, int_mod_by};
 pub use ops::floor_div;
 
 /// How a block ended. A returned value waits in `Interp::ret`.

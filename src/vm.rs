@@ -175,7 +175,13 @@ impl<'p> Interp<'p> {
                     Op::AddN { dst, a, k } => self.op_bin_n(code, at, BinOp::Add, dst, a, k),
                     Op::SubN { dst, a, k } => self.op_bin_n(code, at, BinOp::Sub, dst, a, k),
                     Op::MulN { dst, a, k } => self.op_bin_n(code, at, BinOp::Mul, dst, a, k),
-                    Op::ModN { dst, a, k } => self.op_bin_n(code, at, BinOp::Mod, dst, a, k),
+                    Op::ModN { dst, a, k } => match self.rd(code, a) {
+                        Value::Num(x) => match int_mod_by(*x, k) {
+                            Some(r) => self.put_num(dst, r),
+                            None => self.mod_n_slow(code, at, dst, a, k),
+                        },
+                        _ => self.mod_n_slow(code, at, dst, a, k),
+                    },
                     Op::TestN { op, a, k, to } => {
                         let t = match self.rd(code, a) {
                             Value::Num(x) => Ok(num_cmp(op, *x, k)),

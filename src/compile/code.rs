@@ -130,10 +130,14 @@ pub enum Op<'p> {
         a: Opd,
         k: f64,
     },
+    /// `a % k` for a whole constant `k` that is not 0 and fits an `i32`: the
+    /// divisor's checks (whole, not 0, in range) made when the code is compiled, so
+    /// that the instruction checks only the dividend. Any other constant divisor is a
+    /// `BinN`.
     ModN {
         dst: Opd,
         a: Opd,
-        k: f64,
+        k: std::num::NonZeroI32,
     },
     /// `UpdN` with `+` and with `-` (`i += 1`, `n -= 1`).
     IncN {

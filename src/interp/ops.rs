@@ -214,6 +214,25 @@ pub fn floor_div(a: f64, b: f64) -> f64 {
     }
 }
 
+/// `int_mod(a, k)` for a divisor known to be a whole number other than 0 within `i32`
+/// (`Op::ModN`): only the dividend is checked. The same result as `int_mod`.
+#[inline(always)]
+pub(super) fn int_mod_by(a: f64, k: std::num::NonZeroI32) -> Option<f64> {
+    const LIM: f64 = 9_007_199_254_740_992.0;
+    if a.abs() < LIM {
+        let x = a as i64;
+        if x as f64 == a {
+            let y = i64::from(k.get());
+            let mut r = x.wrapping_rem(y);
+            if r != 0 && ((r < 0) != (y < 0)) {
+                r += y;
+            }
+            return Some(r as f64);
+        }
+    }
+    None
+}
+
 /// Floored modulo of two integral numbers that fit exactly in i64 arithmetic (the
 /// common case, done without a floating-point remainder). None otherwise.
 #[inline(always)]
