@@ -42,8 +42,8 @@ mod places;
 #[path = "vm.rs"]
 mod vm;
 
-use ops::{arith, int_mod_by};
 pub use ops::floor_div;
+use ops::{arith, int_mod_by};
 
 /// How a block ended. A returned value waits in `Interp::ret`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -53,7 +53,14 @@ impl<'p> Interp<'p> {
     /// `Op::ModN` past its fast path (a dividend that is not a whole number within
     /// 2^53, or not a number): `BinN`'s path with the divisor as a number.
     #[inline(never)]
-    pub(super) fn mod_n_slow(&mut self, code: &Code<'p>, at: usize, dst: Opd, a: Opd, k: std::num::NonZeroI32) -> R<()> {
+    pub(super) fn mod_n_slow(
+        &mut self,
+        code: &Code<'p>,
+        at: usize,
+        dst: Opd,
+        a: Opd,
+        k: std::num::NonZeroI32,
+    ) -> R<()> {
         self.op_bin_n(code, at, BinOp::Mod, dst, a, f64::from(k.get()))
     }
 
