@@ -218,16 +218,10 @@ pub fn floor_div(a: f64, b: f64) -> f64 {
 /// (`Op::ModN`): only the dividend is checked. The same result as `int_mod`.
 #[inline(always)]
 pub(super) fn int_mod_by(a: f64, k: std::num::NonZeroI32) -> Option<f64> {
-    const LIM: f64 = 9_007_199_254_740_992.0;
-    if a.abs() < LIM {
+    if a.abs() < INT_LIM {
         let x = a as i64;
         if x as f64 == a {
-            let y = i64::from(k.get());
-            let mut r = x.wrapping_rem(y);
-            if r != 0 && ((r < 0) != (y < 0)) {
-                r += y;
-            }
-            return Some(r as f64);
+            return Some(floored_rem(x, i64::from(k.get())));
         }
     }
     None
@@ -237,19 +231,29 @@ pub(super) fn int_mod_by(a: f64, k: std::num::NonZeroI32) -> Option<f64> {
 /// common case, done without a floating-point remainder). None otherwise.
 #[inline(always)]
 fn int_mod(a: f64, b: f64) -> Option<f64> {
-    const LIM: f64 = 9_007_199_254_740_992.0;
-    if a.abs() < LIM && b.abs() < LIM {
+    if a.abs() < INT_LIM && b.abs() < INT_LIM {
         let (x, y) = (a as i64, b as i64);
         // (`y == 0` tested on the integer: the remainder's own check of it folds away;
         // `wrapping_rem` has no overflow check, and within 2^53 there is none to make.)
         if y == 0 || x as f64 != a || y as f64 != b {
             return None;
         }
-        let mut r = x.wrapping_rem(y);
-        if r != 0 && ((r < 0) != (y < 0)) {
-            r += y;
-        }
-        return Some(r as f64);
+        return Some(floored_rem(x, y));
     }
     None
+}
+
+/// Past this magnitude a float is not exactly an `i64` of the same value for every
+/// whole number around it (2^53): `int_mod`'s and `int_mod_by`'s bound.
+const INT_LIM: f64 = 9_007_199_254_740_992.0;
+
+/// The floored remainder of `x` by `y` (not 0; both within 2^53, so `wrapping_rem`
+/// has no overflow to check), as a number.
+#[inline(always)]
+fn floored_rem(x: i64, y: i64) -> f64 {
+    let mut r = x.wrapping_rem(y);
+    if r != 0 && ((r < 0) != (y < 0)) {
+        r += y;
+    }
+    r as f64
 }
