@@ -190,6 +190,9 @@ pub(super) fn arith(op: BinOp, x: f64, y: f64) -> Option<f64> {
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
         BinOp::Mod => int_mod(x, y)?,
+        // (A divisor of 0 or -0 is the general path's `division by zero`; a quotient
+        // past the largest number is its overflow.)
+        BinOp::Div if y != 0.0 => x / y,
         _ => return None,
     };
     r.is_finite().then_some(r)
