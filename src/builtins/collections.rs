@@ -492,8 +492,14 @@ pub(crate) fn repeat_list(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let l = l.clone();
     it.work(super::strings::REPEAT.units(0, total))?;
     let mut items = Vec::with_capacity(total as usize);
-    for _ in 0..n {
-        items.extend_from_slice(l.items());
+    // An empty list repeated is empty at once: its `n` is bounded by no limit (the
+    // total is 0), and `repeat([], 2^53 - 1)` counted it out (a hang past
+    // `--max-time`, found by the `eval` fuzz target). A non-empty one's `n` is at most
+    // the total, which the list limit bounds.
+    if !l.is_empty() {
+        for _ in 0..n {
+            items.extend_from_slice(l.items());
+        }
     }
     it.make_list(items)
 }
