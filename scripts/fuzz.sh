@@ -3,9 +3,9 @@
 #   scripts/fuzz.sh build                 build every target (one cargo invocation)
 #   scripts/fuzz.sh smoke [SECONDS]       each target for SECONDS (default 20) from the
 #                                         repository's corpus (left unchanged); CI runs it
-#   scripts/fuzz.sh run TARGET SECONDS    a campaign run of one target; new inputs go to
-#                                         fuzz/work/TARGET (not in git), crashes to
-#                                         fuzz/artifacts/TARGET
+#   scripts/fuzz.sh run TARGET SECONDS    a campaign run of one target (built first);
+#                                         new inputs go to fuzz/work/TARGET (not in
+#                                         git), crashes to fuzz/artifacts/TARGET
 # Needs cargo-fuzz (`smoke` installs it from the registry when it is missing:
 # `cargo install cargo-fuzz --locked`) and nightly features: the nightly toolchain when
 # rustup has one, else this toolchain with RUSTC_BOOTSTRAP=1. Without cargo-fuzz or a
@@ -108,6 +108,8 @@ case "${1:-}" in
     ;;
   run)
     t=${2:?target}; secs=${3:?seconds}
+    # Built first: a campaign on a binary left from earlier sources tests old code.
+    build "$t"
     mkdir -p "fuzz/work/$t" "fuzz/artifacts/$t"
     dirs=("$PWD/fuzz/work/$t")
     [ -d "fuzz/corpus/$t" ] && dirs+=("$PWD/fuzz/corpus/$t")
