@@ -246,8 +246,8 @@ fn int_mod(a: f64, b: f64) -> Option<f64> {
     None
 }
 
-/// Past this magnitude a float is not exactly an `i64` of the same value for every
-/// whole number around it (2^53): `int_mod`'s and `int_mod_by`'s bound.
+/// 2^53, `int_mod`'s and `int_mod_by`'s bound: below it every whole number is a float
+/// exactly, so their integer remainder is the exact one.
 const INT_LIM: f64 = 9_007_199_254_740_992.0;
 
 /// The floored remainder of `x` by `y` (not 0; both within 2^53, so `wrapping_rem`
