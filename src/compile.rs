@@ -195,11 +195,11 @@ fn bin_n_op(op: BinOp, dst: Opd, a: Opd, k: f64) -> Op<'static> {
     }
 }
 
-/// `k` as an `i32` when it is one exactly (a whole number in range; not -0, which
-/// is a float's own).
+/// `k` as an `i32` when it is one exactly (a whole number in range; -0 is 0). For
+/// `ModN`'s divisor (0 and -0 then left out by `NonZeroI32`) and `IndexN`'s index.
 fn whole_i32(k: f64) -> Option<i32> {
     let i = k as i32;
-    (f64::from(i) == k && !(k == 0.0 && k.is_sign_negative())).then_some(i)
+    (f64::from(i) == k).then_some(i)
 }
 
 /// `x op= k`, as its own instruction for `+` and `-` (see `Op::IncN`).

@@ -131,11 +131,11 @@ impl<'p> Compiler<'p> {
             }
             Expr::Index(a, k, sp) => {
                 let a = self.operand_before(a, std::slice::from_ref(&**k));
-                let i = num_const(k).filter(|n| n.fract() == 0.0 && n.abs() <= f64::from(i32::MAX));
+                let i = num_const(k).and_then(whole_i32);
                 let k = self.operand(k);
                 match i {
                     Some(i) => {
-                        self.emit(Op::IndexN { dst, a: a.o, k: k.o, i: i as i32 }, *sp, [a.sp, k.sp]);
+                        self.emit(Op::IndexN { dst, a: a.o, k: k.o, i }, *sp, [a.sp, k.sp]);
                     }
                     None => {
                         let ic = self.ics(1);
