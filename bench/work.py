@@ -72,8 +72,17 @@ CASES = [
     ("reverse (string)", 'w = repeat("abcdefgh", N / 8)', "x = reverse(w)", [65536, 262144, 917504], 100),
     ("pad_left", "", 'x = pad_left("a", N)', [65536, 262144, 917504], 500),
     ("starts_with", 'w = repeat("ab", N / 2)', "x = starts_with(w, w)", [65536, 262144, 917504], 3000),
-    ("split", WORDS, 'x = split(w, " ")', [16384, 65536, 122880], 300),
-    ("lines", 'w = repeat("abcdefg\\n", N / 8)', "x = lines(w)", [16384, 65536, 122880], 300),
+    ("split", WORDS, 'x = split(w, " ")', [16384, 65536, 122880], 300, set_by("split (one-byte pieces)")),
+    # The worst shapes of `split` and `lines`: a piece or line per two bytes (the list's
+    # items dominate: each is a value written and, at the next call, dropped), and lines
+    # too long to be held in the value itself (each its own allocation).
+    ("split (one-byte pieces)", 'w = repeat("a ", N / 2)', 'x = split(w, " ")', [16384, 65536, 122880], 300,
+     {"flags": ["--limit", "all=max"]}),
+    ("lines", 'w = repeat("abcdefg\\n", N / 8)', "x = lines(w)", [16384, 65536, 122880], 300, set_by("lines (40-byte lines)")),
+    ("lines (40-byte lines)", 'w = repeat("abcdefghijklmnopqrstuvwxyz0123456789abc\\n", N / 40)', "x = lines(w)",
+     [16000, 64000, 120000], 300),
+    ("lines (one-byte lines)", 'w = repeat("a\\n", N / 2)', "x = lines(w)", [16384, 65536, 122880], 300,
+     set_by("lines (40-byte lines)") | {"flags": ["--limit", "all=max"]}),
     ("join", WORDS + '\nl = split(w, " ")', 'x = join(l, ",")', [16384, 65536, 122880], 300),
     ("html.escape", 'w = repeat("a<b&c\\"d", N / 8)', "x = html.escape(w)", [65536, 131072, 262144], 100),
     ("url.encode", 'w = repeat("a b/c?d=", N / 8)', "x = url.encode(w)", [65536, 131072, 262144], 100),
