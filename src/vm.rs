@@ -409,7 +409,15 @@ impl<'p> Interp<'p> {
                                 pc = to as usize;
                                 r
                             }
-                            None => out_of_line!(at),
+                            // A map's next entry, a list's item with its index, or the
+                            // loop's end: `for_in_back`, not through `vm_op`.
+                            None => match self.for_in_back(first, second, base, to, at) {
+                                Ok(to) => {
+                                    pc = to;
+                                    Ok(())
+                                }
+                                Err(e) => Err(e),
+                            },
                         },
                         Err(e) => Err(e),
                     },
