@@ -643,18 +643,6 @@ impl<'p> Interp<'p> {
                 }
                 Err(e) => Err(e),
             },
-            // (The back edge's step was charged by `vm_exec`.)
-            Op::ForInBack { first, second, base, to } => match self.for_in_next(first, second, base) {
-                Ok(true) => {
-                    pc = to as usize;
-                    Ok(())
-                }
-                Ok(false) => {
-                    pc = at + 2;
-                    self.for_in_end(base)
-                }
-                Err(e) => Err(e),
-            },
             Op::ForInEnd { base } => self.for_in_end(base),
             Op::Builtin { b, dst, at: args, n } => {
                 let specs = &code.args[args as usize..(args + n) as usize];
