@@ -385,6 +385,7 @@ fn cached_index(e: &Entries, vals: &[Value], k: &[u8], site: &Site) -> Option<us
     let at = |i: usize| matches!(entry_at(e, vals, i), Some((key, _)) if bytes_eq(key.as_slice(), k));
     let guess = site_index(c);
     if at(guess) {
+        learn(e, site, guess);
         return Some(guess);
     }
     let hint = hint_of(e).get() as usize;
@@ -919,6 +920,10 @@ impl Map {
         if let Some((key, v)) = self.get_index(i) {
             if bytes_eq(key.as_slice(), k) {
                 self.hint().set(i as u32);
+                // (A shaped map's shape learnt here too: a site starts at index 0,
+                // where a record's first field is found by this compare, and without
+                // it that field's site never took the shape.)
+                learn(&self.head().e, site, i);
                 return Some(v);
             }
         }
@@ -985,6 +990,7 @@ impl Map {
         let i = site_index(c);
         if matches!(self.get_index(i), Some((key, _)) if bytes_eq(key.as_slice(), k)) {
             let (h, vals) = self.parts_mut();
+            learn(&h.e, site, i);
             return slot_at(&mut h.e, vals, i);
         }
         self.value_missed_mut(k, site)

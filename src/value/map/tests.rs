@@ -403,6 +403,14 @@ mod shaped_map_tests {
         assert!(m.get_cached(&LStr::from(&b"field4"[..]), &site).is_some());
         assert_eq!(site.get(), shape.site | 4);
         assert_eq!(site_index(site.get()), 4);
+        // a site starts at index 0: the first key, found there by its bytes, gives
+        // the site the shape too (read and write sites alike)
+        let first = Cell::new(0);
+        assert!(m.get_cached(&LStr::from(&b"field0"[..]), &first).is_some());
+        assert_eq!(first.get(), shape.site);
+        let first = Cell::new(0);
+        assert_eq!(m.with_value_cached(b"field0", &first, |v| v.clone()).map(|v| v.heap()), Some(0));
+        assert_eq!(first.get(), shape.site);
         assert_eq!(
             m.with_value_cached(b"field4", &site, |v| std::mem::replace(v, Value::Num(1.0))).map(|v| v.heap()),
             Some(0)
