@@ -975,14 +975,15 @@ impl Map {
     }
 
     /// The value of key `k`, looked for as `cached_index` does, changed in place by
-    /// the caller without this map's accounting: only `plain_leaf` (value.rs) calls
-    /// it, on its way to a plain value it replaces by a plain value.
+    /// the caller without this map's accounting: only `plain_leaf` (value.rs) and the
+    /// dispatch loop's plain writes (`map_entry_in_place`) call it, each on its way to
+    /// a plain value it replaces by a plain value.
     ///
     /// The site's hit is checked inline where this is called (looked at, then taken:
     /// one look cannot both return its slot and go on to the miss); the rest is
     /// `value_missed_mut`, out of line. (nbody: 2.7% fewer instructions.)
     #[inline(always)]
-    pub(super) fn value_cached_mut(&mut self, k: &[u8], site: &Site) -> Option<&mut Value> {
+    pub(crate) fn value_cached_mut(&mut self, k: &[u8], site: &Site) -> Option<&mut Value> {
         let c = site.get();
         if let Some(i) = shaped_hit(&self.head().e, c, || k) {
             return self.parts_mut().1.get_mut(i);
@@ -1014,6 +1015,20 @@ impl Map {
         }
         let slot = slot_of(&mut h.e, vals, k)?;
         Some(changed(&mut h.heap, slot, f))
+    }
+
+    /// The value of key `k`, looked for first where this map's last look-up found a
+    /// key, then by its hash, changed in place by the caller without this map's
+    /// accounting, as `value_cached_mut`: only for a plain value replaced by a plain
+    /// value (`map_entry_in_place`).
+    #[inline(always)]
+    pub(crate) fn value_hinted_mut(&mut self, k: &[u8]) -> Option<&mut Value> {
+        let (h, vals) = self.parts_mut();
+        let hint = hint_of(&h.e).get() as usize;
+        if matches!(entry_at(&h.e, vals, hint), Some((key, _)) if bytes_eq(key.as_slice(), k)) {
+            return slot_at(&mut h.e, vals, hint);
+        }
+        slot_of(&mut h.e, vals, k)
     }
 
     /// Change the value of `k` in place through `f`, keeping this map's accounting true.
