@@ -77,12 +77,20 @@ impl<'p> Interp<'p> {
     }
 
     /// A returned operand that is not plain (a plain one goes by its payload): a
-    /// temporary moved out, a variable or constant shared by its pointer (`Got::of`),
-    /// an unset variable the `name` error at `sp`.
+    /// temporary or a local moved out (the frame's registers are emptied next, and its
+    /// storage is released as a whole: no count changes), a global or constant shared
+    /// by its pointer (`Got::of`), an unset variable the `name` error at `sp`.
     #[inline(always)]
     pub(super) fn ret_val(&mut self, code: &Code<'p>, o: Opd, sp: impl FnOnce() -> Spot) -> R<Got> {
         if o.tag() == T_TEMP {
             return Ok(Got::Val(std::mem::take(&mut self.stack[self.base + o.idx()])));
+        }
+        if o.tag() == T_LOCAL {
+            let v = std::mem::take(&mut self.stack[self.base + o.idx()]);
+            if let Value::Unset = v {
+                return Err(self.unset_at(slot_of(o), sp()));
+            }
+            return Ok(Got::Val(v));
         }
         let v = self.rd(code, o);
         if let Value::Unset = v {
