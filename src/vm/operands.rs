@@ -103,6 +103,14 @@ impl<'p> Interp<'p> {
     /// unset variable, or the peek does not answer).
     #[inline(always)]
     pub(super) fn peek_call(&self, code: &Code<'p>, peek: PeekFn, specs: &[(Opd, Spot)]) -> Option<Value> {
+        // (One argument, most peeked calls (`len(l)`, `abs(x)`), without the loop.)
+        if let [(o, _)] = specs {
+            let v = self.rd(code, *o);
+            if let Value::Unset = v {
+                return None;
+            }
+            return peek(std::slice::from_ref(&v));
+        }
         let mut refs: [&Value; 3] = [&Value::Nil; 3];
         if specs.len() > refs.len() {
             return None;
