@@ -953,15 +953,6 @@ impl Map {
         self.value_at(i)
     }
 
-    /// `with_value`, looking for `k` as `cached_index` does.
-    #[inline]
-    pub fn with_value_cached<R>(&mut self, k: &[u8], site: &Site, f: impl FnOnce(&mut Value) -> R) -> Option<R> {
-        let (h, vals) = self.parts_mut();
-        let i = cached_index(&h.e, vals, k, site)?;
-        let slot = slot_at(&mut h.e, vals, i)?;
-        Some(changed(&mut h.heap, slot, f))
-    }
-
     /// The value of key `k`, looked for as `cached_index` does, with this map's
     /// accounted storage of its values: the caller changes the value in place and adds
     /// the change of its storage to that count itself (`value::in_place`, which walks
@@ -1002,19 +993,6 @@ impl Map {
         let (h, vals) = self.parts_mut();
         let i = cached_index(&h.e, vals, k, site)?;
         slot_at(&mut h.e, vals, i)
-    }
-
-    /// `with_value`, looking for `k` first where this map's last look-up found a key
-    /// (`m[k] = get(m, k, 0) + 1`: no hash the second time).
-    #[inline(always)]
-    pub fn with_value_hinted<R>(&mut self, k: &[u8], f: impl FnOnce(&mut Value) -> R) -> Option<R> {
-        let (h, vals) = self.parts_mut();
-        let hint = hint_of(&h.e).get() as usize;
-        if let Some(slot) = slot_at_if(&mut h.e, vals, hint, k) {
-            return Some(changed(&mut h.heap, slot, f));
-        }
-        let slot = slot_of(&mut h.e, vals, k)?;
-        Some(changed(&mut h.heap, slot, f))
     }
 
     /// The value of key `k`, looked for first where this map's last look-up found a

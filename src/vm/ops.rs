@@ -788,9 +788,10 @@ fn set_plain_in_place(cell: &mut Value, key: &Value, site: Option<&Site>, x: Pla
 
 /// The entry of string key `key` (within `KEY_FREE_BYTES`) of the map `cell` holds
 /// alone, changed in place by `f`, which may only replace a plain value by a plain
-/// value (the map's accounting is not kept for it); false when `cell` and `key` are not such a map and
-/// key, the entry is missing or `f` declines. Looked for at `site` (a constant key's
-/// cache), else where the map's last look-up found a key, then by the hash.
+/// value (the map's accounting is not kept for it); false when `cell` and `key` are
+/// not such a map and key, the entry is missing or `f` declines. Looked for at `site`
+/// (a constant key's cache), else where the map's last look-up found a key, then by
+/// the hash.
 #[inline(always)]
 fn map_entry_in_place(cell: &mut Value, key: &Value, site: Option<&Site>, f: impl FnOnce(&mut Value) -> bool) -> bool {
     let (Value::Map(m), Value::Str(s)) = (cell, key) else { return false };
