@@ -551,11 +551,14 @@ impl<'p> Interp<'p> {
         };
         *k += up;
         let (a, end, st, k) = (*a, *end, *st, *k);
-        let mut i = a + k * st;
+        let i = a + k * st;
         if !i.is_finite() {
-            i = range_term_wide(a, k, st);
+            return for_value_wide(a, end, st, k);
         }
-        if !i.is_finite() || (st > 0.0 && i > end) || (st < 0.0 && i < end) {
+        // (The step is not 0, `for_prep` refuses it, and not NaN, which makes `i` NaN:
+        // its sign alone says which way the end lies, one compare fewer a round.)
+        let past = if st > 0.0 { i > end } else { i < end };
+        if past {
             None
         } else {
             Some(i)
@@ -841,5 +844,20 @@ fn drop_args(vals: SmallVec<[Value; 4]>) {
         std::mem::forget(vals);
     } else {
         drop(vals);
+    }
+}
+
+/// `for_value` past a term `a + k * st` that is not finite (a start, end or step that
+/// is not finite, or a product that overflowed): the term computed wide
+/// (`range_term_wide`), None when it is still not finite or past the end. Out of line:
+/// the loop's round stays one finiteness test.
+#[cold]
+#[inline(never)]
+fn for_value_wide(a: f64, end: f64, st: f64, k: f64) -> Option<f64> {
+    let i = range_term_wide(a, k, st);
+    if !i.is_finite() || (st > 0.0 && i > end) || (st < 0.0 && i < end) {
+        None
+    } else {
+        Some(i)
     }
 }
