@@ -42,38 +42,41 @@ fn load_time_value(name: &str) -> Option<u64> {
     })
 }
 
-/// Whether `word` (a decimal number) stands in `text` as a whole number.
-fn has_number(text: &str, word: &str) -> bool {
+/// Where `word` (a decimal number) first stands in `text` as a whole number.
+fn number_at(text: &str, word: &str) -> Option<usize> {
     let b = text.as_bytes();
     let mut from = 0;
     while let Some(i) = text[from..].find(word).map(|i| i + from) {
         let j = i + word.len();
         if (i == 0 || !b[i - 1].is_ascii_digit()) && (j == b.len() || !b[j].is_ascii_digit()) {
-            return true;
+            return Some(i);
         }
         from = i + 1;
     }
-    false
+    None
 }
 
 /// The row of the `--limit` table a run-time limit diagnostic of `kind` is about: the
 /// kind's own row when it has one alone; of several (`stdin`, `stdin_line`), the one
-/// whose value the message states, the kind's own row first.
+/// whose value the message states, the kind's own row first, else the one stated
+/// first. (A message states its limit before the figures of the run: "requested HTTP
+/// timeouts exceed 20000 ms per run (64 ms reserved, 20000 ms asked)" is about
+/// `http_timeouts`, though 64 is `http_requests`' value too.)
 pub fn row_for(kind: &str, message: &str, lim: &Limits) -> Option<&'static LimitDef> {
     let rows: Vec<&LimitDef> = LIMITS.iter().filter(|d| d.kind.name() == kind).collect();
     match rows.len() {
         0 => None,
         1 => Some(rows[0]),
         _ => {
-            let stated: Vec<&LimitDef> =
-                rows.iter().copied().filter(|d| has_number(message, &lim.get(d.id).to_string())).collect();
+            let stated: Vec<(usize, &LimitDef)> =
+                rows.iter().filter_map(|d| Some((number_at(message, &lim.get(d.id).to_string())?, *d))).collect();
             stated
                 .iter()
-                .find(|d| d.name == kind)
-                .or(stated.first())
-                .or(rows.iter().find(|d| d.name == kind))
-                .or(rows.first())
-                .copied()
+                .find(|(_, d)| d.name == kind)
+                .or(stated.iter().min_by_key(|(at, _)| *at))
+                .map(|(_, d)| *d)
+                .or(rows.iter().find(|d| d.name == kind).copied())
+                .or(rows.first().copied())
         }
     }
 }
@@ -225,6 +228,21 @@ mod tests {
         );
         let d = taught(Class::Limit, "file_reads", "a line longer than 65536 bytes", &setup());
         assert_eq!(d.detail.limit.unwrap().option.as_deref(), Some("--limit file_reads_line=256K"));
+    }
+
+    #[test]
+    fn of_several_stated_limits_the_first_stated() {
+        // The reservation that is refused after 64 ms were used: 64 is also the
+        // default `http_requests`, which must not be taken for the limit.
+        let d = taught(
+            Class::Limit,
+            "http",
+            "requested HTTP timeouts exceed 60000 ms per run (64 ms reserved, 60000 ms asked)",
+            &setup(),
+        );
+        assert_eq!(d.detail.limit.unwrap().name, "http_timeouts");
+        let d = taught(Class::Limit, "http", "more than 64 HTTP requests per run", &setup());
+        assert_eq!(d.detail.limit.unwrap().name, "http_requests");
     }
 
     #[test]
