@@ -168,13 +168,9 @@ pub fn serve(addr: &str) -> i32 {
             return 1;
         }
     };
-    let listener = match bind(addr) {
-        Ok(l) => l,
-        Err(m) => {
-            log_line(&format!("leash-cgi: {m}"));
-            return 1;
-        }
-    };
+    // The signals are taken before the socket listens: a client may connect (and a
+    // supervisor send SIGHUP) as soon as it does, and a SIGHUP before the handler was
+    // set would end the process (its default action).
     let mut signals = match signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
@@ -183,6 +179,13 @@ pub fn serve(addr: &str) -> i32 {
         Ok(s) => s,
         Err(e) => {
             log_line(&format!("leash-cgi: cannot handle signals: {e}"));
+            return 1;
+        }
+    };
+    let listener = match bind(addr) {
+        Ok(l) => l,
+        Err(m) => {
+            log_line(&format!("leash-cgi: {m}"));
             return 1;
         }
     };
