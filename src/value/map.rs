@@ -382,7 +382,7 @@ fn cached_index(e: &Entries, vals: &[Value], k: &[u8], site: &Site) -> Option<us
     if let Some(i) = shaped_hit(e, c, || k) {
         return Some(i);
     }
-    let at = |i: usize| matches!(entry_at(e, vals, i), Some((key, _)) if bytes_eq(key.as_slice(), k));
+    let at = |i: usize| key_at(e, vals, i, k);
     let guess = site_index(c);
     if at(guess) {
         learn(e, site, guess);
@@ -443,6 +443,12 @@ fn entry_at<'a>(e: &'a Entries, vals: &'a [Value], i: usize) -> Option<(&'a Byte
         Entries::Big { m, .. } => m.get_index(i).map(|(k, v)| (&k.0, v)),
         Entries::Shaped { shape, .. } => Some((&shape.keys.get(i)?.0, vals.get(i)?)),
     }
+}
+
+/// Whether the key at index `i` is `k`.
+#[inline(always)]
+fn key_at(e: &Entries, vals: &[Value], i: usize, k: &[u8]) -> bool {
+    matches!(entry_at(e, vals, i), Some((key, _)) if bytes_eq(key.as_slice(), k))
 }
 
 /// Where key `k` is.
@@ -1003,7 +1009,7 @@ impl Map {
     pub(crate) fn value_hinted_mut(&mut self, k: &[u8]) -> Option<&mut Value> {
         let (h, vals) = self.parts_mut();
         let hint = hint_of(&h.e).get() as usize;
-        if matches!(entry_at(&h.e, vals, hint), Some((key, _)) if bytes_eq(key.as_slice(), k)) {
+        if key_at(&h.e, vals, hint, k) {
             return slot_at(&mut h.e, vals, hint);
         }
         slot_of(&mut h.e, vals, k)

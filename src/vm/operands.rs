@@ -85,6 +85,8 @@ impl<'p> Interp<'p> {
         if o.tag() == T_TEMP {
             return Ok(Got::Val(std::mem::take(&mut self.stack[self.base + o.idx()])));
         }
+        // (A local apart from the temporary, not one test of `is_reg`: with the one
+        // test, a returned temporary took binarytrees 0.5% more instructions.)
         if o.tag() == T_LOCAL {
             let v = std::mem::take(&mut self.stack[self.base + o.idx()]);
             if let Value::Unset = v {
