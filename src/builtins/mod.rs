@@ -179,6 +179,13 @@ fn measure(v: &Value) -> (u64, u64) {
     }
 }
 
+/// Whether `measure` may find a size in `v` (a string, a list or a map): any other
+/// value measures (0, 0), and a rate times nothing is nothing.
+#[inline(always)]
+pub fn sized(v: &Value) -> bool {
+    matches!(v, Value::Str(_) | Value::List(_) | Value::Map(_))
+}
+
 /// ceil(log2 n), at least 1.
 fn log2_ceil(n: u64) -> u64 {
     (64 - n.saturating_sub(1).leading_zeros() as u64).max(1)
@@ -196,6 +203,10 @@ impl Cost {
     pub fn before(self, args: &[Value]) -> u64 {
         match self.rule {
             Rule::Const | Rule::Custom | Rule::Out => self.base as u64,
+            // Arguments that all measure nothing (numbers, booleans, nil: `min(i, 5)`)
+            // add nothing to the base, told here without the call (`sort` too: it
+            // measures its first argument when that is a list).
+            _ if !args.iter().any(sized) => self.base as u64,
             _ => self.before_sized(args),
         }
     }
@@ -594,5 +605,39 @@ mod peek_tests {
             }
         }
         assert!(n >= 15, "len, get and the number builtins have peeks");
+    }
+}
+
+#[cfg(test)]
+mod cost_tests {
+    use super::*;
+
+    /// `before` and `builtin_vals` skip the measure of values that are not `sized`:
+    /// that is only right while those measure nothing, and a rate times nothing is 0.
+    #[test]
+    fn values_not_sized_measure_nothing() {
+        let vals = [
+            Value::Nil,
+            Value::Bool(true),
+            Value::Num(2.5),
+            Value::Num(f64::NAN),
+            Value::str(b"ab".to_vec()),
+            Value::list(vec![Value::Num(1.0)]),
+            Value::map(crate::value::Map::new()),
+        ];
+        for v in &vals {
+            if !sized(v) {
+                assert_eq!(measure(v), (0, 0), "{}", v.type_name());
+            }
+        }
+        assert!(vals.iter().filter(|v| sized(v)).count() == 3);
+        for b in all() {
+            let c = b.cost;
+            assert_eq!(c.units(0, 0), 0, "{}", b.name);
+            assert_eq!(c.after(&Value::Num(1.0)), 0, "{}", b.name);
+            let plain = [Value::Num(1.0), Value::Nil];
+            assert_eq!(c.before(&plain), c.before_sized(&plain), "{}", b.name);
+            assert_eq!(c.before(&[]), c.base as u64, "{}", b.name);
+        }
     }
 }

@@ -241,9 +241,13 @@ impl<'p> Interp<'p> {
             Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
         };
         let r = if b.cap.is_some() { self.audit_end(b, r) } else { r };
+        // (A result that measures nothing, a number from `min`, adds nothing: told
+        // without the call.)
         if cost.measures_result() {
             if let Ok(v) = &r {
-                self.host.work(cost.after(v))?;
+                if crate::builtins::sized(v) {
+                    self.host.work(cost.after(v))?;
+                }
             }
         }
         self.host.check_memory()?;

@@ -180,10 +180,21 @@ impl<'p> Interp<'p> {
     /// result is written.
     #[inline(never)]
     pub(super) fn call_vals(&mut self, code: &Code<'p>, b: &'static Builtin, dst: Opd, specs: &[(Opd, Spot)]) -> R<()> {
+        // (One, two and three arguments in arrays of their own length: with four slots
+        // for every call, the unused ones were written and dropped too.)
         let v = if let Ok(one) = <&[(Opd, Spot); 1]>::try_from(specs) {
             let [(o, sp)] = *one;
             let v = self.val(code, o, || sp)?;
-            self.builtin_vals(b, &mut [v])?
+            self.builtin_array(b, [v])?
+        } else if let Ok(two) = <&[(Opd, Spot); 2]>::try_from(specs) {
+            let [(o0, sp0), (o1, sp1)] = *two;
+            let v0 = self.val(code, o0, || sp0)?;
+            let v1 = self.val(code, o1, || sp1)?;
+            self.builtin_array(b, [v0, v1])?
+        } else if let Ok(three) = <&[(Opd, Spot); 3]>::try_from(specs) {
+            let mut vals: [Value; 3] = Default::default();
+            self.vals_into(code, three, &mut vals)?;
+            self.builtin_array(b, vals)?
         } else if specs.len() <= 4 {
             let mut vals: [Value; 4] = Default::default();
             self.vals_into(code, specs, &mut vals)?;
@@ -194,6 +205,17 @@ impl<'p> Interp<'p> {
             self.builtin_vals(b, &mut vals)?
         };
         self.put(dst, v)
+    }
+
+    /// `builtin_vals` on an array of arguments, each dropped after by its kind (a
+    /// number needs no drop: the array's drop glue was a call on every builtin call).
+    #[inline(always)]
+    fn builtin_array<const N: usize>(&mut self, b: &'static Builtin, mut vals: [Value; N]) -> R<Value> {
+        let r = self.builtin_vals(b, &mut vals);
+        for v in vals {
+            drop_held(v);
+        }
+        r
     }
 
     /// A builtin call's arguments into `out` (as long as `specs`), in order.
