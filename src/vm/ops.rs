@@ -549,6 +549,12 @@ impl<'p> Interp<'p> {
         else {
             return None;
         };
+        // A loop of whole numbers (`whole_range`): `k` counts up to -1, `a` is the term
+        // one past the end: each term exact, no finiteness or end to test.
+        if *k < 0.0 {
+            *k += up;
+            return if *k < 0.0 { Some(*a + *k * *st) } else { None };
+        }
         *k += up;
         let (a, end, st, k) = (*a, *end, *st, *k);
         let i = a + k * st;
@@ -568,14 +574,20 @@ impl<'p> Interp<'p> {
     pub(super) fn for_prep(&mut self, base: u32) -> R<()> {
         let b = self.base + base as usize;
         let (a, e, st) = (&self.stack[b], &self.stack[b + 1], &self.stack[b + 2]);
-        let (Value::Num(_), Value::Num(_), Value::Num(st)) = (a, e, st) else {
+        let (&Value::Num(a), &Value::Num(e), &Value::Num(st)) = (a, e, st) else {
             let bad = [a, e, st].into_iter().find(|v| !matches!(v, Value::Num(_))).map(|v| v.type_name());
             return Err(self.err(ErrKind::Type, format!("for bounds must be numbers, got {}", bad.unwrap_or("?"))));
         };
-        if *st == 0.0 {
+        if st == 0.0 {
             return Err(self.err(ErrKind::Value, "for step must not be 0"));
         }
-        self.stack[b + 3] = Value::Num(0.0);
+        match whole_range(a, e, st) {
+            Some((past, k)) => {
+                self.stack[b] = Value::Num(past);
+                self.stack[b + 3] = Value::Num(k);
+            }
+            None => self.stack[b + 3] = Value::Num(0.0),
+        }
         Ok(())
     }
 
@@ -847,6 +859,40 @@ fn drop_args(vals: SmallVec<[Value; 4]>) {
     }
 }
 
+/// 2^51: the loops `whole_range` takes have bounds and steps of whole numbers up to
+/// this magnitude, so that every number it and the loop work out is a whole number
+/// within 2^53, exact (the span is at most 2^52 + 2^51).
+const WHOLE: f64 = 2_251_799_813_685_248.0;
+
+/// 1.5 * 2^52: `(x + ROUND) - ROUND` is `x` rounded to a whole number for |x| up to
+/// 2^51 (the sum lies where the spacing of numbers is 1).
+const ROUND: f64 = 6_755_399_441_055_744.0;
+
+/// A number that is whole, up to 2^51 in magnitude (not NaN, not infinite).
+#[inline(always)]
+fn whole(x: f64) -> bool {
+    x.abs() <= WHOLE && (x + ROUND) - ROUND == x
+}
+
+/// A numeric `for` loop of whole numbers from `a` to `end` by `st`, when each of its
+/// terms is exact: the term one past its last, and its count register's first value
+/// (minus the number of terms). The loop then runs `past + k * st` for `k` from that up
+/// to -1, the same numbers as `a + k * st` for `k` from 0, with no end or finiteness to
+/// test a round. None (the general loop): a bound or step that is not whole within
+/// 2^51, a start of -0 (the general loop's first term keeps its sign), or no term at
+/// all. Worked out at every entry to the loop: compares and one division, no rounding
+/// call and no conversion but the division's.
+fn whole_range(a: f64, end: f64, st: f64) -> Option<(f64, f64)> {
+    let room = if st > 0.0 { end - a } else { a - end };
+    if !(room >= 0.0) || !whole(a) || !whole(end) || !whole(st) || a.to_bits() == (-0.0f64).to_bits() {
+        return None;
+    }
+    // (`room` and `by` are whole and below 2^53: the quotient's floor is exact.)
+    let by = st.abs();
+    let n = if by == 1.0 { room + 1.0 } else { ((room / by) as i64 + 1) as f64 };
+    Some((a + n * st, -n))
+}
+
 /// `for_value` past a term `a + k * st` that is not finite (a start, end or step that
 /// is not finite, or a product that overflowed): the term computed wide
 /// (`range_term_wide`), None when it is still not finite or past the end. Out of line:
@@ -859,5 +905,41 @@ fn for_value_wide(a: f64, end: f64, st: f64, k: f64) -> Option<f64> {
         None
     } else {
         Some(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which loops run by their count of whole terms, and where those start.
+    #[test]
+    fn whole_ranges() {
+        let e = WHOLE;
+        assert_eq!(whole_range(1.0, 5.0, 1.0), Some((6.0, -5.0)));
+        assert_eq!(whole_range(5.0, 1.0, -1.0), Some((0.0, -5.0)));
+        assert_eq!(whole_range(1.0, 10.0, 3.0), Some((13.0, -4.0)));
+        assert_eq!(whole_range(3.0, 3.0, 7.0), Some((10.0, -1.0)));
+        assert_eq!(whole_range(e - 3.0, e - 1.0, 1.0), Some((e, -3.0)));
+        assert_eq!(whole_range(-e + 2.0, -e + 1.0, -1.0), Some((-e, -2.0)));
+        assert_eq!(whole_range(10.0, -7.0, -5.0), Some((-10.0, -4.0)));
+        // No term, a part that is not whole, -0, NaN, infinities: the general loop.
+        assert_eq!(whole_range(4.0, 3.0, 1.0), None);
+        assert_eq!(whole_range(0.5, 3.0, 1.0), None);
+        assert_eq!(whole_range(1.0, 3.5, 1.0), None);
+        assert_eq!(whole_range(1.0, 3.0, 0.5), None);
+        assert_eq!(whole_range(-0.0, 3.0, 1.0), None);
+        assert_eq!(whole_range(f64::NAN, 3.0, 1.0), None);
+        assert_eq!(whole_range(1.0, f64::INFINITY, 1.0), None);
+        // The widest: from -2^51 to 2^51, by 1 or by 2^51.
+        assert_eq!(whole_range(-e, e, 1.0), Some((e + 1.0, -(2.0 * e + 1.0))));
+        assert_eq!(whole_range(e, -e, -e), Some((-2.0 * e, -3.0)));
+        // A bound or step past 2^51.
+        assert_eq!(whole_range(e + 1.0, e + 2.0, 1.0), None);
+        assert_eq!(whole_range(0.0, e + 2.0, 1.0), None);
+        assert_eq!(whole_range(0.0, 10.0, e + 2.0), None);
+        assert_eq!(whole_range(1.0, 2f64.powi(60), 2f64.powi(59)), None);
+        // The floor of a quotient near 2^52.
+        assert_eq!(whole_range(-e, e - 1.0, e - 1.0), Some((2.0 * e - 3.0, -3.0)));
     }
 }
