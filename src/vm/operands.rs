@@ -192,9 +192,11 @@ impl<'p> Interp<'p> {
             let v1 = self.val(code, o1, || sp1)?;
             self.builtin_array(b, [v0, v1])?
         } else if let Ok(three) = <&[(Opd, Spot); 3]>::try_from(specs) {
-            let mut vals: [Value; 3] = Default::default();
-            self.vals_into(code, three, &mut vals)?;
-            self.builtin_array(b, vals)?
+            let [(o0, sp0), (o1, sp1), (o2, sp2)] = *three;
+            let v0 = self.val(code, o0, || sp0)?;
+            let v1 = self.val(code, o1, || sp1)?;
+            let v2 = self.val(code, o2, || sp2)?;
+            self.builtin_array(b, [v0, v1, v2])?
         } else if specs.len() <= 4 {
             let mut vals: [Value; 4] = Default::default();
             self.vals_into(code, specs, &mut vals)?;
