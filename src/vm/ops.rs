@@ -868,7 +868,11 @@ const WHOLE: f64 = 2_251_799_813_685_248.0;
 /// 2^51 (the sum lies where the spacing of numbers is 1).
 const ROUND: f64 = 6_755_399_441_055_744.0;
 
-/// A number that is whole, up to 2^51 in magnitude (not NaN, not infinite).
+/// A number that is whole, up to 2^51 in magnitude (not NaN, not infinite). (Not the
+/// arithmetic's test, `whole_pair` in interp/ops.rs, a conversion to an integer and
+/// back within 2^53: for three numbers at every loop entry that cost about 23
+/// instructions more, and the loop needs the narrower bound anyway. WORKLOG,
+/// twenty-eighth session.)
 #[inline(always)]
 fn whole(x: f64) -> bool {
     x.abs() <= WHOLE && (x + ROUND) - ROUND == x
