@@ -232,6 +232,27 @@ fn fill(buf: &mut [u8; STR_INLINE], b: &[u8], n: usize) {
     }
 }
 
+/// `src` copied over `dst` (as long): up to 16 bytes by overlapping moves of 8, 4 or
+/// single bytes, as `fill` copies, without a `memcpy` call (an append of a character or
+/// a word, `s ..= t` in a loop, called it every time round); a longer one by `memcpy`.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if n > 16 || dst.len() != n {
+        dst.copy_from_slice(src);
+    } else if n >= 8 {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..].copy_from_slice(&src[n - 4..]);
+    } else if n > 0 {
+        dst[0] = src[0];
+        dst[n / 2] = src[n / 2];
+        dst[n - 1] = src[n - 1];
+    }
+}
+
 /// A copy holds exactly the bytes (no spare capacity), as `SmallVec`'s copy did.
 impl Clone for LStr {
     #[inline]
@@ -340,7 +361,7 @@ impl LStr {
             let n = *lo as usize | (*hi as usize) << 32;
             let m = n + b.len();
             if let Some(room) = buf.get_mut(n..m) {
-                room.copy_from_slice(b);
+                copy_short(room, b);
                 *lo = m as u32;
                 *hi = (m >> 32) as u16;
                 return true;

@@ -255,3 +255,27 @@ fn in_place_changes_unshared_containers_and_keeps_their_accounting() {
     assert_eq!(in_place(&mut v, &keys, &ics, push), Some((true, d)));
     assert_eq!(v.heap(), before + d as usize);
 }
+
+#[test]
+fn short_copies_and_appends_keep_every_byte() {
+    // Every length around the 4-, 8- and 16-byte moves, at every offset in a buffer.
+    let src: Vec<u8> = (1..=40u8).collect();
+    for n in 0..=40 {
+        for off in 0..4 {
+            let mut dst = vec![0u8; off + n + 3];
+            copy_short(&mut dst[off..off + n], &src[..n]);
+            assert_eq!(&dst[off..off + n], &src[..n], "length {n} at {off}");
+            assert!(dst[..off].iter().chain(&dst[off + n..]).all(|&b| b == 0), "length {n} at {off}: outside");
+        }
+    }
+    // An append within the buffer's room is the bytes in order.
+    let mut s = LStr::from(&[b'x'; 40][..]);
+    s.reserve_exact(300);
+    let mut want = vec![b'x'; 40];
+    for n in 0..=20 {
+        let piece = &src[..n];
+        assert!(s.append_within(piece), "room for {n} more bytes");
+        want.extend_from_slice(piece);
+        assert_eq!(s.as_slice(), &want[..]);
+    }
+}

@@ -88,27 +88,39 @@ impl<'p> Interp<'p> {
     /// string goes the general way.
     #[inline(never)]
     pub(super) fn upd_slow(&mut self, code: &Code<'p>, at: usize, op: BinOp, var: Opd, v: Opd) -> R<()> {
-        let rhs = self.val(code, v, || code.ospot[at][0])?;
-        if let (BinOp::Concat, Value::Str(t)) = (op, &rhs) {
-            let limit = self.host.lim.n(L::String);
-            let cell = if var.is_reg() { &mut self.stack[self.base + var.idx()] } else { &mut self.globals[var.idx()] };
-            if let Value::Str(rc) = cell {
-                if let Some(s) = Rc::get_mut(rc) {
-                    if s.len() + t.len() <= limit {
-                        self.host.work(concat_work(t.len()))?;
-                        if s.append_within(t) {
-                            return Ok(());
-                        }
-                        let before = str_heap(s);
-                        reserve_str(s, t.len());
-                        s.extend_from_slice(t);
-                        let grown = str_heap(s) - before;
-                        return self.charge(!var.is_reg(), grown as isize);
-                    }
-                }
-            }
-        }
+        let rhs = match (op, self.val(code, v, || code.ospot[at][0])?) {
+            (BinOp::Concat, Value::Str(t)) => match self.append_var(var, &t) {
+                // (The text dropped as a string: the drop glue of `Value` was a call.)
+                Some(r) => return r,
+                None => Value::Str(t),
+            },
+            (_, rhs) => rhs,
+        };
         self.compound_var(slot_of(var), op, rhs)
+    }
+
+    /// `var ..= t` in place when `var` holds a string nothing else shares and the result
+    /// is within the `string` limit (None: the general way).
+    #[inline(always)]
+    fn append_var(&mut self, var: Opd, t: &[u8]) -> Option<R<()>> {
+        let limit = self.host.lim.n(L::String);
+        let cell = if var.is_reg() { &mut self.stack[self.base + var.idx()] } else { &mut self.globals[var.idx()] };
+        let Value::Str(rc) = cell else { return None };
+        let s = Rc::get_mut(rc)?;
+        if s.len() + t.len() > limit {
+            return None;
+        }
+        if let Err(e) = self.host.work(concat_work(t.len())) {
+            return Some(Err(e));
+        }
+        if s.append_within(t) {
+            return Some(Ok(()));
+        }
+        let before = str_heap(s);
+        reserve_str(s, t.len());
+        s.extend_from_slice(t);
+        let grown = str_heap(s) - before;
+        Some(self.charge(!var.is_reg(), grown as isize))
     }
 
     #[inline(never)]
