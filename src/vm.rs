@@ -369,8 +369,8 @@ impl<'p> Interp<'p> {
                         }
                     }
                     Op::GetPath { dst, path } => self.get_path(code, dst, path),
-                    Op::MkList { dst, start, n } => self.mk_list(dst, start, n),
-                    Op::MkMap { dst, map, start } => self.mk_map(code, dst, map, start),
+                    Op::MkList { dst, at, n } => self.mk_list(code, dst, at, n),
+                    Op::MkMap { dst, map, at } => self.mk_map(code, dst, map, at),
                     Op::SetIdx { var, k, v, ic } => self.vm_set_index(code, at, var, k, v, ic),
                     // The next item of a list into the one loop variable, here; the
                     // rest (a map, two variables, the end) in `vm_op`.
@@ -660,29 +660,37 @@ impl<'p> Interp<'p> {
         r.map(|()| pc)
     }
 
-    /// `Op::MkList`: a list of the `n` values in this frame's registers from `start`,
-    /// moved out of them, into `dst`. (Called from `vm_exec` directly: through `vm_op`'s
-    /// second dispatch, every list literal took about 30 instructions more.)
+    /// `Op::MkList`: a list of the `n` operands from `args[at]` (temporaries moved out),
+    /// into `dst`. (Called from `vm_exec` directly: through `vm_op`'s second dispatch,
+    /// every list literal took about 30 instructions more.)
     #[inline(never)]
-    fn mk_list(&mut self, dst: Opd, start: u32, n: u32) -> R<()> {
-        let b = self.base + start as usize;
-        let items: Vec<Value> = self.stack[b..b + n as usize].iter_mut().map(std::mem::take).collect();
+    fn mk_list(&mut self, code: &Code<'p>, dst: Opd, at: u32, n: u32) -> R<()> {
+        let specs = &code.args[at as usize..(at + n) as usize];
+        // (Pushed one by one: collected after `none_unset`, as `mk_map` reads its
+        // values, binarytrees took 0.6% more instructions.)
+        let mut items: Vec<Value> = Vec::with_capacity(specs.len());
+        for &(o, sp) in specs {
+            items.push(self.val(code, o, || sp)?);
+        }
         let l = self.host.make_list(items)?;
         self.host.check_memory()?;
         self.put(dst, l)
     }
 
     /// `Op::MkMap`: map literal `map` of `code` (its keys, and their shape when one can
-    /// take them) with the values in this frame's registers from `start`, moved out of
-    /// them, into `dst`. (Called from `vm_exec` directly, as `mk_list`.)
+    /// take them) with the operands from `args[at]` as values (temporaries moved out),
+    /// into `dst`. (Called from `vm_exec` directly, as `mk_list`.)
     #[inline(never)]
-    fn mk_map(&mut self, code: &Code<'p>, dst: Opd, map: u32, start: u32) -> R<()> {
+    fn mk_map(&mut self, code: &Code<'p>, dst: Opd, map: u32, at: u32) -> R<()> {
         // A literal's maps share its keys (`Map::shaped`: no key hashed or compared, 8
         // bytes an entry less); one whose keys a shape cannot take is built key by key
         // (a key given twice keeps its last value).
         let (keys, shape) = &code.maps[map as usize];
-        let b = self.base + start as usize;
-        let vals = self.stack[b..b + keys.len()].iter_mut().map(std::mem::take);
+        let specs = &code.args[at as usize..at as usize + keys.len()];
+        // (Checked first, then taken straight into the map: gathered into a vector
+        // first, json took 2% more instructions.)
+        self.none_unset(code, specs)?;
+        let vals = specs.iter().map(|&(o, _)| self.val_set(code, o));
         let m = match shape {
             Some(shape) => Map::shaped(shape, vals),
             None => {

@@ -236,17 +236,18 @@ pub enum Op<'p> {
         ic: u32,
         name: &'p Bytes,
     },
-    /// A list of the `n` temporaries from register `start`.
+    /// A list of the `n` operands `args[at..]` (a temporary's value moved, a variable's
+    /// or constant's copied, as a builtin call's arguments).
     MkList {
         dst: Opd,
-        start: u32,
+        at: u32,
         n: u32,
     },
-    /// A map: keys `maps[map]`, values the temporaries from register `start`.
+    /// A map: keys `maps[map]`, values the operands `args[at..]` (one a key).
     MkMap {
         dst: Opd,
         map: u32,
-        start: u32,
+        at: u32,
     },
     /// A call of user function `fi`, its `n` arguments in the registers from `start`,
     /// where its frame starts.

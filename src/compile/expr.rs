@@ -72,8 +72,8 @@ impl<'p> Compiler<'p> {
     /// into a temporary first when one of them could change it (a call, or a builtin
     /// that changes a place), so that the value is the one it held when `e` was reached
     /// (operands are evaluated left to right).
-    pub(super) fn operand_before(&mut self, e: &'p Expr, later: &[Expr]) -> O {
-        if matches!(e, Expr::Local(..) | Expr::Global(..)) && !later.iter().all(pure) {
+    pub(super) fn operand_before<'e>(&mut self, e: &'p Expr, later: impl IntoIterator<Item = &'e Expr>) -> O {
+        if matches!(e, Expr::Local(..) | Expr::Global(..)) && !later.into_iter().all(pure) {
             let t = self.temp();
             self.into(e, t);
             return O { o: t, sp: 0 };
@@ -148,25 +148,20 @@ impl<'p> Compiler<'p> {
                 let ic = self.ics(1);
                 self.emit(Op::Field { dst, a: a.o, ic, name }, *sp, [a.sp, 0]);
             }
+            // A literal's items are operands, as a builtin call's arguments: a constant or
+            // a variable is read where it is (a `Move` into a register for each was an
+            // instruction more an item).
             Expr::List(items) => {
-                let start = self.next;
-                let regs: Vec<Opd> = items.iter().map(|_| self.temp()).collect();
-                for (it, r) in items.iter().zip(regs) {
-                    self.into(it, r);
-                }
-                self.emit(Op::MkList { dst, start, n: items.len() as u32 }, 0, [0, 0]);
+                let at = self.args(items);
+                self.emit(Op::MkList { dst, at, n: items.len() as u32 }, 0, [0, 0]);
             }
             Expr::Map(items) => {
-                let start = self.next;
-                let regs: Vec<Opd> = items.iter().map(|_| self.temp()).collect();
-                for ((_, it), r) in items.iter().zip(regs) {
-                    self.into(it, r);
-                }
+                let at = self.operands_at(items.iter().map(|(_, v)| v));
                 let keys: Vec<crate::value::Bytes> = items.iter().map(|(k, _)| k.clone()).collect();
                 let shape = self.shapes.shape(&keys);
                 self.code.maps.push((items, shape));
                 let map = (self.code.maps.len() - 1) as u32;
-                self.emit(Op::MkMap { dst, map, start }, 0, [0, 0]);
+                self.emit(Op::MkMap { dst, map, at }, 0, [0, 0]);
             }
             Expr::Call(fi, args) => {
                 // The arguments are computed into the registers where the callee's frame
@@ -273,7 +268,21 @@ impl<'p> Compiler<'p> {
     /// A call's arguments: each an operand (variables and constants where they are,
     /// anything else computed into a temporary), in order.
     pub(super) fn args(&mut self, args: &'p [Expr]) -> u32 {
-        let os: Vec<O> = args.iter().enumerate().map(|(i, a)| self.operand_before(a, &args[i + 1..])).collect();
+        self.operands_at(args.iter())
+    }
+
+    /// The operands of `es`, left to right (each as `operand_before` the ones after it),
+    /// into `code.args`: where they start.
+    pub(super) fn operands_at<I>(&mut self, es: I) -> u32
+    where
+        I: Iterator<Item = &'p Expr> + Clone,
+    {
+        let mut os: Vec<O> = Vec::new();
+        let mut rest = es;
+        while let Some(e) = rest.next() {
+            let o = self.operand_before(e, rest.clone());
+            os.push(o);
+        }
         let at = self.code.args.len() as u32;
         self.code.args.extend(os.iter().map(|o| (o.o, o.sp)));
         at

@@ -76,6 +76,29 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// The `name` error of the first unset variable among `specs` (a literal's items,
+    /// checked before any is taken, so that `val_set` can take them all).
+    #[inline(always)]
+    pub(super) fn none_unset(&self, code: &Code<'p>, specs: &[(Opd, Spot)]) -> R<()> {
+        for &(o, sp) in specs {
+            if matches!(o.tag(), T_LOCAL | T_GLOBAL) && matches!(self.rd(code, o), Value::Unset) {
+                return Err(self.unset_at(slot_of(o), sp));
+            }
+        }
+        Ok(())
+    }
+
+    /// `val` of an operand that is not an unset variable (`none_unset`): a temporary
+    /// moved out, a variable or constant copied.
+    #[inline(always)]
+    pub(super) fn val_set(&mut self, code: &Code<'p>, o: Opd) -> Value {
+        match o.tag() {
+            T_TEMP => std::mem::take(&mut self.stack[self.base + o.idx()]),
+            T_CONST => code.consts[o.idx()].clone(),
+            _ => self.rd(code, o).clone(),
+        }
+    }
+
     /// A returned operand that is not plain (a plain one goes by its payload): a
     /// temporary or a local moved out (the frame's registers are emptied next, and its
     /// storage is released as a whole: no count changes), a global or constant shared
