@@ -604,8 +604,9 @@ impl<'p> Interp<'p> {
                 }
                 Err(e) => Err(e),
             },
-            Op::InterpBegin => {
-                self.ibufs.push(Vec::new());
+            Op::InterpBegin { dst, at, n, cap } if n > 0 => self.interp_all(code, dst, at, n, cap),
+            Op::InterpBegin { cap, .. } => {
+                self.ibufs.push(Vec::with_capacity(cap as usize));
                 Ok(())
             }
             Op::InterpLit { lit } => {
@@ -744,6 +745,37 @@ impl<'p> Interp<'p> {
                 }
             }
         }
+    }
+
+    /// `Op::InterpBegin` with `n` parts: the parts `iparts[at..at + n]` of `code`
+    /// appended in turn to a text of `cap` bytes' room, each checked as `interp_part`
+    /// checks it, the text then finished as `InterpEnd` finishes it.
+    #[inline(never)]
+    fn interp_all(&mut self, code: &Code<'p>, dst: Opd, at: u32, n: u32, cap: u32) -> R<()> {
+        let mut out = Vec::with_capacity(cap as usize);
+        let limit = self.host.lim.n(L::String);
+        for part in &code.iparts[at as usize..(at + n) as usize] {
+            match *part {
+                IOp::Lit(b) => out.extend_from_slice(b),
+                IOp::Val(o, sp) => {
+                    // (Read where it is: the host writes its text beside the stack.)
+                    let v = match o.tag() {
+                        T_CONST => &code.consts[o.idx()],
+                        T_GLOBAL => &self.globals[o.idx()],
+                        _ => &self.stack[self.base + o.idx()],
+                    };
+                    if let Value::Unset = v {
+                        return Err(self.unset_at(slot_of(o), sp));
+                    }
+                    self.host.write_text(v, &mut out, limit)?;
+                }
+            }
+            self.host.check_str_len(out.len())?;
+            self.host.check_memory_after(out.len())?;
+        }
+        let w = crate::meter::scaled(out.len() as u64, WORK_INTERP_BYTE_X256);
+        self.host.work(WORK_CONCAT_BASE + w)?;
+        self.put(dst, Value::str(out))
     }
 
     /// An interpolation's text after a part: back on the buffer stack once the string

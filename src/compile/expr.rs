@@ -243,8 +243,27 @@ impl<'p> Compiler<'p> {
             // Each part is evaluated and appended in turn (a later part runs after an
             // earlier one's text is checked against the limits, as in the tree
             // evaluator).
+            // Parts that are all texts, variables and constants: one instruction (see
+            // `Op::InterpBegin`).
+            Expr::Interp(parts)
+                if !parts.is_empty() && parts.iter().all(|p| !matches!(p, IPart::Expr(e) if !is_read(e))) =>
+            {
+                let at = self.code.iparts.len() as u32;
+                for p in parts {
+                    let part = match p {
+                        IPart::Lit(b) => IOp::Lit(b),
+                        IPart::Expr(e) => {
+                            let a = self.operand(e);
+                            IOp::Val(a.o, a.sp)
+                        }
+                    };
+                    self.code.iparts.push(part);
+                }
+                let n = parts.len() as u32;
+                self.emit(Op::InterpBegin { dst, at, n, cap: interp_room(parts) }, 0, [0, 0]);
+            }
             Expr::Interp(parts) => {
-                self.emit(Op::InterpBegin, 0, [0, 0]);
+                self.emit(Op::InterpBegin { dst: DISCARD, at: 0, n: 0, cap: interp_room(parts) }, 0, [0, 0]);
                 for p in parts {
                     match p {
                         IPart::Lit(b) => {
@@ -287,6 +306,25 @@ impl<'p> Compiler<'p> {
         self.code.args.extend(os.iter().map(|o| (o.o, o.sp)));
         at
     }
+}
+
+/// A variable or a constant: read where it is, with nothing computed.
+fn is_read(e: &Expr) -> bool {
+    matches!(e, Expr::Const(_) | Expr::Local(..) | Expr::Global(..))
+}
+
+/// The room an interpolation's text starts with: its literal texts and 16 bytes for
+/// each other part (a number's text, a short string), at most 4 KiB; a longer text
+/// grows as a vector grows.
+fn interp_room(parts: &[IPart]) -> u32 {
+    let n: usize = parts
+        .iter()
+        .map(|p| match p {
+            IPart::Lit(b) => b.len(),
+            _ => 16,
+        })
+        .sum();
+    n.min(4096) as u32
 }
 
 /// `e` as a chain of two or more reads (`bodies[i].x`, `t.pos.y`, `grid[y][x]`) whose
