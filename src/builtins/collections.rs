@@ -179,7 +179,9 @@ fn slice(it: &mut Host, args: &mut [Value]) -> R<Value> {
         }
         Value::Str(t) => {
             let (s, e) = (bound(it, "slice", args, 1, t.len(), 0)?, bound(it, "slice", args, 2, t.len(), t.len())?);
-            Ok(Value::str(if s < e { t[s..e].to_vec() } else { vec![] }))
+            // (Copied straight into the string: a short one is written into its box,
+            // where a vector first was allocated and freed besides.)
+            Ok(Value::str_from(if s < e { &t[s..e] } else { &[] }))
         }
         other => Err(it.type_err("slice", 0, "a list or string", other)),
     }

@@ -14,6 +14,20 @@ fn case(it: &mut Host, args: &mut [Value], name: &str, upper: bool) -> R<Value> 
     let s = it.arg_str(name, args, 0)?;
     // ASCII text (the common case) maps byte by byte, as Unicode case mapping does on it.
     if s.is_ascii() {
+        // A short text is mapped on the stack and copied straight into its string (a
+        // vector allocated and freed besides cost about a third of the call).
+        if s.len() <= crate::value::STR_INLINE {
+            let mut buf = [0u8; crate::value::STR_INLINE];
+            let b = &mut buf[..s.len()];
+            b.copy_from_slice(s);
+            if upper {
+                b.make_ascii_uppercase();
+            } else {
+                b.make_ascii_lowercase();
+            }
+            it.check_str_len(b.len())?;
+            return Ok(Value::str_from(b));
+        }
         let out = if upper { s.to_ascii_uppercase() } else { s.to_ascii_lowercase() };
         return it.make_str(out);
     }
