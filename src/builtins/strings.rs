@@ -214,6 +214,10 @@ fn chr(it: &mut Host, args: &mut [Value]) -> R<Value> {
 
 /// Width of a string for padding: characters when valid UTF-8, else bytes.
 fn width(s: &[u8]) -> usize {
+    // (ASCII text, the common case, without the UTF-8 validation: each byte a character.)
+    if s.is_ascii() {
+        return s.len();
+    }
     match std::str::from_utf8(s) {
         Ok(t) => t.chars().count(),
         Err(_) => s.len(),
@@ -223,14 +227,14 @@ fn width(s: &[u8]) -> usize {
 fn pad(it: &mut Host, args: &mut [Value], name: &str, left: bool) -> R<Value> {
     let s = it.arg_str(name, args, 0)?;
     let w = it.arg_int(name, args, 1, 0.0, it.lim.n(L::String) as f64)? as usize;
-    let fill: Vec<u8> = match it.opt(args, 2) {
-        None => b" ".to_vec(),
+    let fill: &[u8] = match it.opt(args, 2) {
+        None => b" ",
         Some(_) => {
             let f = it.arg_str(name, args, 2)?;
             if width(f) != 1 {
                 return Err(it.err(ErrKind::Value, format!("{name}: the fill must be one character")));
             }
-            f.to_vec()
+            f
         }
     };
     let have = width(s);
@@ -238,15 +242,35 @@ fn pad(it: &mut Host, args: &mut [Value], name: &str, left: bool) -> R<Value> {
         return Ok(args[0].clone());
     }
     let n = w - have;
-    it.check_str_len(s.len() + n * fill.len())?;
-    let padding = fill.repeat(n);
-    let mut out = Vec::with_capacity(s.len() + padding.len());
+    let total = s.len() + n * fill.len();
+    it.check_str_len(total)?;
+    // A short result is laid out on the stack and copied straight into its string (no
+    // vector allocated and freed besides); a longer one in a vector of its length.
+    if total <= crate::value::STR_INLINE {
+        let mut buf = [0u8; crate::value::STR_INLINE];
+        let mut k = 0;
+        let (first, second, fills_first): (&[u8], &[u8], bool) = if left { (fill, s, true) } else { (s, fill, false) };
+        for _ in 0..if fills_first { n } else { 1 } {
+            buf[k..k + first.len()].copy_from_slice(first);
+            k += first.len();
+        }
+        for _ in 0..if fills_first { 1 } else { n } {
+            buf[k..k + second.len()].copy_from_slice(second);
+            k += second.len();
+        }
+        return Ok(Value::str_from(&buf[..k]));
+    }
+    let mut out = Vec::with_capacity(total);
+    let add_fill = |out: &mut Vec<u8>| match *fill {
+        [b] => out.resize(out.len() + n, b),
+        _ => out.extend_from_slice(&fill.repeat(n)),
+    };
     if left {
-        out.extend_from_slice(&padding);
+        add_fill(&mut out);
         out.extend_from_slice(s);
     } else {
         out.extend_from_slice(s);
-        out.extend_from_slice(&padding);
+        add_fill(&mut out);
     }
     Ok(Value::str(out))
 }
