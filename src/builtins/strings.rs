@@ -118,20 +118,52 @@ fn replace(it: &mut Host, args: &mut [Value]) -> R<Value> {
         None => usize::MAX,
         Some(_) => it.arg_int("replace", args, 3, 0.0, 9_007_199_254_740_991.0)? as usize,
     };
-    let mut out = Vec::with_capacity(s.len());
+    // A one-byte text is looked for by `memchr` (a searcher's set-up cost more than a
+    // short subject's whole search), any other by one searcher for the whole call.
+    let r = match from.as_slice() {
+        &[b] => replaced(it, s, to, 1, count, |h| memchr::memchr(b, h))?,
+        _ => {
+            let finder = memchr::memmem::Finder::new(from.as_slice());
+            replaced(it, s, to, from.len(), count, |h| finder.find(h))?
+        }
+    };
+    // Nothing replaced: a copy of the text, made at once (a copy and not the text
+    // itself: a shared string would make a later `..=` on the result copy it, a work
+    // charge the call did not make before).
+    Ok(r.unwrap_or_else(|| Value::str_from(s)))
+}
+
+/// `s` with up to `count` occurrences of a text of `n` bytes (found by `find`) replaced
+/// by `to`, the string limit checked after each; None when there is none.
+fn replaced(
+    it: &Host,
+    s: &[u8],
+    to: &[u8],
+    n: usize,
+    count: usize,
+    find: impl Fn(&[u8]) -> Option<usize>,
+) -> R<Option<Value>> {
     let mut rest: &[u8] = s;
+    let first = if count > 0 { find(rest) } else { None };
+    let Some(mut i) = first else { return Ok(None) };
+    let mut out = Vec::with_capacity(s.len());
     let mut done = 0;
-    let finder = memchr::memmem::Finder::new(from.as_slice());
-    while done < count {
-        let Some(i) = finder.find(rest) else { break };
+    loop {
         out.extend_from_slice(&rest[..i]);
         out.extend_from_slice(to);
-        rest = &rest[i + from.len()..];
+        rest = &rest[i + n..];
         done += 1;
         it.check_str_len(out.len())?;
+        if done >= count {
+            break;
+        }
+        match find(rest) {
+            Some(j) => i = j,
+            None => break,
+        }
     }
     out.extend_from_slice(rest);
-    it.make_str(out)
+    it.make_str(out).map(Some)
 }
 
 /// starts_with, ends_with: the bytes of the affix compared.
