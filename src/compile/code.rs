@@ -490,16 +490,16 @@ pub struct PlaceCall {
     pub n: u32,
 }
 
-/// A compiled body.
-/// A part of an interpolation made by one instruction (`Op::InterpBegin` with parts): a literal
-/// text, or a variable or constant read where it is (an unset variable is the `name`
-/// error at the spot).
+/// A part of an interpolation made by one instruction (`Op::InterpBegin` with parts):
+/// a literal text, or a variable or constant read where it is (an unset variable is
+/// the `name` error at the spot).
 #[derive(Debug, Clone, Copy)]
 pub enum IOp<'p> {
     Lit(&'p [u8]),
     Val(Opd, Spot),
 }
 
+/// A compiled body.
 #[derive(Debug, Default)]
 pub struct Code<'p> {
     pub ops: Vec<Ins<'p>>,

@@ -240,9 +240,6 @@ impl<'p> Compiler<'p> {
                 }
                 self.emit(Op::MkLambda { dst, fi: *fi, start, n: caps.len() as u32 }, 0, [0, 0]);
             }
-            // Each part is evaluated and appended in turn (a later part runs after an
-            // earlier one's text is checked against the limits, as in the tree
-            // evaluator).
             // Parts that are all texts, variables and constants: one instruction (see
             // `Op::InterpBegin`).
             Expr::Interp(parts)
@@ -262,6 +259,9 @@ impl<'p> Compiler<'p> {
                 let n = parts.len() as u32;
                 self.emit(Op::InterpBegin { dst, at, n, cap: interp_room(parts) }, 0, [0, 0]);
             }
+            // Otherwise each part is evaluated and appended in turn (a later part runs
+            // after an earlier one's text is checked against the limits, as in the tree
+            // evaluator).
             Expr::Interp(parts) => {
                 self.emit(Op::InterpBegin { dst: DISCARD, at: 0, n: 0, cap: interp_room(parts) }, 0, [0, 0]);
                 for p in parts {
