@@ -714,8 +714,14 @@ fn join(it: &mut Host, args: &mut [Value]) -> R<Value> {
             _ => 0,
         })
         .sum();
-    it.work(JOIN.units(text + n.saturating_sub(1) * sep.len() as u64, n))?;
-    let mut out = Vec::new();
+    let bytes = text + n.saturating_sub(1) * sep.len() as u64;
+    it.work(JOIN.units(bytes, n))?;
+    // Room for the strings and separators (and a number's text per other item), up to
+    // the string limit: grown from nothing, the text's reallocations cost more than
+    // the copies for a short list.
+    let others = l.items().iter().filter(|v| !matches!(v, Value::Str(_))).count() as u64;
+    let room = bytes.saturating_add(others * 8).min(it.lim.n(L::String) as u64);
+    let mut out = Vec::with_capacity(room as usize);
     for (i, v) in l.items().iter().enumerate() {
         if i > 0 {
             out.extend_from_slice(sep);
