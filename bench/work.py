@@ -70,7 +70,10 @@ CASES = [
     ("repeat", "", 'x = repeat("ab", N / 2)', [65536, 262144, 917504], 500),
     ("chars", 'w = repeat("abcdefgh", N / 8)', "x = chars(w)", [2048, 8192, 16384], 300),
     ("reverse (string)", 'w = repeat("abcdefgh", N / 8)', "x = reverse(w)", [65536, 262144, 917504], 100),
-    ("pad_left", "", 'x = pad_left("a", N)', [65536, 262144, 917504], 500),
+    # A one-byte fill is laid down by `memset` (twenty-ninth session); a two-byte one is
+    # repeated and copied, the rule's worst shape (its result has twice the bytes).
+    ("pad_left", "", 'x = pad_left("a", N)', [65536, 262144, 917504], 500, set_by("pad_left (two-byte fill)")),
+    ("pad_left (two-byte fill)", "", 'x = pad_left("a", N / 2, "·")', [65536, 262144, 917504], 500),
     ("starts_with", 'w = repeat("ab", N / 2)', "x = starts_with(w, w)", [65536, 262144, 917504], 3000),
     ("split", WORDS, 'x = split(w, " ")', [16384, 65536, 122880], 300, set_by("split (one-byte pieces)")),
     # The worst shapes of `split` and `lines`: a piece or line per two bytes (the list's
