@@ -216,36 +216,36 @@ impl Repr {
 /// The first `n` bytes of `b` into `buf` (see `Repr::inline`).
 #[inline(always)]
 fn fill(buf: &mut [u8; STR_INLINE], b: &[u8], n: usize) {
-    if n >= 8 {
-        buf[..8].copy_from_slice(&b[..8]);
-        if n > 16 {
-            buf[8..16].copy_from_slice(&b[8..16]);
-        }
-        buf[n - 8..n].copy_from_slice(&b[n - 8..n]);
-    } else if n >= 4 {
-        buf[..4].copy_from_slice(&b[..4]);
-        buf[n - 4..n].copy_from_slice(&b[n - 4..n]);
-    } else if n > 0 {
-        buf[0] = b[0];
-        buf[n / 2] = b[n / 2];
-        buf[n - 1] = b[n - 1];
-    }
+    short_moves(buf, b, n);
 }
 
-/// `src` copied over `dst` (as long): up to 16 bytes by overlapping moves of 8, 4 or
-/// single bytes, as `fill` copies, without a `memcpy` call (an append of a character or
-/// a word, `s ..= t` in a loop, called it every time round); a longer one by `memcpy`.
+/// `src` copied over `dst` (as long): up to 24 bytes by `short_moves`, without a
+/// `memcpy` call (an append of a character or a word, `s ..= t` in a loop, called it
+/// every time round); a longer one by `memcpy`.
 #[inline(always)]
 fn copy_short(dst: &mut [u8], src: &[u8]) {
     let n = src.len();
-    if n > 16 || dst.len() != n {
+    if n > 24 || dst.len() != n {
         dst.copy_from_slice(src);
-    } else if n >= 8 {
+    } else {
+        short_moves(dst, src, n);
+    }
+}
+
+/// The first `n` bytes (at most 24) of `src` over those of `dst` by overlapping moves
+/// of 8, 4 or single bytes. (Given `buf` itself, `fill` keeps the inline buffer's
+/// constant length, so that its moves need no bounds checks.)
+#[inline(always)]
+fn short_moves(dst: &mut [u8], src: &[u8], n: usize) {
+    if n >= 8 {
         dst[..8].copy_from_slice(&src[..8]);
-        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+        if n > 16 {
+            dst[8..16].copy_from_slice(&src[8..16]);
+        }
+        dst[n - 8..n].copy_from_slice(&src[n - 8..n]);
     } else if n >= 4 {
         dst[..4].copy_from_slice(&src[..4]);
-        dst[n - 4..].copy_from_slice(&src[n - 4..]);
+        dst[n - 4..n].copy_from_slice(&src[n - 4..n]);
     } else if n > 0 {
         dst[0] = src[0];
         dst[n / 2] = src[n / 2];

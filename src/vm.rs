@@ -626,11 +626,7 @@ impl<'p> Interp<'p> {
             }
             Op::InterpEnd { dst } => {
                 let out = self.ibufs.pop().unwrap_or_default();
-                let n = crate::meter::scaled(out.len() as u64, WORK_INTERP_BYTE_X256);
-                match self.host.work(WORK_CONCAT_BASE + n) {
-                    Ok(()) => self.put(dst, Value::str(out)),
-                    Err(e) => Err(e),
-                }
+                self.interp_end(dst, out)
             }
             Op::ForPrep { base } => self.for_prep(base),
             Op::ForInPrep { base, src } => self.for_in_prep(code, at, base, src),
@@ -770,12 +766,9 @@ impl<'p> Interp<'p> {
                     self.host.write_text(v, &mut out, limit)?;
                 }
             }
-            self.host.check_str_len(out.len())?;
-            self.host.check_memory_after(out.len())?;
+            self.interp_checked(out.len())?;
         }
-        let w = crate::meter::scaled(out.len() as u64, WORK_INTERP_BYTE_X256);
-        self.host.work(WORK_CONCAT_BASE + w)?;
-        self.put(dst, Value::str(out))
+        self.interp_end(dst, out)
     }
 
     /// An interpolation's text after a part: back on the buffer stack once the string
@@ -784,8 +777,23 @@ impl<'p> Interp<'p> {
     fn interp_part(&mut self, out: Vec<u8>) -> R<()> {
         let n = out.len();
         self.ibufs.push(out);
+        self.interp_checked(n)
+    }
+
+    /// The checks of an interpolation's text of `n` bytes after a part: the string
+    /// limit, then the memory bound.
+    #[inline(always)]
+    fn interp_checked(&self, n: usize) -> R<()> {
         self.host.check_str_len(n)?;
         self.host.check_memory_after(n)
+    }
+
+    /// An interpolation's finished text `out` into `dst`, its work charged by its bytes.
+    #[inline(always)]
+    fn interp_end(&mut self, dst: Opd, out: Vec<u8>) -> R<()> {
+        let w = crate::meter::scaled(out.len() as u64, WORK_INTERP_BYTE_X256);
+        self.host.work(WORK_CONCAT_BASE + w)?;
+        self.put(dst, Value::str(out))
     }
 
     /// Catch error `e` with handler `h` of `code` (this frame's): the snapshots of the

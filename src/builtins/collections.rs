@@ -706,20 +706,16 @@ fn join(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let l = it.arg_list("join", args, 0)?;
     let sep = it.arg_str("join", args, 1)?;
     let n = l.len() as u64;
-    let text: u64 = l
-        .items()
-        .iter()
-        .map(|v| match v {
-            Value::Str(s) => s.len() as u64,
-            _ => 0,
-        })
-        .sum();
+    // The strings' bytes and the number of other items, in one pass.
+    let (text, others) = l.items().iter().fold((0u64, 0u64), |(t, o), v| match v {
+        Value::Str(s) => (t + s.len() as u64, o),
+        _ => (t, o + 1),
+    });
     let bytes = text + n.saturating_sub(1) * sep.len() as u64;
     it.work(JOIN.units(bytes, n))?;
     // Room for the strings and separators (and a number's text per other item), up to
     // the string limit: grown from nothing, the text's reallocations cost more than
     // the copies for a short list.
-    let others = l.items().iter().filter(|v| !matches!(v, Value::Str(_))).count() as u64;
     let room = bytes.saturating_add(others * 8).min(it.lim.n(L::String) as u64);
     let mut out = Vec::with_capacity(room as usize);
     for (i, v) in l.items().iter().enumerate() {

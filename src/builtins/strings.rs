@@ -294,14 +294,18 @@ fn pad(it: &mut Host, args: &mut [Value], name: &str, left: bool) -> R<Value> {
     if total <= crate::value::STR_INLINE {
         let mut buf = [0u8; crate::value::STR_INLINE];
         let mut k = 0;
-        let (first, second, fills_first): (&[u8], &[u8], bool) = if left { (fill, s, true) } else { (s, fill, false) };
-        for _ in 0..if fills_first { n } else { 1 } {
-            buf[k..k + first.len()].copy_from_slice(first);
-            k += first.len();
-        }
-        for _ in 0..if fills_first { 1 } else { n } {
-            buf[k..k + second.len()].copy_from_slice(second);
-            k += second.len();
+        let mut put = |b: &[u8], times: usize| {
+            for _ in 0..times {
+                buf[k..k + b.len()].copy_from_slice(b);
+                k += b.len();
+            }
+        };
+        if left {
+            put(fill, n);
+            put(s, 1);
+        } else {
+            put(s, 1);
+            put(fill, n);
         }
         return Ok(Value::str_from(&buf[..k]));
     }

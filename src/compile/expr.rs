@@ -243,7 +243,11 @@ impl<'p> Compiler<'p> {
             // Parts that are all texts, variables and constants: one instruction (see
             // `Op::InterpBegin`).
             Expr::Interp(parts)
-                if !parts.is_empty() && parts.iter().all(|p| !matches!(p, IPart::Expr(e) if !is_read(e))) =>
+                if !parts.is_empty()
+                    && parts.iter().all(|p| match p {
+                        IPart::Lit(_) => true,
+                        IPart::Expr(e) => is_read(e),
+                    }) =>
             {
                 let at = self.code.iparts.len() as u32;
                 for p in parts {
