@@ -112,6 +112,20 @@ CORPUS = {
         {0, 4},
     ),
     "block string template": ('t = """\n  <p>${repeat("x", 1000000)}</p>\n  """\nl = []\nwhile true\npush(l, upper(t))\nend\n', [], {4}),
+    # The builtins and forms that lay their text out at once (twenty-ninth session): the
+    # most text one call or one interpolation makes, held until the bound ends it.
+    "join to a 16 MiB string, held": (
+        S1M + "parts = []\nfor i = 1 to 16\npush(parts, s)\nend\nl = []\nwhile true\npush(l, join(parts, \"\"))\nend\n",
+        ["--limit", "all=max"],
+        {4},
+    ),
+    "pad_left to a 16 MiB string, held": (
+        'l = []\nwhile true\npush(l, pad_left("a", 16000000, "-"))\nend\n',
+        ["--limit", "all=max"],
+        {4},
+    ),
+    "replace doubling a text": ('s = repeat("a", 1000)\nwhile true\ns = replace(s, "a", "aa")\nend\n', ["--limit", "string=16M", "--limit", "frame_storage=max"], {4}),
+    "interpolation of big variables, held": (S1M + 'l = []\nwhile true\npush(l, "${s}${s}${s}${s}")\nend\n', ["--limit", "all=max"], {4}),
 }
 
 
