@@ -33,6 +33,11 @@ use crate::limits::{RSS_CHECK_EVERY, RSS_SLACK};
 /// Strings built by `..` and interpolation are followed by a heap check from this size.
 pub(crate) const CHECK_FROM: usize = 4096;
 
+/// A buffer from this size is allocated only after `Host::room` has found room for it
+/// under the bound. (Smaller ones are seen by the checks after the call: at most a
+/// few of them can be made between two checks.)
+pub(crate) const ROOM_FROM: usize = 64 * 1024;
+
 /// Heap bytes the process holds live now (malloc chunks, counted by `leash-alloc`).
 #[inline(always)]
 pub fn live() -> usize {
@@ -171,6 +176,26 @@ impl HeapMeter {
             return Err(over_message(self.budget.max));
         }
         self.observe()
+    }
+
+    /// The live bytes the bound allows (its base and `--max-memory`).
+    pub fn ceiling(&self) -> usize {
+        self.ceiling
+    }
+
+    /// The bound's message (`memory`).
+    pub fn over(&self) -> String {
+        over_message(self.budget.max)
+    }
+
+    /// Room for a buffer of `extra` bytes about to be allocated (`Host::room`): the
+    /// bound's message when what is live and `extra` together would pass it. Nothing
+    /// changes: the mark stays, so the check after the buffer is made still looks.
+    pub fn room(&self, extra: usize) -> Result<(), String> {
+        if live().saturating_add(extra) > self.ceiling {
+            return Err(over_message(self.budget.max));
+        }
+        Ok(())
     }
 
     /// The most the checks have seen held above the base (what `--stats` reports; with

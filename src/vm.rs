@@ -617,7 +617,11 @@ impl<'p> Interp<'p> {
             Op::InterpAdd { a } => {
                 let mut out = self.ibufs.pop().unwrap_or_default();
                 match self.val(code, a, || code.ospot[at][0]) {
-                    Ok(v) => match self.host.write_text(&v, &mut out, self.host.lim.n(L::String)) {
+                    Ok(v) => match self
+                        .host
+                        .text_room(&v, &mut out)
+                        .and_then(|()| self.host.write_text(&v, &mut out, self.host.lim.n(L::String)))
+                    {
                         Ok(()) => self.interp_part(out),
                         Err(e) => Err(e),
                     },
@@ -763,6 +767,7 @@ impl<'p> Interp<'p> {
                     if let Value::Unset = v {
                         return Err(self.unset_at(slot_of(o), sp));
                     }
+                    self.host.text_room(v, &mut out)?;
                     self.host.write_text(v, &mut out, limit)?;
                 }
             }

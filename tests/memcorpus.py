@@ -126,6 +126,37 @@ CORPUS = {
     ),
     "replace doubling a text": ('s = repeat("a", 1000)\nwhile true\ns = replace(s, "a", "aa")\nend\n', ["--limit", "string=16M", "--limit", "frame_storage=max"], {4}),
     "interpolation of big variables, held": (S1M + 'l = []\nwhile true\npush(l, "${s}${s}${s}${s}")\nend\n', ["--limit", "all=max"], {4}),
+    # One call whose result is many times what the bound leaves (thirtieth session): with
+    # `--limit all=max` a value may be as big as its ceiling, so the room for it is found
+    # before it is built (`Host::room`), not after.
+    "one call: chars of a 16 MB text": ('s = repeat("a", 16000000)\nc = chars(s)\nprint(len(c))\n', ["--limit", "all=max"], {4}),
+    "one call: split into 16 M pieces": ('s = repeat(",", 16000000)\nl = split(s, ",")\nprint(len(l))\n', ["--limit", "all=max"], {4}),
+    "one call: lines of 16 M newlines": ('s = repeat("\\n", 16000000)\nl = lines(s)\nprint(len(l))\n', ["--limit", "all=max"], {4}),
+    "one call: replace doubling a 128 MiB text": (
+        's = repeat("ab", 67108864)\nt = replace(s, "a", "aa")\nprint(len(t))\n', ["--limit", "all=max"], {4}),
+    "one call: a 128 MiB text joined to itself": ('s = repeat("ab", 67108864)\nt = s .. s\nprint(len(t))\n', ["--limit", "all=max"], {4}),
+    "one call: repeat to 240 MiB beside 128 MiB": (
+        's = repeat("ab", 67108864)\nt = repeat("ab", 125829120)\nprint(len(t))\n', ["--limit", "all=max"], {4}),
+    "one call: pad_left to 250 MB beside 128 MiB": (
+        's = repeat("ab", 67108864)\nt = pad_left(s, 250000000, "x")\nprint(len(t))\n', ["--limit", "all=max"], {4}),
+    "one call: upper of a 200 MB text": ('s = repeat("a", 200000000)\nt = upper(s)\nprint(len(t))\n', ["--limit", "all=max"], {4}),
+    "one call: html.escape of 16 MB of quotes": (
+        's = repeat("\\"", 16000000)\nt = html.escape(s)\nprint(len(t))\n', ["--limit", "all=max"], {0, 4}),
+    "one call: repeat of a list to 16 M items": ('l = repeat([nil], 16000000)\nprint(len(l))\n', ["--limit", "all=max"], {0, 4}),
+    "one call: range of 16 M numbers": ('l = range(16000000)\nprint(len(l))\n', ["--limit", "all=max"], {0, 4}),
+    "one call: re.find_all of 16 M matches": ('s = repeat("a", 16000000)\nl = re.find_all(".", s)\nprint(len(l))\n', ["--limit", "all=max"], {4}),
+    "one call: re.split into 16 M pieces": ('s = repeat(",", 16000000)\nl = re.split(",", s)\nprint(len(l))\n', ["--limit", "all=max"], {4}),
+    "one call: csv.parse of a record of 16 M fields": ('s = repeat(",", 16000000)\nl = csv.parse(s)\nprint(len(l))\n', ["--limit", "all=max"], {4}),
+    "one call: json.stringify of nils 50 deep, indented": (
+        'l = repeat([nil], 2000000)\nfor i = 1 to 50\nl = [l]\nend\nt = json.stringify(l, 2)\nprint(len(t))\n', ["--limit", "all=max"], {0, 4}),
+    "one call: url.encode of 16 MB of newlines": ('s = repeat("\\n", 16000000)\nt = url.encode(s)\nprint(len(t))\n', ["--limit", "all=max"], {0, 4}),
+    "one call: an interpolation of two 110 MB variables": (
+        's = repeat("a", 110000000)\nt = "${s}${s}"\nprint(len(t))\n', ["--limit", "all=max"], {4}),
+    # A copy of a list as big as what the bound leaves: sorted, reversed, sliced, shuffled.
+    "one call: sort of a 192 MiB list": ('l = range(12000000)\nm = sort(l)\nprint(len(m))\n', ["--limit", "all=max"], {4}),
+    "one call: reverse of a 192 MiB list": ('l = range(12000000)\nm = reverse(l)\nprint(len(m))\n', ["--limit", "all=max"], {4}),
+    "one call: slice of a 192 MiB list": ('l = range(12000000)\nm = slice(l, 0, len(l))\nprint(len(m))\n', ["--limit", "all=max"], {4}),
+    "one call: rand.shuffle of a 192 MiB list": ('l = range(12000000)\nm = rand.shuffle(l)\nprint(len(m))\n', ["--limit", "all=max"], {4}),
 }
 
 

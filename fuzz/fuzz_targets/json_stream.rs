@@ -11,7 +11,11 @@ fuzz_target!(|data: &[u8]| {
     if data.len() < 5 {
         return;
     }
-    let lim = if data[0] & 1 == 0 { JsonLimits::default() } else { JsonLimits { bytes: 256, depth: 5, nodes: 40 } };
+    let lim = if data[0] & 1 == 0 {
+        JsonLimits::default()
+    } else {
+        JsonLimits { bytes: 256, depth: 5, nodes: 40, heap: usize::MAX }
+    };
     let sizes: Vec<usize> = data[1..5].iter().map(|b| 1 + (*b as usize % 64)).collect();
     let text = &data[5..];
     let mut pieces = VecDeque::new();

@@ -12,7 +12,19 @@ use crate::value::*;
 
 fn html_escape(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("html.escape", args, 0)?;
-    let mut out = Vec::with_capacity(s.len());
+    // The escaped size first (an entity is up to 6 bytes for 1), so that the text's
+    // room is found before it is built (`str_room`).
+    let size = s.iter().fold(0usize, |n, &c| {
+        n + match c {
+            b'&' => 5,
+            b'<' | b'>' => 4,
+            b'"' => 6,
+            b'\'' => 5,
+            _ => 1,
+        }
+    });
+    it.str_room(size)?;
+    let mut out = Vec::with_capacity(size);
     let mut start = 0;
     for (i, &c) in s.iter().enumerate() {
         let rep: &[u8] = match c {
@@ -34,7 +46,7 @@ fn html_escape(it: &mut Host, args: &mut [Value]) -> R<Value> {
 fn b64_encode(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("base64.encode", args, 0)?;
     let n = base64::encoded_len(s.len(), true).unwrap_or(usize::MAX);
-    it.check_str_len(n)?;
+    it.str_room(n)?;
     let out = base64::engine::general_purpose::STANDARD.encode(s.as_slice());
     Ok(Value::str(out.into_bytes()))
 }

@@ -49,12 +49,14 @@ fn lookup_or(m: &Map, k: &[u8], default: Option<&Value>) -> Value {
 
 fn keys(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let m = it.arg_map("keys", args, 0)?;
+    it.room(m.len().saturating_mul(ACCT_SLOT))?;
     let items = m.keys().map(|k| Value::Str(k.clone())).collect();
     it.make_list(items)
 }
 
 fn values(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let m = it.arg_map("values", args, 0)?;
+    it.room(m.len().saturating_mul(ACCT_SLOT))?;
     let items = m.values().cloned().collect();
     it.make_list(items)
 }
@@ -174,11 +176,13 @@ fn slice(it: &mut Host, args: &mut [Value]) -> R<Value> {
     match &args[0] {
         Value::List(l) => {
             let (s, e) = (bound(it, "slice", args, 1, l.len(), 0)?, bound(it, "slice", args, 2, l.len(), l.len())?);
+            it.room(e.saturating_sub(s) * ACCT_SLOT)?;
             let items = if s < e { l.items()[s..e].to_vec() } else { vec![] };
             it.make_list(items)
         }
         Value::Str(t) => {
             let (s, e) = (bound(it, "slice", args, 1, t.len(), 0)?, bound(it, "slice", args, 2, t.len(), t.len())?);
+            it.room(e.saturating_sub(s))?;
             // (Copied straight into the string: a short one is written into its box,
             // where a vector first was allocated and freed besides.)
             Ok(Value::str_from(if s < e { &t[s..e] } else { &[] }))
@@ -246,6 +250,9 @@ fn sort(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
 
 fn sort_plain(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let l = it.arg_list("sort", args, 0)?;
+    // (Room for the copy a shared list is sorted into, and the references `sortable`
+    // looks at.)
+    it.room(l.len().saturating_mul(ACCT_SLOT + 8))?;
     sortable(it, "sort", &l.items().iter().collect::<Vec<_>>())?;
     let mut items = match std::mem::take(&mut args[0]) {
         Value::List(rc) => Rc::try_unwrap(rc).map(List::into_vec).unwrap_or_else(|rc| rc.items().to_vec()),
@@ -264,6 +271,7 @@ fn sort_by(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
     let it = cx.host();
     let key = it.arg_str("sort_by", args, 1)?.clone();
     let l = it.arg_list("sort_by", args, 0)?;
+    it.room(l.len().saturating_mul(2 * ACCT_SLOT))?;
     let mut keyed = Vec::with_capacity(l.len());
     for item in l.items() {
         let Value::Map(m) = item else {
@@ -356,6 +364,7 @@ fn items_of(it: &Host, name: &str, args: &[Value]) -> R<Rc<List>> {
 /// `sort(list, before)`: `before(a, b)` is truthy when a must come before b.
 fn sort_fn(cx: &mut dyn Callbacks, args: &mut [Value], fi: super::FnRef) -> R<Value> {
     let l = items_of(cx.host(), "sort", args)?;
+    cx.host().room(l.len().saturating_mul(ACCT_SLOT + 8))?;
     let items = l.items();
     let order = merge_sort(items.len(), |a, b| Ok(cx.call(fi, &mut [items[a].clone(), items[b].clone()])?.truthy()))?;
     cx.host().make_list(order.into_iter().map(|i| items[i as usize].clone()).collect())
@@ -365,6 +374,7 @@ fn sort_fn(cx: &mut dyn Callbacks, args: &mut [Value], fi: super::FnRef) -> R<Va
 /// map keys are.
 fn sort_by_fn(cx: &mut dyn Callbacks, args: &mut [Value], fi: super::FnRef) -> R<Value> {
     let l = items_of(cx.host(), "sort_by", args)?;
+    cx.host().room(l.len().saturating_mul(2 * ACCT_SLOT))?;
     let mut keyed = Vec::with_capacity(l.len());
     for item in l.items() {
         let k = cx.call(fi, &mut [item.clone()])?;
@@ -491,6 +501,7 @@ pub(crate) fn repeat_list(it: &mut Host, args: &mut [Value]) -> R<Value> {
             format!("list of more than {max_list_items} items", max_list_items = it.lim.n(L::List)),
         ));
     }
+    it.room((total as usize).saturating_mul(ACCT_SLOT))?;
     let l = l.clone();
     it.work(super::strings::REPEAT.units(0, total))?;
     let mut items = Vec::with_capacity(total as usize);
@@ -518,7 +529,7 @@ fn concat(it: &mut Host, args: &mut [Value]) -> R<Value> {
     for i in 0..args.len() {
         total += it.arg_list("concat", args, i)?.len();
     }
-    it.check_list_len(total)?;
+    it.list_room(total, total)?;
     it.work(CONCAT.units(0, total as u64))?;
     let mut items = Vec::with_capacity(total);
     for a in args.iter() {
@@ -591,6 +602,11 @@ const SORT_BY: Cost = Cost::sort(0.2, 5.0);
 
 fn reverse(it: &mut Host, args: &mut [Value]) -> R<Value> {
     match &args[0] {
+        Value::List(l) => it.room(l.len().saturating_mul(ACCT_SLOT))?,
+        Value::Str(s) => it.room(s.len())?,
+        _ => {}
+    }
+    match &args[0] {
         Value::List(l) => it.make_list(l.items().iter().rev().cloned().collect()),
         Value::Str(s) => Ok(Value::str(match std::str::from_utf8(s) {
             Ok(t) => t.chars().rev().collect::<String>().into_bytes(),
@@ -639,6 +655,7 @@ fn range(it: &mut Host, args: &mut [Value]) -> R<Value> {
             format!("range of more than {max_list_items} items", max_list_items = it.lim.n(L::List)),
         ));
     }
+    it.room((count as usize).saturating_mul(ACCT_SLOT))?;
     it.work(RANGE.units(0, count as u64))?;
     let items = (0..count as usize).map(|k| Value::Num(a + k as f64 * st)).collect();
     it.make_list(items)
@@ -717,6 +734,7 @@ fn join(it: &mut Host, args: &mut [Value]) -> R<Value> {
     // the string limit: grown from nothing, the text's reallocations cost more than
     // the copies for a short list.
     let room = bytes.saturating_add(others * 8).min(it.lim.n(L::String) as u64);
+    it.room(room as usize)?;
     let mut out = Vec::with_capacity(room as usize);
     for (i, v) in l.items().iter().enumerate() {
         if i > 0 {
@@ -746,7 +764,7 @@ fn split(it: &mut Host, args: &mut [Value]) -> R<Value> {
         [c] => memchr::memchr_iter(*c, s).take(max).count(),
         _ => memchr::memmem::find_iter(s, sep.as_slice()).take(max).count(),
     } + 1;
-    it.check_list_len(pieces)?;
+    it.list_room(pieces, grown_capacity(pieces))?;
     let mut parts = Vec::with_capacity(grown_capacity(pieces));
     let mut rest: &[u8] = s;
     if let [c] = sep.as_slice() {
@@ -789,10 +807,14 @@ fn lines(it: &mut Host, args: &mut [Value]) -> R<Value> {
     if s.is_empty() {
         return it.make_list(out);
     }
+    // The lines counted first (memchr), so that the list's size is known before it is
+    // built (`list_room`); its capacity is the one pushing them reaches, as `split`'s.
+    let n = memchr::memchr_iter(b'\n', body).count() + 1;
+    it.list_room(n, grown_capacity(n))?;
+    out.reserve_exact(grown_capacity(n));
     for line in body.split(|&c| c == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         out.push(Value::str_from(line));
-        it.check_list_len(out.len())?;
     }
     it.make_list(out)
 }

@@ -186,6 +186,7 @@ impl RowBuilder {
                 Value::map(m)
             }
             None => {
+                it.room(n * ACCT_SLOT)?;
                 let mut fields = Vec::with_capacity(n);
                 fields.extend(rec.iter().map(|f| Value::Str(self.values.get(f))));
                 Value::list(fields)
@@ -235,7 +236,7 @@ thread_local! {
 /// Reads the records of `s` in turn (a parser reset at its start). `each` gets every
 /// record with the line it starts on (1-based, counting from the end of the previous
 /// record, as the `csv` crate's positions do) and returns whether to go on.
-fn records(o: &Opts, s: &[u8], mut each: impl FnMut(&Record, u64) -> R<bool>) -> R<()> {
+fn records(it: &mut Host, o: &Opts, s: &[u8], mut each: impl FnMut(&mut Host, &Record, u64) -> R<bool>) -> R<()> {
     let mut core = CORE.with(|c| c.borrow_mut().take());
     let rd = match &mut core {
         Some(c) if c.delimiter == o.delimiter && c.quote == o.quote => {
@@ -252,12 +253,19 @@ fn records(o: &Opts, s: &[u8], mut each: impl FnMut(&Record, u64) -> R<bool>) ->
             quote: o.quote,
         }),
     };
-    let r = read_all(&mut rd.rd, s, &mut each);
+    let r = read_all(it, &mut rd.rd, s, &mut each);
     CORE.with(|c| *c.borrow_mut() = core);
     r
 }
 
-fn read_all(rd: &mut csv_core::Reader, s: &[u8], each: &mut impl FnMut(&Record, u64) -> R<bool>) -> R<()> {
+/// (The record's buffers grow only after `Host::room` has found room for them: a record
+/// of millions of empty fields is a few bytes of text each, and eight bytes of ends.)
+fn read_all(
+    it: &mut Host,
+    rd: &mut csv_core::Reader,
+    s: &[u8],
+    each: &mut impl FnMut(&mut Host, &Record, u64) -> R<bool>,
+) -> R<()> {
     let mut rec = Record { data: vec![0; 256.min(s.len() + 1)], ends: vec![0; 16], len: 0 };
     let mut input = s;
     loop {
@@ -274,16 +282,18 @@ fn read_all(rd: &mut csv_core::Reader, s: &[u8], each: &mut impl FnMut(&Record, 
                 ReadRecordResult::InputEmpty => continue,
                 ReadRecordResult::OutputFull => {
                     let n = rec.data.len().max(64) * 2;
+                    it.room(n - rec.data.len())?;
                     rec.data.resize(n, 0);
                 }
                 ReadRecordResult::OutputEndsFull => {
                     let n = rec.ends.len() * 2;
+                    it.room((n - rec.ends.len()) * std::mem::size_of::<usize>())?;
                     rec.ends.resize(n, 0);
                 }
                 ReadRecordResult::Record => {
                     // csv_core gives each field's end relative to the record's start.
                     rec.len = nends;
-                    if !each(&rec, line)? {
+                    if !each(it, &rec, line)? {
                         return Ok(());
                     }
                     break;
@@ -362,7 +372,7 @@ fn next_row(it: &mut Host, id: u32, st: &mut CsvStream) -> R<Value> {
         // The record's first record only (as one physical record was read).
         let mut row = None;
         let rows = &mut st.rows;
-        records(&st.opts, &text, |rec, _| {
+        records(it, &st.opts, &text, |it, rec, _| {
             row = rows.take(it, NAME, rec, line)?;
             Ok(false)
         })?;
@@ -389,7 +399,7 @@ fn parse(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let mut rows: Vec<Value> = Vec::new();
     let mut acct = ACCT_LIST_HEADER;
     let mut read = 0usize;
-    records(&o, s, |rec, line| {
+    records(it, &o, s, |it, rec, line| {
         read += 1;
         if read.is_multiple_of(LONG_OP_CHECK_ITEMS) {
             it.check_time()?;

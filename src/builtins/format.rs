@@ -178,7 +178,7 @@ fn convert(it: &mut Host, conv: u8, s: Spec, v: &Value, pos: usize) -> R<Vec<u8>
                     v,
                     b"",
                     it.meter.deadline,
-                    crate::builtins::json::JsonLimits::of(&it.lim),
+                    crate::builtins::json::JsonLimits::of(&it.lim).with_heap(&it.heap),
                 ) {
                     Ok(t) => text = t,
                     Err(crate::builtins::json::WriteError::Time) => {
@@ -186,6 +186,9 @@ fn convert(it: &mut Host, conv: u8, s: Spec, v: &Value, pos: usize) -> R<Vec<u8>
                     }
                     Err(crate::builtins::json::WriteError::Limit(m)) => {
                         return Err(it.limit(LimitKind::Json, format!("fmt: {m}")))
+                    }
+                    Err(crate::builtins::json::WriteError::Memory) => {
+                        return Err(it.limit(LimitKind::Memory, it.heap.over()))
                     }
                     Err(crate::builtins::json::WriteError::Value(m)) => {
                         return Err(it.err(ErrKind::Value, format!("fmt: `%q` of {}: {m}", ordinal(pos))))

@@ -291,6 +291,80 @@ impl Host {
         Ok(())
     }
 
+    /// Room on the heap for `bytes` more, asked before a buffer of that size is
+    /// allocated (a result whose size is known first: `repeat`, `pad_left`, `..`,
+    /// `chars`, `split`, ...): `memory` when what is held and `bytes` together would
+    /// pass `--max-memory`. The heap checks after a call (`check_memory`) see a value
+    /// only once it is made, so without this one call could make a value many times the
+    /// bound (`chars` of a 16 MB string: a list of 256 MiB) before any check saw it. A
+    /// buffer below `ROOM_FROM` is left to those checks (the documented overhead
+    /// covers it).
+    #[inline]
+    pub fn room(&self, bytes: usize) -> R<()> {
+        if bytes >= crate::memory::ROOM_FROM {
+            return self.heap.room(bytes).map_err(|m| self.limit(LimitKind::Memory, m));
+        }
+        Ok(())
+    }
+
+    /// `room` for one more item of a list being built item by item, whose length is not
+    /// known first (`re.find_all`): when `items` is full, room for the growth found
+    /// before it grows, to the capacity that `Vec` itself would give it (twice, at
+    /// least 4), so its accounted storage is unchanged.
+    #[inline]
+    pub fn push_room(&self, items: &mut Vec<Value>) -> R<()> {
+        if items.len() == items.capacity() {
+            let cap = items.capacity().saturating_mul(2).max(4);
+            self.room((cap - items.capacity()).saturating_mul(ACCT_SLOT))?;
+            items.reserve_exact(cap - items.len());
+        }
+        Ok(())
+    }
+
+    /// Room for `add` bytes more in `out`, a text being built: when they do not fit its
+    /// capacity, `room` for its growth (to twice its capacity, or to what they need, as
+    /// `Vec` grows), found before it grows.
+    #[inline]
+    pub fn grow_room(&self, out: &mut Vec<u8>, add: usize) -> R<()> {
+        let need = out.len().saturating_add(add);
+        if need > out.capacity() {
+            let cap = need.max(out.capacity().saturating_mul(2));
+            if cap - out.capacity() >= crate::memory::ROOM_FROM {
+                self.room(cap - out.capacity())?;
+                out.reserve_exact(cap - out.len());
+            }
+        }
+        Ok(())
+    }
+
+    /// `grow_room` for a big string `v` about to be appended to `out` (an interpolation's
+    /// part; within the string limit, whose error comes first). A short one writes
+    /// little, and a growth it causes is seen by the checks after.
+    #[inline]
+    pub fn text_room(&self, v: &Value, out: &mut Vec<u8>) -> R<()> {
+        if let Value::Str(s) = v {
+            if s.len() >= crate::memory::ROOM_FROM && out.len() + s.len() <= self.lim.n(L::String) {
+                return self.grow_room(out, s.len());
+            }
+        }
+        Ok(())
+    }
+
+    /// The string limit and `room` for a string of `n` bytes about to be built.
+    #[inline]
+    pub fn str_room(&self, n: usize) -> R<()> {
+        self.check_str_len(n)?;
+        self.room(n)
+    }
+
+    /// The list limit and `room` for a list of `n` items about to be built with that
+    /// capacity (`cap`, at least `n`: a slot of `ACCT_SLOT` bytes each).
+    #[inline]
+    pub fn list_room(&self, n: usize, cap: usize) -> R<()> {
+        self.check_list_len(n)?;
+        self.room(cap.saturating_mul(ACCT_SLOT))
+    }
+
     /// The longest line a line reader may return under line limit `l`: a line is a
     /// string, so a raised line limit does not lift the string limit.
     #[inline]
@@ -319,10 +393,12 @@ impl Host {
 
     /// Charge the copy that a copy-on-write change of `v` is about to make: nothing
     /// when it is not shared, else its items or bytes (the one place copies are charged).
+    /// (Room for the copy is found before it is made: `room`.)
     #[inline]
     pub fn cow<S: Shared>(&mut self, v: &S) -> R<()> {
         if v.is_shared() {
-            return self.work(v.copy_work());
+            self.work(v.copy_work())?;
+            return self.room(v.copy_bytes());
         }
         Ok(())
     }
@@ -414,7 +490,7 @@ impl Host {
     /// are copied. Both evaluators' `..` (operands read in place: nothing is cloned).
     pub fn concat(&mut self, x: &Value, y: &Value) -> R<Value> {
         let mut joined = |a: &[u8], b: &[u8]| -> R<Value> {
-            self.check_str_len(a.len() + b.len())?;
+            self.str_room(a.len() + b.len())?;
             self.work(concat_work(a.len() + b.len()))?;
             let mut out = LStr::with_capacity(a.len() + b.len());
             out.extend_from_slice(a);
@@ -487,6 +563,9 @@ pub fn find_work(hay: usize, needle: usize) -> u64 {
 /// What a copy-on-write copy costs (SPEC 8.1: copies are charged when they happen).
 pub trait CopyCost {
     fn copy_work(&self) -> u64;
+    /// The bytes the copy allocates (its items' slots, or its bytes; what they refer to
+    /// is shared, not copied), for `Host::room`.
+    fn copy_bytes(&self) -> usize;
 }
 
 /// A handle whose change copies what it points to while that is shared: an `Rc` of a
@@ -499,6 +578,10 @@ impl<T: CopyCost> CopyCost for Rc<T> {
     #[inline]
     fn copy_work(&self) -> u64 {
         (**self).copy_work()
+    }
+    #[inline]
+    fn copy_bytes(&self) -> usize {
+        (**self).copy_bytes()
     }
 }
 
@@ -520,11 +603,17 @@ impl CopyCost for List {
     fn copy_work(&self) -> u64 {
         crate::meter::scaled(self.len() as u64, WORK_COPY_ITEM_X256)
     }
+    fn copy_bytes(&self) -> usize {
+        self.len().saturating_mul(ACCT_SLOT)
+    }
 }
 
 impl CopyCost for Map {
     fn copy_work(&self) -> u64 {
         crate::meter::scaled(self.len() as u64, WORK_COPY_ENTRY_X256)
+    }
+    fn copy_bytes(&self) -> usize {
+        self.len().saturating_mul(ACCT_SLOT)
     }
 }
 
@@ -532,11 +621,15 @@ impl CopyCost for LStr {
     fn copy_work(&self) -> u64 {
         crate::meter::scaled(self.len() as u64, WORK_COPY_BYTE_X256)
     }
+    fn copy_bytes(&self) -> usize {
+        self.len()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::{all, Imp};
+    use super::*;
 
     /// Builtins take the host, never the evaluator: no file under `src/builtins/` names
     /// `Interp` or imports the evaluator's module in its code (comments aside).
@@ -560,6 +653,37 @@ mod tests {
             }
         }
         assert!(files > 20, "read {files} files under {dir}");
+    }
+
+    /// `room` refuses a buffer past what the bound leaves before it is allocated, with
+    /// the `memory` limit; the growth helpers keep `Vec`'s own capacities, so a list or
+    /// text built through them is accounted as one grown by pushing.
+    #[test]
+    fn room_comes_before_a_buffer_and_growth_keeps_the_vec_rule() {
+        use crate::error::Unwind;
+        let it = Host::new(&RunConfig::default());
+        assert!(it.room(1 << 20).is_ok());
+        match &*it.room(usize::MAX / 2).unwrap_err() {
+            Unwind::Limit { kind, .. } => assert_eq!(*kind, LimitKind::Memory),
+            other => panic!("not a limit: {other:?}"),
+        }
+        // (Below `ROOM_FROM` a buffer is left to the checks after.)
+        assert!(it.str_room(crate::memory::ROOM_FROM - 1).is_ok());
+        assert!(it.list_room(it.lim.n(L::List) + 1, 0).is_err());
+        let (mut a, mut b): (Vec<Value>, Vec<Value>) = (Vec::new(), Vec::new());
+        for _ in 0..100_000 {
+            it.push_room(&mut a).unwrap();
+            a.push(Value::Nil);
+            b.push(Value::Nil);
+            assert_eq!(a.capacity(), b.capacity());
+        }
+        let (mut s, mut t): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
+        for n in [1, 70_000, 5, 200_000, 3, 1 << 20] {
+            it.grow_room(&mut s, n).unwrap();
+            s.resize(s.len() + n, 0);
+            t.resize(t.len() + n, 0);
+            assert_eq!(s.capacity(), t.capacity(), "after {n}");
+        }
     }
 
     /// A builtin reaches the evaluator's call only when it has a function parameter:

@@ -44,7 +44,12 @@ use parse::{line_col, PR};
 pub fn outcome(r: PR<Value>, text: Option<&[u8]>) -> String {
     match r {
         Ok(v) => {
-            match stringify_until(&v, b"", None, JsonLimits { bytes: usize::MAX, depth: 1 << 20, nodes: usize::MAX }) {
+            match stringify_until(
+                &v,
+                b"",
+                None,
+                JsonLimits { bytes: usize::MAX, depth: 1 << 20, nodes: usize::MAX, heap: usize::MAX },
+            ) {
                 Ok(t) => format!("ok {}", String::from_utf8_lossy(&t)),
                 Err(e) => format!("ok, unwritable: {e:?}"),
             }
@@ -132,6 +137,7 @@ fn written<T>(it: &mut Host, name: &str, v: &Value, r: Result<T, WriteError>) ->
             Err(it.err(ErrKind::Value, format!("{name}: {m}")))
         }
         Err(WriteError::Limit(m)) => Err(it.limit(LimitKind::Json, format!("{name}: {m}"))),
+        Err(WriteError::Memory) => Err(it.limit(LimitKind::Memory, it.heap.over())),
         Err(WriteError::Time) => Err(it.limit(LimitKind::Time, "wall-clock deadline (--max-time) reached")),
         Err(WriteError::Sink) => Err(it.err(ErrKind::Io, format!("{name}: the text could not be written"))),
     }
@@ -221,7 +227,7 @@ fn json_print(it: &mut Host, args: &mut [Value]) -> R<Value> {
 fn json_stringify(it: &mut Host, args: &mut [Value]) -> R<Value> {
     const NAME: &str = "json.stringify";
     let indent = indent_arg(it, NAME, args, 1)?;
-    let r = stringify_until(&args[0], &indent, it.meter.deadline, JsonLimits::of(&it.lim));
+    let r = stringify_until(&args[0], &indent, it.meter.deadline, JsonLimits::of(&it.lim).with_heap(&it.heap));
     Ok(Value::str(written(it, NAME, &args[0], r)?))
 }
 

@@ -99,6 +99,8 @@ fn choice(it: &mut Host, args: &mut [Value]) -> R<Value> {
 }
 
 fn shuffle(it: &mut Host, args: &mut [Value]) -> R<Value> {
+    let n = it.arg_list("rand.shuffle", args, 0)?.len();
+    it.room(n.saturating_mul(crate::limits::ACCT_SLOT))?;
     let mut items = it.arg_list("rand.shuffle", args, 0)?.items().to_vec();
     for i in (1..items.len()).rev() {
         let j = it.rng.below(i as u64 + 1) as usize;

@@ -122,6 +122,7 @@ fn push_piece(it: &mut Host, name: &str, what: &str, items: &mut Vec<Value>, p: 
     if items.len() == it.lim.n(L::List) {
         return Err(it.limit(LimitKind::List, format!("{name}: more than {} {what}", it.lim.n(L::List))));
     }
+    it.push_room(items)?;
     items.push(Value::str_from(p));
     Ok(())
 }
@@ -206,6 +207,9 @@ fn replace_each<C: HasHost + ?Sized>(
         put(cx, caps.as_ref(), &mut out)?;
         last = m.end();
         cx.host().check_str_len(out.len())?;
+        // (The size is not known first: the heap is looked at as the text grows, as an
+        // interpolation's is.)
+        cx.host().check_memory_after(out.len())?;
         cx.host().work(WORK_REGEX_MATCH)
     })?;
     out.extend_from_slice(&s[last..]);

@@ -28,6 +28,7 @@ fn case(it: &mut Host, args: &mut [Value], name: &str, upper: bool) -> R<Value> 
             it.check_str_len(b.len())?;
             return Ok(Value::str_from(b));
         }
+        it.room(s.len())?;
         let out = if upper { s.to_ascii_uppercase() } else { s.to_ascii_lowercase() };
         return it.make_str(out);
     }
@@ -35,6 +36,9 @@ fn case(it: &mut Host, args: &mut [Value], name: &str, upper: bool) -> R<Value> 
     let extra = crate::meter::scaled(s.len() as u64, WORK_CASE_UNICODE_BYTE_X256);
     it.work(extra)?;
     let s = it.arg_str(name, args, 0)?;
+    // (Room for the text's length: a case mapping that grows a character is seen by
+    // the check after the call.)
+    it.room(s.len())?;
     let out = match std::str::from_utf8(s) {
         Ok(t) => {
             if upper {
@@ -147,7 +151,11 @@ fn replace(it: &mut Host, args: &mut [Value]) -> R<Value> {
 }
 
 /// `s` with up to `count` occurrences of a text of `n` bytes (found by `find`) replaced
-/// by `to`, the string limit checked after each; None when there is none.
+/// by `to`; None when there is none. The result's size is known before it is built
+/// (`str_room`): at most the subject's when `to` is no longer than the text, else by
+/// the occurrences counted first (one search more, only for a replacement that grows
+/// the text: `replace(s, "a", "aa")` would otherwise double a text past
+/// `--max-memory` before any check saw it).
 fn replaced(
     it: &Host,
     s: &[u8],
@@ -159,14 +167,30 @@ fn replaced(
     let mut rest: &[u8] = s;
     let first = if count > 0 { find(rest) } else { None };
     let Some(mut i) = first else { return Ok(None) };
-    let mut out = Vec::with_capacity(s.len());
+    let size = if to.len() <= n {
+        s.len()
+    } else {
+        let mut k = 1usize;
+        let mut r = &rest[i + n..];
+        while k < count {
+            match find(r) {
+                Some(j) => {
+                    k += 1;
+                    r = &r[j + n..];
+                }
+                None => break,
+            }
+        }
+        s.len().saturating_add(k.saturating_mul(to.len() - n))
+    };
+    it.str_room(size)?;
+    let mut out = Vec::with_capacity(size);
     let mut done = 0;
     loop {
         out.extend_from_slice(&rest[..i]);
         out.extend_from_slice(to);
         rest = &rest[i + n..];
         done += 1;
-        it.check_str_len(out.len())?;
         if done >= count {
             break;
         }
@@ -224,6 +248,7 @@ fn repeat(it: &mut Host, args: &mut [Value]) -> R<Value> {
             format!("string of more than {max_string_bytes} bytes", max_string_bytes = it.lim.n(L::String)),
         ));
     }
+    it.room(total as usize)?;
     // Charged before the string is built (its size is known).
     it.work(REPEAT.units(total, 0))?;
     Ok(Value::str(s.repeat(n as usize)))
@@ -232,8 +257,9 @@ fn repeat(it: &mut Host, args: &mut [Value]) -> R<Value> {
 fn chars(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let t = it.arg_text("chars", args, 0)?;
     let n = t.chars().count();
-    it.check_list_len(n)?;
-    let items = t.chars().map(|c| Value::string(c.encode_utf8(&mut [0; 4]))).collect();
+    it.list_room(n, n)?;
+    let mut items = Vec::with_capacity(n);
+    items.extend(t.chars().map(|c| Value::string(c.encode_utf8(&mut [0; 4]))));
     it.make_list(items)
 }
 
@@ -288,7 +314,7 @@ fn pad(it: &mut Host, args: &mut [Value], name: &str, left: bool) -> R<Value> {
     }
     let n = w - have;
     let total = s.len() + n * fill.len();
-    it.check_str_len(total)?;
+    it.str_room(total)?;
     // A short result is laid out on the stack and copied straight into its string (no
     // vector allocated and freed besides); a longer one in a vector of its length.
     if total <= crate::value::STR_INLINE {
@@ -380,6 +406,7 @@ fn tr(it: &mut Host, args: &mut [Value]) -> R<Value> {
     for (i, &f) in from.iter().enumerate() {
         table[f as usize] = to.get(i).map_or(256, |&t| t as u16);
     }
+    it.room(s.len())?;
     let mut out = Vec::with_capacity(s.len());
     for &c in s.iter() {
         let t = table[c as usize];

@@ -75,13 +75,17 @@ fn form_text(b: Vec<u8>) -> Vec<u8> {
 
 fn url_encode(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("url.encode", args, 0)?;
-    let mut out = Vec::with_capacity(s.len());
+    // Its size first (three bytes for each one encoded), for `str_room`.
+    let size = s.iter().fold(0usize, |n, &c| n + if unreserved(c) { 1 } else { 3 });
+    it.str_room(size)?;
+    let mut out = Vec::with_capacity(size);
     encode_into(&mut out, s, false);
     it.make_str(out)
 }
 
 fn url_decode(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let s = it.arg_str("url.decode", args, 0)?;
+    it.room(s.len())?;
     // A malformed `%` stays as it is; the bytes are returned as decoded (SPEC 10).
     Ok(Value::str(decode(s, false)))
 }

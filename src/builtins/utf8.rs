@@ -52,6 +52,7 @@ fn sub(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let mut idx = t.char_indices().map(|(b, _)| b).chain(std::iter::once(t.len()));
     let from = idx.nth(s).unwrap_or(t.len());
     let to = if e == n { t.len() } else { idx.nth(e - s - 1).unwrap_or(t.len()) };
+    it.room(to - from)?;
     Ok(Value::str_from(&t.as_bytes()[from..to]))
 }
 
@@ -74,8 +75,10 @@ fn width(it: &mut Host, args: &mut [Value]) -> R<Value> {
 fn codes(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let t = text(it, "utf8.codes", args, 0)?;
     let n = t.chars().count();
-    it.check_list_len(n)?;
-    it.make_list(t.chars().map(|c| Value::Num(c as u32 as f64)).collect())
+    it.list_room(n, n)?;
+    let mut items = Vec::with_capacity(n);
+    items.extend(t.chars().map(|c| Value::Num(c as u32 as f64)));
+    it.make_list(items)
 }
 
 pub const TABLE: &[Builtin] = &[

@@ -253,6 +253,7 @@ impl<'p> Interp<'p> {
             Value::Str(t) => {
                 self.host.check_str_len(rc.len() + t.len())?;
                 self.host.work(concat_work(t.len()))?;
+                self.host.room(t.len())?;
                 let s = Rc::make_mut(rc);
                 reserve_str(s, t.len());
                 s.extend_from_slice(t);
@@ -270,6 +271,7 @@ impl<'p> Interp<'p> {
                 let t = self.host.to_text(other, self.host.lim.n(L::String))?;
                 self.host.check_str_len(rc.len() + t.len())?;
                 self.host.work(concat_work(t.len()))?;
+                self.host.room(t.len())?;
                 let s = Rc::make_mut(rc);
                 reserve_str(s, t.len());
                 s.extend_from_slice(&t);

@@ -116,6 +116,9 @@ impl<'p> Interp<'p> {
         if s.append_within(t) {
             return Some(Ok(()));
         }
+        if let Err(e) = self.host.room(t.len()) {
+            return Some(Err(e));
+        }
         let before = str_heap(s);
         reserve_str(s, t.len());
         s.extend_from_slice(t);

@@ -11,11 +11,19 @@ pub struct JsonLimits {
     pub bytes: usize,
     pub depth: usize,
     pub nodes: usize,
+    /// The heap's ceiling in live bytes (`--max-memory` above the run's base), which the
+    /// writer looks at as its text grows (`with_heap`); `usize::MAX`: not looked at.
+    pub heap: usize,
 }
 
 impl JsonLimits {
     pub fn of(l: &Limits) -> Self {
-        JsonLimits { bytes: l.n(L::Json), depth: l.n(L::JsonDepth), nodes: l.n(L::JsonNodes) }
+        JsonLimits { bytes: l.n(L::Json), depth: l.n(L::JsonDepth), nodes: l.n(L::JsonNodes), heap: usize::MAX }
+    }
+
+    /// These limits, with the heap's ceiling for a writer that holds its text.
+    pub fn with_heap(self, heap: &crate::memory::HeapMeter) -> Self {
+        JsonLimits { heap: heap.ceiling(), ..self }
     }
 
     /// A text past `bytes`.

@@ -20,6 +20,24 @@ fn long_parses_and_writes_look_at_the_deadline() {
     assert!(parse_until(b"[1,2,3]", past, JsonLimits::default()).is_ok());
 }
 
+#[test]
+fn a_growing_text_looks_at_the_heap() {
+    // A text of 4 MiB (indented lists of nils): with the ceiling at what is live now
+    // plus 1 MiB, the writer stops at a look (every `HEAP_LOOK` bytes); the text it
+    // holds counts, not its spare capacity, so a ceiling well above it lets it finish.
+    let v = Value::list((0..8).map(|_| Value::list(vec![Value::Nil; 65536])).collect());
+    let lim = |heap| JsonLimits { bytes: usize::MAX, depth: 64, nodes: usize::MAX, heap };
+    let now = crate::memory::live();
+    assert!(matches!(stringify_until(&v, b"  ", None, lim(now + (1 << 20))), Err(WriteError::Memory)));
+    let t = stringify_until(&v, b"  ", None, lim(now + (64 << 20))).unwrap();
+    assert!(t.len() > 4 << 20);
+    // One string of 2 MiB is found room for before it is written.
+    let big = Value::list(vec![Value::str(vec![b'x'; 2 << 20])]);
+    let now = crate::memory::live();
+    assert!(matches!(stringify_until(&big, b"", None, lim(now + (1 << 20))), Err(WriteError::Memory)));
+    assert!(stringify_until(&big, b"", None, lim(now + (8 << 20))).is_ok());
+}
+
 fn ok(s: &str) -> Value {
     parse(s.as_bytes()).unwrap_or_else(|e| panic!("{s:?}: {e:?}"))
 }
@@ -459,7 +477,7 @@ fn a_stream_in_any_pieces_parses_as_the_whole_text() {
         }
     }
     // The limits: bytes (whatever the text holds), depth, nodes.
-    let small = JsonLimits { bytes: 20, depth: 3, nodes: 6 };
+    let small = JsonLimits { bytes: 20, depth: 3, nodes: 6, heap: usize::MAX };
     for d in [
         &b"[1,2,3,4,5,6,7,8,9,10,11]"[..],
         b"[[[[1]]]]",
@@ -488,7 +506,7 @@ fn a_large_stream_shares_as_the_whole_text_does() {
     }
     d.push_str("  {}\n]");
     assert!(d.len() > INTERN_MIN_TEXT);
-    let lim = JsonLimits { bytes: 1 << 24, depth: 64, nodes: 1 << 20 };
+    let lim = JsonLimits { bytes: 1 << 24, depth: 64, nodes: 1 << 20, heap: usize::MAX };
     let v = parse_until(d.as_bytes(), None, lim).unwrap();
     for n in [1, 7, 4096, 65536, 1 << 20] {
         let mut feed = Pieces(d.as_bytes().chunks(n).map(|c| c.to_vec()).collect());

@@ -13,6 +13,8 @@ pub enum WriteError {
     Value(String),
     /// A JSON limit (depth, nodes, bytes).
     Limit(String),
+    /// The heap passed `--max-memory` while the text grew (`JsonLimits::heap`).
+    Memory,
     /// The run's deadline passed while writing.
     Time,
     /// The sink of `write_chunks` refused a chunk (it keeps why).
@@ -30,7 +32,15 @@ struct Writer<'a> {
     sink: Option<&'a mut dyn FnMut(&[u8]) -> Result<(), ()>>,
     /// Bytes handed to the sink so far.
     flushed: usize,
+    /// The length of `out` from which the heap is looked at next (`JsonLimits::heap`):
+    /// every `HEAP_LOOK` bytes of text.
+    heap_at: usize,
 }
+
+/// The text the writer adds between two looks at the heap (with a string's own bytes
+/// found room for before they are written, and at most one node's indentation, 40 KiB,
+/// past it).
+const HEAP_LOOK: usize = 1024 * 1024;
 
 /// The chunk `write_chunks` hands on (and the most it holds besides one string or number).
 const WRITE_CHUNK: usize = 64 * 1024;
@@ -75,7 +85,7 @@ fn write<'a>(
     sink: Option<&'a mut dyn FnMut(&[u8]) -> Result<(), ()>>,
 ) -> Result<Writer<'a>, WriteError> {
     let out = if sink.is_some() { Vec::with_capacity(WRITE_CHUNK + 1024) } else { Vec::new() };
-    let mut w = Writer { out, indent, nodes: 0, lim, deadline, sink, flushed: 0 };
+    let mut w = Writer { out, indent, nodes: 0, lim, deadline, sink, flushed: 0, heap_at: HEAP_LOOK };
     w.value(v, 0)?;
     if w.total() > lim.bytes {
         return Err(w.too_long());
@@ -145,6 +155,24 @@ impl Writer<'_> {
         if self.out.len() >= WRITE_CHUNK && self.sink.is_some() {
             self.flush()?;
         }
+        if self.out.len() >= self.heap_at {
+            self.heap_look(0)?;
+        }
+        Ok(())
+    }
+
+    /// The heap with `extra` bytes more about to be written: past `JsonLimits::heap`,
+    /// `WriteError::Memory`. The text counts by what it holds, not by its capacity (a
+    /// doubling would count spare room that is never written, and that the text gives
+    /// back when it is made a string).
+    #[cold]
+    #[inline(never)]
+    fn heap_look(&mut self, extra: usize) -> WR {
+        self.heap_at = self.out.len() + HEAP_LOOK;
+        let held = crate::memory::live().saturating_sub(self.out.capacity() - self.out.len());
+        if held.saturating_add(extra) > self.lim.heap {
+            return Err(WriteError::Memory);
+        }
         Ok(())
     }
 
@@ -178,6 +206,9 @@ impl Writer<'_> {
         }
         if std::str::from_utf8(s).is_err() {
             return Err(WriteError::Value(format!("{what} is not valid UTF-8")));
+        }
+        if s.len() >= HEAP_LOOK {
+            self.heap_look(s.len())?;
         }
         write_string(&mut self.out, s);
         Ok(())
