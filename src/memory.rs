@@ -198,6 +198,22 @@ impl HeapMeter {
         Ok(())
     }
 
+    /// Room for `add` bytes more in `out` (`Host::grow_room`): when they do not fit its
+    /// capacity and its growth (to twice its capacity, or to what they need, as `Vec`
+    /// grows) is `ROOM_FROM` or more, `room` for the growth, then the growth itself, so
+    /// that the capacity is the one found room for.
+    pub fn grow(&self, out: &mut Vec<u8>, add: usize) -> Result<(), String> {
+        let need = out.len().saturating_add(add);
+        if need > out.capacity() {
+            let cap = need.max(out.capacity().saturating_mul(2));
+            if cap - out.capacity() >= ROOM_FROM {
+                self.room(cap - out.capacity())?;
+                out.reserve_exact(cap - out.len());
+            }
+        }
+        Ok(())
+    }
+
     /// The most the checks have seen held above the base (what `--stats` reports; with
     /// `--max-memory` set to it the same run passes, one byte less and it stops).
     pub fn peak(&self) -> usize {

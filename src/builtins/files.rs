@@ -153,11 +153,13 @@ fn read(it: &mut Host, args: &mut [Value]) -> R<Value> {
     // Reserve the file's size up front (plus one byte to see the end), so that a file at
     // the string limit is not held in a buffer doubled past it.
     let size = f.metadata().map(|m| m.len()).unwrap_or(0).min(it.lim.n(L::String) as u64) as usize;
+    it.room(size + 1)?;
     let mut buf = Vec::with_capacity(size + 1);
-    (&mut f)
-        .take(it.lim.n(L::String) as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| io_err(it, "file.read", "read", &p, &e))?;
+    // (A file whose size is not known, a pipe, or that grows while it is read, grows
+    // the buffer: each growth found room for first.)
+    if let Err(e) = it.read_within(&mut f, it.lim.n(L::String) as u64 + 1, &mut buf)? {
+        return Err(io_err(it, "file.read", "read", &p, &e));
+    }
     if buf.len() <= it.lim.n(L::String) {
         buf.shrink_to_fit();
     }
@@ -489,7 +491,9 @@ pub fn next_line(it: &mut Host, name: &str, id: u32) -> R<Option<Vec<u8>>> {
         let avail = &r.buf[r.pos..];
         match crate::budget::next_line(avail, searched, cap, r.eof) {
             NextLine::Line { len, consumed } => {
-                let line = avail[..len].to_vec();
+                it.room(len)?;
+                let r = it.files.readers.get_mut(&id).expect("checked reader");
+                let line = r.buf[r.pos..r.pos + len].to_vec();
                 it.budgets.file_reads.charge(consumed as u64).map_err(|e| it.budget_fail(e))?;
                 let r = it.files.readers.get_mut(&id).expect("checked reader");
                 r.pos += consumed;
@@ -505,6 +509,10 @@ pub fn next_line(it: &mut Host, name: &str, id: u32) -> R<Option<Vec<u8>>> {
             r.pos = 0;
         }
         let start = r.buf.len();
+        // (A long line is buffered whole: its growth is found room for first.)
+        if let Err(m) = it.heap.grow(&mut r.buf, COPY_CHUNK) {
+            return Err(it.memory_over(m));
+        }
         r.buf.resize(start + COPY_CHUNK, 0);
         let got = loop {
             match r.file.as_mut().expect("a file reader").read(&mut r.buf[start..]) {

@@ -302,7 +302,7 @@ impl Host {
     #[inline]
     pub fn room(&self, bytes: usize) -> R<()> {
         if bytes >= crate::memory::ROOM_FROM {
-            return self.heap.room(bytes).map_err(|m| self.limit(LimitKind::Memory, m));
+            return self.heap.room(bytes).map_err(|m| self.memory_over(m));
         }
         Ok(())
     }
@@ -324,17 +324,38 @@ impl Host {
     /// Room for `add` bytes more in `out`, a text being built: when they do not fit its
     /// capacity, `room` for its growth (to twice its capacity, or to what they need, as
     /// `Vec` grows), found before it grows.
+    /// (`HeapMeter::grow`, for a buffer the host holds itself: its message is the
+    /// `memory` limit's, `Host::memory_over`.)
     #[inline]
     pub fn grow_room(&self, out: &mut Vec<u8>, add: usize) -> R<()> {
-        let need = out.len().saturating_add(add);
-        if need > out.capacity() {
-            let cap = need.max(out.capacity().saturating_mul(2));
-            if cap - out.capacity() >= crate::memory::ROOM_FROM {
-                self.room(cap - out.capacity())?;
-                out.reserve_exact(cap - out.len());
+        self.heap.grow(out, add).map_err(|m| self.memory_over(m))
+    }
+
+    /// Read `r` to its end into `buf`, at most `most` bytes in all, a chunk at a time
+    /// (into the room `buf` has, or 64 KiB more), each growth of `buf` found room for
+    /// first (`grow_room`). The read's own failure is the inner result.
+    pub fn read_within(&self, r: &mut impl std::io::Read, most: u64, buf: &mut Vec<u8>) -> R<std::io::Result<()>> {
+        use std::io::Read;
+        const CHUNK: usize = 64 * 1024;
+        loop {
+            let left = most.saturating_sub(buf.len() as u64);
+            if left == 0 {
+                return Ok(Ok(()));
+            }
+            let want = ((buf.capacity() - buf.len()).max(CHUNK) as u64).min(left) as usize;
+            self.grow_room(buf, want)?;
+            match r.take(want as u64).read_to_end(buf) {
+                Ok(n) if n < want => return Ok(Ok(())),
+                Ok(_) => {}
+                Err(e) => return Ok(Err(e)),
             }
         }
-        Ok(())
+    }
+
+    /// The `memory` limit with the bound's message `m` (from `HeapMeter`).
+    #[cold]
+    pub fn memory_over(&self, m: String) -> Fail {
+        self.limit(LimitKind::Memory, m)
     }
 
     /// `grow_room` for a big string `v` about to be appended to `out` (an interpolation's

@@ -13,7 +13,6 @@
 //!   request reserves its timeout before it starts, and the part it did not use is
 //!   returned when it ends), 16 MiB of request and response bodies.
 
-use std::io::Read;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -397,7 +396,9 @@ fn exchange(
     let left = it.net.http.bodies.max - it.net.http.bodies.used;
     let cap = (o.max_body as u64).min(left);
     let mut data = Vec::new();
-    let got = resp.body_mut().with_config().limit(u64::MAX).reader().take(cap + 1).read_to_end(&mut data);
+    // (Read a chunk at a time, each growth of the buffer found room for first.)
+    let mut body = resp.body_mut().with_config().limit(u64::MAX).reader();
+    let got = it.read_within(&mut body, cap + 1, &mut data)?;
     if let Err(e) = got {
         return Err(failed(it, what, format!("reading the body: {}", io_reason(&e, o.timeout_ms))));
     }

@@ -811,6 +811,10 @@ fn send(it: &mut Host, args: &mut [Value]) -> R<Value> {
 /// Ok(true): more data or the end of the stream; Ok(false) never (timeouts are errors).
 fn fill_for(it: &mut Host, name: &str, id: u32, until: Option<Instant>, wait: Option<u64>) -> R<()> {
     let s = it.net.socks.get_mut(&id).expect("checked socket");
+    // (A long line is buffered whole: its growth is found room for first.)
+    if let Err(m) = it.heap.grow(&mut s.buf, NET_CHUNK) {
+        return Err(it.memory_over(m));
+    }
     match fill(s, until) {
         Ok(Fill::Data) | Ok(Fill::Eof) => Ok(()),
         Ok(Fill::Timeout) => Err(timed_out(it, name, "receiving", wait.unwrap_or(0))),
@@ -882,7 +886,9 @@ pub(crate) fn read_line(it: &mut Host, args: &mut [Value]) -> R<Value> {
         let avail = &s.buf[s.pos..];
         match crate::budget::next_line(avail, searched, it.line_cap(L::SocketsLine), s.eof) {
             NextLine::Line { len, consumed } => {
-                let v = Value::str_from(&avail[..len]);
+                it.room(len)?;
+                let s = &it.net.socks[&id];
+                let v = Value::str_from(&s.buf[s.pos..s.pos + len]);
                 consume(it, id, consumed)?;
                 if let Some(s) = it.net.socks.get_mut(&id) {
                     s.lines += 1;

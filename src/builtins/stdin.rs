@@ -88,6 +88,11 @@ fn fill(it: &mut Host) -> R<bool> {
                 st.buf.drain(..st.pos);
                 st.pos = 0;
             }
+            // (A line of hundreds of MiB is buffered whole: its growth is found room
+            // for first.)
+            if let Err(m) = it.heap.grow(&mut st.buf, chunk.len()) {
+                return Err(it.memory_over(m));
+            }
             st.buf.extend_from_slice(&chunk);
             Ok(true)
         }
@@ -155,6 +160,8 @@ pub(crate) fn read_line(it: &mut Host, _: &mut [Value]) -> R<Value> {
         let avail = &it.stdin.buf[it.stdin.pos..];
         match next_line(avail, searched, it.line_cap(L::StdinLine), it.stdin.eof) {
             NextLine::Line { len, consumed } => {
+                it.room(len)?;
+                let avail = &it.stdin.buf[it.stdin.pos..];
                 let v = Value::str_from(&avail[..len]);
                 consume(it, consumed)?;
                 it.stdin.lines += 1;
@@ -183,6 +190,8 @@ fn read(it: &mut Host, args: &mut [Value]) -> R<Value> {
         return at_end(it);
     }
     let take = avail.len().min(n);
+    it.room(take)?;
+    let avail = &it.stdin.buf[it.stdin.pos..];
     let v = Value::str_from(&avail[..take]);
     consume(it, take)?;
     Ok(v)
