@@ -38,6 +38,15 @@ pub(crate) const CHECK_FROM: usize = 4096;
 /// few of them can be made between two checks.)
 pub(crate) const ROOM_FROM: usize = 64 * 1024;
 
+/// Would a text being built in a buffer with `spare` bytes of unused capacity, with
+/// `extra` bytes more, pass the live-byte `ceiling`? The text counts by the bytes it
+/// holds, not by its spare capacity (a doubling would count room that is never written,
+/// and that the text gives back when it is made a string). Always false for a ceiling
+/// of `usize::MAX`.
+pub fn text_over(spare: usize, extra: usize, ceiling: usize) -> bool {
+    ceiling != usize::MAX && live().saturating_sub(spare).saturating_add(extra) > ceiling
+}
+
 /// Heap bytes the process holds live now (malloc chunks, counted by `leash-alloc`).
 #[inline(always)]
 pub fn live() -> usize {

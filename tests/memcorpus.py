@@ -152,6 +152,8 @@ CORPUS = {
     "one call: url.encode of 16 MB of newlines": ('s = repeat("\\n", 16000000)\nt = url.encode(s)\nprint(len(t))\n', ["--limit", "all=max"], {0, 4}),
     "one call: an interpolation of two 110 MB variables": (
         's = repeat("a", 110000000)\nt = "${s}${s}"\nprint(len(t))\n', ["--limit", "all=max"], {4}),
+    "one call: str of a list of 250 shares of a 1 MB string, twice": (
+        's = repeat("a", 1000000)\nl = repeat([s], 250)\nt = str(l) .. str(l)\nprint(len(t))\n', ["--limit", "all=max"], {4}),
     # A copy of a list as big as what the bound leaves: sorted, reversed, sliced, shuffled.
     "one call: sort of a 192 MiB list": ('l = range(12000000)\nm = sort(l)\nprint(len(m))\n', ["--limit", "all=max"], {4}),
     "one call: reverse of a 192 MiB list": ('l = range(12000000)\nm = reverse(l)\nprint(len(m))\n', ["--limit", "all=max"], {4}),

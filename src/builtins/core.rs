@@ -237,7 +237,7 @@ pub fn quote(v: &Value) -> String {
         }
         _ => {
             let mut out = Vec::new();
-            let whole = write_json(v, &mut out, None, 0, QUOTE_MAX).is_ok() && out.len() <= QUOTE_MAX;
+            let whole = write_json(v, &mut out, None, 0, QUOTE_MAX, usize::MAX).is_ok() && out.len() <= QUOTE_MAX;
             let s = String::from_utf8_lossy(&out).into_owned();
             if whole {
                 return s;

@@ -477,7 +477,7 @@ impl Host {
     /// stops at the cap (it did that much).
     pub fn write_text_as(&mut self, v: &Value, out: &mut Vec<u8>, cap: usize, kind: LimitKind) -> R<()> {
         let start = out.len();
-        let r = write_str(v, out, cap);
+        let r = write_str_within(v, out, cap, self.heap.ceiling());
         if matches!(v, Value::List(_) | Value::Map(_)) {
             self.work(crate::meter::scaled((out.len() - start) as u64, WORK_TEXT_BYTE_X256))?;
         }
@@ -487,6 +487,7 @@ impl Host {
                 Err(self.err(ErrKind::Value, "a string inside the value is not valid UTF-8"))
             }
             Err(TextError::TooLong) => Err(self.limit(kind, format!("text of more than {cap} bytes"))),
+            Err(TextError::Memory) => Err(self.memory_over(self.heap.over())),
         }
     }
 

@@ -96,6 +96,9 @@ pub fn num_to_string(x: f64) -> String {
     String::from_utf8(v).unwrap_or_default()
 }
 
+/// The text a writer adds between two looks at the heap (`write_str_within`).
+const HEAP_LOOK: usize = 1024 * 1024;
+
 /// Why a value could not be written as text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextError {
@@ -103,14 +106,29 @@ pub enum TextError {
     InvalidUtf8,
     /// The text grew past the byte cap given.
     TooLong,
+    /// The heap would pass its ceiling (`write_str_within`).
+    Memory,
 }
 
 /// Append `str(v)` to `out`. Lists and maps are written as compact JSON; their strings
 /// must be valid UTF-8. `cap` bounds the output while it is written.
 pub fn write_str(v: &Value, out: &mut Vec<u8>, cap: usize) -> Result<(), TextError> {
+    write_str_within(v, out, cap, usize::MAX)
+}
+
+/// `write_str`, looking at the heap as the text grows (`memory::text_over` against the
+/// live-byte ceiling `heap`): every `HEAP_LOOK` bytes, and before a string of that size
+/// or more. A list's text can be many times what the list holds (one string shared by
+/// every item), so it is not known first.
+pub fn write_str_within(v: &Value, out: &mut Vec<u8>, cap: usize, heap: usize) -> Result<(), TextError> {
     match v {
-        Value::Str(s) => out.extend_from_slice(s),
-        Value::List(_) | Value::Map(_) => write_json(v, out, None, 0, cap)?,
+        Value::Str(s) => {
+            if s.len() >= HEAP_LOOK && crate::memory::text_over(out.capacity() - out.len(), s.len(), heap) {
+                return Err(TextError::Memory);
+            }
+            out.extend_from_slice(s)
+        }
+        Value::List(_) | Value::Map(_) => write_json(v, out, None, 0, cap, heap)?,
         other => write_scalar(other, out),
     }
     if out.len() > cap {
@@ -140,19 +158,29 @@ enum WriteFrame<'a> {
 /// `JSON.stringify(v, null, indent)` does. `nil` is `null`; handles are written as their
 /// `str` text in a JSON string. The walk keeps its own work stack (one small record per
 /// open list or map), so a value nested millions deep needs no native stack.
+/// (`heap`: the live-byte ceiling looked at as in `write_str_within`; `usize::MAX`:
+/// none.)
 pub fn write_json(
     v: &Value,
     out: &mut Vec<u8>,
     indent: Option<&[u8]>,
     level: usize,
     cap: usize,
+    heap: usize,
 ) -> Result<(), TextError> {
     let mut stack: Vec<WriteFrame<'_>> = Vec::new();
     let mut cur = Some(v);
+    let mut look = out.len() + HEAP_LOOK;
     loop {
         if let Some(v) = cur.take() {
             if out.len() > cap {
                 return Err(TextError::TooLong);
+            }
+            if out.len() >= look {
+                look = out.len() + HEAP_LOOK;
+                if crate::memory::text_over(out.capacity() - out.len(), 0, heap) {
+                    return Err(TextError::Memory);
+                }
             }
             match v {
                 Value::Unset | Value::Nil => out.extend_from_slice(b"null"),
@@ -165,6 +193,9 @@ pub fn write_json(
                 Value::Str(s) => {
                     if std::str::from_utf8(s).is_err() {
                         return Err(TextError::InvalidUtf8);
+                    }
+                    if s.len() >= HEAP_LOOK && crate::memory::text_over(out.capacity() - out.len(), s.len(), heap) {
+                        return Err(TextError::Memory);
                     }
                     crate::diag::json_string(out, s);
                 }

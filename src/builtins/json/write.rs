@@ -169,8 +169,7 @@ impl Writer<'_> {
     #[inline(never)]
     fn heap_look(&mut self, extra: usize) -> WR {
         self.heap_at = self.out.len() + HEAP_LOOK;
-        let held = crate::memory::live().saturating_sub(self.out.capacity() - self.out.len());
-        if held.saturating_add(extra) > self.lim.heap {
+        if crate::memory::text_over(self.out.capacity() - self.out.len(), extra, self.lim.heap) {
             return Err(WriteError::Memory);
         }
         Ok(())
