@@ -764,8 +764,9 @@ fn split(it: &mut Host, args: &mut [Value]) -> R<Value> {
         [c] => memchr::memchr_iter(*c, s).take(max).count(),
         _ => memchr::memmem::find_iter(s, sep.as_slice()).take(max).count(),
     } + 1;
-    it.list_room(pieces, grown_capacity(pieces))?;
-    let mut parts = Vec::with_capacity(grown_capacity(pieces));
+    let cap = grown_capacity(pieces);
+    it.list_room(pieces, cap)?;
+    let mut parts = Vec::with_capacity(cap);
     let mut rest: &[u8] = s;
     if let [c] = sep.as_slice() {
         let mut start = 0;

@@ -491,9 +491,13 @@ pub fn next_line(it: &mut Host, name: &str, id: u32) -> R<Option<Vec<u8>>> {
         let avail = &r.buf[r.pos..];
         match crate::budget::next_line(avail, searched, cap, r.eof) {
             NextLine::Line { len, consumed } => {
-                it.room(len)?;
-                let r = it.files.readers.get_mut(&id).expect("checked reader");
-                let line = r.buf[r.pos..r.pos + len].to_vec();
+                // (The heap is a field apart from the readers: no second look-up.)
+                if len >= crate::memory::ROOM_FROM {
+                    if let Err(m) = it.heap.room(len) {
+                        return Err(it.memory_over(m));
+                    }
+                }
+                let line = avail[..len].to_vec();
                 it.budgets.file_reads.charge(consumed as u64).map_err(|e| it.budget_fail(e))?;
                 let r = it.files.readers.get_mut(&id).expect("checked reader");
                 r.pos += consumed;

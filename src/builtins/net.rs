@@ -886,9 +886,12 @@ pub(crate) fn read_line(it: &mut Host, args: &mut [Value]) -> R<Value> {
         let avail = &s.buf[s.pos..];
         match crate::budget::next_line(avail, searched, it.line_cap(L::SocketsLine), s.eof) {
             NextLine::Line { len, consumed } => {
-                it.room(len)?;
-                let s = &it.net.socks[&id];
-                let v = Value::str_from(&s.buf[s.pos..s.pos + len]);
+                if len >= crate::memory::ROOM_FROM {
+                    if let Err(m) = it.heap.room(len) {
+                        return Err(it.memory_over(m));
+                    }
+                }
+                let v = Value::str_from(&avail[..len]);
                 consume(it, id, consumed)?;
                 if let Some(s) = it.net.socks.get_mut(&id) {
                     s.lines += 1;

@@ -160,8 +160,12 @@ pub(crate) fn read_line(it: &mut Host, _: &mut [Value]) -> R<Value> {
         let avail = &it.stdin.buf[it.stdin.pos..];
         match next_line(avail, searched, it.line_cap(L::StdinLine), it.stdin.eof) {
             NextLine::Line { len, consumed } => {
-                it.room(len)?;
-                let avail = &it.stdin.buf[it.stdin.pos..];
+                // (The heap is a field apart from stdin's buffer.)
+                if len >= crate::memory::ROOM_FROM {
+                    if let Err(m) = it.heap.room(len) {
+                        return Err(it.memory_over(m));
+                    }
+                }
                 let v = Value::str_from(&avail[..len]);
                 consume(it, consumed)?;
                 it.stdin.lines += 1;
