@@ -207,16 +207,18 @@ impl HeapMeter {
         Ok(())
     }
 
-    /// Room for `add` bytes more in `out` (`Host::grow_room`): when they do not fit its
-    /// capacity and its growth (to twice its capacity, or to what they need, as `Vec`
-    /// grows) is `ROOM_FROM` or more, `room` for the growth, then the growth itself, so
-    /// that the capacity is the one found room for.
-    pub fn grow(&self, out: &mut Vec<u8>, add: usize) -> Result<(), String> {
+    /// Room for `add` items more in `out` (`Host::grow_room`, `Host::push_room`): when
+    /// they do not fit its capacity and its growth (to twice its capacity, or to what
+    /// they need, as `Vec` grows) is `ROOM_FROM` bytes or more, `room` for the growth,
+    /// then the growth itself, so that the capacity is the one found room for and the
+    /// one `Vec` would have given (a smaller growth is left to `Vec`).
+    pub fn grow<T>(&self, out: &mut Vec<T>, add: usize) -> Result<(), String> {
         let need = out.len().saturating_add(add);
         if need > out.capacity() {
             let cap = need.max(out.capacity().saturating_mul(2));
-            if cap - out.capacity() >= ROOM_FROM {
-                self.room(cap - out.capacity())?;
+            let bytes = (cap - out.capacity()).saturating_mul(std::mem::size_of::<T>());
+            if bytes >= ROOM_FROM {
+                self.room(bytes)?;
                 out.reserve_exact(cap - out.len());
             }
         }

@@ -308,26 +308,21 @@ impl Host {
     }
 
     /// `room` for one more item of a list being built item by item, whose length is not
-    /// known first (`re.find_all`): when `items` is full, room for the growth found
-    /// before it grows, to the capacity that `Vec` itself would give it (twice, at
-    /// least 4), so its accounted storage is unchanged.
+    /// known first (`re.find_all`): `grow_room` for one item, so its capacity, and its
+    /// accounted storage, are the ones pushing gives.
     #[inline]
     pub fn push_room(&self, items: &mut Vec<Value>) -> R<()> {
         if items.len() == items.capacity() {
-            let cap = items.capacity().saturating_mul(2).max(4);
-            self.room((cap - items.capacity()).saturating_mul(ACCT_SLOT))?;
-            items.reserve_exact(cap - items.len());
+            return self.grow_room(items, 1);
         }
         Ok(())
     }
 
-    /// Room for `add` bytes more in `out`, a text being built: when they do not fit its
-    /// capacity, `room` for its growth (to twice its capacity, or to what they need, as
-    /// `Vec` grows), found before it grows.
-    /// (`HeapMeter::grow`, for a buffer the host holds itself: its message is the
-    /// `memory` limit's, `Host::memory_over`.)
+    /// Room for `add` items more in `out`, a text or list being built: when they do not
+    /// fit its capacity, `room` for its growth (to twice its capacity, or to what they
+    /// need, as `Vec` grows), found before it grows (`HeapMeter::grow`).
     #[inline]
-    pub fn grow_room(&self, out: &mut Vec<u8>, add: usize) -> R<()> {
+    pub fn grow_room<T>(&self, out: &mut Vec<T>, add: usize) -> R<()> {
         self.heap.grow(out, add).map_err(|m| self.memory_over(m))
     }
 
