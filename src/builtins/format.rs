@@ -90,6 +90,9 @@ fn fmt(it: &mut Host, args: &mut [Value]) -> R<Value> {
             if s.width > max_field || s.prec.is_some_and(|p| p > max_field) {
                 return Err(it.limit(LimitKind::String, format!("{NAME}: a field wider than {max_field} bytes")));
             }
+            // A wide field is found room for before it is padded: the padded piece, and
+            // its copy in the text (`%200000000s` is 200 MB from a 12-byte format).
+            it.room(s.width.saturating_mul(2))?;
             let Some(&conv) = f.get(i) else {
                 return Err(it.err(
                     ErrKind::Value,
