@@ -38,6 +38,11 @@ pub(crate) const CHECK_FROM: usize = 4096;
 /// few of them can be made between two checks.)
 pub(crate) const ROOM_FROM: usize = 64 * 1024;
 
+/// The text a writer of unknown size (`json.stringify`, `str` of a list) adds between
+/// two looks at the heap (`text_over`); a string of this size or more is looked at
+/// before it is written.
+pub(crate) const TEXT_LOOK: usize = 1024 * 1024;
+
 /// Would a text being built in a buffer with `spare` bytes of unused capacity, with
 /// `extra` bytes more, pass the live-byte `ceiling`? The text counts by the bytes it
 /// holds, not by its spare capacity (a doubling would count room that is never written,

@@ -250,9 +250,13 @@ fn sort(cx: &mut dyn Callbacks, args: &mut [Value]) -> R<Value> {
 
 fn sort_plain(it: &mut Host, args: &mut [Value]) -> R<Value> {
     let l = it.arg_list("sort", args, 0)?;
-    // (Room for the copy a shared list is sorted into, and the references `sortable`
-    // looks at.)
-    it.room(l.len().saturating_mul(ACCT_SLOT + 8))?;
+    // (Room for the references `sortable` looks at, and for the copy a shared list is
+    // sorted into: one the call alone holds is sorted in place.)
+    let copy = match &args[0] {
+        Value::List(rc) if Rc::strong_count(rc) > 1 => ACCT_SLOT,
+        _ => 0,
+    };
+    it.room(l.len().saturating_mul(copy + 8))?;
     sortable(it, "sort", &l.items().iter().collect::<Vec<_>>())?;
     let mut items = match std::mem::take(&mut args[0]) {
         Value::List(rc) => Rc::try_unwrap(rc).map(List::into_vec).unwrap_or_else(|rc| rc.items().to_vec()),

@@ -97,7 +97,7 @@ pub fn num_to_string(x: f64) -> String {
 }
 
 /// The text a writer adds between two looks at the heap (`write_str_within`).
-const HEAP_LOOK: usize = 1024 * 1024;
+use crate::memory::TEXT_LOOK as HEAP_LOOK;
 
 /// Why a value could not be written as text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

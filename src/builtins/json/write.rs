@@ -40,7 +40,7 @@ struct Writer<'a> {
 /// The text the writer adds between two looks at the heap (with a string's own bytes
 /// found room for before they are written, and at most one node's indentation, 40 KiB,
 /// past it).
-const HEAP_LOOK: usize = 1024 * 1024;
+use crate::memory::TEXT_LOOK as HEAP_LOOK;
 
 /// The chunk `write_chunks` hands on (and the most it holds besides one string or number).
 const WRITE_CHUNK: usize = 64 * 1024;
