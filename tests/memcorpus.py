@@ -155,6 +155,10 @@ CORPUS = {
     "one call: str of a list of 250 shares of a 1 MB string, twice": (
         's = repeat("a", 1000000)\nl = repeat([s], 250)\nt = str(l) .. str(l)\nprint(len(t))\n', ["--limit", "all=max"], {4}),
     "one call: fmt of a 200 MB field": ('t = fmt("%200000000s", "x")\nprint(len(t))\n', ["--limit", "all=max"], {4}),
+    # A list dropped whose only item is a list of 12 million numbers: the drop's work list
+    # held all of their items (192 MiB) while it ran, so the run ended past the bound
+    # (and the resident-size check stopped it on the next line).
+    "dropping a list that holds a 192 MiB list": ('m = [range(12000000)]\nm = nil\nprint(1)\n', ["--limit", "all=max"], {0, 4}),
     # A copy of a list as big as what the bound leaves: sorted, reversed, sliced, shuffled.
     "one call: sort of a 192 MiB list": ('l = range(12000000)\nm = sort(l)\nprint(len(m))\n', ["--limit", "all=max"], {4}),
     "one call: reverse of a 192 MiB list": ('l = range(12000000)\nm = reverse(l)\nprint(len(m))\n', ["--limit", "all=max"], {4}),
