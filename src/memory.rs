@@ -205,8 +205,10 @@ impl HeapMeter {
     /// Room for a buffer of `extra` bytes about to be allocated (`Host::room`): the
     /// bound's message when what is live and `extra` together would pass it. Nothing
     /// changes: the mark stays, so the check after the buffer is made still looks.
+    /// (A buffer below `ROOM_FROM` is left to the checks after: always room.)
+    #[inline]
     pub fn room(&self, extra: usize) -> Result<(), String> {
-        if live().saturating_add(extra) > self.ceiling {
+        if extra >= ROOM_FROM && live().saturating_add(extra) > self.ceiling {
             return Err(over_message(self.budget.max));
         }
         Ok(())

@@ -492,10 +492,8 @@ pub fn next_line(it: &mut Host, name: &str, id: u32) -> R<Option<Vec<u8>>> {
         match crate::budget::next_line(avail, searched, cap, r.eof) {
             NextLine::Line { len, consumed } => {
                 // (The heap is a field apart from the readers: no second look-up.)
-                if len >= crate::memory::ROOM_FROM {
-                    if let Err(m) = it.heap.room(len) {
-                        return Err(it.memory_over(m));
-                    }
+                if let Err(m) = it.heap.room(len) {
+                    return Err(it.memory_over(m));
                 }
                 let line = avail[..len].to_vec();
                 it.budgets.file_reads.charge(consumed as u64).map_err(|e| it.budget_fail(e))?;

@@ -301,10 +301,7 @@ impl Host {
     /// covers it).
     #[inline]
     pub fn room(&self, bytes: usize) -> R<()> {
-        if bytes >= crate::memory::ROOM_FROM {
-            return self.heap.room(bytes).map_err(|m| self.memory_over(m));
-        }
-        Ok(())
+        self.heap.room(bytes).map_err(|m| self.memory_over(m))
     }
 
     /// `room` for one more item of a list being built item by item, whose length is not

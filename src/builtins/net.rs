@@ -886,10 +886,8 @@ pub(crate) fn read_line(it: &mut Host, args: &mut [Value]) -> R<Value> {
         let avail = &s.buf[s.pos..];
         match crate::budget::next_line(avail, searched, it.line_cap(L::SocketsLine), s.eof) {
             NextLine::Line { len, consumed } => {
-                if len >= crate::memory::ROOM_FROM {
-                    if let Err(m) = it.heap.room(len) {
-                        return Err(it.memory_over(m));
-                    }
+                if let Err(m) = it.heap.room(len) {
+                    return Err(it.memory_over(m));
                 }
                 let v = Value::str_from(&avail[..len]);
                 consume(it, id, consumed)?;

@@ -161,10 +161,8 @@ pub(crate) fn read_line(it: &mut Host, _: &mut [Value]) -> R<Value> {
         match next_line(avail, searched, it.line_cap(L::StdinLine), it.stdin.eof) {
             NextLine::Line { len, consumed } => {
                 // (The heap is a field apart from stdin's buffer.)
-                if len >= crate::memory::ROOM_FROM {
-                    if let Err(m) = it.heap.room(len) {
-                        return Err(it.memory_over(m));
-                    }
+                if let Err(m) = it.heap.room(len) {
+                    return Err(it.memory_over(m));
                 }
                 let v = Value::str_from(&avail[..len]);
                 consume(it, consumed)?;
