@@ -72,6 +72,8 @@ CASES = [
      [65536, 262144, 900000], 2000, {"flags": ["--limit", "all=max"]}),
     ("repeat", "", 'x = repeat("ab", N / 2)', [65536, 262144, 917504], 500),
     ("chars", 'w = repeat("abcdefgh", N / 8)', "x = chars(w)", [2048, 8192, 16384], 300),
+    # Four-byte characters: the most bytes a character (2026-12-07).
+    ("chars (four-byte characters)", 'w = repeat("😀", N / 4)', "x = chars(w)", [8192, 32768, 65536], 300),
     ("reverse (string)", 'w = repeat("abcdefgh", N / 8)', "x = reverse(w)", [65536, 262144, 917504], 100),
     # A one-byte fill is laid down by `memset` (twenty-ninth session); a two-byte one is
     # repeated and copied, the rule's worst shape (its result has twice the bytes).
@@ -84,11 +86,14 @@ CASES = [
     # too long to be held in the value itself (each its own allocation).
     ("split (one-byte pieces)", 'w = repeat("a ", N / 2)', 'x = split(w, " ")', [16384, 65536, 122880], 300,
      {"flags": ["--limit", "all=max"]}),
-    ("lines", 'w = repeat("abcdefg\\n", N / 8)', "x = lines(w)", [16384, 65536, 122880], 300, set_by("lines (40-byte lines)")),
+    ("lines", 'w = repeat("abcdefg\\n", N / 8)', "x = lines(w)", [16384, 65536, 122880], 300, set_by("lines (one-byte lines)")),
     ("lines (40-byte lines)", 'w = repeat("abcdefghijklmnopqrstuvwxyz0123456789abc\\n", N / 40)', "x = lines(w)",
-     [16000, 64000, 120000], 300),
+     [16000, 64000, 120000], 300, set_by("lines (one-byte lines)")),
     ("lines (one-byte lines)", 'w = repeat("a\\n", N / 2)', "x = lines(w)", [16384, 65536, 122880], 300,
-     set_by("lines (40-byte lines)") | {"flags": ["--limit", "all=max"]}),
+     {"flags": ["--limit", "all=max"]}),
+    # Long lines: the byte rate (each line one copy; 2026-12-07).
+    ("lines (1000-byte lines)", 'w = repeat(repeat("a", 999) .. "\\n", N / 1000)', "x = lines(w)", [16000, 64000, 120000], 300,
+     set_by("lines (one-byte lines)")),
     ("join", WORDS + '\nl = split(w, " ")', 'x = join(l, ",")', [16384, 65536, 122880], 300),
     ("html.escape", 'w = repeat("a<b&c\\"d", N / 8)', "x = html.escape(w)", [65536, 131072, 262144], 100),
     ("url.encode", 'w = repeat("a b/c?d=", N / 8)', "x = url.encode(w)", [65536, 131072, 262144], 100),
@@ -140,17 +145,32 @@ CASES = [
     ("fmt (text)", 'f = repeat("ab%%", int(N / 4))', "x = fmt(f)", [65536, 262144, 917504], 50),
     ("fmt (%s)", 'w = repeat("abcdefgh", int(N / 8))', 'x = fmt("[%s]", w)', [65536, 262144, 917504], 100),
     # data
-    ("json.parse", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend\nt = json.stringify(l)', "x = json.parse(t)", [256, 1024, 2000], 50),
+    ("json.parse", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend\nt = json.stringify(l)', "x = json.parse(t)", [256, 1024, 2000], 50,
+     set_by("json.parse (empty objects)")),
+    # The worst shape: a map every three bytes (`{},`), each made and dropped (2026-12-07).
+    ("json.parse (empty objects)", 't = "[" .. join(repeat(["{}"], N), ",") .. "]"', "x = json.parse(t)", [4096, 16384, 65536], 50,
+     {"flags": ["--limit", "all=max"]}),
     ("json.stringify", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend', "x = json.stringify(l)", [256, 1024, 2000], 500),
     # issue 25: whole documents in chunks (the file is made once per size by the set-up)
     ("json.read", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend\nfile.write("{tmp}/jr.json", json.stringify(l))',
      'r = file.open("{tmp}/jr.json")\n  x = json.read(r)\n  file.close(r)', [256, 1024, 2000], 50,
+     set_by("json.read (empty objects)") | {"flags": ["--limit", "all=max"]}),
+    ("json.read (empty objects)", 'file.write("{tmp}/jr.json", "[" .. join(repeat(["{}"], N), ",") .. "]")',
+     'r = file.open("{tmp}/jr.json")\n  x = json.read(r)\n  file.close(r)', [4096, 16384, 65536], 50,
      {"flags": ["--limit", "all=max"]}),
     ("json.write", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend', 'json.write("{tmp}/jw.json", l)',
      [256, 1024, 2000], 300, {"flags": ["--limit", "all=max"]}),
     ("json.print", 'l = []\nfor i = 1 to N\n  push(l, {a: i, b: "xy"})\nend', "json.print(l)",
      [256, 1024, 2000], 300, {"flags": ["--limit", "all=max"]}),
     ("csv.parse", 't = repeat("abc,\\"d,e\\",12\\n", int(int(N / 14)))', "x = csv.parse(t)", [8192, 32768, 65536], 50),
+    # A record costs about 110 ns whatever its length, a field about 16: the shapes of
+    # many records and many fields (2026-12-07).
+    ("csv.parse (empty fields)", 't = repeat(",,,,,,,\\n", int(N / 8))', "x = csv.parse(t)", [8192, 32768, 65536], 50,
+     {"flags": ["--limit", "all=max"]}),
+    ("csv.parse (one-byte lines)", 't = repeat("a\\n", int(N / 2))', "x = csv.parse(t)", [8192, 32768, 65536], 50,
+     {"flags": ["--limit", "all=max"]}),
+    ("csv.parse (one-byte CRLF lines)", 't = repeat("a\\r\\n", int(N / 3))', "x = csv.parse(t)", [8192, 32768, 65536], 50,
+     {"flags": ["--limit", "all=max"]}),
     ("csv.stringify", 'rows = csv.parse(repeat("abc,\\"d,e\\",12\\n", int(int(N / 14))))', "x = csv.stringify(rows)", [8192, 32768, 65536], 50),
     ("url.parse_query", 'w = repeat("a=b&cd=e%20f&", int(N / 12))', "x = url.parse_query(w)", [4096, 16384, 65536], 50),
     ("re.test", 'w = repeat("abcdefgh", N / 8)', 'x = re.test("[0-9]+x", w)', [65536, 262144, 917504], 100),
@@ -199,6 +219,11 @@ CASES = [
     # I/O
     ("file.write", 'w = repeat("abcdefgh", N / 8)\np = "{tmp}/w.txt"', "file.write(p, w)", [65536, 262144, 917504], 16),
     ("csv.next", 'p = "{tmp}/c.csv"\nrow = repeat("ab,", int(N / 3)) .. "z\\n"\nfile.write(p, "")\nfor j = 1 to 1010\n  file.append(p, row)\nend\nh = csv.open(p)',
+     "x = csv.next(h)", [256, 1024, 3000], 1000),
+    # Empty fields (the field rate) and 30-byte ones (the byte rate; 2026-12-07).
+    ("csv.next (empty fields)", 'p = "{tmp}/c.csv"\nrow = repeat(",", N) .. "\\n"\nfile.write(p, "")\nfor j = 1 to 1010\n  file.append(p, row)\nend\nh = csv.open(p)',
+     "x = csv.next(h)", [256, 1024, 3000], 1000),
+    ("csv.next (30-byte fields)", 'p = "{tmp}/c.csv"\nrow = repeat("abcdefghijklmnopqrstuvwxyz012,", int(N / 30)) .. "z\\n"\nfile.write(p, "")\nfor j = 1 to 1010\n  file.append(p, row)\nend\nh = csv.open(p)',
      "x = csv.next(h)", [256, 1024, 3000], 1000),
     ("file.read_line", 'p = "{tmp}/l.txt"\nrow = repeat("a", N) .. "\\n"\nfile.write(p, "")\nfor j = 1 to 1010\n  file.append(p, row)\nend\nh = file.open(p)',
      "x = file.read_line(h)", [1024, 4096, 12000], 1000),
