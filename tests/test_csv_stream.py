@@ -124,3 +124,22 @@ def test_shares_the_streaming_read_budget(script, tmp_path):
     (tmp_path / "data.csv").write_bytes(line * (8 * 1024) + b"z")
     r = script(code, opts=["--allow-files", "--max-steps", "100000"])
     assert (r.status, r.diag["kind"]) == (4, "file_reads"), r
+
+
+def test_a_record_is_charged_by_its_bytes_and_fields(script, tmp_path):
+    """csv.next charges 400, 1 a byte of the record's text and 20 a field (UTILITIES.md).
+    Two records of ten fields, one of 1-byte and one of 30-byte fields: the runs differ
+    by the bytes alone; a record of eleven fields by one field's 20 and its bytes. (Until
+    2026-12-07 the bytes were not charged: 30-byte fields ran at 2.18 ns a unit.)"""
+    def work_of(fields):
+        line = ",".join(fields) + "\n"
+        (tmp_path / "data.csv").write_text(line)
+        r = script('h = csv.open("data.csv")\nr = csv.next(h)\n', opts=["--allow-files", "--stats"])
+        assert r.status == 0, r
+        return r.stats["work"], len(line) - 1
+
+    short, short_len = work_of(["a"] * 10)
+    long, long_len = work_of(["b" * 30] * 10)
+    wider, wider_len = work_of(["a"] * 11)
+    assert long - short == long_len - short_len == 290
+    assert wider - short == 20 + (wider_len - short_len) == 22
