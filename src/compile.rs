@@ -121,9 +121,22 @@ impl<'p> Codes<'p> {
     }
 
     /// Function `fi`'s code, or main's for any index past the functions.
+    #[inline(always)]
     pub fn get(&self, fi: usize) -> &Code<'p> {
-        let prog = self.prog;
-        let i = fi.min(prog.funcs.len());
+        // (The compiled case first, by one look at the cell: the clamp and the cell's
+        // own `get_or_init` cost every call about a dozen instructions.)
+        match self.cells.get(fi).and_then(|c| c.get()) {
+            Some(code) => code,
+            None => self.get_first(fi),
+        }
+    }
+
+    /// `get` of a function not compiled yet (or of main, by an index past the
+    /// functions).
+    #[cold]
+    #[inline(never)]
+    fn get_first(&self, fi: usize) -> &Code<'p> {
+        let i = fi.min(self.prog.funcs.len());
         self.cells[i].get_or_init(|| self.compile_body(i))
     }
 
