@@ -79,6 +79,27 @@ pub struct Shape {
     /// with the key's index in the low byte, after a look-up in a map of this shape.
     site: u64,
     keys: Box<[Key]>,
+    /// Each key's signature and length (`key_sig`): a look-up by a key not known at its
+    /// site compares these words, not the keys' strings (reading a key's bytes goes
+    /// through its string's box: about 30 instructions a key, where this is three).
+    sigs: Box<[(u64, usize)]>,
+}
+
+/// A key's signature: up to eight of its bytes in one word. For a key of up to 8 bytes
+/// the bytes read cover the key (overlapping 4-byte halves, or the first, middle and
+/// last byte), so an equal signature and length mean an equal key; a longer key's
+/// signature holds its first and last four bytes, and a match is confirmed by the bytes.
+#[inline(always)]
+fn key_sig(k: &[u8]) -> u64 {
+    let n = k.len();
+    if n >= 4 {
+        let w = |i: usize| u32::from_le_bytes([k[i], k[i + 1], k[i + 2], k[i + 3]]) as u64;
+        w(0) | w(n - 4) << 32
+    } else if n > 0 {
+        k[0] as u64 | (k[n / 2] as u64) << 8 | (k[n - 1] as u64) << 16
+    } else {
+        0
+    }
 }
 
 /// A site's inline cache (an instruction's, for its constant key): the index where the
@@ -110,7 +131,11 @@ impl Shape {
             }
         }
         let id = SHAPES_MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Some(Rc::new(Shape { site: SITE_SHAPED | id << 8, keys: keys.iter().map(|k| Key(k.clone())).collect() }))
+        Some(Rc::new(Shape {
+            site: SITE_SHAPED | id << 8,
+            keys: keys.iter().map(|k| Key(k.clone())).collect(),
+            sigs: keys.iter().map(|k| (key_sig(k.as_slice()), k.len())).collect(),
+        }))
     }
 
     pub fn len(&self) -> usize {
@@ -338,11 +363,22 @@ fn find_shaped(keys: &[Key], k: &[u8]) -> Option<usize> {
     })
 }
 
+/// `find_shaped` by the keys' signatures (`Shape::sigs`): a key of up to 8 bytes is
+/// found by them alone, a longer one's bytes compared where they match.
+#[inline(never)]
+fn find_by_sig(shape: &Shape, k: &[u8]) -> Option<usize> {
+    let sig = (key_sig(k), k.len());
+    if k.len() <= 8 {
+        return shape.sigs.iter().position(|&s| s == sig);
+    }
+    shape.sigs.iter().zip(shape.keys.iter()).position(|(&s, key)| s == sig && bytes_eq(key.0.as_slice(), k))
+}
+
 /// A shaped map's look-up, out of line: the other layouts' inlined paths stay as short
 /// as they were.
 #[inline(never)]
 fn find_in_shape<'a>(shape: &Shape, vals: &'a [Value], k: &[u8]) -> Option<(usize, &'a Value)> {
-    let i = find_shaped(&shape.keys, k)?;
+    let i = find_by_sig(shape, k)?;
     Some((i, vals.get(i)?))
 }
 

@@ -663,4 +663,66 @@ mod shaped_map_tests {
             }
         }
     }
+
+    /// A key of up to 8 bytes is told by its signature and length alone: every key of up
+    /// to 3 bytes over six byte values (0, 1, 'a', 'b', 127, 255) and 20,000 random keys
+    /// of 4 to 8 bytes over the same values have distinct signatures unless equal. And a
+    /// shape of 16 keys of 0 to 20 bytes sharing prefixes and suffixes finds each at its
+    /// index and no other key, short or long.
+    #[test]
+    fn signatures_tell_short_keys_apart_and_shapes_find_by_them() {
+        let vals = [0u8, 1, b'a', b'b', 127, 255];
+        let mut seen: std::collections::HashMap<(u64, usize), Vec<u8>> = Default::default();
+        let mut check = |k: Vec<u8>| {
+            let sig = (key_sig(&k), k.len());
+            if let Some(other) = seen.insert(sig, k.clone()) {
+                assert_eq!(other, k, "two keys share a signature");
+            }
+        };
+        for n in 0..=3u32 {
+            for mut c in 0..6usize.pow(n) {
+                let mut k = Vec::new();
+                for _ in 0..n {
+                    k.push(vals[c % 6]);
+                    c /= 6;
+                }
+                check(k);
+            }
+        }
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let n = 4 + (x % 5) as usize;
+            check((0..n).map(|i| vals[((x >> (8 + 3 * i)) % 6) as usize]).collect());
+        }
+        let mut names: Vec<Vec<u8>> = vec![vec![], b"a".to_vec(), b"ab".to_vec(), b"ba".to_vec()];
+        for n in [4, 5, 8, 9, 12, 20] {
+            names.push(vec![b'a'; n]);
+            let mut k = vec![b'a'; n];
+            k[n / 2] = b'b';
+            names.push(k);
+        }
+        names.truncate(MAP_SHAPED);
+        let keys: Vec<Bytes> = names.iter().map(|k| bytes(k)).collect();
+        let shape = Shape::new(&keys).expect("distinct keys");
+        for (i, k) in names.iter().enumerate() {
+            assert_eq!(find_by_sig(&shape, k), Some(i), "{k:?}");
+        }
+        // (The last two share a listed long key's signature: its ends.)
+        for k in [
+            &b"b"[..],
+            b"abc",
+            b"aaab",
+            b"aaaaaaab",
+            b"baaaaaaaa",
+            b"aaaaaaaaaaab",
+            &[b'a'; 21],
+            b"aaaacaaaa",
+            b"aaaabbbbaaaa",
+        ] {
+            assert_eq!(find_by_sig(&shape, k), None, "{k:?}");
+        }
+    }
 }
