@@ -39,6 +39,8 @@ pub mod resolve;
 pub mod source;
 pub mod stdlib;
 pub mod teach;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod testrun;
 pub mod tools;
 pub mod value;

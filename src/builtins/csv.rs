@@ -599,26 +599,14 @@ mod tests {
     fn unclosed_quote_agrees_with_the_byte_machine() {
         let alphabet = [b',', b'"', b'\n', b'\r', b'a'];
         let mut cases = 0;
-        for len in 0..=7u32 {
-            for mut k in 0..5usize.pow(len) {
-                let mut s = Vec::new();
-                for _ in 0..len {
-                    s.push(alphabet[k % 5]);
-                    k /= 5;
-                }
-                assert_eq!(unclosed_quote(&s, b',', b'"'), unclosed_quote_by_bytes(&s, b',', b'"'), "{s:?}");
-                cases += 1;
-            }
+        for s in crate::test_support::all_words(&alphabet, 7) {
+            assert_eq!(unclosed_quote(&s, b',', b'"'), unclosed_quote_by_bytes(&s, b',', b'"'), "{s:?}");
+            cases += 1;
         }
-        let mut x: u64 = 0x9e3779b97f4a7c15;
+        let mut rng = crate::test_support::XorShift(0x9e3779b97f4a7c15);
         for _ in 0..2000 {
-            let mut s = Vec::new();
-            for _ in 0..(x % 200) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push(alphabet[(x % 5) as usize]);
-            }
+            let len = rng.next_u64() % 200;
+            let s: Vec<u8> = (0..len).map(|_| alphabet[(rng.next_u64() % 5) as usize]).collect();
             assert_eq!(unclosed_quote(&s, b',', b'"'), unclosed_quote_by_bytes(&s, b',', b'"'), "{s:?}");
             assert_eq!(unclosed_quote(&s, b'"', b','), unclosed_quote_by_bytes(&s, b'"', b','), "{s:?}");
             cases += 2;

@@ -679,21 +679,10 @@ mod shaped_map_tests {
                 assert_eq!(other, k, "two keys share a signature");
             }
         };
-        for n in 0..=3u32 {
-            for mut c in 0..6usize.pow(n) {
-                let mut k = Vec::new();
-                for _ in 0..n {
-                    k.push(vals[c % 6]);
-                    c /= 6;
-                }
-                check(k);
-            }
-        }
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        crate::test_support::all_words(&vals, 3).for_each(&mut check);
+        let mut rng = crate::test_support::XorShift(0x2545_f491_4f6c_dd1d);
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let n = 4 + (x % 5) as usize;
             check((0..n).map(|i| vals[((x >> (8 + 3 * i)) % 6) as usize]).collect());
         }
