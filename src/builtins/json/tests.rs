@@ -22,20 +22,27 @@ fn long_parses_and_writes_look_at_the_deadline() {
 
 #[test]
 fn a_growing_text_looks_at_the_heap() {
-    // A text of 4 MiB (indented lists of nils): with the ceiling at what is live now
-    // plus 1 MiB, the writer stops at a look (every `HEAP_LOOK` bytes); the text it
-    // holds counts, not its spare capacity, so a ceiling well above it lets it finish.
-    let v = Value::list((0..8).map(|_| Value::list(vec![Value::Nil; 65536])).collect());
+    // The live count is the process's, and the other unit tests allocate in threads
+    // beside this one: each refusal below needs many MiB more than its ceiling allows,
+    // and each success has a ceiling far above what it needs, so that what the other
+    // tests hold or free meanwhile cannot turn either (an 8 MiB margin for a 2 MiB
+    // string failed once under CI's two cores, on 2026-12-07).
+    //
+    // A text of about 23 MiB (indented lists of nils): with the ceiling at what is live
+    // now plus 1 MiB, the writer stops at a look (every `HEAP_LOOK` bytes); a ceiling
+    // well above it lets it finish.
+    let v = Value::list((0..8).map(|_| Value::list(vec![Value::Nil; 262_144])).collect());
     let lim = |heap| JsonLimits { bytes: usize::MAX, depth: 64, nodes: usize::MAX, heap };
     let now = crate::memory::live();
     assert!(matches!(stringify_until(&v, b"  ", None, lim(now + (1 << 20))), Err(WriteError::Memory)));
-    let t = stringify_until(&v, b"  ", None, lim(now + (64 << 20))).unwrap();
-    assert!(t.len() > 4 << 20);
-    // One string of 2 MiB is found room for before it is written.
-    let big = Value::list(vec![Value::str(vec![b'x'; 2 << 20])]);
+    let t = stringify_until(&v, b"  ", None, lim(now + (512 << 20))).unwrap();
+    assert!(t.len() > 16 << 20);
+    drop(t);
+    // One string of 16 MiB is found room for before it is written.
+    let big = Value::list(vec![Value::str(vec![b'x'; 16 << 20])]);
     let now = crate::memory::live();
     assert!(matches!(stringify_until(&big, b"", None, lim(now + (1 << 20))), Err(WriteError::Memory)));
-    assert!(stringify_until(&big, b"", None, lim(now + (8 << 20))).is_ok());
+    assert!(stringify_until(&big, b"", None, lim(now + (512 << 20))).is_ok());
 }
 
 fn ok(s: &str) -> Value {
