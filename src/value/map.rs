@@ -501,7 +501,7 @@ fn index_in(e: &Entries, k: &[u8]) -> Option<usize> {
     match e {
         Entries::Small { slots, .. } => find_small(slots_all(slots), k),
         Entries::Big { m, .. } => m.get_index_of(&KeyRef(k)),
-        Entries::Shaped { shape, .. } => find_shaped(&shape.keys, k),
+        Entries::Shaped { shape, .. } => find_by_sig(shape, k),
     }
 }
 
