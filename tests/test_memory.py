@@ -209,6 +209,34 @@ def test_a_big_read_is_found_room_for_before_it_is_held(name, mode, big_text):
         assert r.returncode == 0 and r.stdout == b"120000000\n", (r.stdout[:100], lines)
 
 
+@pytest.mark.parametrize("mode", ["32M", None], ids=["32M", "default"])
+def test_csv_next_of_one_big_record_stays_within_its_bound(mode, big_text):
+    """csv.next of a 120 MB record of one field (its reader's buffer, the line, the
+    parsed record and the field: four copies of it at most): under `--limit all=max`
+    the run peaks below the bound plus its overhead, ending with the `memory` limit, or
+    (when the copies fit) with the field's length. Its work is 400 + 1 a byte + 20 a
+    field (2026-12-07), far under the default budget."""
+    script = big_text.parent / "c.lsh"
+    script.write_text('h = csv.open("big.txt")\nr = csv.next(h)\nprint(len(r[0]))\n')
+    budget = parse_bytes(mode or "256M")
+    mm = ["--max-memory", mode] if mode else []
+    cmd = ["/usr/bin/time", "-f", "%M", os.path.abspath(LEASH), "--error-format", "json", "--stats",
+           "--allow-read=" + str(big_text.parent), "--limit", "all=max", *mm, str(script)]
+    r = subprocess.run(cmd, capture_output=True, timeout=60, cwd=big_text.parent, stdin=subprocess.DEVNULL,
+                       preexec_fn=memcorpus._limit_as(budget + OVERHEAD + memcorpus.AS_SLACK))
+    lines = r.stderr.decode().strip().splitlines()
+    rss = int(lines[-1]) * 1024
+    assert rss < budget + OVERHEAD, (rss / MIB, lines)
+    if r.returncode == 0:
+        assert r.stdout == b"120000000\n", r.stdout[:100]
+        stats = json.loads([l for l in lines if l.startswith('{"stats"')][-1])["stats"]
+        assert stats["work"] >= 120_000_000 + 400 + 20, stats
+    else:
+        assert r.returncode == 4 and '"kind":"memory"' in lines[0], lines
+    if mode:
+        assert r.returncode == 4, lines
+
+
 def test_dropping_a_big_nested_list_holds_nothing_more(tmp_path):
     # The drop of `[l]` frees `l`'s 12 million numbers where they are: the run finishes
     # under the default bound (the build before held them again in the drop's work list,

@@ -70,6 +70,8 @@ HOSTILE = [
     ("index_of", ["xs = range(16384)"], "t = index_of(xs, -1)"),
     ("repeat", [], 't = repeat("ab", 500000)'),
     ("chars", ['s = repeat("é", 8000)'], "t = chars(s)"),
+    # The most lines a default list holds, a line every two bytes (its worst shape).
+    ("lines", ['s = repeat("a\\n", 16000)'], "t = lines(s)"),
 ]
 
 
@@ -145,6 +147,7 @@ LINEAR = [
     ("json.parse", 't = json.stringify(split(repeat("abcdefg ", N / 8), " "))', "x = json.parse(t)"),
     ("json.stringify", 'l = split(repeat("abcdefg ", N / 8), " ")', "x = json.stringify(l)"),
     ("csv.parse", 't = repeat("abc,\\"d,e\\",12\\n", int(N / 14))', "x = csv.parse(t)"),
+    ("lines", 'w = repeat("abcdefg\\n", N / 8)', "x = lines(w)"),
     ("re.find_all", 'w = repeat("abcdefg ", N / 8)', 'x = re.find_all("[a-z]+", w)'),
     ("sha256", 'w = repeat("abcdefgh", N / 8)', "x = hash.sha256(w)"),
     ("base64", 'w = repeat("abcdefgh", N / 8)', "x = base64.encode(w)"),

@@ -353,7 +353,9 @@ fn find_small(v: &[Option<(Key, Value)>], k: &[u8]) -> Option<usize> {
     })
 }
 
-/// `find_small` over a shape's keys.
+/// `find_small` over a shape's keys. (Kept beside `find_by_sig` for a write's slot, the
+/// insert and the remove: their call sites, given the shape instead of its keys, moved
+/// `vm_exec`'s register allocation and made every program 0.4 to 2.4% dearer.)
 #[inline(never)]
 fn find_shaped(keys: &[Key], k: &[u8]) -> Option<usize> {
     let last = k.last().copied();
