@@ -9,7 +9,6 @@
 //! change, so the accounted size of any value is known in O(1) (see `Value::heap`).
 
 use indexmap::IndexMap;
-use std::borrow::Borrow;
 use std::cell::Cell;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
@@ -500,14 +499,20 @@ impl PartialEq for Key {
 }
 impl Eq for Key {}
 impl Hash for Key {
+    #[inline(always)]
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.as_slice().hash(state)
+        hash_key(self.0.as_slice(), state)
     }
 }
-impl Borrow<[u8]> for Key {
-    fn borrow(&self) -> &[u8] {
-        self.0.as_slice()
-    }
+
+/// The hash of a map key's bytes, for `Key` and every look-up by bytes (`KeyRef` in
+/// map.rs): one `write` of the bytes, without the length prefix that `[u8]`'s `Hash`
+/// writes first (foldhash's `write` mixes the length into its seed by itself; the prefix
+/// cost a second multiply and the hasher's bookkeeping for it, about 10 instructions a
+/// look-up). A key is never hashed as a plain slice: `Key` has no `Borrow<[u8]>`.
+#[inline(always)]
+pub fn hash_key<H: Hasher>(k: &[u8], state: &mut H) {
+    state.write(k)
 }
 
 impl Key {

@@ -326,10 +326,16 @@ fn slots_with(old: Option<Slots>, n: usize, cap: usize) -> Option<Slots> {
     Some(ThinRc::new((), (0..cap).map(|i| if i < n { from.get_mut(i).and_then(Option::take) } else { None })))
 }
 
-/// A key looked up in a big map by its bytes: hashed as `Key` hashes (the bytes as a
-/// slice), compared by `bytes_eq` (no `memcmp` call for a short key).
-#[derive(Hash)]
+/// A key looked up in a big map by its bytes: hashed as `Key` hashes (`hash_key`),
+/// compared by `bytes_eq` (no `memcmp` call for a short key).
 struct KeyRef<'a>(&'a [u8]);
+
+impl Hash for KeyRef<'_> {
+    #[inline(always)]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        hash_key(self.0, state)
+    }
+}
 
 impl indexmap::Equivalent<Key> for KeyRef<'_> {
     #[inline(always)]
@@ -864,7 +870,7 @@ impl Map {
             h.e = Entries::Big { hint: hint.clone(), m: Box::new(m) };
         }
         let Entries::Big { m, .. } = &mut h.e else { unreachable!("a small map returned above") };
-        if m.len() == m.capacity() && !m.contains_key(k.as_slice()) {
+        if m.len() == m.capacity() && !m.contains_key(&KeyRef(k.as_slice())) {
             let cap = m.capacity();
             let target = grown(cap, m.len() + 1, GROW_DOUBLE_ITEMS, 4, GROW_MAP.load(Relaxed));
             m.reserve_exact(target - m.len());

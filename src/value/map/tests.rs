@@ -44,6 +44,21 @@ mod map_tests {
         }
         assert!(m.is_empty());
     }
+
+    /// A key and a look-up by its bytes hash alike (`hash_key`): every word of up to three
+    /// bytes over six byte values and keys of 4 to 40 bytes, under one hasher's seeds.
+    #[test]
+    fn a_key_and_its_bytes_hash_alike() {
+        use std::hash::BuildHasher;
+        let state = foldhash::fast::RandomState::default();
+        let mut check = |k: Vec<u8>| {
+            assert_eq!(state.hash_one(Key(bytes(&k))), state.hash_one(KeyRef(&k)), "{k:?}");
+        };
+        crate::test_support::all_words(&[0u8, 1, b'a', b'b', 127, 255], 3).for_each(&mut check);
+        for n in 4..=40 {
+            check((0..n).map(|i| (i * 37 % 251) as u8).collect());
+        }
+    }
 }
 
 mod map_layout_tests {
