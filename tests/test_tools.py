@@ -542,3 +542,24 @@ def test_bench_idioms_shapes_run(tmp_path):
         p.write_text(idioms.program(setup, body))
         r = run(idioms.FLAGS + [str(p)])
         assert r.status == 0, (name, r.err)
+
+
+# ----------------------------------------------------------------------------------------
+# bench/itrace.py: the machine instructions of compiled instructions, stepped under gdb
+# ----------------------------------------------------------------------------------------
+
+def test_bench_itrace_counts_each_dispatch(tmp_path):
+    """`bench/itrace.py` stops at the dispatch loop of the built binary and counts the
+    machine instructions of each compiled instruction of a steady loop: a move and the
+    `for` loop's back edge alternate, so the counts repeat in pairs."""
+    if not shutil.which("gdb") or not shutil.which("objdump"):
+        pytest.skip("gdb or objdump is not installed")
+    p = tmp_path / "loop.lsh"
+    p.write_text("fn f()\n  x = 0\n  for i = 1 to 100000\n    x = i\n  end\nend\nf()\n")
+    r = subprocess.run(["python3", str(ROOT / "bench" / "itrace.py"), "--quiet", "--skip", "2000",
+                        "--ops", "4", LEASH, str(p)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    counts = [int(n) for n in re.findall(r"-- (\d+) instructions", r.stdout)]
+    assert len(counts) == 4, r.stdout
+    assert all(10 < n < 1000 for n in counts), counts
+    assert counts[0] == counts[2] and counts[1] == counts[3], counts
