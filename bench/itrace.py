@@ -81,10 +81,12 @@ quit
         m = re.match(r"=>\s+(0x[0-9a-f]+)\s+<(.*)\+(\d+)>:\s+(.*)", l)
         if not m:
             continue
-        addr, fn, _, ins = m.groups()
+        addr, fn, at, ins = m.groups()
         fn = re.sub(r"::h[0-9a-f]{16}$", "", re.sub(r"<.*?>", "", fn)).split("::")[-1][:28]
         cur.append((fn, ins))
-        if ins.startswith("jmp") and "*%r" in ins and fn == "vm_exec":
+        # (The dispatch's own jump only: an instruction's inner `match` may have a jump
+        # table of its own.)
+        if fn == "vm_exec" and int(at) == off:
             blocks.append(cur)
             cur = []
     if not blocks:
