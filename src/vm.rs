@@ -304,7 +304,7 @@ impl<'p> Interp<'p> {
                             Err(e) => Err(e),
                         }
                     }
-                    Op::Index { dst, a, k, .. } | Op::IndexN { dst, a, k, .. } => {
+                    Op::Index { dst, a, k, .. } | Op::IndexN { dst, a, k, .. } => 'op: {
                         // The site's cache for a constant key (a record's field), else
                         // the hash (a key that changes would miss the cache each time).
                         // (`index_in_place` in vm/ops.rs makes the same reads for a chain's
@@ -314,14 +314,35 @@ impl<'p> Interp<'p> {
                         // operand's decode and conversion; the two share the write (a
                         // copy of it for each made the loop keep its index in a stack
                         // slot: loop +3%).
+                        // A list's item that is a number is written as one (through
+                        // `Got`, its kind was matched, the `Got` built on the native
+                        // stack, copied and matched again: about 40 instructions). Only
+                        // a number: an arm more for a boolean or a list (queens 3%,
+                        // binarytrees 2% fewer instructions) made LLVM keep `self` in a
+                        // stack slot on the arithmetic paths, loop +11% CPU (WORKLOG,
+                        // thirty-second session).
                         let fast = match (ins.op, self.rd(code, a)) {
-                            (Op::IndexN { i, .. }, Value::List(l)) => {
-                                list_at_int(i, l.len()).map(|j| Got::of(&l.items()[j]))
+                            (op, Value::List(l)) => {
+                                let j = match op {
+                                    Op::IndexN { i, .. } => list_at_int(i, l.len()),
+                                    _ => match self.rd(code, k) {
+                                        Value::Num(n) => list_at(*n, l.len()),
+                                        _ => None,
+                                    },
+                                };
+                                match j.map(|j| &l.items()[j]) {
+                                    Some(Value::Num(x)) => {
+                                        let x = *x;
+                                        self.consume(a);
+                                        self.consume(k);
+                                        break 'op self.put_num(dst, x);
+                                    }
+                                    item => item.map(Got::of),
+                                }
                             }
                             // (`IndexN` on anything else reads its constant as `Index`
                             // does: a string's byte stays on this path.)
                             (op, x) => match (x, self.rd(code, k)) {
-                                (Value::List(l), Value::Num(n)) => list_at(*n, l.len()).map(|i| Got::of(&l.items()[i])),
                                 (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => match op {
                                     Op::Index { ic, .. } if k.tag() == T_CONST => {
                                         m.get_cached(s, &code.ic[ic as usize])
