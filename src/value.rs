@@ -511,7 +511,7 @@ impl Hash for Key {
 /// cost a second multiply and the hasher's bookkeeping for it, about 10 instructions a
 /// look-up). A key is never hashed as a plain slice: `Key` has no `Borrow<[u8]>`.
 #[inline(always)]
-pub fn hash_key<H: Hasher>(k: &[u8], state: &mut H) {
+pub(crate) fn hash_key<H: Hasher>(k: &[u8], state: &mut H) {
     state.write(k)
 }
 
