@@ -50,9 +50,14 @@ impl Stash {
 }
 
 /// The stash list for a block of layout `l` and chunk size `c`, if it is one to stash.
+/// (The list's index is computed first and checked once: a chunk under `STASH_MIN`
+/// wraps to a large index. The range of `c` checked apart left the index's own bounds
+/// check on the path to every stashed block; so did the two alignment tests, which are
+/// one compare against the smaller bound.)
 #[inline(always)]
 fn stash_class(l: Layout, c: usize) -> Option<usize> {
-    (l.align() <= 16 && l.align() <= l.size() && (STASH_MIN..=STASH_MAX).contains(&c)).then(|| (c - STASH_MIN) >> 4)
+    let i = c.wrapping_sub(STASH_MIN) >> 4;
+    (i < STASH_CLASSES && l.align() <= l.size().min(16)).then_some(i)
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
