@@ -321,6 +321,10 @@ impl<'p> Interp<'p> {
                         // binarytrees 2% fewer instructions) made LLVM keep `self` in a
                         // stack slot on the arithmetic paths, loop +11% CPU (WORKLOG,
                         // thirty-second session).
+                        // A map's value or a string's byte that is a string is written
+                        // as one too, by a call (`put_heap_out`): the write inline made
+                        // LLVM keep the globals' address in a stack slot, loop +18% CPU
+                        // (thirty-third session).
                         let fast = match (ins.op, self.rd(code, a)) {
                             (op, Value::List(l)) => {
                                 let j = match op {
@@ -343,16 +347,32 @@ impl<'p> Interp<'p> {
                             // (`IndexN` on anything else reads its constant as `Index`
                             // does: a string's byte stays on this path.)
                             (op, x) => match (x, self.rd(code, k)) {
-                                (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => match op {
-                                    Op::Index { ic, .. } if k.tag() == T_CONST => {
-                                        m.get_cached(s, &code.ic[ic as usize])
+                                (Value::Map(m), Value::Str(s)) if s.len() <= KEY_FREE_BYTES => {
+                                    let v = match op {
+                                        Op::Index { ic, .. } if k.tag() == T_CONST => {
+                                            m.get_cached(s, &code.ic[ic as usize])
+                                        }
+                                        _ => m.get(s),
+                                    };
+                                    match v {
+                                        Some(Value::Str(v)) => {
+                                            let v = v.clone();
+                                            self.consume(a);
+                                            self.consume(k);
+                                            break 'op self.put_heap_out(dst, Heap::Str(v));
+                                        }
+                                        v => v.map(Got::of),
                                     }
-                                    _ => m.get(s),
                                 }
-                                .map(Got::of),
-                                (Value::Str(s), Value::Num(n)) => {
-                                    list_at(*n, s.len()).map(|i| Got::Heap(Heap::Str(crate::value::byte_str(s[i]))))
-                                }
+                                (Value::Str(s), Value::Num(n)) => match list_at(*n, s.len()) {
+                                    Some(i) => {
+                                        let v = crate::value::byte_str(s[i]);
+                                        self.consume(a);
+                                        self.consume(k);
+                                        break 'op self.put_heap_out(dst, Heap::Str(v));
+                                    }
+                                    None => None,
+                                },
                                 _ => None,
                             },
                         };
