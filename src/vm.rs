@@ -397,6 +397,13 @@ impl<'p> Interp<'p> {
                                     self.consume(a);
                                     break 'op self.put_heap(dst, Heap::Map(v));
                                 }
+                                // (A string by a call, as `Index` writes one: `x = r.name`
+                                // 159 -> 132 machine instructions.)
+                                Some(Value::Str(v)) => {
+                                    let v = v.clone();
+                                    self.consume(a);
+                                    break 'op self.put_heap_out(dst, Heap::Str(v));
+                                }
                                 v => v.map(Got::of),
                             },
                             _ => None,
