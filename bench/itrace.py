@@ -19,7 +19,7 @@ Needs gdb and objdump. Example (WORKLOG, thirty-second session: in a `for` loop 
 body is `x = i`, the move's block is 83 instructions and the back edge's 72):
   bench/itrace.py target/release/leash /tmp/loop.lsh
 """
-import argparse, re, subprocess, sys, tempfile
+import argparse, os, re, subprocess, sys, tempfile
 
 
 def dispatch_address(binary):
@@ -74,7 +74,10 @@ quit
         f.write(gdb)
     cmd = ["gdb", "-q", "-batch", "-x", f.name, "--args", a.binary, "--limit", "all=max",
            "--max-steps", "1000000000", "--max-work", "100000000000", a.script] + a.args
-    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(f.name)
     lines = [l for l in out.splitlines() if l.startswith("=>")]
     blocks, cur = [], []
     for l in lines:
