@@ -593,13 +593,7 @@ impl<'p> Interp<'p> {
         let mut pc = at + 1;
         let r: R<()> = match ins.op {
             Op::CapCheck(b) => self.check_cap(b),
-            Op::BuiltinPlace { dst, call } => {
-                let pcall = code.pcalls[call as usize];
-                match self.vm_place_call(code, &pcall) {
-                    Ok(v) => self.put(dst, v),
-                    Err(e) => Err(e),
-                }
-            }
+            Op::BuiltinPlace { dst, call } => self.vm_place(code, dst, call),
             Op::Throw(a) => match self.val(code, a, || code.ospot[at][0]) {
                 Ok(v) => Err(self.thrown(v, code.pos(at))),
                 Err(e) => Err(e),

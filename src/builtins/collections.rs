@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use super::host::find_bytes;
 use super::Host;
-use super::{b, calls, fn_arg, place, Builtin, Callbacks, Cost, CONST, SORT_STRING_BYTES, VARIADIC};
+use super::{b, calls, fn_arg, place, Builtin, Callbacks, Cost, ListFast, CONST, SORT_STRING_BYTES, VARIADIC};
 use crate::diag::ErrKind;
 use crate::error::R;
 use crate::limits::*;
@@ -113,6 +113,16 @@ fn push(it: &mut Host, target: &mut Value, args: &mut [Value]) -> R<Value> {
     it.cow(l)?;
     with_list(l, |l| l.push(v));
     Ok(Value::Nil)
+}
+
+/// `push`'s change of an unshared list (`Builtin::fast`): None at the list limit.
+#[inline(always)]
+pub(super) fn push_fast(it: &Host, l: &mut List, args: &mut [Value]) -> Option<Value> {
+    if l.len() + 1 > it.lim.n(L::List) {
+        return None;
+    }
+    l.push(std::mem::take(args.first_mut()?));
+    Some(Value::Nil)
 }
 
 fn pop(it: &mut Host, target: &mut Value, _: &mut [Value]) -> R<Value> {
@@ -835,8 +845,8 @@ pub const TABLE: &[Builtin] = &[
     b("keys", "keys(map)", 1, 1, Cost::items(6.0), keys),
     b("values", "values(map)", 1, 1, Cost::items(7.0), values),
     b("get", "get(collection, key[, default])", 2, 3, CONST, get).with_peek(get_peek),
-    place("push", "push(PLACE, v)", 2, 2, CONST, push),
-    place("pop", "pop(PLACE)", 1, 1, CONST, pop),
+    place("push", "push(PLACE, v)", 2, 2, CONST, push).with_fast(ListFast::Push),
+    place("pop", "pop(PLACE)", 1, 1, CONST, pop).with_fast(ListFast::Pop),
     place("insert", "insert(PLACE, i, v)", 3, 3, Cost::items(2.0), insert),
     place("remove", "remove(PLACE, index_or_key)", 2, 2, Cost::items(2.0), remove),
     b("slice", "slice(v, start[, end])", 2, 3, Cost::out(0.25, 6.0), slice),

@@ -314,10 +314,40 @@ pub struct Builtin {
     /// the call, which also says what is wrong); set only on ungated entries with a
     /// constant cost rule (checked by a unit test). The compiled core uses it.
     pub peek: Option<PeekFn>,
+    /// A place builtin's change of a list that its variable alone holds, made on the
+    /// list itself (`push(xs, v)`, `pop(xs)` on a variable, no key): no walk of the
+    /// place, no measure of the target before and after through `Value`, no call
+    /// through the place functions. It answers only where the call would charge its
+    /// constant work and the list's storage change and nothing else, and fail nothing
+    /// (None, with nothing changed: the call is made, which also says what is wrong);
+    /// set only on place entries with a constant cost rule (checked by a unit test).
+    /// The compiled core uses it.
+    pub fast: Option<ListFast>,
 }
 
 /// A builtin's `peek` (see `Builtin::peek`).
 pub type PeekFn = fn(&[&Value]) -> Option<Value>;
+
+/// A place builtin's `fast` change (see `Builtin::fast`). An enum, not a function
+/// pointer: the change is inlined where the compiled core makes it (through a pointer,
+/// `List::push` stayed a call of its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListFast {
+    Push,
+    Pop,
+}
+
+impl ListFast {
+    /// The change of list `l` (not shared) with the arguments after the place (taken by
+    /// it), within the host's limits: its result, or None with nothing changed.
+    #[inline(always)]
+    pub fn apply(self, host: &Host, l: &mut List, args: &mut [Value]) -> Option<Value> {
+        match self {
+            ListFast::Push => collections::push_fast(host, l, args),
+            ListFast::Pop => l.pop(),
+        }
+    }
+}
 
 /// A builtin's function parameter: where it stands, how many arguments the builtin
 /// passes each time it calls it, and whether the position takes only a function (`map`'s
@@ -366,6 +396,12 @@ impl Builtin {
         self
     }
 
+    /// This place entry with a `fast` change of an unshared list.
+    pub const fn with_fast(mut self, f: ListFast) -> Builtin {
+        self.fast = Some(f);
+        self
+    }
+
     pub fn is_place(&self) -> bool {
         matches!(self.imp, Imp::Place(_))
     }
@@ -385,13 +421,13 @@ impl Builtin {
 
 /// Build a table entry.
 pub const fn b(name: &'static str, sig: &'static str, min: u8, max: u8, cost: Cost, f: PlainFn) -> Builtin {
-    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Plain(f), fnp: None, peek: None }
+    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Plain(f), fnp: None, peek: None, fast: None }
 }
 
 /// Build a table entry for a builtin that calls user functions; `with_fn` then says
 /// where its function parameter is.
 pub const fn calls(name: &'static str, sig: &'static str, min: u8, max: u8, cost: Cost, f: CallsFn) -> Builtin {
-    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Calls(f), fnp: None, peek: None }
+    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Calls(f), fnp: None, peek: None, fast: None }
 }
 
 /// Build a table entry gated by a capability.
@@ -404,12 +440,12 @@ pub const fn gated(
     cost: Cost,
     f: PlainFn,
 ) -> Builtin {
-    Builtin { name, sig, min, max, cap: Some(cap), cost, imp: Imp::Plain(f), fnp: None, peek: None }
+    Builtin { name, sig, min, max, cap: Some(cap), cost, imp: Imp::Plain(f), fnp: None, peek: None, fast: None }
 }
 
 /// Build a table entry whose first argument is a place.
 pub const fn place(name: &'static str, sig: &'static str, min: u8, max: u8, cost: Cost, f: PlaceFn) -> Builtin {
-    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Place(f), fnp: None, peek: None }
+    Builtin { name, sig, min, max, cap: None, cost, imp: Imp::Place(f), fnp: None, peek: None, fast: None }
 }
 
 /// Every area's table.
@@ -605,6 +641,25 @@ mod peek_tests {
             }
         }
         assert!(n >= 15, "len, get and the number builtins have peeks");
+    }
+
+    /// A `fast` change charges the constant work and the list's storage change, and
+    /// skips the rest of the place call: only ungated place entries with a constant
+    /// cost rule may have one.
+    #[test]
+    fn fast_changes_only_on_constant_cost_place_entries() {
+        let mut n = 0;
+        for b in all() {
+            if b.fast.is_some() {
+                n += 1;
+                assert!(b.cap.is_none(), "{} is gated", b.name);
+                assert!(b.is_place(), "{} is not a place builtin", b.name);
+                assert!(b.cost.rule == Rule::Const, "{}'s cost is not constant", b.name);
+                assert!(!b.cost.measures_result() && !b.cost.measures_target(), "{} measures", b.name);
+                assert!(b.max <= 2, "{} takes more than one argument after its place", b.name);
+            }
+        }
+        assert_eq!(n, 2, "push and pop have fast changes");
     }
 }
 
