@@ -596,6 +596,14 @@ impl List {
         List { items, heap }
     }
 
+    /// A list of `items` whose own storage (the sum of `Value::heap` over them) the
+    /// caller measured as it gathered them: no second pass over the items.
+    #[inline]
+    pub(crate) fn from_measured(items: Vec<Value>, heap: usize) -> Self {
+        debug_assert_eq!(heap, items.iter().map(Value::heap).sum::<usize>());
+        List { items, heap }
+    }
+
     #[inline]
     pub fn items(&self) -> &[Value] {
         &self.items

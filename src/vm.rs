@@ -711,11 +711,22 @@ impl<'p> Interp<'p> {
         let specs = &code.args[at as usize..(at + n) as usize];
         // (Pushed one by one: collected after `none_unset`, as `mk_map` reads its
         // values, binarytrees took 0.6% more instructions.)
+        // (A plain item by its payload, without `val`'s match of every kind; the
+        // others' storage summed as they are taken, not in a second pass.)
         let mut items: Vec<Value> = Vec::with_capacity(specs.len());
+        let mut heap = 0;
         for &(o, sp) in specs {
-            items.push(self.val(code, o, || sp)?);
+            let v = match Plain::of(self.rd(code, o)) {
+                Some(p) => p.value(),
+                None => {
+                    let v = self.val(code, o, || sp)?;
+                    heap += v.heap();
+                    v
+                }
+            };
+            items.push(v);
         }
-        let l = self.host.make_list(items)?;
+        let l = self.host.make_list_measured(items, heap)?;
         self.host.check_memory()?;
         self.put(dst, l)
     }

@@ -425,6 +425,15 @@ impl Host {
         Ok(v)
     }
 
+    /// `make_list` of items whose storage the caller measured (`List::from_measured`).
+    #[inline]
+    pub fn make_list_measured(&self, items: Vec<Value>, heap: usize) -> R<Value> {
+        self.check_list_len(items.len())?;
+        let v = Value::List(std::rc::Rc::new(List::from_measured(items, heap)));
+        self.check_value(&v)?;
+        Ok(v)
+    }
+
     pub fn make_map(&self, m: Map) -> R<Value> {
         self.check_map_len(m.len())?;
         let v = Value::map(m);
