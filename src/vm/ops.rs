@@ -409,12 +409,14 @@ impl<'p> Interp<'p> {
         let pc = &code.pcalls[call as usize];
         if let (0, Some(fast), 0..=1) = (pc.path.n, pc.b.fast, pc.n) {
             let n = pc.n as usize;
-            let v = match code.args.get(pc.at as usize) {
-                Some(&(o, sp)) if n == 1 => match Plain::of(self.rd(code, o)) {
+            let v = if n == 1 {
+                let (o, sp) = code.args[pc.at as usize];
+                match Plain::of(self.rd(code, o)) {
                     Some(p) => p.value(),
                     None => self.val(code, o, || sp)?,
-                },
-                _ => Value::Nil,
+                }
+            } else {
+                Value::Nil
             };
             let mut args = [v];
             let r = self.place_var_fast(pc.b, fast, slot_of(pc.path.root), &mut args[..n]);
