@@ -396,6 +396,9 @@ impl Gen<'_, '_> {
                     "{v} = [{e}, {v}, {v}, {v}]",
                     "{v} = {v} .. {v}",
                     "push({v}, {v})",
+                    // (A list the variable alone holds changed in place: `Builtin::fast`.)
+                    "push({v}, {e})",
+                    "{v} = pop({v})",
                     "{v} = split(repeat(\"a,\", 20000), \",\")",
                 ])?;
                 self.line(&grow.replace("{v}", v).replace("{e}", &e));
