@@ -472,6 +472,14 @@ impl<'p> Interp<'p> {
     /// where they are.
     #[inline(never)]
     fn vm_place_call_at(&mut self, code: &Code<'p>, pc: &PlaceCall, ks: &[PathKey<'_>]) -> R<Value> {
+        // (One argument after the place, `push(groups[k], v)`, in an array of its own.)
+        if let [(o, sp)] = code.args[pc.at as usize..(pc.at + pc.n) as usize] {
+            let mut vals = [self.val(code, o, || sp)?];
+            let r = self.place_builtin_at(pc.b, slot_of(pc.path.root), ks, code.place_ics(&pc.path), &mut vals);
+            let [v] = vals;
+            drop_held(v);
+            return r;
+        }
         let mut vals: SmallVec<[Value; 4]> = SmallVec::new();
         for &(o, sp) in &code.args[pc.at as usize..(pc.at + pc.n) as usize] {
             vals.push(self.val(code, o, || sp)?);
