@@ -76,10 +76,9 @@ pub struct Stats {
 
 const MAIN_FN: usize = usize::MAX;
 
-/// What a call saves of its caller's frame: base, frame bytes, function, line.
-/// The caller's frame across a call: base, frame bytes, function and line (as a whole
-/// word: see `vm::VmFrame`).
-pub(crate) type Saved = (usize, usize, usize, u64);
+/// What a call saves of its caller's frame: base, frame bytes, function. (Not the
+/// line: only a gated call's audit line reads `Host::pos`, and its call sets it.)
+pub(crate) type Saved = (usize, usize, usize);
 
 // (`repr(C)`, the frame's base first: at the interpreter's own address, where the
 // dispatch loop reads it with no field address of its own. Laid out by the compiler,

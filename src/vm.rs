@@ -61,7 +61,6 @@ impl<'c, 'p> Frames<'c, 'p> {
                 f.saved.0 = saved.0;
                 f.saved.1 = saved.1;
                 f.saved.2 = saved.2;
-                f.saved.3 = saved.3;
             }
             None => self.v.push(VmFrame { code, pc, dst, saved }),
         }
@@ -592,7 +591,12 @@ impl<'p> Interp<'p> {
         let ins = &code.ops[at];
         let mut pc = at + 1;
         let r: R<()> = match ins.op {
-            Op::CapCheck(b) => self.check_cap(b),
+            // (A gated call's line, for its audit line, here: a return does not restore
+            // the caller's.)
+            Op::CapCheck(b) => {
+                self.host.pos = code.pos(at);
+                self.check_cap(b)
+            }
             Op::BuiltinPlace { dst, call } => self.vm_place(code, dst, call),
             Op::Throw(a) => match self.val(code, a, || code.ospot[at][0]) {
                 Ok(v) => Err(self.thrown(v, code.pos(at))),
@@ -688,6 +692,11 @@ impl<'p> Interp<'p> {
             },
             Op::ForInEnd { base } => self.for_in_end(base),
             Op::Builtin { b, dst, at: args, n } => {
+                if b.cap.is_some() {
+                    // (Again: its arguments may have called functions that made gated
+                    // calls of their own.)
+                    self.host.pos = code.pos(at);
+                }
                 let specs = &code.args[args as usize..(args + n) as usize];
                 match b.peek.and_then(|p| self.peek_call(code, p, specs)) {
                     Some(v) => self.peeked(b, dst, specs, v),

@@ -415,6 +415,28 @@ def test_audit_lines(tmp_path):
     assert rows[3]["target"] is None
 
 
+def test_audit_lines_of_nested_gated_calls(tmp_path):
+    # Each gated call's line is its own: one made inside a function its argument
+    # calls, one made by a callback of `map`, a refusal after them; the outer call
+    # keeps its line after the inner ones ran (a step does not write the line: the
+    # call does).
+    data, _ = layout(tmp_path)
+    audit = tmp_path / "audit.log"
+    code = ('fn inner()\n  x = 1\n  return file.read("data/a.txt")\nend\n'
+            'fn cb(s)\n  return len(file.read("data/a.txt"))\nend\n'
+            'n = file.write("data/n.txt",\n   inner())\n'
+            'ys = map(["a", "b"], cb)\n'
+            'try\n  z = file.exists(inner())\ncatch e\nend\n'
+            'try\n  db.open("x.db")\ncatch e\nend\n')
+    (tmp_path / "t.lsh").write_text(code)
+    r = run(["--allow-files=data", "--audit", audit, "t.lsh"], cwd=tmp_path)
+    assert r.status == 0, r
+    rows = [json.loads(l) for l in audit.read_text().splitlines()]
+    assert [(x["builtin"], x["line"], x["result"]) for x in rows] == [
+        ("file.read", 3, "ok"), ("file.write", 8, "ok"), ("file.read", 6, "ok"), ("file.read", 6, "ok"),
+        ("file.read", 3, "ok"), ("file.exists", 12, "permission"), ("db.open", 16, "permission")], rows
+
+
 def test_audit_file_out_of_reach_inside_a_grant(tmp_path):
     data, _ = layout(tmp_path)
     # An audit file inside a write scope is a usage error (issue 23: the script could

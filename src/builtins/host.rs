@@ -100,7 +100,10 @@ pub struct Host {
     /// target and the bytes moved.
     pub(crate) audit_target: Option<String>,
     pub(crate) audit_bytes: u64,
-    /// The line running now (for audit lines).
+    /// The line of the gated call running now (for its audit line): set by the call
+    /// (`vm_op`). A step writes it too (without that store the dispatch loop kept the
+    /// interpreter's address in a stack slot: `loop` +1.5% instructions), but a return
+    /// does not restore the caller's.
     pub(crate) pos: Pos,
     pub(crate) budgets: Budgets,
     pub(crate) out: Output,

@@ -80,11 +80,11 @@ impl<'p> Interp<'p> {
         }
     }
 
-    /// What a call changes and its return restores: the caller's frame base, storage,
-    /// function and position (taken before `frame_enter`).
+    /// What a call changes and its return restores: the caller's frame base, storage
+    /// and function (taken before `frame_enter`).
     #[inline(always)]
     pub(crate) fn saved(&self) -> Saved {
-        (self.base, self.fbytes, self.func, self.host.pos as u64)
+        (self.base, self.fbytes, self.func)
     }
 
     /// The accounting of a call of user function `fi` whose frame starts at `new_base`
@@ -145,9 +145,7 @@ impl<'p> Interp<'p> {
     pub(crate) fn frame_leave(&mut self, saved: Saved) {
         self.mem -= self.fbytes;
         self.depth -= 1;
-        let pos;
-        (self.base, self.fbytes, self.func, pos) = saved;
-        self.host.pos = pos as Pos;
+        (self.base, self.fbytes, self.func) = saved;
         if let Some(p) = self.profile.as_deref_mut() {
             p.leave(self.host.meter.steps(), self.host.meter.worked());
         }
@@ -235,12 +233,20 @@ impl<'p> Interp<'p> {
     pub(super) fn builtin_vals(&mut self, b: &'static Builtin, vals: &mut [Value]) -> R<Value> {
         let cost = b.cost;
         self.host.work(cost.before(vals))?;
+        // The line of a gated call, set by `vm_op`: its audit line's, after callbacks
+        // that made gated calls of their own.
+        let pos = self.host.pos;
         let r = match b.imp {
             Imp::Plain(f) => f(&mut self.host, vals),
             Imp::Calls(f) => f(self, vals),
             Imp::Place(_) => unreachable!("place builtins are called through BuiltinPlace"),
         };
-        let r = if b.cap.is_some() { self.audit_end(b, r) } else { r };
+        let r = if b.cap.is_some() {
+            self.host.pos = pos;
+            self.audit_end(b, r)
+        } else {
+            r
+        };
         // (A result that measures nothing, a number from `min`, adds nothing: told
         // without the call.)
         if cost.measures_result() {
