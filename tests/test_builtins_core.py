@@ -57,3 +57,17 @@ def test_eprint_flushes_stdout_first(tmp_path):
     lines = p.stdout.decode().splitlines()
     assert lines[:3] == ["a", "bc", "d"], lines
     assert "runtime error [arith]" in lines[3]
+
+
+def test_min_max_peek_charges_as_the_call(script):
+    # `min`/`max` of up to three numbers are answered in place (their peek); of four
+    # they are the call. Numbers charge only the call's base, so the two loops must
+    # report the same work and steps, and the results agree with the call's.
+    for f in ("min", "max"):
+        got = []
+        for args in ("i % 9, 3, 4", "i % 9, 3, 4, 4"):
+            r = script(f"x = 0\nfor i = 1 to 1000\n  x += {f}({args})\nend\nprint(x)\n", opts=["--stats"])
+            assert r.status == 0, r
+            st = r.stats
+            got.append((r.out, st["work"], st["steps"]))
+        assert got[0] == got[1], (f, got)

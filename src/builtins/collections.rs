@@ -722,12 +722,45 @@ fn min_max(it: &Host, name: &str, args: &[Value], pick: fn(f64, f64) -> f64) -> 
     }
 }
 
+fn pick_min(a: f64, b: f64) -> f64 {
+    if b < a {
+        b
+    } else {
+        a
+    }
+}
+
+fn pick_max(a: f64, b: f64) -> f64 {
+    if b > a {
+        b
+    } else {
+        a
+    }
+}
+
 fn min(it: &mut Host, args: &mut [Value]) -> R<Value> {
-    min_max(it, "min", args, |a, b| if b < a { b } else { a })
+    min_max(it, "min", args, pick_min)
 }
 
 fn max(it: &mut Host, args: &mut [Value]) -> R<Value> {
-    min_max(it, "max", args, |a, b| if b > a { b } else { a })
+    min_max(it, "max", args, pick_max)
+}
+
+/// The peek of `min` or `max` of two or more numbers (`best = max(best, x)`): what
+/// the call gives, and the call's charge for them is its base alone (its cost rule
+/// measures strings, lists and maps). None for one argument (a list) or any that is
+/// not a number: the call, which also says what is wrong.
+fn peek_pick(args: &[&Value], pick: fn(f64, f64) -> f64) -> Option<Value> {
+    let [first, rest @ ..] = args else { return None };
+    let Value::Num(mut acc) = **first else { return None };
+    if rest.is_empty() {
+        return None;
+    }
+    for v in rest {
+        let Value::Num(x) = **v else { return None };
+        acc = pick(acc, x);
+    }
+    Some(Value::Num(acc))
 }
 
 /// join: the items, and the bytes of the result (strings and separators), charged
@@ -868,8 +901,8 @@ pub const TABLE: &[Builtin] = &[
     b("sum", "sum(list)", 1, 1, Cost::items(1.0), sum),
     // (2 per item until 2026-12-06: 0.29 ns a unit, bench/work.py row "min", under
     // the band's floor, as `sum` was; a list of numbers is their only shape.)
-    b("min", "min(list) | min(a, b, ...)", 1, VARIADIC, Cost::items(0.625), min),
-    b("max", "max(list) | max(a, b, ...)", 1, VARIADIC, Cost::items(0.625), max),
+    b("min", "min(list) | min(a, b, ...)", 1, VARIADIC, Cost::items(0.625), min).with_peek(|a| peek_pick(a, pick_min)),
+    b("max", "max(list) | max(a, b, ...)", 1, VARIADIC, Cost::items(0.625), max).with_peek(|a| peek_pick(a, pick_max)),
     b("join", "join(list, sep)", 2, 2, JOIN, join),
     // (85 per item until 2026-12-06: its worst shape, a piece per two bytes, measured
     // 0.55 ns a unit, at the band's floor; bench/work.py row "split (one-byte pieces)".)

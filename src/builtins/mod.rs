@@ -312,7 +312,9 @@ pub struct Builtin {
     /// argument copied, nothing allocated. It answers only where the call would charge
     /// its constant work and nothing else, fail nothing and change nothing (None: make
     /// the call, which also says what is wrong); set only on ungated entries with a
-    /// constant cost rule (checked by a unit test). The compiled core uses it.
+    /// constant cost rule, or with a rule that measures only strings, lists and maps
+    /// when the peek answers for numbers alone (`min`, `max`: their charge for
+    /// numbers is the base) (checked by a unit test). The compiled core uses it.
     pub peek: Option<PeekFn>,
     /// A place builtin's change of a list that its variable alone holds, made on the
     /// list itself (`push(xs, v)`, `pop(xs)` on a variable, no key): no walk of the
@@ -627,20 +629,36 @@ mod peek_tests {
     use super::*;
 
     /// A peek skips the capability check, the audit line and every cost rule but the
-    /// constant one: only ungated, plain, constant-cost entries may have one.
+    /// constant one: only ungated, plain entries may have one, with a constant cost,
+    /// or with a rule that measures only strings, lists and maps and a peek that
+    /// answers for numbers alone (where that rule charges its base).
     #[test]
     fn peeks_only_on_ungated_constant_cost_entries() {
         let mut n = 0;
+        let (num, s) = (Value::Num(2.0), Value::string("a"));
+        let l = Value::List(std::rc::Rc::new(List::from_vec(vec![Value::Num(1.0), Value::Num(3.0)])));
         for b in all() {
-            if b.peek.is_some() {
+            if let Some(peek) = b.peek {
                 n += 1;
                 assert!(b.cap.is_none(), "{} is gated", b.name);
                 assert!(matches!(b.imp, Imp::Plain(_)), "{} is a place builtin", b.name);
-                assert!(b.cost.rule == Rule::Const && !b.cost.measures_result(), "{}'s cost is not constant", b.name);
                 assert!(b.fnp.is_none(), "{} takes a function", b.name);
+                if b.cost.rule == Rule::Const {
+                    assert!(!b.cost.measures_result(), "{}'s cost is not constant", b.name);
+                    continue;
+                }
+                assert!(matches!(b.cost.rule, Rule::Items | Rule::Bytes | Rule::BytesItems), "{}'s rule", b.name);
+                for args in [&[&l][..], &[&s][..], &[&num, &s], &[&s, &num], &[&num, &l], &[&num, &num, &s]] {
+                    assert!(peek(args).is_none(), "{} peeks at a sized argument", b.name);
+                }
+                let nums = [Value::Num(1.0), Value::Num(2.0), Value::Num(3.0)];
+                // (Its result is not measured after the call either: not sized.)
+                let r = peek(&[&nums[0], &nums[1]]).unwrap_or_else(|| panic!("{} does not peek at numbers", b.name));
+                assert!(!sized(&r), "{}'s result would be measured", b.name);
+                assert_eq!(b.cost.before(&nums), b.cost.before(&[]), "{} charges numbers more than its base", b.name);
             }
         }
-        assert!(n >= 15, "len, get and the number builtins have peeks");
+        assert!(n >= 17, "len, get, min, max and the number builtins have peeks");
     }
 
     /// A `fast` change charges the constant work and the list's storage change, and
