@@ -159,12 +159,7 @@ impl<'p> Interp<'p> {
         for &(o, _) in specs {
             self.consume(o);
         }
-        match v {
-            // A number (`len`, `abs`, `max`: most peeks) into a number in place: through
-            // `put`, the old and the new value were measured by two calls.
-            Value::Num(x) => self.put_num(dst, x),
-            v => self.put(dst, v),
-        }
+        self.put(dst, v)
     }
 
     /// `get(m, k[, d])` read in place: a string key of a map, its value or the default
