@@ -27,10 +27,13 @@ if [ ! -x "$profdata" ]; then
     rustup component add llvm-tools
 fi
 
+# (RUSTFLAGS replaces .cargo/config.toml's build.rustflags: its alignment repeated.)
+ALIGN="-Cllvm-args=-align-all-functions=6"
+
 rm -rf "$OUT/data"
 mkdir -p "$OUT/data"
 echo "build-pgo: 1/3 instrumented build ..." >&2
-RUSTFLAGS="-Cprofile-generate=$OUT/data" cargo build --release --target-dir "$OUT/gen"
+RUSTFLAGS="-Cprofile-generate=$OUT/data $ALIGN" cargo build --release --target-dir "$OUT/gen"
 gen="$OUT/gen/release/leash"
 
 echo "build-pgo: 2/3 training runs ..." >&2
@@ -56,6 +59,6 @@ done
 
 echo "build-pgo: 3/3 optimised build ..." >&2
 "$profdata" merge -o "$OUT/leash.profdata" "$OUT/data"
-RUSTFLAGS="-Cprofile-use=$OUT/leash.profdata" cargo build --release --target-dir "$OUT/use"
+RUSTFLAGS="-Cprofile-use=$OUT/leash.profdata $ALIGN" cargo build --release --target-dir "$OUT/use"
 cp "$OUT/use/release/leash" "$OUT/use/release/leash-cgi" "$OUT/"
 echo "build-pgo: $OUT/leash" >&2
