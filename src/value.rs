@@ -526,7 +526,7 @@ impl Key {
 #[inline(always)]
 pub fn is_integral(x: f64) -> bool {
     if x.abs() < 9.2e18 {
-        (x as i64) as f64 == x
+        leash_alloc::trunc_i64(x) as f64 == x
     } else {
         x.is_finite()
     }
@@ -694,8 +694,11 @@ pub fn list_at(n: f64, len: usize) -> Option<usize> {
     // a negative one counts from the end, and one unsigned compare takes out what is
     // still negative with the too large. (Range checks before an `as usize` left that
     // conversion's saturation code on the path: 20 instructions, 4% of richards; the
-    // end added to the number before its conversion took 7 more on every index.)
-    let j = n as i64;
+    // end added to the number before its conversion took 7 more on every index.) The
+    // conversion is the processor's (`trunc_i64`): NaN and numbers out of range give
+    // `i64::MIN`, which converts back to itself only from -2^63, an index out of range
+    // of any list; `as`'s saturation took five instructions more.
+    let j = leash_alloc::trunc_i64(n);
     if j as f64 != n {
         return None;
     }

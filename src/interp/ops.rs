@@ -228,7 +228,8 @@ pub fn floor_div(a: f64, b: f64) -> f64 {
 #[inline(always)]
 pub(super) fn int_mod_by(a: f64, k: std::num::NonZeroI32) -> Option<f64> {
     if a.abs() < INT_LIM {
-        let x = a as i64;
+        // (Within 2^53: the processor's conversion, without `as`'s saturation.)
+        let x = leash_alloc::trunc_i64(a);
         if x as f64 == a {
             return Some(floored_rem(x, i64::from(k.get())));
         }
@@ -259,7 +260,8 @@ fn int_floor_div(a: f64, b: f64) -> Option<f64> {
 #[inline(always)]
 fn whole_pair(a: f64, b: f64) -> Option<(i64, i64)> {
     if a.abs() < INT_LIM && b.abs() < INT_LIM {
-        let (x, y) = (a as i64, b as i64);
+        // (Within 2^53: the processor's conversion, without `as`'s saturation.)
+        let (x, y) = (leash_alloc::trunc_i64(a), leash_alloc::trunc_i64(b));
         // (`y == 0` tested on the integer: the remainder's own check of it folds away;
         // `wrapping_rem` has no overflow check, and within 2^53 there is none to make.)
         if y != 0 && x as f64 == a && y as f64 == b {

@@ -53,6 +53,8 @@
 //! process; single-threaded callers only, checked, the counters reset in the child).
 //! It also wraps SQLite's allocator and page cache to count the bytes SQLite allocates and
 //! the page bytes it fetches ([`count_sqlite_allocations`]): `sqlite3_config` is a C call.
+//! [`trunc_i64`] calls an SSE2 intrinsic (marked with its target feature, so unsafe to
+//! call, though every x86-64 processor has it).
 //!
 //! The parts: here the counters, the mark and the credit, and what the interpreter
 //! calls to read and set them; `global` the `GlobalAlloc` methods and the stash of the
@@ -63,10 +65,13 @@
 //! forks workers ([`text_in_huge_pages`]: `mmap`, `madvise`, `mprotect`, `mremap` and
 //! the copy of the code are C calls and raw memory); `thin` a container for the
 //! interpreter's values, [`ThinRc`] (a one-word reference-counted pointer to a header and
-//! a slice in one block: the length is kept in the block, which safe Rust cannot say).
+//! a slice in one block: the length is kept in the block, which safe Rust cannot say);
+//! `num` a float's integer part without `as`'s saturation ([`trunc_i64`]: the
+//! processor's conversion, an intrinsic safe Rust cannot call).
 
 mod arena;
 mod global;
+mod num;
 mod process;
 mod sqlite_count;
 #[cfg(test)]
@@ -74,6 +79,7 @@ mod tests;
 mod text;
 mod thin;
 
+pub use num::trunc_i64;
 pub use process::{
     close_inherited_descriptors, exit_now, fork, replace_environment, reserve_arena_for_forks, set_tcp_defer_accept,
     Forked,

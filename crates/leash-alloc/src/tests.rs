@@ -292,3 +292,23 @@ fn sqlite_allocations_are_counted_and_its_heap_limit_holds() {
         assert_eq!(ffi::sqlite3_close(db), ffi::SQLITE_OK);
     }
 }
+
+/// `trunc_i64`: `as` within `i64`'s range, `i64::MIN` for NaN and past it, so that a
+/// number converts back to itself exactly when it is whole and in range.
+#[test]
+fn trunc_i64_is_as_in_range_and_min_outside() {
+    let lim = 9_223_372_036_854_775_808.0_f64; // 2^63
+                                               // (9_223_372_036_854_774_784 is the largest double below 2^63.)
+    let big = 9_223_372_036_854_774_784.0;
+    for x in [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 3.7, -3.7, 4503599627370497.0, 1e18, -1e18, big, -big, -lim] {
+        assert_eq!(trunc_i64(x), x as i64, "{x}");
+    }
+    assert_eq!(trunc_i64(-lim), i64::MIN);
+    for x in [f64::NAN, -f64::NAN, f64::INFINITY, f64::NEG_INFINITY, lim, -lim * 2.0, 1e300, -1e300] {
+        assert_eq!(trunc_i64(x), i64::MIN, "{x}");
+    }
+    // Converted back, only whole numbers in range are themselves.
+    let whole = |x: f64| trunc_i64(x) as f64 == x;
+    assert!(whole(42.0) && whole(-42.0) && whole(-lim) && whole(big));
+    assert!(!whole(lim) && !whole(f64::NAN) && !whole(f64::INFINITY) && !whole(0.25) && !whole(1e19));
+}
