@@ -717,7 +717,8 @@ impl<'p> Interp<'p> {
         let (Value::List(l), Value::Num(i)) = (self.stack.get(b)?, self.stack.get(b + 1)?) else {
             return None;
         };
-        let i = *i as i64 as usize;
+        // (A count this loop wrote: the processor's conversion is exact for it.)
+        let i = leash_alloc::trunc_i64(*i) as usize;
         let g = Got::of(l.items().get(i)?);
         self.set_index_reg(b, i);
         Some(self.put_got(first, g))
@@ -739,10 +740,10 @@ impl<'p> Interp<'p> {
     #[inline(always)]
     fn for_in_step(&mut self, first: Opd, second: Opd, base: u32) -> R<bool> {
         let b = self.base + base as usize;
-        // (The index is a count this loop wrote: a signed conversion is exact and
-        // cheaper than the saturating unsigned one.)
+        // (The index is a count this loop wrote: the processor's signed conversion is
+        // exact for it, cheaper than `as`'s saturating ones.)
         let i = match self.stack[b + 1] {
-            Value::Num(i) => i as i64 as usize,
+            Value::Num(i) => leash_alloc::trunc_i64(i) as usize,
             _ => 0,
         };
         match &self.stack[b] {
