@@ -301,7 +301,7 @@ impl<'p> Interp<'p> {
                 self.consume(p.root);
                 self.put_got(dst, g)
             }
-            None => self.get_path_slow(code, dst, p, steps),
+            None => self.get_path_slow(code, dst, path),
         }
     }
 
@@ -335,7 +335,11 @@ impl<'p> Interp<'p> {
     /// work, errors and spots (a string's byte, a long key, a missing field, an unset
     /// variable).
     #[inline(never)]
-    fn get_path_slow(&mut self, code: &Code<'p>, dst: Opd, p: ReadPath, steps: &[RStep<'p>]) -> R<()> {
+    fn get_path_slow(&mut self, code: &Code<'p>, dst: Opd, path: u32) -> R<()> {
+        // (The chain looked up again here, not passed: kept live through the walk for
+        // this call, its values took stack slots on the fast path.)
+        let p = code.rpaths[path as usize];
+        let steps = &code.rsteps[p.at as usize..(p.at + p.n) as usize];
         let mut x = self.val(code, p.root, || p.rsp)?;
         for s in steps {
             x = match s.key {
