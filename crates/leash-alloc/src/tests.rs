@@ -297,8 +297,8 @@ fn sqlite_allocations_are_counted_and_its_heap_limit_holds() {
 /// number converts back to itself exactly when it is whole and in range.
 #[test]
 fn trunc_i64_is_as_in_range_and_min_outside() {
-    let lim = 9_223_372_036_854_775_808.0_f64; // 2^63
-                                               // (9_223_372_036_854_774_784 is the largest double below 2^63.)
+    // 2^63, and the largest double below it.
+    let lim = 9_223_372_036_854_775_808.0_f64;
     let big = 9_223_372_036_854_774_784.0;
     for x in [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 3.7, -3.7, 4503599627370497.0, 1e18, -1e18, big, -big, -lim] {
         assert_eq!(trunc_i64(x), x as i64, "{x}");
