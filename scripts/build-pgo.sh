@@ -27,13 +27,13 @@ if [ ! -x "$profdata" ]; then
     rustup component add llvm-tools
 fi
 
-# (RUSTFLAGS replaces .cargo/config.toml's build.rustflags: its alignment repeated.)
-ALIGN="-Cllvm-args=-align-all-functions=6"
+# The profile flags go in with `--config`, whose `build.rustflags` list cargo joins to
+# .cargo/config.toml's (the functions' alignment); `RUSTFLAGS` would replace it.
 
 rm -rf "$OUT/data"
 mkdir -p "$OUT/data"
 echo "build-pgo: 1/3 instrumented build ..." >&2
-RUSTFLAGS="-Cprofile-generate=$OUT/data $ALIGN" cargo build --release --target-dir "$OUT/gen"
+cargo build --release --target-dir "$OUT/gen" --config "build.rustflags=['-Cprofile-generate=$OUT/data']"
 gen="$OUT/gen/release/leash"
 
 echo "build-pgo: 2/3 training runs ..." >&2
@@ -59,6 +59,6 @@ done
 
 echo "build-pgo: 3/3 optimised build ..." >&2
 "$profdata" merge -o "$OUT/leash.profdata" "$OUT/data"
-RUSTFLAGS="-Cprofile-use=$OUT/leash.profdata $ALIGN" cargo build --release --target-dir "$OUT/use"
+cargo build --release --target-dir "$OUT/use" --config "build.rustflags=['-Cprofile-use=$OUT/leash.profdata']"
 cp "$OUT/use/release/leash" "$OUT/use/release/leash-cgi" "$OUT/"
 echo "build-pgo: $OUT/leash" >&2

@@ -88,13 +88,16 @@ pub fn fmt_num(x: f64, out: &mut Vec<u8>) {
 /// Call `f` with the text of number `x` (integers without an allocation).
 #[inline]
 pub fn with_num_text<T>(x: f64, f: impl FnOnce(&[u8]) -> T) -> T {
-    if let (Some(i), true) = (small_int(x), x != 0.0) {
-        let mut buf = itoa::Buffer::new();
-        f(buf.format(i).as_bytes())
-    } else {
-        let mut v = Vec::with_capacity(24);
-        fmt_num(x, &mut v);
-        f(&v)
+    match small_int(x) {
+        Some(i) if x != 0.0 => {
+            let mut buf = itoa::Buffer::new();
+            f(buf.format(i).as_bytes())
+        }
+        _ => {
+            let mut v = Vec::with_capacity(24);
+            fmt_num(x, &mut v);
+            f(&v)
+        }
     }
 }
 
